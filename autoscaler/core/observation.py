@@ -1,0 +1,147 @@
+"""What the decision engine observes about a target: its scale, its pods and its metric readings.
+
+All plain immutable data. Times are seconds on one clock (Unix time in the service, seconds
+relative to the scenario's time 0 in ``autoscaler simulate``); values are integer milli-units,
+as upstream's arithmetic is (``Quantity.MilliValue()``: CPU cores × 1000, bytes × 1000).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+# Sample windows default to 60 s for per-pod metrics that do not report one (upstream's custom
+# metrics client does the same).
+DEFAULT_SAMPLE_WINDOW = 60.0
+
+
+class PodPhase(enum.StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+class ConditionStatus(enum.StrEnum):
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerInfo:
+    """A container's name and its resource requests (milli), as the pod spec declares them.
+
+    ``sidecar`` marks a restartable init container (``restartPolicy: Always``): its requests
+    count toward the pod's, as upstream counts them. Ordinary init containers are not listed.
+    """
+
+    name: str
+    requests: Mapping[str, int] = field(default_factory=dict)
+    sidecar: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    """The slice of a pod the HPA algorithm reads.
+
+    ``ready`` is the status of the pod's Ready condition, or None when it has none;
+    ``ready_since`` its lastTransitionTime; ``started_at`` the pod's ``status.startTime``.
+    ``pod_requests`` holds pod-level requests (``spec.resources``) when the pod sets them.
+    """
+
+    name: str
+    phase: PodPhase = PodPhase.RUNNING
+    ready: ConditionStatus | None = ConditionStatus.TRUE
+    ready_since: float | None = None
+    started_at: float | None = None
+    deleting: bool = False
+    containers: tuple[ContainerInfo, ...] = ()
+    pod_requests: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One per-pod sample: its milli value, when it was taken and over which window (seconds)."""
+
+    value: int
+    timestamp: float
+    window: float = DEFAULT_SAMPLE_WINDOW
+
+
+@dataclass(frozen=True, slots=True)
+class PodUsage:
+    """A pod's usage of one resource, per container (milli), with the sample's time and window.
+
+    Upstream sums the containers' ``MilliValue()``s; a container reported without the resource
+    makes the pod missing (the producer leaves such a pod out).
+    """
+
+    containers: Mapping[str, int]
+    timestamp: float
+    window: float = DEFAULT_SAMPLE_WINDOW
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceReading:
+    """Per-pod, per-container usage of the resource a Resource/ContainerResource metric names."""
+
+    pods: Mapping[str, PodUsage]
+
+
+@dataclass(frozen=True, slots=True)
+class PodsReading:
+    """Per-pod samples of a Pods metric."""
+
+    pods: Mapping[str, Sample]
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectReading:
+    """The value (milli) of an Object metric."""
+
+    value: int
+    timestamp: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalReading:
+    """The series values (milli) an External metric's query returned; upstream sums them."""
+
+    values: tuple[int, ...]
+    timestamp: float
+
+
+@dataclass(frozen=True, slots=True)
+class MetricFailure:
+    """The metric could not be read this sync; ``message`` says why (never contains secrets)."""
+
+    message: str
+
+
+MetricReading = ResourceReading | PodsReading | ObjectReading | ExternalReading | MetricFailure
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleInfo:
+    """The scale subresource: ``spec.replicas``, ``status.replicas`` and ``status.selector``."""
+
+    spec_replicas: int
+    status_replicas: int
+    selector: str = "__present__"
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """Everything one sync observes about a target.
+
+    ``readings`` is aligned with ``spec.metrics`` (one reading or failure per metric, in order).
+    ``pods`` are the pods matched by the scale's selector, from the cluster (never from
+    Prometheus).
+    """
+
+    scale: ScaleInfo
+    pods: Sequence[PodInfo]
+    readings: Sequence[MetricReading]

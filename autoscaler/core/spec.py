@@ -1,0 +1,145 @@
+"""The target spec: ``autoscaling/v2`` ``HorizontalPodAutoscalerSpec``, field for field.
+
+These are plain immutable values after parsing and defaulting (see :mod:`autoscaler.core.spec_parse`
+for the YAML/JSON side and its validation). Each ``Pods``, ``Object`` and ``External`` metric also
+carries ``query``, the PromQL it is read from; ``Resource`` and ``ContainerResource`` metrics may
+override their built-in query the same way. The decision engine only needs the metric names.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from autoscaler.core.quantity import Quantity
+
+
+class MetricSourceType(enum.StrEnum):
+    RESOURCE = "Resource"
+    CONTAINER_RESOURCE = "ContainerResource"
+    PODS = "Pods"
+    OBJECT = "Object"
+    EXTERNAL = "External"
+
+    @property
+    def source_key(self) -> str:
+        """The name of the source block in YAML (``containerResource``, ``pods``…)."""
+        return self.value[0].lower() + self.value[1:]
+
+
+class MetricTargetType(enum.StrEnum):
+    UTILIZATION = "Utilization"
+    VALUE = "Value"
+    AVERAGE_VALUE = "AverageValue"
+
+
+class PolicyType(enum.StrEnum):
+    PODS = "Pods"
+    PERCENT = "Percent"
+
+
+class SelectPolicy(enum.StrEnum):
+    MAX = "Max"
+    MIN = "Min"
+    DISABLED = "Disabled"
+
+
+@dataclass(frozen=True, slots=True)
+class CrossVersionObjectReference:
+    kind: str
+    name: str
+    api_version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricTarget:
+    type: MetricTargetType
+    value: Quantity | None = None
+    average_value: Quantity | None = None
+    average_utilization: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One entry of ``spec.metrics``, flattened: ``name`` is the resource name for
+    ``Resource``/``ContainerResource`` and the metric name otherwise."""
+
+    type: MetricSourceType
+    name: str
+    target: MetricTarget
+    container: str | None = None
+    selector: Mapping[str, Any] | None = None
+    described_object: CrossVersionObjectReference | None = None
+    query: str | None = None
+
+    @property
+    def is_pod_metric(self) -> bool:
+        """Read per pod (Resource, ContainerResource, Pods), as opposed to one value (Object, External)."""
+        return self.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE,
+                             MetricSourceType.PODS)
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingPolicy:
+    type: PolicyType
+    value: int
+    period_seconds: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingRules:
+    """One direction of ``behavior`` after API defaulting. ``stabilization_window_seconds`` None
+    means "the controller setting" (only the scale-down default leaves it unset)."""
+
+    stabilization_window_seconds: int | None
+    select_policy: SelectPolicy
+    policies: tuple[ScalingPolicy, ...]
+    tolerance: Quantity | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Behavior:
+    scale_up: ScalingRules
+    scale_down: ScalingRules
+
+
+# autoscaling/v2 defaults (pkg/apis/autoscaling/v2/defaults.go).
+DEFAULT_SCALE_UP_RULES = ScalingRules(
+    stabilization_window_seconds=0,
+    select_policy=SelectPolicy.MAX,
+    policies=(ScalingPolicy(PolicyType.PODS, 4, 15), ScalingPolicy(PolicyType.PERCENT, 100, 15)),
+)
+DEFAULT_SCALE_DOWN_RULES = ScalingRules(
+    stabilization_window_seconds=None,
+    select_policy=SelectPolicy.MAX,
+    policies=(ScalingPolicy(PolicyType.PERCENT, 100, 15),),
+)
+DEFAULT_CPU_UTILIZATION = 80
+
+
+def default_metrics() -> tuple[MetricSpec, ...]:
+    """An empty metrics list means CPU at 80 % utilization."""
+    return (MetricSpec(
+        type=MetricSourceType.RESOURCE,
+        name="cpu",
+        target=MetricTarget(MetricTargetType.UTILIZATION, average_utilization=DEFAULT_CPU_UTILIZATION),
+    ),)
+
+
+@dataclass(frozen=True, slots=True)
+class TargetSpec:
+    """A parsed, defaulted and valid target spec."""
+
+    scale_target_ref: CrossVersionObjectReference
+    max_replicas: int
+    min_replicas: int = 1
+    metrics: tuple[MetricSpec, ...] = field(default_factory=default_metrics)
+    behavior: Behavior | None = None
+    # The optional ``hvpa`` section (parsed by the HVPA engine); kept opaque here.
+    hvpa: Any = None
+
+    @property
+    def has_object_or_external_metric(self) -> bool:
+        return any(m.type in (MetricSourceType.OBJECT, MetricSourceType.EXTERNAL) for m in self.metrics)
