@@ -73,13 +73,14 @@ class Sample:
 
 @dataclass(frozen=True, slots=True)
 class PodUsage:
-    """A pod's usage of one resource, per container (milli), with the sample's time and window.
+    """A pod's usage of one resource, per reported container (milli), with the sample's time and window.
 
-    Upstream sums the containers' ``MilliValue()``s; a container reported without the resource
-    makes the pod missing (the producer leaves such a pod out).
+    Upstream sums the containers' ``MilliValue()``s. A container reported without the resource
+    (``None``), or a pod with no container reported, makes the pod missing for a Resource metric;
+    for a ContainerResource metric the pod is missing unless that container has a value.
     """
 
-    containers: Mapping[str, int]
+    containers: Mapping[str, int | None]
     timestamp: float
     window: float = DEFAULT_SAMPLE_WINDOW
 
@@ -126,11 +127,21 @@ MetricReading = ResourceReading | PodsReading | ObjectReading | ExternalReading 
 
 @dataclass(frozen=True, slots=True)
 class ScaleInfo:
-    """The scale subresource: ``spec.replicas``, ``status.replicas`` and ``status.selector``."""
+    """The scale subresource: ``spec.replicas``, ``status.replicas`` and ``status.selector``
+    (the label selector string; empty when the target does not publish one)."""
 
     spec_replicas: int
     status_replicas: int
-    selector: str = "__present__"
+    selector: str
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorProblem:
+    """The selector cannot be used: ``reason`` InvalidSelector (unparseable) or AmbiguousSelector
+    (its pods are also selected by another target); ``message`` as upstream words it."""
+
+    reason: str
+    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,3 +156,4 @@ class Observation:
     scale: ScaleInfo
     pods: Sequence[PodInfo]
     readings: Sequence[MetricReading]
+    selector_problem: SelectorProblem | None = None

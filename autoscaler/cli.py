@@ -1,0 +1,87 @@
+"""The ``autoscaler`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from autoscaler.core.fields import SpecError
+
+EXIT_INVALID = 2
+
+
+def load_yaml_file(path: str) -> Any:
+    """Read a YAML document; raise ``SpecError`` (never a traceback) when it cannot be read or parsed."""
+    from autoscaler.core.fields import FieldError
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError([FieldError(path, f"cannot read file: {exc.strerror or exc}")]) from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError([FieldError(path, f"invalid YAML{where}: {problem}")]) from exc
+
+
+def _print_errors(source: str, error: SpecError) -> None:
+    print(f"{source}: invalid ({len(error.errors)} problem{'s' if len(error.errors) != 1 else ''}):",
+          file=sys.stderr)
+    for item in error.errors:
+        print(f"  {item}", file=sys.stderr)
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from autoscaler.simulate.output import render_table, step_json
+    from autoscaler.simulate.runner import run_scenario
+    from autoscaler.simulate.scenario import parse_scenario
+
+    try:
+        scenario = parse_scenario(load_yaml_file(args.scenario))
+    except SpecError as exc:
+        _print_errors(args.scenario, exc)
+        return EXIT_INVALID
+    results = run_scenario(scenario)
+    if args.output == "json":
+        for result in results:
+            print(json.dumps(step_json(result), sort_keys=False))
+    else:
+        print(render_table(results, explain=args.explain))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autoscaler",
+        description="External Kubernetes autoscaler: upstream-exact HPA decisions from Prometheus, plus HVPA.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    simulate = sub.add_parser("simulate", help="replay a scenario file through the decision engine",
+                              description="Replay a scenario file through the decision engine and print "
+                                          "each step's decision.")
+    simulate.add_argument("scenario", metavar="SCENARIO.yaml")
+    simulate.add_argument("--output", "-o", choices=("table", "json"), default="table",
+                          help="table (default) or json: one JSON object per step")
+    simulate.add_argument("--explain", action="store_true", help="print each decision's explanation under its row")
+    simulate.set_defaults(func=cmd_simulate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""One sync's decision for one target: upstream's ``reconcileAutoscaler`` without the I/O.
+
+:func:`decide` takes the spec, what was observed (scale, pods, metric readings), the state the
+target carries between syncs (history, conditions, the last status) and "now", and returns a
+:class:`Decision`: the replica count to apply, the conditions, the Events, the new history and
+everything needed to explain it. It writes nothing; the caller applies the scale and then calls
+:func:`apply_scale_result` with the outcome, which adds what upstream records after the write
+(AbleToScale SucceededRescale/FailedUpdateScale, the stored scale event, lastScaleTime).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from autoscaler.core import conditions as c
+from autoscaler.core.behavior import Normalization, normalize_legacy, normalize_with_behavior
+from autoscaler.core.conditions import Condition, find_condition, set_condition
+from autoscaler.core.history import DecisionHistory, record_scale_event, with_initial_recommendation
+from autoscaler.core.metrics import MetricOutcome, MetricsOutcome, combine_metrics, compute_metric
+from autoscaler.core.observation import Observation
+from autoscaler.core.settings import ControllerSettings, Tolerances
+from autoscaler.core.spec import TargetSpec
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A Kubernetes Event to post on the target."""
+
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class TargetState:
+    """What a target carries from one sync to the next (persisted in its status by the service)."""
+
+    history: DecisionHistory | None = None
+    conditions: tuple[Condition, ...] = ()
+    desired_replicas: int | None = None      # status.desiredReplicas as last written
+    last_scale_time: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    current_replicas: int
+    desired_replicas: int | None      # the sync's proposal before normalization; None when metrics failed
+    replicas: int                     # the count the scale is to be set to (== current when not scaling)
+    scale: bool
+    branch: str                       # which path the sync took (see BRANCHES)
+    rescale_reason: str
+    metrics: tuple[MetricOutcome, ...]
+    combined: MetricsOutcome | None
+    normalization: Normalization | None
+    conditions: tuple[Condition, ...]
+    history: DecisionHistory
+    status_desired_replicas: int      # what status.desiredReplicas becomes
+    last_scale_time: float | None
+    events: tuple[Event, ...] = ()
+    error: str | None = None          # the sync's error (a metric failed, or the scale could not be written)
+    applied: bool | None = None       # after apply_scale_result: whether the scale write succeeded
+    previous_desired_replicas: int | None = None  # status.desiredReplicas before this sync
+    scaled_to_zero_tracked: bool = field(default=False)
+
+
+BRANCHES = {
+    "disabled": "the target has 0 replicas: scaling is disabled",
+    "above-max": "current replicas above maxReplicas",
+    "below-min": "current replicas below minReplicas",
+    "selector": "the scale's selector cannot be used",
+    "metrics-failed": "no usable metric proposal",
+    "metrics": "metrics computed",
+}
+
+
+def tolerances_for(spec: TargetSpec, settings: ControllerSettings) -> Tolerances:
+    """``tolerancesForHpa``: the controller's tolerances, overridden per direction by ``behavior``."""
+    tolerances = settings.tolerances
+    if spec.behavior is None:
+        return tolerances
+    up = spec.behavior.scale_up.tolerance
+    down = spec.behavior.scale_down.tolerance
+    return Tolerances(
+        scale_down=down.as_float() if down is not None else tolerances.scale_down,
+        scale_up=up.as_float() if up is not None else tolerances.scale_up,
+    )
+
+
+def _tracks_scaled_to_zero(spec: TargetSpec, state: TargetState) -> bool:
+    """Whether the ScaledToZero condition is maintained for this target.
+
+    Upstream master (HPAScaleToZero on) sets it after every rescale of every HPA; we keep it only
+    where it means something — targets that may scale to zero, or that carry it already — so every
+    other target shows exactly the three conditions upstream shows with the gate at its default.
+    """
+    return spec.min_replicas == 0 or find_condition(state.conditions, c.SCALED_TO_ZERO) is not None
+
+
+def decide(spec: TargetSpec, observation: Observation, state: TargetState, settings: ControllerSettings,
+           now: float) -> Decision:
+    """Compute one sync's decision. Pure: same inputs, same decision."""
+    decision = _decide(spec, observation, state, settings, now)
+    return replace(decision, previous_desired_replicas=state.desired_replicas)
+
+
+def _decide(spec: TargetSpec, observation: Observation, state: TargetState, settings: ControllerSettings,
+            now: float) -> Decision:
+    conditions = set_condition(state.conditions, c.ABLE_TO_SCALE, c.TRUE, "SucceededGetScale",
+                               c.MSG_SUCCEEDED_GET_SCALE, now)
+    current = observation.scale.spec_replicas
+    history = with_initial_recommendation(state.history, current, now)
+    min_replicas = spec.min_replicas
+    tracked = _tracks_scaled_to_zero(spec, state)
+    skipped = tuple(MetricOutcome(m, skipped=True) for m in spec.metrics)
+
+    def without_metrics(branch: str, desired: int, reason: str, conds: tuple[Condition, ...]) -> Decision:
+        scale = branch in ("above-max", "below-min") and desired != current
+        return Decision(current, desired, desired if scale else current, scale, branch, reason, skipped, None,
+                        None, conds, history, desired if scale else current, state.last_scale_time,
+                        scaled_to_zero_tracked=tracked)
+
+    if current == 0 and not _can_compute_from_zero(spec, state):
+        conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, "ScalingDisabled",
+                                   c.MSG_SCALING_DISABLED, now)
+        return without_metrics("disabled", 0, "", conditions)
+    if current > spec.max_replicas:
+        return without_metrics("above-max", spec.max_replicas,
+                               "Current number of replicas above Spec.MaxReplicas", conditions)
+    if current < min_replicas:
+        return without_metrics("below-min", min_replicas, "Current number of replicas below Spec.MinReplicas",
+                               conditions)
+
+    selector_failure = _selector_failure(observation)
+    if selector_failure is not None:
+        event, reason, message = selector_failure
+        conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, reason, message, now)
+        return Decision(current, None, current, False, "selector", "", skipped, None, None, conditions, history,
+                        _previous_desired(state, current), state.last_scale_time, (event,),
+                        error=event.message, scaled_to_zero_tracked=tracked)
+
+    tolerances = tolerances_for(spec, settings)
+    outcomes = tuple(
+        compute_metric(metric, reading, observation.scale, observation.pods, tolerances, settings, now)
+        for metric, reading in zip(spec.metrics, observation.readings, strict=True)
+    )
+    events = [Event(WARNING, o.reason or "", o.error or "") for o in outcomes if o.error is not None]
+    combined = combine_metrics(outcomes, current)
+    if combined.proposal is None:
+        first = combined.first_invalid
+        assert first is not None and combined.error is not None
+        conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, first.reason or "",
+                                   c.MSG_UNABLE_TO_COMPUTE.format(first.error), now)
+        events.append(Event(WARNING, "FailedComputeMetricsReplicas", combined.error))
+        return Decision(current, None, current, False, "metrics-failed", "", outcomes, combined, None, conditions,
+                        history, _previous_desired(state, current), state.last_scale_time, tuple(events),
+                        error=combined.error, scaled_to_zero_tracked=tracked)
+    conditions = set_condition(conditions, c.SCALING_ACTIVE, c.TRUE, "ValidMetricFound",
+                               c.MSG_VALID_METRIC_FOUND.format(combined.description), now)
+
+    desired = max(0, combined.proposal)
+    rescale_reason = ""
+    if desired > current:
+        rescale_reason = f"{combined.description} above target"
+    elif desired < current:
+        rescale_reason = "All metrics below target"
+    if spec.behavior is None:
+        norm = normalize_legacy(history, current, desired, min_replicas, spec.max_replicas,
+                                settings.downscale_stabilization_window, now)
+    else:
+        norm = normalize_with_behavior(history, spec.behavior, current, desired, min_replicas, spec.max_replicas,
+                                       settings.downscale_stabilization_window, now)
+    conditions = set_condition(conditions, c.ABLE_TO_SCALE, c.TRUE, norm.able_reason, norm.able_message, now)
+    conditions = set_condition(conditions, c.SCALING_LIMITED, c.TRUE if norm.limited else c.FALSE,
+                               norm.limit_reason, norm.limit_message, now)
+    final = norm.final
+    if current == 0 and min_replicas != 0:
+        final = max(final, min_replicas)  # scaling from zero never stops below minReplicas
+    scale = final != current
+    return Decision(current, desired, final if scale else current, scale, "metrics", rescale_reason, outcomes,
+                    combined, norm, conditions, norm.history, final if scale else current, state.last_scale_time,
+                    tuple(events), error=combined.error, scaled_to_zero_tracked=tracked)
+
+
+def _can_compute_from_zero(spec: TargetSpec, state: TargetState) -> bool:
+    """At 0 replicas metrics are read only if this autoscaler put the target there (ScaledToZero
+    True) and it can ever leave zero (minReplicas ≠ 0, or an Object/External metric)."""
+    flag = find_condition(state.conditions, c.SCALED_TO_ZERO)
+    return (flag is not None and flag.status == c.TRUE
+            and (spec.min_replicas != 0 or spec.has_object_or_external_metric))
+
+
+def _previous_desired(state: TargetState, current: int) -> int:
+    """status.desiredReplicas when a sync cannot decide: upstream leaves the last written value."""
+    return _previous_or(state.desired_replicas, current)
+
+
+def _selector_failure(observation: Observation) -> tuple[Event, str, str] | None:
+    if not observation.scale.selector:
+        return (Event(WARNING, "SelectorRequired", "selector is required"), "InvalidSelector",
+                c.MSG_MISSING_SELECTOR)
+    problem = observation.selector_problem
+    if problem is not None:
+        return Event(WARNING, problem.reason, problem.message), problem.reason, problem.message
+    return None
+
+
+def apply_scale_result(decision: Decision, spec: TargetSpec, succeeded: bool, now: float,
+                       error: str | None = None) -> Decision:
+    """Record the outcome of writing ``decision.replicas`` to the scale subresource."""
+    if not decision.scale:
+        return decision
+    if not succeeded:
+        message = error or "unknown error"
+        conditions = set_condition(decision.conditions, c.ABLE_TO_SCALE, c.FALSE, "FailedUpdateScale",
+                                   c.MSG_FAILED_UPDATE_SCALE.format(message), now)
+        event = Event(WARNING, "FailedRescale",
+                      f"New size: {decision.replicas}; reason: {decision.rescale_reason}; error: {message}")
+        return replace(decision, conditions=conditions, events=(*decision.events, event), applied=False,
+                       status_desired_replicas=_previous_or(decision.previous_desired_replicas,
+                                                            decision.current_replicas),
+                       error=f"failed to rescale: {message}")
+    conditions = set_condition(decision.conditions, c.ABLE_TO_SCALE, c.TRUE, "SucceededRescale",
+                               c.MSG_SUCCEEDED_RESCALE.format(decision.replicas), now)
+    if decision.scaled_to_zero_tracked:
+        if (decision.current_replicas > 0 and decision.replicas == 0 and spec.min_replicas == 0
+                and spec.has_object_or_external_metric):
+            conditions = set_condition(conditions, c.SCALED_TO_ZERO, c.TRUE, "ScaledToZero", c.MSG_SCALED_TO_ZERO,
+                                       now)
+        else:
+            conditions = set_condition(conditions, c.SCALED_TO_ZERO, c.FALSE, "NotScaledToZero",
+                                       c.MSG_NOT_SCALED_TO_ZERO, now)
+    history = record_scale_event(decision.history, spec.behavior, decision.current_replicas, decision.replicas, now)
+    event = Event(NORMAL, "SuccessfulRescale", f"New size: {decision.replicas}; reason: {decision.rescale_reason}")
+    return replace(decision, conditions=conditions, history=history, events=(*decision.events, event),
+                   applied=True, last_scale_time=now)
+
+
+def _previous_or(previous: int | None, fallback: int) -> int:
+    return previous if previous is not None else fallback

@@ -1,0 +1,164 @@
+"""A decision in words: what each metric said, what was set aside, and what limited the result.
+
+``explain_lines`` turns a :class:`~autoscaler.core.decision.Decision` into short sentences a person
+can read in ``autoscaler simulate``, in logs, in the target's status and in ``autoscaler explain``.
+Times are given relative to the decision ("45s ago"), so the text reads the same everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+
+from autoscaler.core.behavior import Normalization, RateLimit
+from autoscaler.core.decision import BRANCHES, Decision
+from autoscaler.core.metrics import MetricOutcome
+from autoscaler.core.quantity import format_quantity
+from autoscaler.core.replicas import PodMetricResult, ValueResult
+from autoscaler.core.spec import MetricTargetType, PolicyType
+
+_RULES = {
+    "within-tolerance": "ratio within tolerance: keep the current count",
+    "ratio-times-ready": "ratio × ready pods",
+    "rebalanced": "recomputed with missing/unready pods filled in",
+    "rebalanced-within-tolerance": "after filling in missing/unready pods the ratio is within tolerance: keep",
+    "rebalanced-direction-flip": "filling in missing/unready pods reverses the direction: keep",
+    "rebalanced-count-flip": "the recomputed count would move against the ratio: keep",
+    "from-zero": "scaling from zero: ceil(ratio), no tolerance",
+    "usage-over-target": "total ÷ per-pod target",
+}
+
+
+def milli_text(milli: int) -> str:
+    from fractions import Fraction
+
+    return format_quantity(Fraction(milli, 1000))
+
+
+def ago(now: float, at: float) -> str:
+    delta = now - at
+    if math.isinf(delta) or abs(delta) >= 10**9:
+        return "long ago"
+    return f"{delta:g}s ago"
+
+
+def target_text(outcome: MetricOutcome) -> str:
+    target = outcome.spec.target
+    if target.type is MetricTargetType.UTILIZATION:
+        return f"{target.average_utilization}% of request"
+    if target.type is MetricTargetType.VALUE and target.value is not None:
+        return f"value {target.value}"
+    return f"average {target.average_value}"
+
+
+def metric_line(outcome: MetricOutcome) -> str:
+    spec = outcome.spec
+    label = outcome.description or f"{spec.type.value} {spec.name}"
+    if outcome.skipped:
+        return f"{label}: not evaluated"
+    if outcome.error is not None:
+        return f"{label}: FAILED ({outcome.reason}): {outcome.error} — no scale-down on partial data"
+    parts: list[str] = []
+    current = outcome.current
+    if current is not None:
+        if current.average_utilization is not None:
+            parts.append(f"utilization {current.average_utilization}%")
+        if current.average_value is not None:
+            parts.append(f"average {milli_text(current.average_value)}")
+        if current.value is not None:
+            parts.append(f"value {milli_text(current.value)}")
+    text = f"{label}: {', '.join(parts)} against {target_text(outcome)}"
+    if outcome.pod_result is not None:
+        text += _pod_detail(outcome.pod_result)
+    if outcome.value_result is not None:
+        text += _value_detail(outcome.value_result)
+    return f"{text} → proposes {outcome.proposal}"
+
+
+def _pod_detail(result: PodMetricResult) -> str:
+    groups = result.groups
+    text = f" (ratio {result.ratio:.3f}; {groups.ready_count} ready"
+    aside = []
+    if groups.unready:
+        aside.append(f"unready {', '.join(groups.unready)}")
+    if groups.missing:
+        aside.append(f"missing {', '.join(groups.missing)}")
+    if groups.ignored:
+        aside.append(f"ignored {', '.join(groups.ignored)}")
+    if aside:
+        text += "; set aside: " + "; ".join(aside)
+    text += f"; {_RULES.get(result.rule, result.rule)}"
+    if result.rebalance is not None:
+        r = result.rebalance
+        filled = {"target": "missing pods counted at the target", "zero": "missing pods counted at 0",
+                  "nothing": "missing pods not filled"}[r.missing_filled_with]
+        unready = "; unready pods counted at 0" if r.unready_as_zero else ""
+        text += f": {filled}{unready}, new ratio {r.new_ratio:.3f} over {r.considered} pods"
+    return text + ")"
+
+
+def _value_detail(result: ValueResult) -> str:
+    text = f" (ratio {result.ratio:.3f}"
+    if result.ready_pods is not None:
+        text += f"; {result.ready_pods} running and ready pods"
+    return text + f"; {_RULES.get(result.rule, result.rule)})"
+
+
+def _rate_text(rate: RateLimit) -> str:
+    direction = "scale-up" if rate.direction == "up" else "scale-down"
+    if rate.select_policy is None:
+        return f"{direction} limited to {rate.bound} replicas (no behavior: at most max(2 × current, 4))"
+    if not rate.policies:
+        return f"{direction} disabled (selectPolicy Disabled)"
+    policies = ", ".join(
+        f"{p.policy.type.value} {p.policy.value}{'%' if p.policy.type is PolicyType.PERCENT else ''}"
+        f"/{p.policy.period_seconds}s from {p.period_start_replicas} → {p.allowed}"
+        for p in rate.policies
+    )
+    return f"{direction} policies [{policies}] (selectPolicy {rate.select_policy.value}) allow {rate.bound}"
+
+
+def normalization_lines(norm: Normalization, now: float) -> list[str]:
+    lines: list[str] = []
+    if norm.stabilized != norm.proposal:
+        rec = norm.binding_recommendation
+        source = f" (recommended {ago(now, rec.at)})" if rec is not None else ""
+        window = norm.down_window if norm.able_reason == "ScaleDownStabilized" else norm.up_window
+        lines.append(f"Stabilization ({norm.able_reason}, window {window:g}s): {norm.proposal} → "
+                     f"{norm.stabilized}{source}.")
+    if norm.limited:
+        lines.append(f"Limited ({norm.limit_reason}): {norm.stabilized} → {norm.final}; {norm.limit_message}.")
+        if norm.rate_limit is not None and norm.limit_reason in ("ScaleUpLimit", "ScaleDownLimit"):
+            lines.append(f"  {_rate_text(norm.rate_limit)}.")
+    return lines
+
+
+def explain_lines(decision: Decision, now: float) -> list[str]:
+    """The decision, sentence by sentence."""
+    lines = [f"Current replicas: {decision.current_replicas}."]
+    if decision.branch in ("disabled", "above-max", "below-min", "selector"):
+        lines.append(f"{BRANCHES[decision.branch][0].upper()}{BRANCHES[decision.branch][1:]}"
+                     + (f": {decision.rescale_reason}." if decision.rescale_reason else "."))
+        if decision.branch == "selector" and decision.error:
+            lines.append(f"Error: {decision.error}.")
+    for outcome in decision.metrics:
+        if not outcome.skipped:
+            lines.append(metric_line(outcome))
+    combined = decision.combined
+    if combined is not None:
+        if combined.proposal is None:
+            lines.append(f"No scaling: {combined.error}.")
+        else:
+            lines.append(f"Largest proposal: {combined.proposal} from {combined.description}.")
+            if combined.invalid:
+                lines.append(f"{combined.invalid} metric(s) failed; scaling up is still allowed, scaling down is not.")
+    if decision.normalization is not None:
+        lines.extend(normalization_lines(decision.normalization, now))
+    if decision.scale:
+        verb = "Scale up" if decision.replicas > decision.current_replicas else "Scale down"
+        applied = "" if decision.applied is None else (" (applied)" if decision.applied else " (write FAILED)")
+        lines.append(f"{verb} {decision.current_replicas} → {decision.replicas}{applied}: {decision.rescale_reason}.")
+    else:
+        lines.append(f"Keep {decision.current_replicas} replicas.")
+    return lines
+
+

@@ -1,0 +1,77 @@
+"""The decision history a target carries from one sync to the next.
+
+Upstream keeps this in controller memory (and loses it on restart); here it is plain data in and
+out of every decision, so the service can persist it in the target's status and a restart changes
+nothing. ``None`` (no history at all) and an empty history are different, as upstream's tests
+distinguish them: a target with no history gets the current replica count recorded as its first
+recommendation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from autoscaler.core.spec import Behavior, ScalingRules
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    replicas: int
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleEvent:
+    """A successful scale: ``change`` is the (positive) number of replicas added or removed.
+
+    ``outdated`` marks an event older than the direction's longest policy period when the last
+    event was stored; upstream reuses such slots. Counting uses only the timestamps.
+    """
+
+    change: int
+    at: float
+    outdated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionHistory:
+    recommendations: tuple[Recommendation, ...] = ()
+    scale_up_events: tuple[ScaleEvent, ...] = ()
+    scale_down_events: tuple[ScaleEvent, ...] = ()
+
+
+def with_initial_recommendation(history: DecisionHistory | None, current_replicas: int,
+                                now: float) -> DecisionHistory:
+    """``recordInitialRecommendation``: a target seen for the first time remembers its current size."""
+    if history is None:
+        return DecisionHistory(recommendations=(Recommendation(current_replicas, now),))
+    return history
+
+
+def record_scale_event(history: DecisionHistory, behavior: Behavior | None, previous: int, new: int,
+                       now: float) -> DecisionHistory:
+    """``storeScaleEvent``: remember a successful scale for the rate limits (behavior path only)."""
+    if behavior is None or new == previous:
+        return history
+    if new > previous:
+        events = _store(history.scale_up_events, behavior.scale_up, new - previous, now)
+        return replace(history, scale_up_events=events)
+    events = _store(history.scale_down_events, behavior.scale_down, previous - new, now)
+    return replace(history, scale_down_events=events)
+
+
+def _store(events: tuple[ScaleEvent, ...], rules: ScalingRules, change: int,
+           now: float) -> tuple[ScaleEvent, ...]:
+    longest_period = max((p.period_seconds for p in rules.policies), default=0)
+    cutoff = now - longest_period
+    marked = [replace(e, outdated=True) if e.at < cutoff else e for e in events]
+    slot = None
+    for index, event in enumerate(marked):
+        if event.outdated:
+            slot = index  # the last outdated slot is reused, as upstream does
+    new_event = ScaleEvent(change, now)
+    if slot is None:
+        marked.append(new_event)
+    else:
+        marked[slot] = new_event
+    return tuple(marked)

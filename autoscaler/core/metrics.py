@@ -1,0 +1,277 @@
+"""Per-metric proposals and their combination (``computeReplicasForMetric(s)`` upstream).
+
+Each spec metric, with its reading, becomes a :class:`MetricOutcome`: the proposal, the value the
+status reports (``status.currentMetrics``), the pods set aside, or the error and the condition
+reason it raises. :func:`combine_metrics` then takes the largest proposal, and refuses to scale
+down when any metric failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from autoscaler.core.gomath import saturating_sum_int64
+from autoscaler.core.observation import (
+    ExternalReading,
+    MetricFailure,
+    MetricReading,
+    ObjectReading,
+    PodInfo,
+    PodsReading,
+    ResourceReading,
+    Sample,
+    ScaleInfo,
+)
+from autoscaler.core.replicas import (
+    PodMetricResult,
+    ReplicaCalculationError,
+    ValueResult,
+    per_pod_replicas,
+    plain_replicas,
+    resource_replicas,
+    usage_ratio_replicas,
+)
+from autoscaler.core.settings import ControllerSettings, Tolerances
+from autoscaler.core.spec import MetricSourceType, MetricSpec, MetricTargetType
+
+FAILURE_REASONS = {
+    MetricSourceType.RESOURCE: "FailedGetResourceMetric",
+    MetricSourceType.CONTAINER_RESOURCE: "FailedGetContainerResourceMetric",
+    MetricSourceType.PODS: "FailedGetPodsMetric",
+    MetricSourceType.OBJECT: "FailedGetObjectMetric",
+    MetricSourceType.EXTERNAL: "FailedGetExternalMetric",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MetricValue:
+    """``MetricValueStatus``: milli values, or an integer percent."""
+
+    average_utilization: int | None = None
+    average_value: int | None = None
+    value: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MetricOutcome:
+    spec: MetricSpec
+    proposal: int | None = None
+    current: MetricValue | None = None
+    description: str = ""                 # upstream's metric name text, e.g. "pods metric qps"
+    error: str | None = None              # the condition's error text (None on success)
+    reason: str | None = None             # the ScalingActive reason when this metric failed
+    pod_result: PodMetricResult | None = None
+    value_result: ValueResult | None = None
+    skipped: bool = False                 # not evaluated this sync (replicas outside [min, max], disabled)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsOutcome:
+    outcomes: tuple[MetricOutcome, ...]
+    proposal: int | None                  # None: no usable proposal (nothing scales)
+    description: str                      # the winning metric's text
+    invalid: int
+    first_invalid: MetricOutcome | None
+    error: str | None                     # upstream's aggregated error, if any metric failed
+
+
+def go_selector_string(selector: Mapping[str, object] | None) -> str:
+    """``%+v`` of a ``*metav1.LabelSelector`` as upstream prints it inside metric names."""
+    if selector is None:
+        return "<nil>"
+    labels = selector.get("matchLabels") or {}
+    label_text = "".join(f"{k}: {v}," for k, v in sorted(dict(labels).items()))  # type: ignore[call-overload]
+    exprs = selector.get("matchExpressions") or []
+    expr_text = "".join(
+        f"LabelSelectorRequirement{{Key:{e.get('key')},Operator:{e.get('operator')},"
+        f"Values:[{' '.join(e.get('values') or [])}],}},"
+        for e in exprs  # type: ignore[attr-defined]
+    )
+    return (f"&LabelSelector{{MatchLabels:map[string]string{{{label_text}}},"
+            f"MatchExpressions:[]LabelSelectorRequirement{{{expr_text}}},}}")
+
+
+def metric_description(spec: MetricSpec) -> str:
+    """The name upstream gives a metric in ValidMetricFound and in the rescale reason."""
+    match spec.type:
+        case MetricSourceType.RESOURCE | MetricSourceType.CONTAINER_RESOURCE:
+            kind = "container resource" if spec.type is MetricSourceType.CONTAINER_RESOURCE else "resource"
+            if spec.target.average_value is not None:
+                return f"{spec.name} {kind}"
+            return f"{spec.name} {kind} utilization (percentage of request)"
+        case MetricSourceType.PODS:
+            return f"pods metric {spec.name}"
+        case MetricSourceType.OBJECT if spec.target.type is MetricTargetType.VALUE:
+            kind = spec.described_object.kind if spec.described_object else ""
+            return f"{kind} metric {spec.name}"
+        case _:
+            # Object AverageValue really is called "external metric" upstream.
+            return f"external metric {spec.name}({go_selector_string(spec.selector)})"
+
+
+def pod_samples(spec: MetricSpec, reading: ResourceReading) -> dict[str, Sample]:
+    """Per-pod samples of a Resource/ContainerResource metric from per-container usage."""
+    samples: dict[str, Sample] = {}
+    for pod_name, usage in reading.pods.items():
+        if spec.container is not None:
+            value = usage.containers.get(spec.container)
+            if value is None:
+                continue  # container not reported, or without this resource: the pod is missing
+        else:
+            values = list(usage.containers.values())
+            if not values or any(v is None for v in values):
+                continue
+            value = sum(v for v in values if v is not None)
+        samples[pod_name] = Sample(value, usage.timestamp, usage.window)
+    return samples
+
+
+def compute_metric(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: Sequence[PodInfo],
+                   tolerances: Tolerances, settings: ControllerSettings, now: float) -> MetricOutcome:
+    """``computeReplicasForMetric``: one metric's proposal, or its failure."""
+    description = metric_description(spec)
+    reason = FAILURE_REASONS[spec.type]
+    try:
+        if spec.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE):
+            return _resource(spec, reading, scale, pods, tolerances, settings, now, description)
+        if spec.type is MetricSourceType.PODS:
+            return _pods(spec, reading, scale, pods, tolerances, settings, now, description)
+        if spec.type is MetricSourceType.OBJECT:
+            return _object(spec, reading, scale, pods, tolerances, description)
+        return _external(spec, reading, scale, pods, tolerances, description)
+    except ReplicaCalculationError as exc:
+        return MetricOutcome(spec, description=description, error=str(exc), reason=reason)
+
+
+def _fetch_failed(prefix: str, reading: MetricReading) -> None:
+    if isinstance(reading, MetricFailure):
+        raise ReplicaCalculationError(f"{prefix}: {reading.message}")
+
+
+def _resource(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: Sequence[PodInfo],
+              tolerances: Tolerances, settings: ControllerSettings, now: float, description: str) -> MetricOutcome:
+    average_target = spec.target.average_value
+    what = "usage" if average_target is not None else "utilization"
+    try:
+        fetch_prefix = f"unable to get metrics for resource {spec.name}"
+        _fetch_failed(fetch_prefix, reading)
+        if not isinstance(reading, ResourceReading):
+            raise ReplicaCalculationError(f"{fetch_prefix}: unexpected reading {type(reading).__name__}")
+        if not reading.pods:
+            raise ReplicaCalculationError(f"{fetch_prefix}: no metrics returned")
+        samples = pod_samples(spec, reading)
+        if average_target is not None:
+            result = plain_replicas(scale.spec_replicas, average_target.milli_value(), spec.name, pods, samples,
+                                    tolerances, settings, now)
+            current = MetricValue(average_value=result.usage)
+        else:
+            assert spec.target.average_utilization is not None
+            result = resource_replicas(scale.spec_replicas, spec.target.average_utilization, spec.name,
+                                       spec.container, pods, samples, tolerances, settings, now)
+            current = MetricValue(average_utilization=result.utilization, average_value=result.usage)
+    except ReplicaCalculationError as exc:
+        # computeStatusForResourceMetricGeneric wraps every error this way.
+        raise ReplicaCalculationError(f"failed to get {spec.name} {what}: {exc}") from exc
+    return MetricOutcome(spec, result.replicas, current, description, pod_result=result)
+
+
+def _pods(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: Sequence[PodInfo],
+          tolerances: Tolerances, settings: ControllerSettings, now: float, description: str) -> MetricOutcome:
+    fetch_prefix = f"unable to get metric {spec.name}"
+    _fetch_failed(fetch_prefix, reading)
+    if not isinstance(reading, PodsReading):
+        raise ReplicaCalculationError(f"{fetch_prefix}: unexpected reading {type(reading).__name__}")
+    if not reading.pods:
+        raise ReplicaCalculationError(f"{fetch_prefix}: no metrics returned")
+    assert spec.target.average_value is not None
+    result = plain_replicas(scale.spec_replicas, spec.target.average_value.milli_value(), "", pods,
+                            dict(reading.pods), tolerances, settings, now)
+    return MetricOutcome(spec, result.replicas, MetricValue(average_value=result.usage), description,
+                         pod_result=result)
+
+
+def _object(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: Sequence[PodInfo],
+            tolerances: Tolerances, description: str) -> MetricOutcome:
+    kind = spec.described_object.kind if spec.described_object else ""
+    name = spec.described_object.name if spec.described_object else ""
+    fetch_prefix = f"unable to get metric {spec.name} on {kind} {name}"
+    _fetch_failed(fetch_prefix, reading)
+    if not isinstance(reading, ObjectReading):
+        raise ReplicaCalculationError(f"{fetch_prefix}: unexpected reading {type(reading).__name__}")
+    target = spec.target
+    if target.type is MetricTargetType.VALUE and target.value is not None:
+        result = usage_ratio_replicas(scale.spec_replicas, reading.value, target.value.milli_value(), pods,
+                                      tolerances)
+        return MetricOutcome(spec, result.replicas, MetricValue(value=reading.value), description,
+                             value_result=result)
+    if target.type is MetricTargetType.AVERAGE_VALUE and target.average_value is not None:
+        result = per_pod_replicas(scale.status_replicas, reading.value, target.average_value.milli_value(),
+                                  tolerances)
+        return MetricOutcome(spec, result.replicas, MetricValue(average_value=result.usage), description,
+                             value_result=result)
+    raise ReplicaCalculationError(
+        "invalid object metric source: neither a value target nor an average value target was set")
+
+
+def _external(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: Sequence[PodInfo],
+              tolerances: Tolerances, description: str) -> MetricOutcome:
+    fetch_prefix = f"unable to get external metric {spec.name}"
+    _fetch_failed(fetch_prefix, reading)
+    if not isinstance(reading, ExternalReading):
+        raise ReplicaCalculationError(f"{fetch_prefix}: unexpected reading {type(reading).__name__}")
+    if not reading.values:
+        raise ReplicaCalculationError(f"{fetch_prefix}: no metrics returned")
+    usage = saturating_sum_int64(reading.values)
+    target = spec.target
+    # Upstream checks averageValue first, whatever the target type says.
+    if target.average_value is not None:
+        result = per_pod_replicas(scale.status_replicas, usage, target.average_value.milli_value(), tolerances)
+        return MetricOutcome(spec, result.replicas, MetricValue(average_value=result.usage), description,
+                             value_result=result)
+    if target.value is not None:
+        result = usage_ratio_replicas(scale.spec_replicas, usage, target.value.milli_value(), pods, tolerances)
+        return MetricOutcome(spec, result.replicas, MetricValue(value=usage), description, value_result=result)
+    raise ReplicaCalculationError(
+        "invalid external metric source: neither a value target nor an average value target was set")
+
+
+def sync_error_text(outcome: MetricOutcome) -> str:
+    """How upstream wraps a metric's error in the sync's aggregated error (the condition shows it bare)."""
+    spec = outcome.spec
+    if spec.type is MetricSourceType.PODS:
+        return f"failed to get pods metric value: {outcome.error}"
+    if spec.type is MetricSourceType.OBJECT:
+        return f"failed to get object metric value: {outcome.error}"
+    if spec.type is MetricSourceType.EXTERNAL:
+        return f"failed to get {spec.name} external metric: {outcome.error}"
+    return str(outcome.error)
+
+
+def combine_metrics(outcomes: Sequence[MetricOutcome], spec_replicas: int) -> MetricsOutcome:
+    """``computeReplicasForMetrics``: the largest proposal wins (ties keep the earlier metric).
+
+    If every metric failed, or some failed and the best valid proposal is below the current
+    count, there is no proposal: a failed metric never causes a scale-down.
+    """
+    replicas = 0
+    description = ""
+    invalid = 0
+    first_invalid: MetricOutcome | None = None
+    for outcome in outcomes:
+        if outcome.error is not None:
+            if first_invalid is None:
+                first_invalid = outcome
+            invalid += 1
+            continue
+        assert outcome.proposal is not None
+        if replicas == 0 or outcome.proposal > replicas:
+            replicas = outcome.proposal
+            description = outcome.description
+    error = None
+    if first_invalid is not None:
+        error = (f"invalid metrics ({invalid} invalid out of {len(outcomes)}), first error is: "
+                 f"{sync_error_text(first_invalid)}")
+    if invalid >= len(outcomes) or (invalid > 0 and replicas < spec_replicas):
+        return MetricsOutcome(tuple(outcomes), None, "", invalid, first_invalid, error)
+    return MetricsOutcome(tuple(outcomes), replicas, description, invalid, first_invalid, error)

@@ -1,0 +1,1 @@
+"""``autoscaler simulate``: replay a scenario file through the decision engine."""

@@ -1,0 +1,126 @@
+"""What ``autoscaler simulate`` prints: one JSON object per step, or a table a person can scan."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from autoscaler.core.decision import BRANCHES, Decision
+from autoscaler.core.explain import explain_lines
+from autoscaler.core.metrics import MetricOutcome
+from autoscaler.core.status import condition_json, history_json, metric_status, quantity_from_milli
+from autoscaler.simulate.runner import StepResult
+
+
+def seconds(value: float) -> int | float:
+    """Scenario times print as integers when they are whole seconds."""
+    return int(value) if float(value).is_integer() else value
+
+
+def metric_json(outcome: MetricOutcome) -> dict[str, Any]:
+    entry = metric_status(outcome)
+    groups = outcome.pod_result.groups if outcome.pod_result is not None else None
+    ready: int | None = None
+    if groups is not None:
+        ready = groups.ready_count
+    elif outcome.value_result is not None:
+        ready = outcome.value_result.ready_pods
+    entry.update({
+        "proposedReplicas": outcome.proposal,
+        "readyPodCount": ready,
+        "unreadyPods": list(groups.unready) if groups else [],
+        "missingPods": list(groups.missing) if groups else [],
+        "ignoredPods": list(groups.ignored) if groups else [],
+        "error": outcome.error,
+    })
+    if outcome.error is not None:
+        entry["reason"] = outcome.reason
+    if outcome.skipped:
+        entry["skipped"] = True
+    return entry
+
+
+def step_json(result: StepResult) -> dict[str, Any]:
+    """The documented per-step object of ``--output json``."""
+    decision = result.decision
+    now = result.step.at
+    return {
+        "at": seconds(now),
+        "currentReplicas": decision.current_replicas,
+        "statusReplicas": result.observation.scale.status_replicas,
+        "metrics": [metric_json(o) for o in decision.metrics],
+        "desiredReplicas": decision.desired_replicas,
+        "replicas": decision.replicas,
+        "scaled": decision.scale,
+        "rescaleReason": decision.rescale_reason or None,
+        "limitedBy": _limited_by(decision),
+        "conditions": [condition_json(c, seconds) for c in decision.conditions],
+        "events": [{"type": e.type, "reason": e.reason, "message": e.message} for e in decision.events],
+        "explanation": "\n".join(explain_lines(decision, now)),
+        "history": history_json(decision.history, seconds),
+    }
+
+
+def _limited_by(decision: Decision) -> str | None:
+    """The stabilization or limit reason that changed the proposal, if any."""
+    norm = decision.normalization
+    if norm is None:
+        return None
+    if norm.limited:
+        return norm.limit_reason
+    if norm.stabilized != norm.proposal:
+        return norm.able_reason
+    return None
+
+
+def _why(decision: Decision) -> str:
+    if decision.branch != "metrics":
+        return BRANCHES[decision.branch]
+    limited = _limited_by(decision)
+    if limited is not None:
+        return limited
+    return decision.rescale_reason if decision.scale else ""
+
+
+def _metric_cell(outcome: MetricOutcome) -> str:
+    if outcome.skipped:
+        return "-"
+    if outcome.error is not None:
+        return f"{outcome.spec.name}: FAILED"
+    current = outcome.current
+    value = ""
+    if current is not None:
+        if current.average_utilization is not None:
+            value = f"{current.average_utilization}%"
+        elif current.average_value is not None:
+            value = quantity_from_milli(current.average_value)
+        elif current.value is not None:
+            value = quantity_from_milli(current.value)
+    return f"{outcome.spec.name} {value}→{outcome.proposal}"
+
+
+def render_table(results: Sequence[StepResult], *, explain: bool = False) -> str:
+    """A fixed-width table, one row per step; ``explain`` adds each decision's explanation."""
+    headers = ["at", "current", "metrics (value→proposal)", "desired", "final", "why"]
+    rows: list[list[str]] = []
+    for result in results:
+        d = result.decision
+        why = _why(d)
+        rows.append([
+            f"{seconds(result.step.at)}",
+            str(d.current_replicas),
+            ", ".join(_metric_cell(o) for o in d.metrics),
+            "-" if d.desired_replicas is None else str(d.desired_replicas),
+            str(d.replicas) + (" *" if d.scale else ""),
+            why,
+        ])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    for result, row in zip(results, rows, strict=True):
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        if explain:
+            lines.extend(f"      {line}" for line in explain_lines(result.decision, result.step.at))
+    lines.append("")
+    lines.append("* = scaled this step")
+    return "\n".join(lines)
