@@ -143,12 +143,10 @@ def _stabilize_both(history: DecisionHistory, current: int, proposal: int, up_wi
             down_bound, down_binding = rec.replicas, rec
         if rec.at < up_cutoff and rec.at < down_cutoff:
             old_index = index
-    result = current
-    binding: Recommendation | None = None
-    if result < up_bound:
-        result, binding = up_bound, up_binding
-    if result > down_bound:
-        result, binding = down_bound, down_binding
+    result = min(max(current, up_bound), down_bound)
+    # The recommendation that held the result back: the highest one when it stays above the
+    # proposal, the lowest one when it stays below.
+    binding = down_binding if result > proposal else up_binding if result < proposal else None
     return result, binding, _record(history, old_index, Recommendation(proposal, now))
 
 

@@ -17,14 +17,14 @@ from autoscaler.core.replicas import PodMetricResult, ValueResult
 from autoscaler.core.spec import MetricTargetType, PolicyType
 
 _RULES = {
-    "within-tolerance": "ratio within tolerance: keep the current count",
-    "ratio-times-ready": "ratio × ready pods",
-    "rebalanced": "recomputed with missing/unready pods filled in",
-    "rebalanced-within-tolerance": "after filling in missing/unready pods the ratio is within tolerance: keep",
-    "rebalanced-direction-flip": "filling in missing/unready pods reverses the direction: keep",
-    "rebalanced-count-flip": "the recomputed count would move against the ratio: keep",
+    "within-tolerance": "within tolerance, keep the current count",
+    "ratio-times-ready": "ceil(ratio × ready pods)",
+    "rebalanced": "ceil(new ratio × pods)",
+    "rebalanced-within-tolerance": "within tolerance, keep the current count",
+    "rebalanced-direction-flip": "the direction reverses, keep the current count",
+    "rebalanced-count-flip": "the count would move against the ratio, keep the current count",
     "from-zero": "scaling from zero: ceil(ratio), no tolerance",
-    "usage-over-target": "total ÷ per-pod target",
+    "usage-over-target": "ceil(total ÷ per-pod target)",
 }
 
 
@@ -86,13 +86,18 @@ def _pod_detail(result: PodMetricResult) -> str:
         aside.append(f"ignored {', '.join(groups.ignored)}")
     if aside:
         text += "; set aside: " + "; ".join(aside)
-    text += f"; {_RULES.get(result.rule, result.rule)}"
     if result.rebalance is not None:
         r = result.rebalance
-        filled = {"target": "missing pods counted at the target", "zero": "missing pods counted at 0",
-                  "nothing": "missing pods not filled"}[r.missing_filled_with]
-        unready = "; unready pods counted at 0" if r.unready_as_zero else ""
-        text += f": {filled}{unready}, new ratio {r.new_ratio:.3f} over {r.considered} pods"
+        fills = []
+        if r.missing_filled_with == "target":
+            fills.append("missing pods at the target")
+        elif r.missing_filled_with == "zero":
+            fills.append("missing pods at 0")
+        if r.unready_as_zero:
+            fills.append("unready pods at 0")
+        how = f" counting {' and '.join(fills)}" if fills else ""
+        text += f"; recomputed{how}: new ratio {r.new_ratio:.3f} over {r.considered} pods"
+    text += f"; {_RULES.get(result.rule, result.rule)}"
     return text + ")"
 
 
@@ -121,10 +126,10 @@ def normalization_lines(norm: Normalization, now: float) -> list[str]:
     lines: list[str] = []
     if norm.stabilized != norm.proposal:
         rec = norm.binding_recommendation
-        source = f" (recommended {ago(now, rec.at)})" if rec is not None else ""
         window = norm.down_window if norm.able_reason == "ScaleDownStabilized" else norm.up_window
-        lines.append(f"Stabilization ({norm.able_reason}, window {window:g}s): {norm.proposal} → "
-                     f"{norm.stabilized}{source}.")
+        held = (f", but the {window:g}s window holds a recommendation of {rec.replicas} from {ago(now, rec.at)}"
+                if rec is not None else "")
+        lines.append(f"Stabilization ({norm.able_reason}): proposal {norm.proposal}{held} → {norm.stabilized}.")
     if norm.limited:
         lines.append(f"Limited ({norm.limit_reason}): {norm.stabilized} → {norm.final}; {norm.limit_message}.")
         if norm.rate_limit is not None and norm.limit_reason in ("ScaleUpLimit", "ScaleDownLimit"):
