@@ -10,7 +10,7 @@ everything needed to explain it. It writes nothing; the caller applies the scale
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from autoscaler.core import conditions as c
 from autoscaler.core.behavior import Normalization, normalize_legacy, normalize_with_behavior
@@ -63,7 +63,6 @@ class Decision:
     error: str | None = None          # the sync's error (a metric failed, or the scale could not be written)
     applied: bool | None = None       # after apply_scale_result: whether the scale write succeeded
     previous_desired_replicas: int | None = None  # status.desiredReplicas before this sync
-    scaled_to_zero_tracked: bool = field(default=False)
 
 
 BRANCHES = {
@@ -89,16 +88,6 @@ def tolerances_for(spec: TargetSpec, settings: ControllerSettings) -> Tolerances
     )
 
 
-def _tracks_scaled_to_zero(spec: TargetSpec, state: TargetState) -> bool:
-    """Whether the ScaledToZero condition is maintained for this target.
-
-    Upstream master (HPAScaleToZero on) sets it after every rescale of every HPA; we keep it only
-    where it means something — targets that may scale to zero, or that carry it already — so every
-    other target shows exactly the three conditions upstream shows with the gate at its default.
-    """
-    return spec.min_replicas == 0 or find_condition(state.conditions, c.SCALED_TO_ZERO) is not None
-
-
 def decide(spec: TargetSpec, observation: Observation, state: TargetState, settings: ControllerSettings,
            now: float) -> Decision:
     """Compute one sync's decision. Pure: same inputs, same decision."""
@@ -113,23 +102,26 @@ def _decide(spec: TargetSpec, observation: Observation, state: TargetState, sett
     current = observation.scale.spec_replicas
     history = with_initial_recommendation(state.history, current, now)
     min_replicas = spec.min_replicas
-    tracked = _tracks_scaled_to_zero(spec, state)
+    scaled_to_zero = _carries_scaled_to_zero(state)
     skipped = tuple(MetricOutcome(m, skipped=True) for m in spec.metrics)
 
     def without_metrics(branch: str, desired: int, reason: str, conds: tuple[Condition, ...]) -> Decision:
         scale = branch in ("above-max", "below-min") and desired != current
         return Decision(current, desired, desired if scale else current, scale, branch, reason, skipped, None,
-                        None, conds, history, desired if scale else current, state.last_scale_time,
-                        scaled_to_zero_tracked=tracked)
+                        None, conds, history, desired if scale else current, state.last_scale_time)
 
-    if current == 0 and not _can_compute_from_zero(spec, state):
-        conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, "ScalingDisabled",
-                                   c.MSG_SCALING_DISABLED, now)
-        return without_metrics("disabled", 0, "", conditions)
-    if current > spec.max_replicas:
+    if current == 0:
+        # At zero, metrics are read only if this autoscaler put the target there (ScaledToZero True) and it
+        # can ever leave zero (minReplicas ≠ 0, or an Object/External metric); a person's 0 is left alone.
+        # The out-of-range branches below are not taken at zero.
+        if not (scaled_to_zero and (min_replicas != 0 or spec.has_object_or_external_metric)):
+            conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, "ScalingDisabled",
+                                       c.MSG_SCALING_DISABLED, now)
+            return without_metrics("disabled", 0, "", conditions)
+    elif current > spec.max_replicas:
         return without_metrics("above-max", spec.max_replicas,
                                "Current number of replicas above Spec.MaxReplicas", conditions)
-    if current < min_replicas:
+    elif current < min_replicas:
         return without_metrics("below-min", min_replicas, "Current number of replicas below Spec.MinReplicas",
                                conditions)
 
@@ -139,7 +131,7 @@ def _decide(spec: TargetSpec, observation: Observation, state: TargetState, sett
         conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, reason, message, now)
         return Decision(current, None, current, False, "selector", "", skipped, None, None, conditions, history,
                         _previous_desired(state, current), state.last_scale_time, (event,),
-                        error=event.message, scaled_to_zero_tracked=tracked)
+                        error=event.message)
 
     tolerances = tolerances_for(spec, settings)
     outcomes = tuple(
@@ -156,7 +148,7 @@ def _decide(spec: TargetSpec, observation: Observation, state: TargetState, sett
         events.append(Event(WARNING, "FailedComputeMetricsReplicas", combined.error))
         return Decision(current, None, current, False, "metrics-failed", "", outcomes, combined, None, conditions,
                         history, _previous_desired(state, current), state.last_scale_time, tuple(events),
-                        error=combined.error, scaled_to_zero_tracked=tracked)
+                        error=combined.error)
     conditions = set_condition(conditions, c.SCALING_ACTIVE, c.TRUE, "ValidMetricFound",
                                c.MSG_VALID_METRIC_FOUND.format(combined.description), now)
 
@@ -176,20 +168,19 @@ def _decide(spec: TargetSpec, observation: Observation, state: TargetState, sett
     conditions = set_condition(conditions, c.SCALING_LIMITED, c.TRUE if norm.limited else c.FALSE,
                                norm.limit_reason, norm.limit_message, now)
     final = norm.final
-    if current == 0 and min_replicas != 0:
-        final = max(final, min_replicas)  # scaling from zero never stops below minReplicas
+    if current == 0 and min_replicas != 0 and scaled_to_zero and final < min_replicas:
+        # Scaling from zero after minReplicas was raised: never stop below it.
+        final = min_replicas
+        rescale_reason = rescale_reason or "Current number of replicas below Spec.MinReplicas"
     scale = final != current
     return Decision(current, desired, final if scale else current, scale, "metrics", rescale_reason, outcomes,
                     combined, norm, conditions, norm.history, final if scale else current, state.last_scale_time,
-                    tuple(events), error=combined.error, scaled_to_zero_tracked=tracked)
+                    tuple(events), error=combined.error)
 
 
-def _can_compute_from_zero(spec: TargetSpec, state: TargetState) -> bool:
-    """At 0 replicas metrics are read only if this autoscaler put the target there (ScaledToZero
-    True) and it can ever leave zero (minReplicas ≠ 0, or an Object/External metric)."""
+def _carries_scaled_to_zero(state: TargetState) -> bool:
     flag = find_condition(state.conditions, c.SCALED_TO_ZERO)
-    return (flag is not None and flag.status == c.TRUE
-            and (spec.min_replicas != 0 or spec.has_object_or_external_metric))
+    return flag is not None and flag.status == c.TRUE
 
 
 def _previous_desired(state: TargetState, current: int) -> int:
@@ -224,14 +215,13 @@ def apply_scale_result(decision: Decision, spec: TargetSpec, succeeded: bool, no
                        error=f"failed to rescale: {message}")
     conditions = set_condition(decision.conditions, c.ABLE_TO_SCALE, c.TRUE, "SucceededRescale",
                                c.MSG_SUCCEEDED_RESCALE.format(decision.replicas), now)
-    if decision.scaled_to_zero_tracked:
-        if (decision.current_replicas > 0 and decision.replicas == 0 and spec.min_replicas == 0
-                and spec.has_object_or_external_metric):
-            conditions = set_condition(conditions, c.SCALED_TO_ZERO, c.TRUE, "ScaledToZero", c.MSG_SCALED_TO_ZERO,
-                                       now)
-        else:
-            conditions = set_condition(conditions, c.SCALED_TO_ZERO, c.FALSE, "NotScaledToZero",
-                                       c.MSG_NOT_SCALED_TO_ZERO, now)
+    # Set on every rescale (upstream master, HPAScaleToZero on) so that it is never stale.
+    if (decision.current_replicas > 0 and decision.replicas == 0 and spec.min_replicas == 0
+            and spec.has_object_or_external_metric):
+        conditions = set_condition(conditions, c.SCALED_TO_ZERO, c.TRUE, "ScaledToZero", c.MSG_SCALED_TO_ZERO, now)
+    else:
+        conditions = set_condition(conditions, c.SCALED_TO_ZERO, c.FALSE, "NotScaledToZero",
+                                   c.MSG_NOT_SCALED_TO_ZERO, now)
     history = record_scale_event(decision.history, spec.behavior, decision.current_replicas, decision.replicas, now)
     event = Event(NORMAL, "SuccessfulRescale", f"New size: {decision.replicas}; reason: {decision.rescale_reason}")
     return replace(decision, conditions=conditions, history=history, events=(*decision.events, event),

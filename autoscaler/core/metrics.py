@@ -239,13 +239,24 @@ def _external(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: 
 def sync_error_text(outcome: MetricOutcome) -> str:
     """How upstream wraps a metric's error in the sync's aggregated error (the condition shows it bare)."""
     spec = outcome.spec
-    if spec.type is MetricSourceType.PODS:
-        return f"failed to get pods metric value: {outcome.error}"
-    if spec.type is MetricSourceType.OBJECT:
-        return f"failed to get object metric value: {outcome.error}"
-    if spec.type is MetricSourceType.EXTERNAL:
-        return f"failed to get {spec.name} external metric: {outcome.error}"
-    return str(outcome.error)
+    error = outcome.error
+    match spec.type:
+        case MetricSourceType.PODS:
+            return f"failed to get pods metric value: {error}"
+        case MetricSourceType.OBJECT:
+            if spec.target.type is MetricTargetType.AVERAGE_VALUE:
+                error = f"failed to get {spec.name} object metric: {error}"
+            return f"failed to get object metric value: {error}"
+        case MetricSourceType.RESOURCE:
+            return f"failed to get {spec.name} resource metric value: {error}"
+        case MetricSourceType.CONTAINER_RESOURCE:
+            return f"failed to get {spec.container} container metric value: {error}"
+        case _:
+            if spec.target.average_value is not None:
+                error = f"failed to get {spec.name} external metric: {error}"
+            else:
+                error = f"failed to get external metric {spec.name}: {error}"
+            return f"failed to get {spec.name} external metric value: {error}"
 
 
 def combine_metrics(outcomes: Sequence[MetricOutcome], spec_replicas: int) -> MetricsOutcome:

@@ -123,8 +123,10 @@ def _round_away_from_zero(value: Fraction) -> int:
     return math.ceil(value) if value >= 0 else math.floor(value)
 
 
-_FORMAT_ERROR = ("quantities must match the regular expression "
-                 "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+_FORMAT_ERROR = ("expected a number with an optional suffix, such as 500m, 1.5Gi, 2e3 or 100k "
+                 "(quantities must match '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')")
+_SUFFIX_ERROR = ("unknown suffix {!r} (valid: n u m k M G T P E, Ki Mi Gi Ti Pi Ei, "
+                 "or an exponent such as e3)")
 _SUFFIX_CHARS = frozenset("eEinumkKMGTP")
 # Decimal exponents beyond this are rejected rather than materialised (apimachinery would accept
 # up to int32; no resource amount needs 10^1000).
@@ -183,7 +185,7 @@ def _interpret_suffix(suffix: str) -> tuple[int, int, Format]:
         if abs(power) > _MAX_EXPONENT:
             raise QuantityError(f"quantity exponent {power} is out of range (at most ±{_MAX_EXPONENT})")
         return 10, power, Format.DECIMAL_EXPONENT
-    raise QuantityError("unable to parse quantity's suffix")
+    raise QuantityError(_SUFFIX_ERROR.format(suffix))
 
 
 _EXPONENT_DIGITS = re.compile(r"^[-+]?[0-9]+$")

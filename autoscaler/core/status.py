@@ -13,23 +13,26 @@ from typing import Any
 from autoscaler.core.conditions import Condition
 from autoscaler.core.history import DecisionHistory
 from autoscaler.core.metrics import MetricOutcome, MetricValue
-from autoscaler.core.quantity import format_quantity
+from autoscaler.core.quantity import Format, format_quantity
 from autoscaler.core.spec import MetricSourceType, MetricSpec
 
 TimeFormat = Callable[[float], Any]
 
 
-def quantity_from_milli(milli: int) -> str:
-    """``resource.NewMilliQuantity(milli, resource.DecimalSI).String()``."""
-    return format_quantity(Fraction(milli, 1000))
+def quantity_from_milli(milli: int, fmt: Format = Format.DECIMAL_SI) -> str:
+    """``resource.NewMilliQuantity(milli, fmt).String()``."""
+    return format_quantity(Fraction(milli, 1000), fmt)
 
 
-def _value_json(value: MetricValue) -> dict[str, Any]:
+def _value_json(value: MetricValue, spec: MetricSpec) -> dict[str, Any]:
     result: dict[str, Any] = {}
     if value.average_utilization is not None:
         result["averageUtilization"] = value.average_utilization
     if value.average_value is not None:
-        result["averageValue"] = quantity_from_milli(value.average_value)
+        # buildQuantity: memory usage prints in binary units (as metrics-server reports it).
+        binary = spec.name == "memory" and spec.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE)
+        result["averageValue"] = quantity_from_milli(value.average_value, Format.BINARY_SI if binary
+                                                     else Format.DECIMAL_SI)
     if value.value is not None:
         result["value"] = quantity_from_milli(value.value)
     return result
@@ -59,7 +62,7 @@ def metric_status(outcome: MetricOutcome) -> dict[str, Any]:
     """One ``status.currentMetrics`` entry (``current`` present only when the metric was read)."""
     block = metric_identity(outcome.spec)
     if outcome.current is not None:
-        block["current"] = _value_json(outcome.current)
+        block["current"] = _value_json(outcome.current, outcome.spec)
     return {"type": outcome.spec.type.value, outcome.spec.type.source_key: block}
 
 
