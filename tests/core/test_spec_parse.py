@@ -161,7 +161,8 @@ def test_every_violation_is_reported_at_once() -> None:
      "spec.metrics[0].external.target.value: must be positive"),
     ({"metrics": [{"type": "External", "external": {"metric": {"name": "q"}, "query": "q",
                                                     "target": {"type": "Value", "value": "1x"}}}]},
-     "spec.metrics[0].external.target.value: invalid quantity '1x': expected a number with an optional suffix, such as 500m, 1.5Gi, 2e3 or 100k (quantities must match '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"),
+     "spec.metrics[0].external.target.value: invalid quantity '1x': expected a number with an optional suffix, "
+     "such as 500m, 1.5Gi, 2e3 or 100k (quantities must match '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"),
     ({"metrics": [{"type": "Resource", "resource": {"name": "ephemeral-storage", "target": {
         "type": "AverageValue", "averageValue": "1Gi"}}}]},
      "spec.metrics[0].resource.query: Required value: there is no built-in query for resource "
