@@ -42,17 +42,6 @@ BUILTIN_QUERY_RESOURCES = ("cpu", "memory")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _QUALIFIED_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
-# Hook for the HVPA section: set by autoscaler.core.hvpa when it is imported, so this module
-# does not depend on it. Receives the ``hvpa`` view and the partly parsed spec fields.
-HvpaParser = Callable[[Obj, Mapping[str, Any]], Any]
-_hvpa_parser: HvpaParser | None = None
-
-
-def register_hvpa_parser(parser: HvpaParser) -> None:
-    global _hvpa_parser
-    _hvpa_parser = parser
-
-
 def parse_target_spec(data: object, path: str = "spec", *, require_queries: bool = True) -> TargetSpec:
     """Parse a target spec; raise :class:`~autoscaler.core.fields.SpecError` listing every problem.
 
@@ -87,11 +76,6 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *,
                              "to zero replicas (minReplicas: 0)")
     behavior = _behavior(obj.obj("behavior"))
     hvpa = None
-    if _hvpa_parser is not None:
-        hvpa_obj = obj.obj("hvpa")
-        if hvpa_obj is not None:
-            hvpa = _hvpa_parser(hvpa_obj, {"minReplicas": min_replicas, "maxReplicas": max_replicas,
-                                           "metrics": metrics})
     obj.finish()
     if len(errors.items) > before:
         return None
