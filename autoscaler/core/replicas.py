@@ -124,9 +124,7 @@ def pod_requests(pods: Sequence[PodInfo], container: str | None, resource: str) 
     requests: dict[str, int] = {}
     for pod in pods:
         if container is None and pod.pod_requests:
-            if resource not in pod.pod_requests:
-                raise ReplicaCalculationError(f"missing pod-level request for {resource} in Pod {pod.name}")
-            requests[pod.name] = pod.pod_requests[resource]
+            requests[pod.name] = _pod_level_request(pod, resource)
             continue
         total = 0
         found = False
@@ -143,6 +141,18 @@ def pod_requests(pods: Sequence[PodInfo], container: str | None, resource: str) 
             raise ReplicaCalculationError(f"container {container} not found in Pod {pod.name}")
         requests[pod.name] = total
     return requests
+
+
+def _pod_level_request(pod: PodInfo, resource: str) -> int:
+    """``calculatePodLevelRequests``: ``PodRequests`` takes the pod-level value of a resource the pod sets
+    and aggregates the containers' requests for any other; no value at all is an error."""
+    assert pod.pod_requests is not None
+    if resource in pod.pod_requests:
+        return pod.pod_requests[resource]
+    values = [c.requests[resource] for c in pod.containers if resource in c.requests]
+    if not values:
+        raise ReplicaCalculationError(f"missing pod-level request for {resource} in Pod {pod.name}")
+    return sum(values)
 
 
 def utilization_ratio(samples: Mapping[str, int], requests: Mapping[str, int],

@@ -92,11 +92,14 @@ def test_request_errors(container: str | None, message: str) -> None:
 def test_pod_level_requests_win_without_a_container() -> None:
     from dataclasses import replace
 
-    p = replace(pod("a"), pod_requests={"cpu": 4000})
-    assert pod_requests([p], None, "cpu") == {"a": 4000}
-    assert pod_requests([p], "app", "cpu") == {"a": 1000}
-    with pytest.raises(ReplicaCalculationError, match="missing pod-level request for memory in Pod a"):
-        pod_requests([p], None, "memory")
+    p = replace(pod("a"), pod_requests={"memory": 4000})
+    assert pod_requests([p], None, "memory") == {"a": 4000}
+    with pytest.raises(ReplicaCalculationError, match="missing request for memory in container app of Pod a"):
+        pod_requests([p], "app", "memory")  # a ContainerResource metric ignores pod-level requests
+    # a resource the pod level does not set comes from the containers
+    assert pod_requests([p], None, "cpu") == {"a": 1000}
+    with pytest.raises(ReplicaCalculationError, match="missing pod-level request for ephemeral-storage in Pod a"):
+        pod_requests([p], None, "ephemeral-storage")
 
 
 def test_utilization_is_truncated_to_an_integer_before_the_ratio() -> None:
