@@ -1,0 +1,37 @@
+"""The Prometheus metrics layer: an asyncio client, query templates, and the reader that turns
+targets' metric specs into the readings the decision engine consumes. See ``docs/prometheus.md``."""
+
+from autoscaler.prometheus.client import ClientStats, PrometheusClient
+from autoscaler.prometheus.errors import (
+    PrometheusBadQuery,
+    PrometheusError,
+    PrometheusHTTPError,
+    PrometheusMalformedResponse,
+    PrometheusTimeout,
+    PrometheusUnreachable,
+)
+from autoscaler.prometheus.reader import MetricsReader, TargetQuery
+from autoscaler.prometheus.results import InstantResult, RangeResult, RangeSeries, Series
+from autoscaler.prometheus.settings import BasicAuth, PrometheusSettings, parse_prometheus_settings
+from autoscaler.prometheus.templates import validate_template
+
+__all__ = [
+    "BasicAuth",
+    "ClientStats",
+    "InstantResult",
+    "MetricsReader",
+    "PrometheusBadQuery",
+    "PrometheusClient",
+    "PrometheusError",
+    "PrometheusHTTPError",
+    "PrometheusMalformedResponse",
+    "PrometheusSettings",
+    "PrometheusTimeout",
+    "PrometheusUnreachable",
+    "RangeResult",
+    "RangeSeries",
+    "Series",
+    "TargetQuery",
+    "parse_prometheus_settings",
+    "validate_template",
+]

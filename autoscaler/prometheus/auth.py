@@ -1,0 +1,124 @@
+"""Credentials and TLS for the Prometheus client.
+
+The bearer token file is checked at most once a second and re-read when its identity or
+modification time changes, so rotated tokens (projected service-account tokens, Vault agents)
+are picked up without a restart; a 401 forces a re-read at once. The check is one ``stat`` of a
+small local file (microseconds), cheap enough to run on the event loop; the TLS files are read
+once, in a worker thread, when the client starts.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import time
+from collections.abc import Callable
+
+import aiohttp
+
+from autoscaler.prometheus.errors import PrometheusError
+from autoscaler.prometheus.settings import PrometheusSettings
+
+
+class PrometheusCredentialsError(PrometheusError):
+    """A credential or TLS file cannot be read (the message names the file, never its content)."""
+
+    kind = "credentials"
+
+
+class BearerTokenFile:
+    """A token read from a file and re-read when the file changes."""
+
+    def __init__(self, path: str, *, check_interval: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.path = path
+        self._check_interval = check_interval
+        self._clock = clock
+        self._token: str | None = None
+        self._identity: tuple[int, int, int, int] | None = None
+        self._checked_at = float("-inf")
+
+    def invalidate(self) -> None:
+        """Check the file again on the next :meth:`token` call (after a 401)."""
+        self._checked_at = float("-inf")
+        self._identity = None
+
+    def token(self) -> str:
+        now = self._clock()
+        if self._token is not None and now - self._checked_at < self._check_interval:
+            return self._token
+        self._checked_at = now
+        try:
+            st = os.stat(self.path)
+            identity = (st.st_ino, st.st_dev, st.st_mtime_ns, st.st_size)
+            if identity != self._identity or self._token is None:
+                with open(self.path, encoding="utf-8") as handle:
+                    token = handle.read().strip()
+                if not token:
+                    raise OSError("the file is empty")
+                self._token, self._identity = token, identity
+        except (OSError, UnicodeDecodeError) as exc:
+            if self._token is not None:
+                # Mid-rotation glitch: keep the token we have and look again next time.
+                return self._token
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise PrometheusCredentialsError(
+                f"cannot read the bearer token file {self.path}: {reason}") from None
+        return self._token
+
+
+class Credentials:
+    """The Authorization and custom headers for each request, and the secrets to redact."""
+
+    def __init__(self, settings: PrometheusSettings) -> None:
+        self._static: dict[str, str] = dict(settings.headers)
+        self._token_file = BearerTokenFile(settings.bearer_token_file) if settings.bearer_token_file else None
+        if settings.bearer_token:
+            self._static["Authorization"] = f"Bearer {settings.bearer_token}"
+        elif settings.basic_auth is not None:
+            basic = aiohttp.BasicAuth(settings.basic_auth.username, settings.basic_auth.password)
+            self._static["Authorization"] = basic.encode()
+        self._secrets = [v for v in (settings.bearer_token,
+                                     settings.basic_auth.password if settings.basic_auth else None,
+                                     *settings.headers.values(),
+                                     self._static.get("Authorization")) if v and len(v) >= 4]
+
+    @property
+    def refreshable(self) -> bool:
+        return self._token_file is not None
+
+    def refresh(self) -> None:
+        if self._token_file is not None:
+            self._token_file.invalidate()
+
+    def headers(self) -> dict[str, str]:
+        headers = dict(self._static)
+        if self._token_file is not None:
+            token = self._token_file.token()
+            headers["Authorization"] = f"Bearer {token}"
+            if token not in self._secrets:
+                self._secrets.append(token)
+        return headers
+
+    def redact(self, text: str) -> str:
+        """``text`` with every known secret replaced (a proxy may echo a header in its error page)."""
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "<redacted>")
+        return text
+
+
+def build_ssl_context(settings: PrometheusSettings) -> ssl.SSLContext | bool:
+    """The TLS context for ``settings`` (True: aiohttp's verified default). Blocking: file reads."""
+    if not (settings.ca_file or settings.cert_file or settings.insecure_skip_verify):
+        return True
+    try:
+        context = ssl.create_default_context(cafile=settings.ca_file)
+        if settings.cert_file and settings.key_file:
+            context.load_cert_chain(settings.cert_file, settings.key_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise PrometheusCredentialsError(f"cannot load the TLS files: {exc}") from None
+    if settings.insecure_skip_verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context

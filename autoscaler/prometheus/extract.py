@@ -1,0 +1,159 @@
+"""Pure conversions of Prometheus series into the readings the decision engine consumes.
+
+The outcome of bad data is defined here, never a silent zero:
+
+* a NaN or ±Inf sample is not a value: that pod is left out (missing, for per-pod metrics; a
+  container's bad value drops the whole pod, as a container without usage does upstream), or the
+  metric fails (Object/External);
+* two series for one pod (one pod and container, for resources) fail the metric, naming the pod;
+* an empty result fails Object/External metrics; for per-pod metrics the caller turns "no pod has
+  a value" into a failure with a diagnostic (see :func:`no_value_failure`).
+
+Values are converted exactly from Prometheus' text (``"0.3"`` → 300 milli, rounded up like
+``Quantity.MilliValue()``), never through a float.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from autoscaler.core.observation import (
+    ExternalReading,
+    MetricFailure,
+    ObjectReading,
+    PodsReading,
+    PodUsage,
+    ResourceReading,
+    Sample,
+)
+from autoscaler.core.quantity import milli_from_decimal_text
+from autoscaler.prometheus.results import InstantResult, Series
+
+
+@dataclass(frozen=True, slots=True)
+class LabelNames:
+    pod: str = "pod"
+    container: str = "container"
+    namespace: str = "namespace"
+
+
+def milli_or_none(text: str) -> int | None:
+    """The exact milli value of a sample, or None for NaN/±Inf (and anything unparsable)."""
+    try:
+        return milli_from_decimal_text(text)
+    except ValueError:
+        return None
+
+
+def describe(labels: Mapping[str, str], limit: int = 160) -> str:
+    """A series' label set as PromQL prints it, shortened for messages."""
+    text = "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+    return text if len(text) <= limit else text[: limit - 1] + "…}"
+
+
+def resource_reading(series: Sequence[Series], names: LabelNames, window: float
+                     ) -> ResourceReading | MetricFailure:
+    """Per-pod, per-container usage. A series without the container label counts as the pod's
+    whole usage under the container name ``""`` (a pod-level query)."""
+    containers: dict[str, dict[str, int]] = {}
+    seen: dict[tuple[str, str], Mapping[str, str]] = {}
+    timestamps: dict[str, float] = {}
+    bad: set[str] = set()
+    for item in series:
+        pod = item.labels.get(names.pod)
+        if pod is None:
+            continue
+        container = item.labels.get(names.container, "")
+        key = (pod, container)
+        if key in seen:
+            return MetricFailure(
+                f'duplicate series for pod "{pod}"' + (f' container "{container}"' if container else "")
+                + f": {describe(seen[key])} and {describe(item.labels)}; the query must return one "
+                f"series per pod and container (aggregate with sum by ({names.namespace}, {names.pod}, "
+                f"{names.container}))")
+        seen[key] = item.labels
+        value = milli_or_none(item.value)
+        if value is None:
+            bad.add(pod)
+            continue
+        containers.setdefault(pod, {})[container] = value
+        timestamps[pod] = item.timestamp
+    return ResourceReading(pods={
+        pod: PodUsage(containers=values, timestamp=timestamps[pod], window=window)
+        for pod, values in containers.items() if pod not in bad
+    })
+
+
+def pods_reading(series: Sequence[Series], names: LabelNames, window: float) -> PodsReading | MetricFailure:
+    samples: dict[str, Sample] = {}
+    seen: dict[str, Mapping[str, str]] = {}
+    for item in series:
+        pod = item.labels.get(names.pod)
+        if pod is None:
+            continue
+        if pod in seen:
+            return MetricFailure(
+                f'duplicate series for pod "{pod}": {describe(seen[pod])} and {describe(item.labels)}; '
+                f"the query must return one series per pod (aggregate with sum by ({names.namespace}, "
+                f"{names.pod}))")
+        seen[pod] = item.labels
+        value = milli_or_none(item.value)
+        if value is not None:
+            samples[pod] = Sample(value=value, timestamp=item.timestamp, window=window)
+    return PodsReading(pods=samples)
+
+
+def no_value_failure(pod_count: int, returned: int, matched: int, names: LabelNames) -> MetricFailure:
+    """Why none of the target's pods got a value, for a per-pod metric."""
+    if returned == 0:
+        reason = "the query returned no series (an empty result; stale or absent data)"
+    elif matched == 0:
+        reason = (f"none of the {returned} series it returned belongs to the target's pods (series are "
+                  f'matched to pods by their "{names.namespace}" and "{names.pod}" labels)')
+    else:
+        reason = f"all {matched} series for the target's pods are NaN or infinite"
+    return MetricFailure(f"no usable sample for any of the target's {pod_count} pods: {reason}")
+
+
+_Values = tuple[list[tuple[Mapping[str, str], int]], float]
+
+
+def _scalar_values(result: InstantResult) -> _Values | MetricFailure:
+    if result.result_type == "scalar" and result.scalar is not None:
+        items: Sequence[Series] = (result.scalar,)
+    elif result.result_type == "vector":
+        items = result.vector
+    else:
+        return MetricFailure(f"the query returned a {result.result_type}; it must return an instant vector "
+                             "or a scalar")
+    if not items:
+        return MetricFailure("the query returned no series (an empty result; stale or absent data)")
+    values = []
+    # Vector order is not guaranteed by Prometheus: sort so equal results give equal readings.
+    for item in sorted(items, key=lambda s: sorted(s.labels.items())):
+        value = milli_or_none(item.value)
+        if value is None:
+            where = f"series {describe(item.labels)}" if item.labels else "the scalar"
+            return MetricFailure(f"{where} has value {item.value}, which is not a number the "
+                                 "autoscaler can use")
+        values.append((item.labels, value))
+    return values, max(item.timestamp for item in items)
+
+
+def object_reading(result: InstantResult) -> ObjectReading | MetricFailure:
+    """One value; several series are summed, as upstream sums an External metric's series."""
+    parsed = _scalar_values(result)
+    if isinstance(parsed, MetricFailure):
+        return parsed
+    values, timestamp = parsed
+    return ObjectReading(value=sum(v for _, v in values), timestamp=timestamp)
+
+
+def external_reading(result: InstantResult) -> ExternalReading | MetricFailure:
+    """Every series' value; the engine sums them as upstream does."""
+    parsed = _scalar_values(result)
+    if isinstance(parsed, MetricFailure):
+        return parsed
+    values, timestamp = parsed
+    return ExternalReading(values=tuple(v for _, v in values), timestamp=timestamp)

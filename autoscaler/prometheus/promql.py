@@ -1,0 +1,171 @@
+"""Building blocks for safe PromQL: string literals, regex alternations, label matchers, durations.
+
+Every value that reaches a query from the outside (a namespace, a pod name, a selector value) goes
+through :func:`string_literal` or :func:`regex_literal`, which return a complete double-quoted
+PromQL string. A value can therefore never end the string it sits in and inject PromQL.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+
+_LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DURATION = re.compile(
+    r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
+# A character class no character belongs to: matches no label value, including the empty one.
+MATCH_NOTHING = "[^\\x00-\\x{10FFFF}]"
+_DURATION_UNITS = (365 * 86400.0, 7 * 86400.0, 86400.0, 3600.0, 60.0, 1.0, 0.001)
+
+# Go string escapes PromQL's lexer understands; anything else below U+0020 (and DEL) goes as \uXXXX.
+_SIMPLE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t",
+                   "\a": "\\a", "\b": "\\b", "\f": "\\f", "\v": "\\v"}
+
+
+def string_literal(value: str) -> str:
+    """``value`` as a double-quoted PromQL string literal that evaluates back to exactly ``value``."""
+    out = ['"']
+    for ch in value:
+        escaped = _SIMPLE_ESCAPES.get(ch)
+        if escaped is not None:
+            out.append(escaped)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def regex_escape(value: str) -> str:
+    """``value`` as an RE2 pattern matching exactly ``value``.
+
+    RE2 (Go ``regexp/syntax``) reads a backslash before any ASCII non-word character as that
+    character itself, so escaping all of them is always correct, whatever RE2 treats as special.
+    """
+    return "".join("\\" + ch if ch.isascii() and not (ch.isalnum() or ch == "_") else ch for ch in value)
+
+
+def regex_alternation(values: Iterable[str]) -> str:
+    """An RE2 pattern matching any of ``values`` exactly (Prometheus anchors label regexes).
+
+    Sorted and deduplicated so the same set always gives the same query text. An empty set gives
+    a pattern that matches nothing, not even the empty value of a series lacking the label.
+    """
+    unique = sorted(set(values))
+    if not unique:
+        return MATCH_NOTHING
+    return "|".join(regex_escape(v) for v in unique)
+
+
+def regex_literal(values: Iterable[str]) -> str:
+    """:func:`regex_alternation` as a complete PromQL string literal."""
+    return string_literal(regex_alternation(values))
+
+
+def is_label_name(name: str) -> bool:
+    return bool(_LABEL_NAME.match(name))
+
+
+def sanitize_label_name(name: str) -> str:
+    """A Kubernetes label key as Prometheus spells it (``app.kubernetes.io/name`` →
+    ``app_kubernetes_io_name``), the convention of kube-state-metrics and relabelling."""
+    cleaned = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if not cleaned or cleaned[0].isdigit():
+        cleaned = "_" + cleaned
+    return cleaned
+
+
+def parse_duration(text: str) -> float | None:
+    """Seconds in a Prometheus duration (``90s``, ``2m``, ``1h30m``, ``500ms``); None if invalid."""
+    match = _DURATION.match(text.strip())
+    if not match or not text.strip() or not any(match.groups()):
+        return None
+    return sum(int(g) * unit for g, unit in zip(match.groups(), _DURATION_UNITS, strict=True) if g)
+
+
+def format_duration(seconds: float) -> str:
+    """A Prometheus duration for ``seconds`` (whole seconds when possible, else milliseconds)."""
+    millis = round(seconds * 1000)
+    if millis <= 0:
+        raise ValueError(f"duration must be positive: {seconds!r}")
+    if millis % 1000 == 0:
+        return f"{millis // 1000}s"
+    return f"{millis}ms"
+
+
+def format_time(t: float) -> str:
+    """A Unix time for the API's ``time``/``start``/``end`` (Prometheus keeps milliseconds)."""
+    if not math.isfinite(t):
+        raise ValueError(f"time must be finite: {t!r}")
+    return f"{t:.3f}"
+
+
+class SelectorError(ValueError):
+    """A label selector this module cannot turn into PromQL matchers."""
+
+
+def selector_matchers(selector: str) -> str:
+    """Translate a Kubernetes label selector string (``status.selector`` of the scale
+    subresource, e.g. ``app=web,tier in (a,b),!legacy``) into PromQL label matchers
+    (``app="web",tier=~"a|b",legacy=""``) to be placed inside ``{…}``.
+
+    Label keys are sanitised as Prometheus exports them; values are escaped. Semantics match:
+    ``!=``/``notin`` also match series without the label, as they match pods without it.
+    """
+    matchers: list[str] = []
+    for requirement in _split_requirements(selector):
+        matchers.append(_requirement_matcher(requirement))
+    return ",".join(matchers)
+
+
+def _split_requirements(selector: str) -> list[str]:
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
+    for ch in selector:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                raise SelectorError(f"unbalanced parenthesis in selector {selector!r}")
+        if ch == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+    if depth != 0:
+        raise SelectorError(f"unbalanced parenthesis in selector {selector!r}")
+    parts.append("".join(current).strip())
+    if parts == [""]:
+        return []
+    if any(not p for p in parts):
+        raise SelectorError(f"empty requirement in selector {selector!r}")
+    return parts
+
+
+_SET_REQUIREMENT = re.compile(r"^(\S+)\s+(in|notin)\s*\((.*)\)$")
+_EQUALITY_REQUIREMENT = re.compile(r"^([^=!<>\s]+)\s*(==|=|!=)\s*(\S*)$")
+_EXISTS_REQUIREMENT = re.compile(r"^(!?)\s*([^=!<>\s()]+)$")
+
+
+def _requirement_matcher(requirement: str) -> str:
+    match = _SET_REQUIREMENT.match(requirement)
+    if match:
+        key, operator, raw_values = match.groups()
+        values = [v.strip() for v in raw_values.split(",")]
+        op = "=~" if operator == "in" else "!~"
+        return f"{sanitize_label_name(key)}{op}{regex_literal(values)}"
+    match = _EQUALITY_REQUIREMENT.match(requirement)
+    if match:
+        key, operator, value = match.groups()
+        op = "!=" if operator == "!=" else "="
+        return f"{sanitize_label_name(key)}{op}{string_literal(value)}"
+    match = _EXISTS_REQUIREMENT.match(requirement)
+    if match:
+        negated, key = match.groups()
+        return f'{sanitize_label_name(key)}{"=" if negated else "!="}""'
+    raise SelectorError(f"cannot express selector requirement {requirement!r} as PromQL label matchers "
+                        "(supported: =, ==, !=, in, notin, exists, !exists)")

@@ -1,0 +1,398 @@
+"""Turn targets' metric specs into readings: plan the queries, batch them, run them, split results.
+
+Per sync, a metric costs at most one query per target; with ``batch=True`` (the default) targets
+whose query templates render alike (the built-in CPU and memory queries, and any ``Pods`` query
+written with ``<<scope>>``) share one query scoped to all their namespaces
+(``namespace=~"a|b|…"``), grouped by namespace and pod, and the result is split back per target.
+A namespace list longer than ``max_query_length`` is split into several queries: label
+aggregation instead of prometheus-adapter's giant ``pod=~"a|b|…"`` regexes, which broke at 25 kB.
+
+What a reading holds for per-pod metrics: samples for the target's own pods (``pod_names``) only.
+The batched (namespace-wide) result also holds other workloads' pods; those are dropped, and so is
+any series whose pod is not in the list (we cannot tell another workload's pod from a pod the
+cluster has not reported yet; the pod list from the cluster is the authority). Object and External
+metrics are one query per target (identical rendered queries are sent once per sync).
+
+:meth:`MetricsReader.read` never raises for a metric's failure: each failed metric gets a
+:class:`~autoscaler.core.observation.MetricFailure` saying why, which the engine treats as "this
+metric cannot vote for a scale-down".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, field
+
+from autoscaler.core.observation import (
+    DEFAULT_SAMPLE_WINDOW,
+    MetricFailure,
+    MetricReading,
+    PodsReading,
+    ResourceReading,
+)
+from autoscaler.core.spec import CrossVersionObjectReference, MetricSourceType, MetricSpec
+from autoscaler.prometheus.client import PrometheusClient
+from autoscaler.prometheus.errors import PrometheusBadQuery, PrometheusError
+from autoscaler.prometheus.extract import (
+    LabelNames,
+    external_reading,
+    no_value_failure,
+    object_reading,
+    pods_reading,
+    resource_reading,
+)
+from autoscaler.prometheus.promql import (
+    SelectorError,
+    regex_escape,
+    regex_literal,
+    selector_matchers,
+    string_literal,
+)
+from autoscaler.prometheus.results import Series
+from autoscaler.prometheus.settings import PrometheusSettings
+from autoscaler.prometheus.templates import (
+    CPU_TEMPLATE,
+    MEMORY_TEMPLATE,
+    SCOPE_SLOT,
+    QueryTemplate,
+    TemplateError,
+)
+
+log = logging.getLogger(__name__)
+
+_QUERY_IN_MESSAGE_LIMIT = 300
+
+
+@dataclass(frozen=True)
+class TargetQuery:
+    """One target's needs for one sync."""
+
+    namespace: str
+    name: str
+    scale_target: CrossVersionObjectReference
+    selector: str
+    pod_names: Sequence[str]
+    metrics: Sequence[MetricSpec]
+
+
+@dataclass(eq=False)
+class _Member:
+    """One (target, metric) pair waiting for a reading."""
+
+    target_index: int
+    metric_index: int
+    target: TargetQuery
+    spec: MetricSpec
+    pods: frozenset[str]
+
+
+@dataclass(eq=False)
+class _PodGroup:
+    """Per-pod metrics whose queries render alike: one query per namespace chunk."""
+
+    key_text: str
+    per_container: bool
+    window: float
+    members: list[_Member] = field(default_factory=list)
+    # Unbatched mode: the one target's own scope (namespace and pod names).
+    fixed_scope: str | None = None
+
+
+class _Skip(Exception):
+    """The metric cannot be planned; the message is its failure."""
+
+
+class MetricsReader:
+    def __init__(self, client: PrometheusClient, settings: PrometheusSettings, *, batch: bool = True) -> None:
+        self._client = client
+        self._settings = settings
+        self._batch = batch
+        self._names = LabelNames(pod=settings.pod_label, container=settings.container_label,
+                                 namespace=settings.namespace_label)
+        self._templates: dict[str, QueryTemplate | TemplateError] = {}
+        # Batch keys whose results lack the namespace label where pod names collide across
+        # namespaces: such queries are sent per namespace from then on.
+        self._per_namespace_keys: set[str] = set()
+
+    async def read(self, targets: Sequence[TargetQuery], at: float) -> list[list[MetricReading]]:
+        """``result[i][j]`` is the reading or failure of ``targets[i].metrics[j]`` at time ``at``."""
+        out: list[list[MetricReading | None]] = [[None] * len(t.metrics) for t in targets]
+        pod_groups: dict[tuple[object, ...], _PodGroup] = {}
+        value_queries: dict[str, list[_Member]] = {}
+        for i, target in enumerate(targets):
+            pods = frozenset(target.pod_names)
+            for j, spec in enumerate(target.metrics):
+                member = _Member(i, j, target, spec, pods)
+                try:
+                    self._plan(member, pod_groups, value_queries, out)
+                except _Skip as skip:
+                    out[i][j] = _failure(spec, str(skip))
+        jobs: list[Awaitable[None]] = []
+        for group in pod_groups.values():
+            jobs.extend(self._pod_group_jobs(group, at, out))
+        for query, members in value_queries.items():
+            jobs.append(self._guard(self._run_value_query(query, members, at, out), members, out))
+        await asyncio.gather(*jobs)
+        return [[r if r is not None else MetricFailure("internal error: metric was not read")
+                 for r in row] for row in out]
+
+    # -- planning -------------------------------------------------------------------------------
+
+    def _plan(self, member: _Member, pod_groups: dict[tuple[object, ...], _PodGroup],
+              value_queries: dict[str, list[_Member]], out: list[list[MetricReading | None]]) -> None:
+        spec = member.spec
+        template = self._template(self._template_text(spec))
+        if not spec.is_pod_metric:
+            query = self._render(template, member, scope=self._namespace_scope([member.target.namespace]))
+            value_queries.setdefault(query, []).append(member)
+            return
+        per_container = spec.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE)
+        window = (self._settings.cpu_rate_window if per_container and spec.name == "cpu"
+                  else DEFAULT_SAMPLE_WINDOW)
+        if not member.pods:
+            # Nothing to measure: no query at all.
+            out[member.target_index][member.metric_index] = (
+                ResourceReading(pods={}) if per_container else PodsReading(pods={}))
+            return
+        key_text = self._render(template, member, scope=SCOPE_SLOT)
+        key: tuple[object, ...] = (per_container, window, key_text)
+        fixed_scope = None
+        if not self._batch:
+            key += (member.target_index,)
+            fixed_scope = self._target_scope(member.target)
+        group = pod_groups.get(key)
+        if group is None:
+            group = pod_groups[key] = _PodGroup(key_text, per_container, window, fixed_scope=fixed_scope)
+        group.members.append(member)
+
+    def _template_text(self, spec: MetricSpec) -> str:
+        if spec.query:
+            return spec.query
+        if spec.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE):
+            if spec.name == "cpu":
+                return self._settings.cpu_query or CPU_TEMPLATE
+            if spec.name == "memory":
+                return self._settings.memory_query or MEMORY_TEMPLATE
+            raise _Skip(f"there is no built-in query for resource {spec.name!r}; set the metric's query")
+        raise _Skip("the metric has no query")
+
+    def _template(self, text: str) -> QueryTemplate:
+        cached = self._templates.get(text)
+        if cached is None:
+            try:
+                cached = QueryTemplate.parse(text)
+            except TemplateError as exc:
+                cached = exc
+            self._templates[text] = cached
+        if isinstance(cached, TemplateError):
+            raise _Skip(f"invalid query template: {cached}")
+        return cached
+
+    def _render(self, template: QueryTemplate, member: _Member, *, scope: str) -> str:
+        target, spec, names = member.target, member.spec, self._names
+        values: dict[str, str] = {}
+        for name in template.placeholders:
+            if name == "scope":
+                values[name] = scope
+            elif name == "namespace":
+                values[name] = string_literal(target.namespace)
+            elif name == "name":
+                values[name] = string_literal(target.name)
+            elif name == "target_kind":
+                values[name] = string_literal(target.scale_target.kind)
+            elif name == "target_name":
+                values[name] = string_literal(target.scale_target.name)
+            elif name == "selector":
+                try:
+                    values[name] = selector_matchers(target.selector)
+                except SelectorError as exc:
+                    raise _Skip(f"the query uses <<selector>>, but {exc}") from None
+            elif name == "pods":
+                values[name] = regex_literal(target.pod_names)
+            elif name == "window":
+                values[name] = self._settings.cpu_rate_window_text
+            elif name == "container":
+                values[name] = string_literal(spec.container or "")
+            elif name in ("resource", "metric"):
+                values[name] = string_literal(spec.name)
+            elif name == "pod_label":
+                values[name] = names.pod
+            elif name == "namespace_label":
+                values[name] = names.namespace
+            elif name == "container_label":
+                values[name] = names.container
+        return template.render(values)
+
+    def _namespace_scope(self, namespaces: Sequence[str]) -> str:
+        label = self._names.namespace
+        if len(namespaces) == 1:
+            return f"{label}={string_literal(namespaces[0])}"
+        return f"{label}=~{regex_literal(namespaces)}"
+
+    def _target_scope(self, target: TargetQuery) -> str:
+        return (f"{self._names.namespace}={string_literal(target.namespace)}, "
+                f"{self._names.pod}=~{regex_literal(target.pod_names)}")
+
+    def _namespace_chunks(self, group: _PodGroup) -> list[list[str]]:
+        namespaces = sorted({m.target.namespace for m in group.members})
+        slots = group.key_text.count(SCOPE_SLOT)
+        if slots == 0:
+            return [namespaces]  # the query does not depend on the namespaces: send it once
+        if group.key_text in self._per_namespace_keys:
+            return [[ns] for ns in namespaces]
+        base = len(group.key_text) + slots * (len(self._names.namespace) + 4 - len(SCOPE_SLOT))
+        chunks: list[list[str]] = []
+        current: list[str] = []
+        size = base
+        for namespace in namespaces:
+            piece = slots * (len(string_literal(regex_escape(namespace))) - 1)
+            if current and size + piece > self._settings.max_query_length:
+                chunks.append(current)
+                current, size = [], base
+            current.append(namespace)
+            size += piece
+        chunks.append(current)
+        return chunks
+
+    # -- running --------------------------------------------------------------------------------
+
+    def _pod_group_jobs(self, group: _PodGroup, at: float,
+                        out: list[list[MetricReading | None]]) -> list[Awaitable[None]]:
+        if group.fixed_scope is not None:
+            return [self._guard(self._run_pod_chunk(group, [group.members[0].target.namespace],
+                                                    group.members, at, out), group.members, out)]
+        jobs: list[Awaitable[None]] = []
+        for chunk in self._namespace_chunks(group):
+            in_chunk = set(chunk)
+            members = [m for m in group.members if m.target.namespace in in_chunk]
+            jobs.append(self._guard(self._run_pod_chunk(group, chunk, members, at, out), members, out))
+        return jobs
+
+    async def _guard(self, job: Awaitable[None], members: Sequence[_Member],
+                     out: list[list[MetricReading | None]]) -> None:
+        """Run a job; a bug in it fails its metrics rather than the whole sync."""
+        try:
+            await job
+        except Exception as exc:  # reported as the metrics' failure, and logged
+            log.exception("reading metrics failed unexpectedly")
+            for member in members:
+                if out[member.target_index][member.metric_index] is None:
+                    out[member.target_index][member.metric_index] = _failure(
+                        member.spec, f"internal error while reading: {type(exc).__name__}: {exc}")
+
+    async def _query(self, query: str, members: Sequence[_Member], at: float,
+                     out: list[list[MetricReading | None]]) -> Sequence[Series] | None:
+        """Run a per-pod query; on failure fail every member and return None."""
+        try:
+            result = await self._client.query(query, at)
+        except PrometheusError as error:
+            _fail_all(members, _query_error_message(error, query), out)
+            return None
+        if result.result_type != "vector":
+            _fail_all(members, f"the query returned a {result.result_type}; a per-pod metric needs an "
+                      f"instant vector with one series per pod (labels {self._names.namespace}, "
+                      f"{self._names.pod})", out)
+            return None
+        return result.vector
+
+    async def _run_pod_chunk(self, group: _PodGroup, namespaces: list[str], members: list[_Member],
+                             at: float, out: list[list[MetricReading | None]]) -> None:
+        scope = group.fixed_scope or self._namespace_scope(namespaces)
+        vector = await self._query(group.key_text.replace(SCOPE_SLOT, scope), members, at, out)
+        if vector is None:
+            return
+        buckets, ambiguous = self._split(vector, members)
+        if ambiguous and len(namespaces) > 1 and SCOPE_SLOT in group.key_text:
+            # Series without a namespace label whose pod names exist in several of the batched
+            # namespaces: ask again one namespace at a time, and remember to do so next time.
+            self._per_namespace_keys.add(group.key_text)
+            await asyncio.gather(*(
+                self._run_pod_chunk(group, [ns], [m for m in members if m.target.namespace == ns], at, out)
+                for ns in namespaces))
+            return
+        for index, member in enumerate(members):
+            if index in ambiguous:
+                reading: MetricReading = MetricFailure(
+                    f'series without a "{self._names.namespace}" label name pods that exist in '
+                    f"several namespaces; the query must keep the {self._names.namespace} label")
+            else:
+                reading = self._pod_reading(group, member, buckets[index], len(vector))
+            out[member.target_index][member.metric_index] = (
+                _failure(member.spec, reading.message) if isinstance(reading, MetricFailure) else reading)
+
+    def _split(self, vector: Sequence[Series], members: Sequence[_Member]
+               ) -> tuple[list[list[Series]], set[int]]:
+        """Each member's series, by (namespace, pod); and members hit by ambiguous series."""
+        names = self._names
+        by_namespace_pod: dict[tuple[str, str], list[int]] = {}
+        for index, member in enumerate(members):
+            namespace = member.target.namespace
+            for pod in member.pods:
+                by_namespace_pod.setdefault((namespace, pod), []).append(index)
+        by_pod: dict[str, list[int]] | None = None
+        buckets: list[list[Series]] = [[] for _ in members]
+        ambiguous: set[int] = set()
+        for series in vector:
+            labels = series.labels
+            series_pod = labels.get(names.pod)
+            if series_pod is None:
+                continue
+            series_namespace = labels.get(names.namespace)
+            if series_namespace is not None:
+                hits = by_namespace_pod.get((series_namespace, series_pod))
+            else:
+                if by_pod is None:
+                    by_pod = {}
+                    for (_, pod_name), indexes in by_namespace_pod.items():
+                        by_pod.setdefault(pod_name, []).extend(indexes)
+                hits = by_pod.get(series_pod)
+                if hits and len({members[i].target.namespace for i in hits}) > 1:
+                    ambiguous.update(hits)
+                    continue
+            if hits:
+                for index in hits:
+                    buckets[index].append(series)
+        return buckets, ambiguous
+
+    def _pod_reading(self, group: _PodGroup, member: _Member, series: list[Series],
+                     returned: int) -> MetricReading:
+        reading: MetricReading
+        if group.per_container:
+            reading = resource_reading(series, self._names, group.window)
+        else:
+            reading = pods_reading(series, self._names, group.window)
+        if isinstance(reading, ResourceReading | PodsReading) and not reading.pods and member.pods:
+            return no_value_failure(len(member.pods), returned, len(series), self._names)
+        return reading
+
+    async def _run_value_query(self, query: str, members: list[_Member], at: float,
+                               out: list[list[MetricReading | None]]) -> None:
+        try:
+            result = await self._client.query(query, at)
+        except PrometheusError as error:
+            _fail_all(members, _query_error_message(error, query), out)
+            return
+        for member in members:
+            external = member.spec.type is MetricSourceType.EXTERNAL
+            reading: MetricReading = external_reading(result) if external else object_reading(result)
+            out[member.target_index][member.metric_index] = (
+                _failure(member.spec, reading.message) if isinstance(reading, MetricFailure) else reading)
+
+
+def _failure(spec: MetricSpec, message: str) -> MetricFailure:
+    return MetricFailure(f'{spec.type.value} metric "{spec.name}": {message}')
+
+
+def _fail_all(members: Sequence[_Member], message: str, out: list[list[MetricReading | None]]) -> None:
+    for member in members:
+        out[member.target_index][member.metric_index] = _failure(member.spec, message)
+
+
+def _query_error_message(error: PrometheusError, query: str) -> str:
+    message = f"querying Prometheus failed: {error}"
+    if isinstance(error, PrometheusBadQuery):
+        shown = query if len(query) <= _QUERY_IN_MESSAGE_LIMIT else query[:_QUERY_IN_MESSAGE_LIMIT] + "…"
+        message += f"; query: {shown}"
+    return message

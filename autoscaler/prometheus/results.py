@@ -1,0 +1,116 @@
+"""Results of the Prometheus HTTP API, parsed from its JSON envelope.
+
+Values stay Prometheus' own text (``"0.3"``, ``"NaN"``, ``"+Inf"``): converting them is the
+reader's job, exactly and without a float (:func:`autoscaler.core.quantity.milli_from_decimal_text`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from autoscaler.prometheus.errors import PrometheusMalformedResponse
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One element of an instant vector (or the single value of a scalar, with no labels)."""
+
+    labels: Mapping[str, str]
+    timestamp: float
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class RangeSeries:
+    labels: Mapping[str, str]
+    points: tuple[tuple[float, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InstantResult:
+    """``result_type`` is ``vector``, ``scalar``, ``string`` or ``matrix`` (a range selector
+    evaluated as an instant query). ``vector`` holds the series of a vector; ``scalar`` the value
+    of a scalar or string result."""
+
+    result_type: str
+    vector: tuple[Series, ...] = ()
+    scalar: Series | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class RangeResult:
+    series: tuple[RangeSeries, ...]
+    warnings: tuple[str, ...] = ()
+
+
+def _fail(what: str) -> PrometheusMalformedResponse:
+    return PrometheusMalformedResponse(f"malformed Prometheus response: {what}")
+
+
+def success_data(document: object) -> tuple[Mapping[str, Any], tuple[str, ...]]:
+    """``data`` and ``warnings`` of a ``status: success`` envelope."""
+    if not isinstance(document, Mapping):
+        raise _fail("not a JSON object")
+    if document.get("status") != "success":
+        raise _fail(f"status is {document.get('status')!r}, not 'success'")
+    data = document.get("data")
+    if not isinstance(data, Mapping):
+        raise _fail("no 'data' object")
+    raw_warnings = document.get("warnings") or ()
+    if not isinstance(raw_warnings, list | tuple):
+        raise _fail("'warnings' is not a list")
+    return data, tuple(str(w) for w in raw_warnings)
+
+
+def _labels(raw: object) -> Mapping[str, str]:
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        raise _fail("a series' 'metric' is not an object of strings")
+    return raw
+
+
+def _point(raw: object) -> tuple[float, str]:
+    if (not isinstance(raw, list | tuple) or len(raw) != 2 or isinstance(raw[0], bool)
+            or not isinstance(raw[0], int | float) or not isinstance(raw[1], str)):
+        raise _fail(f"a sample is not [<time>, \"<value>\"]: {str(raw)[:80]}")
+    return float(raw[0]), raw[1]
+
+
+def parse_instant(document: object) -> InstantResult:
+    data, warnings = success_data(document)
+    result_type = data.get("resultType")
+    result = data.get("result")
+    if result_type == "vector":
+        if not isinstance(result, list):
+            raise _fail("vector result is not a list")
+        vector = []
+        for item in result:
+            if not isinstance(item, dict):
+                raise _fail("a vector element is not an object")
+            timestamp, value = _point(item.get("value"))
+            vector.append(Series(_labels(item.get("metric", {})), timestamp, value))
+        return InstantResult("vector", vector=tuple(vector), warnings=warnings)
+    if result_type in ("scalar", "string"):
+        timestamp, value = _point(result)
+        return InstantResult(result_type, scalar=Series({}, timestamp, value), warnings=warnings)
+    if result_type == "matrix":
+        return InstantResult("matrix", warnings=warnings)
+    raise _fail(f"unknown resultType {result_type!r}")
+
+
+def parse_range(document: object) -> RangeResult:
+    data, warnings = success_data(document)
+    if data.get("resultType") != "matrix":
+        raise _fail(f"range query returned resultType {data.get('resultType')!r}, not 'matrix'")
+    result = data.get("result")
+    if not isinstance(result, list):
+        raise _fail("matrix result is not a list")
+    series = []
+    for item in result:
+        if not isinstance(item, dict) or not isinstance(item.get("values"), list):
+            raise _fail("a matrix element has no 'values' list")
+        points = tuple(_point(p) for p in item["values"])
+        series.append(RangeSeries(_labels(item.get("metric", {})), points))
+    return RangeResult(tuple(series), warnings)

@@ -1,0 +1,296 @@
+"""How to reach one Prometheus and how to read it, parsed from YAML/JSON with every problem reported.
+
+Example (all keys but ``url`` optional)::
+
+    prometheus:
+      url: https://prometheus.monitoring:9090
+      bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+      headers: {X-Scope-OrgID: team-a}
+      tls: {caFile: /etc/prom/ca.crt, certFile: /etc/prom/tls.crt, keyFile: /etc/prom/tls.key}
+      timeoutSeconds: 5
+      concurrency: 20
+      retries: 2
+      cpuRateWindow: 2m
+      queries:
+        cpu: sum by (namespace, pod, container) (rate(my_cpu_seconds{<<scope>>}[<<window>>]))
+
+Secrets (``bearerToken``, ``basicAuth.password``, header values) never appear in a repr or in an
+error message: a parse error names the field, never its value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from autoscaler.core.fields import ErrorList, Obj, type_name
+from autoscaler.prometheus.promql import format_duration, is_label_name, parse_duration
+from autoscaler.prometheus.templates import validate_template
+
+DEFAULT_TIMEOUT_SECONDS = 5.0
+DEFAULT_CONCURRENCY = 20  # Prometheus' own --query.max-concurrency: more only queues there.
+DEFAULT_RETRIES = 2
+DEFAULT_CPU_RATE_WINDOW = 120.0
+# prometheus-adapter's pod regexes broke at 25 kB (VictoriaMetrics caps at 16 kB): batched
+# queries split their namespace list to stay below this many bytes of PromQL.
+DEFAULT_MAX_QUERY_LENGTH = 8192
+REDACTED = "<redacted>"
+
+# RFC 9110 token characters for header names.
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class BasicAuth:
+    username: str
+    password: str = field(repr=False)
+
+    def __repr__(self) -> str:
+        return f"BasicAuth(username={self.username!r}, password={REDACTED!r})"
+
+
+@dataclass(frozen=True)
+class PrometheusSettings:
+    url: str
+    bearer_token: str | None = None
+    bearer_token_file: str | None = None
+    basic_auth: BasicAuth | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    query_parameters: Mapping[str, str] = field(default_factory=dict)
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    insecure_skip_verify: bool = False
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    concurrency: int = DEFAULT_CONCURRENCY
+    retries: int = DEFAULT_RETRIES
+    pod_label: str = "pod"
+    container_label: str = "container"
+    namespace_label: str = "namespace"
+    cpu_rate_window: float = DEFAULT_CPU_RATE_WINDOW
+    cpu_query: str | None = None
+    memory_query: str | None = None
+    max_query_length: int = DEFAULT_MAX_QUERY_LENGTH
+
+    def __repr__(self) -> str:
+        shown = {
+            "url": self.url,
+            "bearer_token": REDACTED if self.bearer_token else None,
+            "bearer_token_file": self.bearer_token_file,
+            "basic_auth": self.basic_auth,
+            "headers": {name: REDACTED for name in self.headers},
+            "query_parameters": dict(self.query_parameters),
+            "ca_file": self.ca_file, "cert_file": self.cert_file, "key_file": self.key_file,
+            "insecure_skip_verify": self.insecure_skip_verify,
+            "timeout_seconds": self.timeout_seconds, "concurrency": self.concurrency,
+            "retries": self.retries, "cpu_rate_window": self.cpu_rate_window,
+        }
+        return "PrometheusSettings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
+
+    __str__ = __repr__
+
+    @property
+    def cpu_rate_window_text(self) -> str:
+        return format_duration(self.cpu_rate_window)
+
+    @property
+    def display_url(self) -> str:
+        """The URL as it may appear in messages (it never holds credentials: parsing forbids it)."""
+        return self.url
+
+
+def parse_prometheus_settings(data: object, path: str = "prometheus") -> PrometheusSettings:
+    """Parse settings; raise :class:`~autoscaler.core.fields.SpecError` listing every problem."""
+    errors = ErrorList()
+    settings = read_prometheus_settings(data, path, errors)
+    errors.raise_if_any()
+    assert settings is not None
+    return settings
+
+
+def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> PrometheusSettings | None:
+    """Like :func:`parse_prometheus_settings`, adding problems to ``errors`` (None if any)."""
+    before = len(errors.items)
+    obj = Obj.of(data, path, errors)
+    if obj is None:
+        return None
+    url = _url(obj)
+    token = _secret_string(obj, "bearerToken")
+    token_file = obj.string("bearerTokenFile", non_empty=True)
+    if token is not None and token_file is not None:
+        obj.error("bearerTokenFile", "Forbidden: set either bearerToken or bearerTokenFile, not both")
+    basic = _basic_auth(obj.obj("basicAuth"))
+    if basic is not None and (token is not None or token_file is not None):
+        obj.error("basicAuth", "Forbidden: basic auth and a bearer token both set the Authorization header")
+    headers = _string_map(obj, "headers", secret=True, header_names=True)
+    if headers and any(name.lower() == "authorization" for name in headers) and (
+            basic is not None or token is not None or token_file is not None):
+        obj.error("headers", "Forbidden: an Authorization header conflicts with bearerToken/basicAuth")
+    query_parameters = _string_map(obj, "queryParameters", secret=False, header_names=False)
+    reserved = {"query", "time", "start", "end", "step", "timeout"} & set(query_parameters or {})
+    for name in sorted(reserved):
+        obj.errors.add(f"{obj.at('queryParameters')}.{name}", "Forbidden: set by the client for every query")
+    tls = _tls(obj.obj("tls"))
+    timeout = obj.number("timeoutSeconds", default=DEFAULT_TIMEOUT_SECONDS, minimum=0.001, maximum=300)
+    concurrency = obj.integer("concurrency", default=DEFAULT_CONCURRENCY, minimum=1, maximum=1000)
+    retries = obj.integer("retries", default=DEFAULT_RETRIES, minimum=0, maximum=10)
+    labels = {key: _label_name(obj, key, default) for key, default in
+              (("podLabel", "pod"), ("containerLabel", "container"), ("namespaceLabel", "namespace"))}
+    window = _duration(obj, "cpuRateWindow", DEFAULT_CPU_RATE_WINDOW)
+    queries = _queries(obj.obj("queries"))
+    max_length = obj.integer("maxQueryLength", default=DEFAULT_MAX_QUERY_LENGTH, minimum=1024)
+    obj.finish()
+    if len(errors.items) > before:
+        return None
+    assert url is not None and timeout is not None and concurrency is not None and retries is not None
+    assert window is not None and max_length is not None
+    return PrometheusSettings(
+        url=url, bearer_token=token, bearer_token_file=token_file, basic_auth=basic,
+        headers=headers or {}, query_parameters=query_parameters or {},
+        ca_file=tls.get("caFile"), cert_file=tls.get("certFile"), key_file=tls.get("keyFile"),
+        insecure_skip_verify=bool(tls.get("insecureSkipVerify")),
+        timeout_seconds=timeout, concurrency=concurrency, retries=retries,
+        pod_label=labels["podLabel"] or "pod", container_label=labels["containerLabel"] or "container",
+        namespace_label=labels["namespaceLabel"] or "namespace", cpu_rate_window=window,
+        cpu_query=queries.get("cpu"), memory_query=queries.get("memory"), max_query_length=max_length,
+    )
+
+
+def _url(obj: Obj) -> str | None:
+    raw = obj.raw("url", required=True)
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        obj.error("url", f"must be a string, not {type_name(raw)}")
+        return None
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        obj.error("url", "must be an http:// or https:// URL")
+        return None
+    if parts.username is not None or parts.password is not None:
+        # Never echo the URL: it holds the credentials.
+        obj.error("url", "Forbidden: credentials in the URL; use basicAuth or bearerTokenFile")
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        obj.error("url", f"must be an http:// or https:// URL with a host, not {raw!r}")
+        return None
+    if parts.query or parts.fragment:
+        obj.error("url", "must not have a query or fragment (use queryParameters)")
+        return None
+    return raw.rstrip("/")
+
+
+def _secret_string(obj: Obj, key: str) -> str | None:
+    value = obj.raw(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        obj.error(key, f"must be a non-empty string, not {type_name(value)}")
+        return None
+    return value
+
+
+def _basic_auth(obj: Obj | None) -> BasicAuth | None:
+    if obj is None:
+        return None
+    username = obj.string("username", required=True, non_empty=True)
+    password = obj.raw("password", required=True)
+    if password is not None and not isinstance(password, str):
+        obj.error("password", f"must be a string, not {type_name(password)}")
+        password = None
+    obj.finish()
+    if username is None or password is None:
+        return None
+    return BasicAuth(username=username, password=password)
+
+
+def _string_map(obj: Obj, key: str, *, secret: bool, header_names: bool) -> dict[str, str] | None:
+    view = obj.obj(key)
+    if view is None:
+        return None
+    result: dict[str, str] = {}
+    for name, value in view.value.items():
+        view.mark_known(name)
+        name_text = str(name)
+        if header_names and not _HEADER_NAME.match(name_text):
+            view.error(name_text, "must be a valid HTTP header name")
+            continue
+        if not isinstance(value, str):
+            view.error(name_text, f"must be a string, not {type_name(value)}")
+            continue
+        if "\n" in value or "\r" in value:
+            # The value itself stays out of the message: it may be a secret.
+            view.error(name_text, "must not contain line breaks" if secret else
+                       f"must not contain line breaks: {value!r}")
+            continue
+        result[name_text] = value
+    view.finish()
+    return result
+
+
+def _tls(obj: Obj | None) -> dict[str, Any]:
+    if obj is None:
+        return {}
+    result: dict[str, Any] = {
+        "caFile": obj.string("caFile", non_empty=True),
+        "certFile": obj.string("certFile", non_empty=True),
+        "keyFile": obj.string("keyFile", non_empty=True),
+        "insecureSkipVerify": obj.boolean("insecureSkipVerify", default=False),
+    }
+    if (result["certFile"] is None) != (result["keyFile"] is None):
+        missing = "keyFile" if result["certFile"] is not None else "certFile"
+        obj.error(missing, "Required value: a client certificate needs both certFile and keyFile")
+    obj.finish()
+    return result
+
+
+def _label_name(obj: Obj, key: str, default: str) -> str | None:
+    value = obj.string(key, default=default, non_empty=True)
+    if value is not None and not is_label_name(value):
+        obj.error(key, f"must be a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*), not {value!r}")
+        return None
+    return value
+
+
+def _duration(obj: Obj, key: str, default: float) -> float | None:
+    raw = obj.raw(key)
+    if raw is None:
+        return default
+    seconds: float | None
+    if isinstance(raw, bool):
+        seconds = None
+    elif isinstance(raw, int | float):
+        seconds = float(raw)
+    elif isinstance(raw, str):
+        seconds = parse_duration(raw)
+    else:
+        seconds = None
+    if seconds is None:
+        obj.error(key, f'must be a duration such as "2m" or "90s", or a number of seconds, not {raw!r}')
+        return None
+    if not seconds >= 1 or round(seconds * 1000) != seconds * 1000:
+        obj.error(key, "must be at least 1s, in whole milliseconds")
+        return None
+    return seconds
+
+
+def _queries(obj: Obj | None) -> dict[str, str]:
+    if obj is None:
+        return {}
+    result: dict[str, str] = {}
+    for key in ("cpu", "memory"):
+        text = obj.string(key, non_empty=True)
+        if text is None:
+            continue
+        problems = validate_template(text)
+        for problem in problems:
+            obj.error(key, problem)
+        if not problems:
+            result[key] = text
+    obj.finish()
+    return result
