@@ -2,9 +2,9 @@
 
 The outcome of bad data is defined here, never a silent zero:
 
-* a NaN or ±Inf sample is not a value: that pod is left out (missing, for per-pod metrics; a
-  container's bad value drops the whole pod, as a container without usage does upstream), or the
-  metric fails (Object/External);
+* a NaN or ±Inf sample is not a value: that pod is left out (missing) of a Pods metric; for a
+  resource the container is reported without usage (``None``), which makes the pod missing
+  exactly as upstream's metrics client does; an Object/External metric fails;
 * two series for one pod (one pod and container, for resources) fail the metric, naming the pod;
 * an empty result fails Object/External metrics; for per-pod metrics the caller turns "no pod has
   a value" into a failure with a diagnostic (see :func:`no_value_failure`).
@@ -54,12 +54,13 @@ def describe(labels: Mapping[str, str], limit: int = 160) -> str:
 
 def resource_reading(series: Sequence[Series], names: LabelNames, window: float
                      ) -> ResourceReading | MetricFailure:
-    """Per-pod, per-container usage. A series without the container label counts as the pod's
-    whole usage under the container name ``""`` (a pod-level query)."""
-    containers: dict[str, dict[str, int]] = {}
+    """Per-pod, per-container usage. A NaN/±Inf container value is reported as ``None`` (a
+    container without usage): the engine then treats the pod as missing for a Resource metric, and
+    for a ContainerResource metric only when it is that container. A series without the container
+    label counts as the pod's whole usage under the container name ``""`` (a pod-level query)."""
+    containers: dict[str, dict[str, int | None]] = {}
     seen: dict[tuple[str, str], Mapping[str, str]] = {}
     timestamps: dict[str, float] = {}
-    bad: set[str] = set()
     for item in series:
         pod = item.labels.get(names.pod)
         if pod is None:
@@ -73,15 +74,11 @@ def resource_reading(series: Sequence[Series], names: LabelNames, window: float
                 f"series per pod and container (aggregate with sum by ({names.namespace}, {names.pod}, "
                 f"{names.container}))")
         seen[key] = item.labels
-        value = milli_or_none(item.value)
-        if value is None:
-            bad.add(pod)
-            continue
-        containers.setdefault(pod, {})[container] = value
+        containers.setdefault(pod, {})[container] = milli_or_none(item.value)
         timestamps[pod] = item.timestamp
     return ResourceReading(pods={
         pod: PodUsage(containers=values, timestamp=timestamps[pod], window=window)
-        for pod, values in containers.items() if pod not in bad
+        for pod, values in containers.items()
     })
 
 

@@ -363,8 +363,10 @@ class MetricsReader:
             reading = resource_reading(series, self._names, group.window)
         else:
             reading = pods_reading(series, self._names, group.window)
-        if isinstance(reading, ResourceReading | PodsReading) and not reading.pods and member.pods:
+        if isinstance(reading, PodsReading) and not reading.pods and member.pods:
             return no_value_failure(len(member.pods), returned, len(series), self._names)
+        if isinstance(reading, ResourceReading) and not reading.pods and member.pods:
+            return no_value_failure(len(member.pods), returned, 0, self._names)
         return reading
 
     async def _run_value_query(self, query: str, members: list[_Member], at: float,

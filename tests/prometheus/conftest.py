@@ -1,0 +1,111 @@
+"""Fixtures for the Prometheus layer, and the guard that real-server tests never skip in CI.
+
+Tests marked ``@pytest.mark.prometheus`` need the real ``prometheus``/``promtool`` binaries. Without
+them they skip locally, but with ``AUTOSCALER_REQUIRE_SERVERS=1`` (set by ``.ci/run``) they fail,
+and the session fails if any of them was skipped anyway or none of them ran.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from autoscaler.sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget, find_binary
+from tests.prometheus import scenario
+
+REQUIRE_SERVERS = os.environ.get("AUTOSCALER_REQUIRE_SERVERS") == "1"
+_MISSING = [name for name in ("prometheus", "promtool") if find_binary(name) is None]
+_outcomes: dict[str, list[str]] = {"passed": [], "skipped": []}
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("prometheus") is None or not _MISSING:
+        return
+    message = f"{' and '.join(_MISSING)} not installed (Debian package 'prometheus')"
+    if REQUIRE_SERVERS:
+        pytest.fail(f"{message}, and AUTOSCALER_REQUIRE_SERVERS=1 forbids skipping real-server tests")
+    pytest.skip(message)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "prometheus" not in report.keywords:
+        return
+    if report.skipped:
+        _outcomes["skipped"].append(report.nodeid)
+    elif report.when == "call" and report.passed:
+        _outcomes["passed"].append(report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not REQUIRE_SERVERS or session.config.option.collectonly:
+        return
+    problem = None
+    if _outcomes["skipped"]:
+        problem = (f"{len(_outcomes['skipped'])} real-Prometheus test(s) were skipped with "
+                   f"AUTOSCALER_REQUIRE_SERVERS=1: {', '.join(_outcomes['skipped'][:5])}")
+    elif session.testscollected and not _outcomes["passed"] and session.config.option.markexpr == "":
+        problem = "no real-Prometheus test passed although AUTOSCALER_REQUIRE_SERVERS=1"
+    if problem:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"ERROR: {problem}", red=True, bold=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _require_binaries() -> None:
+    if _MISSING:
+        message = f"{' and '.join(_MISSING)} not installed"
+        if REQUIRE_SERVERS:
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def exporter() -> Iterator[MetricsExporter]:
+    with MetricsExporter() as served:
+        scenario.populate(served)
+        yield served
+
+
+@pytest.fixture(scope="session")
+def live_prometheus(exporter: MetricsExporter) -> Iterator[PrometheusSandbox]:
+    """One Prometheus for the session, scraping the exporter every second."""
+    _require_binaries()
+    with PrometheusSandbox(scrape_targets=[ScrapeTarget(exporter.address)], scrape_interval=1.0) as prom:
+        # The first scrape lands ~6 s after start; rates need a few more samples in their window.
+        prom.wait_for("http_rps", timeout=30)
+        prom.wait_for(f'count_over_time(container_cpu_usage_seconds_total{{pod="web-1",container="app"}}'
+                      f"[{scenario.CPU_WINDOW}])", lambda r: bool(r) and float(r[0]["value"][1]) >= 5,
+                      timeout=30)
+        yield prom
+
+
+@pytest.fixture(scope="session")
+def backfilled_prometheus() -> Iterator[PrometheusSandbox]:
+    """A Prometheus holding fixed data at fixed times (promtool backfill), nothing scraped."""
+    _require_binaries()
+    prom = PrometheusSandbox()
+    try:
+        prom.backfill(scenario.backfill_openmetrics())
+        prom.start()
+        yield prom
+    finally:
+        prom.close()
+
+
+@pytest.fixture
+def make_prometheus() -> Iterator[Callable[[], PrometheusSandbox]]:
+    """Private, empty Prometheus servers a test may stop, pause or restart."""
+    _require_binaries()
+    started: list[PrometheusSandbox] = []
+
+    def make() -> PrometheusSandbox:
+        prom = PrometheusSandbox().start()
+        started.append(prom)
+        return prom
+
+    yield make
+    for prom in started:
+        prom.close()

@@ -1,0 +1,223 @@
+"""The reader against a real Prometheus scraping a test exporter every second."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from autoscaler.core.observation import (
+    DEFAULT_SAMPLE_WINDOW,
+    ExternalReading,
+    MetricFailure,
+    ObjectReading,
+    PodsReading,
+    ResourceReading,
+)
+from autoscaler.prometheus import (
+    MetricsReader,
+    PrometheusBadQuery,
+    PrometheusClient,
+    PrometheusSettings,
+)
+from autoscaler.prometheus.promql import regex_literal, string_literal
+from autoscaler.sandbox import MetricsExporter, PrometheusSandbox
+from tests.prometheus import scenario as sc
+
+pytestmark = pytest.mark.prometheus
+
+
+@pytest.fixture
+async def client(live_prometheus: PrometheusSandbox) -> AsyncIterator[PrometheusClient]:
+    settings = PrometheusSettings(url=live_prometheus.url, cpu_rate_window=5.0)
+    async with PrometheusClient(settings) as opened:
+        yield opened
+
+
+def reader(client: PrometheusClient, *, batch: bool = True) -> MetricsReader:
+    return MetricsReader(client, client.settings, batch=batch)
+
+
+def now() -> float:
+    return round(time.time(), 3)
+
+
+def assert_close(actual: int, expected_cores: float) -> None:
+    # Scrape timing makes rate() off by a few parts per billion; exact values: see test_backfill.
+    assert abs(actual - expected_cores * 1000) <= 1, (actual, expected_cores)
+
+
+async def test_cpu_per_pod_per_container(client: PrometheusClient) -> None:
+    at = now()
+    rows = await reader(client).read([sc.web([sc.cpu_metric()]), sc.api([sc.cpu_metric()])], at)
+    web, api = rows[0][0], rows[1][0]
+    assert isinstance(web, ResourceReading) and isinstance(api, ResourceReading)
+    # Pause ("POD") and pod-level ("") series are excluded; other-1 belongs to no target.
+    assert set(web.pods) == {"web-1", "web-2", "web-3"}
+    assert set(web.pods["web-1"].containers) == {"app", "sidecar"}
+    for (namespace, pod, container), rate in sc.CPU_RATES.items():
+        reading = web if namespace == "shop" else api
+        if pod in reading.pods and container in ("app", "sidecar"):
+            value = reading.pods[pod].containers[container]
+            assert value is not None
+            assert_close(value, rate)
+    usage = web.pods["web-2"]
+    assert usage.window == 5.0
+    assert usage.timestamp == pytest.approx(at, abs=0.001)
+
+
+async def test_memory_per_container_is_exact(client: PrometheusClient) -> None:
+    rows = await reader(client).read([sc.web([sc.memory_metric()]), sc.api([sc.memory_metric()])], now())
+    web, api = rows[0][0], rows[1][0]
+    assert isinstance(web, ResourceReading) and isinstance(api, ResourceReading)
+    assert web.pods["web-1"].containers == {"app": 104857600000, "sidecar": 2097152000}
+    assert web.pods["web-3"].containers == {"app": 1000}
+    assert api.pods["api-1"].containers == {"app": 1073741824000}
+    assert web.pods["web-1"].window == DEFAULT_SAMPLE_WINDOW
+
+
+async def test_container_resource_reports_every_container_of_the_pod(client: PrometheusClient) -> None:
+    # The engine picks the container (and needs the others to tell "pod missing" from "container missing").
+    rows = await reader(client).read([sc.web([sc.cpu_metric(), sc.container_cpu_metric("sidecar")])], now())
+    resource, container = rows[0]
+    assert isinstance(container, ResourceReading) and isinstance(resource, ResourceReading)
+    assert set(container.pods["web-1"].containers) == {"app", "sidecar"}
+    assert client.stats.calls == 1  # both metrics share the one CPU query
+
+
+async def test_pods_metric_values_are_exact(client: PrometheusClient) -> None:
+    at = now()
+    rows = await reader(client).read([sc.web([sc.pods_metric(sc.rps_query("http_rps"))]),
+                                      sc.api([sc.pods_metric(sc.rps_query("http_rps"))])], at)
+    web, api = rows[0][0], rows[1][0]
+    assert isinstance(web, PodsReading) and isinstance(api, PodsReading)
+    assert {pod: s.value for pod, s in web.pods.items()} == {"web-1": 300, "web-2": 1500, "web-3": 12000}
+    assert {pod: s.value for pod, s in api.pods.items()} == {"api-1": 7000, "api-2": 1}
+    assert web.pods["web-1"].timestamp == pytest.approx(at, abs=0.001)
+    assert web.pods["web-1"].window == DEFAULT_SAMPLE_WINDOW
+
+
+async def test_external_sums_series_and_object_sums_too(client: PrometheusClient) -> None:
+    rows = await reader(client).read([sc.web([sc.external_metric("queue_depth"),
+                                              sc.object_metric("queue_depth")])], now())
+    external, obj = rows[0]
+    assert isinstance(external, ExternalReading) and sorted(external.values) == [8500, 42000]
+    assert isinstance(obj, ObjectReading) and obj.value == 50500
+    assert client.stats.calls == 1  # the same rendered query is sent once
+
+
+async def test_batched_queries_do_not_grow_with_targets_and_match_unbatched(client: PrometheusClient) -> None:
+    metrics = [sc.cpu_metric(), sc.memory_metric(), sc.pods_metric(sc.rps_query("http_rps"))]
+    targets = [sc.web(metrics), sc.api(metrics)]
+    at = now()
+    batched = await reader(client).read(targets, at)
+    assert client.stats.calls == 3  # one per template, both namespaces in each
+    before = client.stats.calls
+    unbatched = await reader(client, batch=False).read(targets, at)
+    assert client.stats.calls - before == 6  # one per metric per target
+    assert batched == unbatched
+
+
+async def test_template_with_namespace_and_selector(client: PrometheusClient) -> None:
+    # web's selector is "app=web,tier in (front,back)": web-3 (tier=batch) and other-1 (app=other) are out.
+    query = "sum by (pod) (selector_rps{namespace=<<namespace>>, <<selector>>})"
+    rows = await reader(client).read([sc.web([sc.pods_metric(query)])], now())
+    reading = rows[0][0]
+    assert isinstance(reading, PodsReading)
+    assert {pod: s.value for pod, s in reading.pods.items()} == {"web-1": 10000, "web-2": 20000}
+
+
+async def test_template_with_pod_names_and_target_name(client: PrometheusClient) -> None:
+    query = ('sum by (namespace, pod) (label_replace(http_rps{pod=~<<pods>>}, "hpa", <<name>>, "", "")'
+             ' * on (namespace, pod) group_left() (0 * http_rps + 1))')
+    rows = await reader(client).read([sc.web([sc.pods_metric(query)], pods=("web-1", "web-3"))], now())
+    reading = rows[0][0]
+    assert isinstance(reading, PodsReading)
+    assert {pod: s.value for pod, s in reading.pods.items()} == {"web-1": 300, "web-3": 12000}
+
+
+async def test_nan_and_inf_make_the_pod_missing(client: PrometheusClient) -> None:
+    rows = await reader(client).read([sc.web([sc.pods_metric(sc.rps_query("bad_rps"))]),
+                                      sc.api([sc.pods_metric(sc.rps_query("bad_rps"))], pods=("api-1",))], now())
+    web, api = rows[0][0], rows[1][0]
+    assert isinstance(web, PodsReading) and set(web.pods) == {"web-3"}
+    assert isinstance(api, MetricFailure)
+    assert "all 1 series for the target's pods are NaN or infinite" in api.message
+
+
+async def test_pod_without_series_is_missing(client: PrometheusClient) -> None:
+    rows = await reader(client).read([sc.web([sc.pods_metric(sc.rps_query("partial_rps"))])], now())
+    reading = rows[0][0]
+    assert isinstance(reading, PodsReading) and set(reading.pods) == {"web-1", "web-2"}
+
+
+async def test_duplicate_series_fail_the_metric_naming_the_pod(client: PrometheusClient) -> None:
+    rows = await reader(client).read([sc.web([sc.pods_metric("dup_rps{<<scope>>}")])], now())
+    failure = rows[0][0]
+    assert isinstance(failure, MetricFailure)
+    assert 'duplicate series for pod "web-1"' in failure.message
+    assert 'path="/a"' in failure.message and 'path="/b"' in failure.message
+
+
+async def test_empty_result_fails_pods_and_external_metrics(client: PrometheusClient) -> None:
+    rows = await reader(client).read([sc.web([sc.pods_metric(sc.rps_query("no_such_metric")),
+                                              sc.external_metric("no_such_metric")])], now())
+    pods, external = rows[0]
+    assert isinstance(pods, MetricFailure) and "the query returned no series" in pods.message
+    assert isinstance(external, MetricFailure) and "the query returned no series" in external.message
+
+
+async def test_nan_or_inf_external_fails(client: PrometheusClient) -> None:
+    rows = await reader(client).read([sc.web([sc.external_metric("nan_gauge"), sc.object_metric("inf_gauge"),
+                                              sc.external_metric("scalar(nan_gauge)")])], now())
+    for failure, text in zip(rows[0], ("has value NaN", "has value +Inf", "the scalar has value NaN"), strict=True):
+        assert isinstance(failure, MetricFailure) and text in failure.message
+
+
+async def test_stale_series_make_the_pod_missing(client: PrometheusClient, exporter: MetricsExporter,
+                                                 live_prometheus: PrometheusSandbox) -> None:
+    exporter.remove("stale_rps", {"namespace": "shop", "pod": "web-2"})
+    try:
+        # The next scrape writes a staleness marker; from then on the series is gone.
+        live_prometheus.wait_for("stale_rps", lambda r: len(r) == 1, timeout=10)
+        rows = await reader(client).read([sc.web([sc.pods_metric(sc.rps_query("stale_rps"))])], now())
+        reading = rows[0][0]
+        assert isinstance(reading, PodsReading) and set(reading.pods) == {"web-1"}
+    finally:
+        exporter.set("stale_rps", {"namespace": "shop", "pod": "web-2"}, "2")
+
+
+async def test_bad_query_gives_prometheus_error_text(client: PrometheusClient) -> None:
+    with pytest.raises(PrometheusBadQuery) as raised:
+        await client.query("sum(http_rps", now())
+    assert raised.value.status == 400 and raised.value.error_type == "bad_data"
+    assert "parse error" in str(raised.value)
+    rows = await reader(client).read([sc.web([sc.pods_metric("sum(http_rps{<<scope>>}")])], now())
+    failure = rows[0][0]
+    assert isinstance(failure, MetricFailure)
+    assert "rejected the query (HTTP 400, bad_data:" in failure.message and "query: sum(http_rps{" in failure.message
+
+
+async def test_execution_error_is_a_bad_query(client: PrometheusClient) -> None:
+    with pytest.raises(PrometheusBadQuery) as raised:
+        await client.query("http_rps * on (namespace) http_rps", now())
+    assert raised.value.status == 422 and raised.value.error_type == "execution"
+
+
+async def test_escaped_values_cannot_inject(client: PrometheusClient) -> None:
+    for index, value in enumerate(sc.NASTY_VALUES):
+        result = await client.query(f"nasty{{pod={string_literal(value)}}}", now())
+        assert [s.labels["index"] for s in result.vector] == [str(index)], value
+        result = await client.query(f"nasty{{pod=~{regex_literal([value])}}}", now())
+        assert [s.labels["index"] for s in result.vector] == [str(index)], value
+        result = await client.query(f'label_replace(vector(1), "v", {string_literal(value)}, "", "")', now())
+        assert result.vector[0].labels["v"] == value
+
+
+async def test_query_range_and_ready(client: PrometheusClient) -> None:
+    end = now()
+    result = await client.query_range('http_rps{pod="web-1"}', end - 2, end, 1)
+    assert len(result.series) == 1
+    assert [value for _, value in result.series[0].points] == ["0.3"] * 3
+    assert await client.ready()
