@@ -9,12 +9,11 @@ once, in a worker thread, when the client starts.
 
 from __future__ import annotations
 
+import base64
 import os
 import ssl
 import time
 from collections.abc import Callable
-
-import aiohttp
 
 from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.settings import PrometheusSettings
@@ -76,8 +75,8 @@ class Credentials:
         if settings.bearer_token:
             self._static["Authorization"] = f"Bearer {settings.bearer_token}"
         elif settings.basic_auth is not None:
-            basic = aiohttp.BasicAuth(settings.basic_auth.username, settings.basic_auth.password)
-            self._static["Authorization"] = basic.encode()
+            pair = f"{settings.basic_auth.username}:{settings.basic_auth.password}".encode()
+            self._static["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
         self._secrets = [v for v in (settings.bearer_token,
                                      settings.basic_auth.password if settings.basic_auth else None,
                                      *settings.headers.values(),
