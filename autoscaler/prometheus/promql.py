@@ -16,6 +16,7 @@ _DURATION = re.compile(
     r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
 # A character class no character belongs to: matches no label value, including the empty one.
 MATCH_NOTHING = "[^\\x00-\\x{10FFFF}]"
+_RE2_SPECIAL = frozenset("\\.+*?()|[]{}^$")
 _DURATION_UNITS = (365 * 86400.0, 7 * 86400.0, 86400.0, 3600.0, 60.0, 1.0, 0.001)
 
 # Go string escapes PromQL's lexer understands; anything else below U+0020 (and DEL) goes as \uXXXX.
@@ -39,12 +40,9 @@ def string_literal(value: str) -> str:
 
 
 def regex_escape(value: str) -> str:
-    """``value`` as an RE2 pattern matching exactly ``value``.
-
-    RE2 (Go ``regexp/syntax``) reads a backslash before any ASCII non-word character as that
-    character itself, so escaping all of them is always correct, whatever RE2 treats as special.
-    """
-    return "".join("\\" + ch if ch.isascii() and not (ch.isalnum() or ch == "_") else ch for ch in value)
+    """``value`` as an RE2 pattern matching exactly ``value``: Go's ``regexp.QuoteMeta``, which
+    escapes exactly the characters RE2 treats as special outside a character class."""
+    return "".join("\\" + ch if ch in _RE2_SPECIAL else ch for ch in value)
 
 
 def regex_alternation(values: Iterable[str]) -> str:

@@ -270,7 +270,7 @@ async def test_tls_with_ca_file_and_insecure_skip_verify(pki: Path) -> None:
         async with PrometheusClient(settings_for(server.url, ca_file=str(pki / "ca.crt"))) as client:
             assert (await client.query("x", 1.0)).vector[0].value == "1"
         async with PrometheusClient(settings_for(server.url)) as client:
-            with pytest.raises(PrometheusUnreachable, match="TLS handshake .* failed"):
+            with pytest.raises(PrometheusUnreachable, match=r"TLS handshake .* failed"):
                 await client.query("x", 1.0)
             assert client.stats.http_requests == 1  # not retried: it would fail the same way
         async with PrometheusClient(settings_for(server.url, insecure_skip_verify=True)) as client:

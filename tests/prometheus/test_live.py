@@ -215,6 +215,12 @@ async def test_escaped_values_cannot_inject(client: PrometheusClient) -> None:
         assert result.vector[0].labels["v"] == value
 
 
+async def test_an_empty_pod_list_regex_matches_nothing(client: PrometheusClient) -> None:
+    for selector in (f"nasty{{pod=~{regex_literal([])}}}", f"nasty{{absent_label=~{regex_literal([])}}}"):
+        assert (await client.query(selector, now())).vector == ()
+    assert len((await client.query('nasty{absent_label=~""}', now())).vector) == len(sc.NASTY_VALUES)
+
+
 async def test_query_range_and_ready(client: PrometheusClient) -> None:
     end = now()
     result = await client.query_range('http_rps{pod="web-1"}', end - 2, end, 1)

@@ -1,0 +1,118 @@
+"""Escaping, selectors, durations and templates (pure)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autoscaler.prometheus.promql import (
+    MATCH_NOTHING,
+    SelectorError,
+    format_duration,
+    parse_duration,
+    regex_alternation,
+    selector_matchers,
+    string_literal,
+)
+from autoscaler.prometheus.templates import CPU_TEMPLATE, MEMORY_TEMPLATE, QueryTemplate, TemplateError
+
+_GO_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", '"': '"'}
+
+
+def go_unquote(literal: str) -> str:
+    """Go's strconv.Unquote for the escapes string_literal emits (PromQL's lexer uses it)."""
+    assert literal[0] == literal[-1] == '"'
+    body, out, i = literal[1:-1], [], 0
+    while i < len(body):
+        ch = body[i]
+        assert ch != '"' and ch != "\n", "unescaped quote or newline would end or break the string"
+        if ch != "\\":
+            out.append(ch)
+            i += 1
+        elif body[i + 1] == "u":
+            out.append(chr(int(body[i + 2:i + 6], 16)))
+            i += 6
+        else:
+            out.append(_GO_ESCAPES[body[i + 1]])
+            i += 2
+    return "".join(out)
+
+
+@given(st.text())
+def test_string_literal_round_trips_and_cannot_end_early(value: str) -> None:
+    assert go_unquote(string_literal(value)) == value
+
+
+@given(st.lists(st.text(min_size=1), min_size=1, max_size=5), st.text())
+def test_regex_alternation_matches_exactly_its_values(values: list[str], other: str) -> None:
+    pattern = re.compile(regex_alternation(values), re.DOTALL)
+    for value in values:
+        assert pattern.fullmatch(value)
+    assert bool(pattern.fullmatch(other)) == (other in values)
+
+
+def test_empty_alternation_is_the_match_nothing_class() -> None:
+    # RE2 syntax (\x{…}); test_live checks on a real Prometheus that it matches no value, not even "".
+    assert regex_alternation([]) == MATCH_NOTHING == "[^\\x00-\\x{10FFFF}]"
+
+
+@pytest.mark.parametrize("selector, matchers", [
+    ("", ""),
+    ("app=web", 'app="web"'),
+    ("app==web,tier!=db", 'app="web",tier!="db"'),
+    ("app.kubernetes.io/name=web", 'app_kubernetes_io_name="web"'),
+    ("tier in (front, back),env notin (dev)", 'tier=~"back|front",env!~"dev"'),
+    ("canary,!legacy", 'canary!="",legacy=""'),
+    ("version=1.2", 'version="1.2"'),
+])
+def test_selector_matchers(selector: str, matchers: str) -> None:
+    assert selector_matchers(selector) == matchers
+
+
+@pytest.mark.parametrize("selector", ["a>1", "a in (b", "a=b,,c=d", "x y"])
+def test_selector_errors(selector: str) -> None:
+    with pytest.raises(SelectorError):
+        selector_matchers(selector)
+
+
+@pytest.mark.parametrize("text, seconds", [("2m", 120), ("90s", 90), ("1h30m", 5400), ("500ms", 0.5),
+                                           ("1m30s500ms", 90.5), ("1d", 86400)])
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "2", "m", "1.5m", "2 m", "1s1m", "-1s"])
+def test_invalid_durations(text: str) -> None:
+    assert parse_duration(text) is None
+
+
+def test_format_duration() -> None:
+    assert [format_duration(s) for s in (120, 0.5, 1.25)] == ["120s", "500ms", "1250ms"]
+
+
+def test_builtin_templates_parse_and_render() -> None:
+    values = {"scope": 'namespace="a"', "window": "2m", "pod_label": "pod", "namespace_label": "namespace",
+              "container_label": "container"}
+    assert QueryTemplate.parse(CPU_TEMPLATE).render(values) == (
+        'sum by (namespace, pod, container) (rate(container_cpu_usage_seconds_total{namespace="a", '
+        'container!="", container!="POD"}[2m]))')
+    assert "container_memory_working_set_bytes" in QueryTemplate.parse(MEMORY_TEMPLATE).render(values)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("m{<<nmespace>>}", "unknown placeholder <<nmespace>> (did you mean <<namespace>>?)"),
+    ("m{<<scope>}", "unterminated placeholder"),
+    ("m{<<>>}", "unknown placeholder <<>>"),
+])
+def test_template_errors(text: str, message: str) -> None:
+    with pytest.raises(TemplateError, match=re.escape(message)):
+        QueryTemplate.parse(text)
+
+
+def test_template_placeholders_allow_spaces() -> None:
+    template = QueryTemplate.parse("m{<< scope >>} < 3")
+    assert template.placeholders == {"scope"}
+    assert template.render({"scope": 'a="b"'}) == 'm{a="b"} < 3'
