@@ -15,6 +15,7 @@ Values are converted exactly from Prometheus' text (``"0.3"`` → 300 milli, rou
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -38,8 +39,24 @@ class LabelNames:
     namespace: str = "namespace"
 
 
+_PLAIN_DECIMAL = re.compile(r"(-?)(\d+)(?:\.(\d*))?")
+
+
 def milli_or_none(text: str) -> int | None:
-    """The exact milli value of a sample, or None for NaN/±Inf (and anything unparsable)."""
+    """The exact milli value of a sample, or None for NaN/±Inf (and anything unparsable).
+
+    Same result as :func:`milli_from_decimal_text` (a test checks it), with an integer-only fast
+    path for the plain decimals Prometheus prints most of the time ("0.3", "104857600"): a
+    batched sync converts tens of thousands of values and ``Fraction`` costs ~7 µs each.
+    """
+    match = _PLAIN_DECIMAL.fullmatch(text)
+    if match is not None:
+        sign, whole, fraction = match.groups()
+        fraction = fraction or ""
+        milli = int(whole) * 1000 + int((fraction[:3] + "000")[:3])
+        if fraction[3:].strip("0"):
+            milli += 1  # a sub-milli remainder rounds away from zero, as MilliValue() does
+        return -milli if sign else milli
     try:
         return milli_from_decimal_text(text)
     except ValueError:

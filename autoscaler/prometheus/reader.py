@@ -324,36 +324,57 @@ class MetricsReader:
 
     def _split(self, vector: Sequence[Series], members: Sequence[_Member]
                ) -> tuple[list[list[Series]], set[int]]:
-        """Each member's series, by (namespace, pod); and members hit by ambiguous series."""
+        """Each member's series, by (namespace, pod); and members hit by ambiguous series.
+
+        The hot loop of a batched sync: one dict lookup per series. A (namespace, pod) usually
+        belongs to one member; the few shared by several (overlapping selectors, or the same pod
+        read by two metrics with one query) are kept aside in ``shared``.
+        """
         names = self._names
-        by_namespace_pod: dict[tuple[str, str], list[int]] = {}
+        owner: dict[tuple[str, str], int] = {}
+        shared: dict[tuple[str, str], list[int]] = {}
         for index, member in enumerate(members):
             namespace = member.target.namespace
             for pod in member.pods:
-                by_namespace_pod.setdefault((namespace, pod), []).append(index)
+                key = (namespace, pod)
+                first = owner.setdefault(key, index)
+                if first != index:
+                    shared.setdefault(key, [first]).append(index)
         by_pod: dict[str, list[int]] | None = None
         buckets: list[list[Series]] = [[] for _ in members]
         ambiguous: set[int] = set()
+        pod_label, namespace_label = names.pod, names.namespace
         for series in vector:
             labels = series.labels
-            series_pod = labels.get(names.pod)
+            series_pod = labels.get(pod_label)
             if series_pod is None:
                 continue
-            series_namespace = labels.get(names.namespace)
+            series_namespace = labels.get(namespace_label)
             if series_namespace is not None:
-                hits = by_namespace_pod.get((series_namespace, series_pod))
-            else:
-                if by_pod is None:
-                    by_pod = {}
-                    for (_, pod_name), indexes in by_namespace_pod.items():
-                        by_pod.setdefault(pod_name, []).extend(indexes)
-                hits = by_pod.get(series_pod)
-                if hits and len({members[i].target.namespace for i in hits}) > 1:
-                    ambiguous.update(hits)
+                key = (series_namespace, series_pod)
+                hit = owner.get(key)
+                if hit is None:
                     continue
-            if hits:
-                for index in hits:
-                    buckets[index].append(series)
+                if shared and key in shared:
+                    for index in shared[key]:
+                        buckets[index].append(series)
+                else:
+                    buckets[hit].append(series)
+                continue
+            if by_pod is None:
+                by_pod = {}
+                for (_, pod_name), index in owner.items():
+                    by_pod.setdefault(pod_name, []).append(index)
+                for (_, pod_name), indexes in shared.items():
+                    by_pod[pod_name].extend(i for i in indexes if i not in by_pod[pod_name])
+            hits = by_pod.get(series_pod)
+            if not hits:
+                continue
+            if len({members[i].target.namespace for i in hits}) > 1:
+                ambiguous.update(hits)
+                continue
+            for index in hits:
+                buckets[index].append(series)
         return buckets, ambiguous
 
     def _pod_reading(self, group: _PodGroup, member: _Member, series: list[Series],

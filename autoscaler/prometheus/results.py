@@ -85,19 +85,30 @@ def parse_instant(document: object) -> InstantResult:
     if result_type == "vector":
         if not isinstance(result, list):
             raise _fail("vector result is not a list")
-        vector = []
-        for item in result:
-            if not isinstance(item, dict):
-                raise _fail("a vector element is not an object")
-            timestamp, value = _point(item.get("value"))
-            vector.append(Series(_labels(item.get("metric", {})), timestamp, value))
-        return InstantResult("vector", vector=tuple(vector), warnings=warnings)
+        return InstantResult("vector", vector=_vector(result), warnings=warnings)
     if result_type in ("scalar", "string"):
         timestamp, value = _point(result)
         return InstantResult(result_type, scalar=Series({}, timestamp, value), warnings=warnings)
     if result_type == "matrix":
         return InstantResult("matrix", warnings=warnings)
     raise _fail(f"unknown resultType {result_type!r}")
+
+
+def _vector(result: list[Any]) -> tuple[Series, ...]:
+    # The hot loop of a batched sync (tens of thousands of elements): checks are kept to what
+    # would otherwise let a wrong type through silently.
+    vector = []
+    try:
+        for item in result:
+            labels = item.get("metric", {})
+            timestamp, value = item["value"]
+            if type(value) is not str or type(labels) is not dict or isinstance(timestamp, bool):
+                raise TypeError
+            vector.append(Series(labels, float(timestamp), value))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        raise _fail(f"a vector element is not {{\"metric\": {{…}}, \"value\": [<time>, \"<value>\"]}}: "
+                    f"{str(item)[:120]}") from None
+    return tuple(vector)
 
 
 def parse_range(document: object) -> RangeResult:

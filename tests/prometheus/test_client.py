@@ -123,7 +123,7 @@ async def test_a_slow_server_times_out_at_the_deadline(fake: FakePrometheus) -> 
     ("<html>oops</html>", "text/html", "not JSON (text/html"),
     ('{"status": "success"}', "application/json", "no 'data' object"),
     ('{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,2]}]}}',
-     "application/json", "a sample is not"),
+     "application/json", "a vector element is not"),
     ('{"status":"success","data":{"resultType":"nonsense","result":[]}}', "application/json", "unknown resultType"),
 ])
 async def test_malformed_responses(fake: FakePrometheus, body: str, content_type: str, fragment: str) -> None:
