@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import socket
 import ssl
 import subprocess
@@ -28,6 +29,7 @@ from autoscaler.prometheus import (
 from autoscaler.prometheus.auth import PrometheusCredentialsError
 from autoscaler.prometheus.settings import BasicAuth
 from tests.prometheus import scenario as sc
+from tests.prometheus.conftest import REQUIRE_SERVERS
 from tests.prometheus.fake_server import (
     FakePrometheus,
     Request,
@@ -243,6 +245,10 @@ def _openssl(*args: str, cwd: Path) -> None:
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A CA, a server certificate for 127.0.0.1 and a client certificate (openssl, EC keys)."""
+    if shutil.which("openssl") is None:
+        if REQUIRE_SERVERS:
+            pytest.fail("openssl is not installed and AUTOSCALER_REQUIRE_SERVERS=1 forbids skipping the TLS tests")
+        pytest.skip("openssl is not installed")
     directory = tmp_path_factory.mktemp("pki")
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=test-ca",
