@@ -254,10 +254,12 @@ def _format_binary(value: Fraction) -> str:
     return f"{sign}{mantissa}{_BINARY_BY_EXPONENT.get(exponent, '')}"
 
 
-def milli_from_decimal_text(text: str) -> int:
+def milli_from_decimal_text(text: str, *, truncate_to_nano: bool = False) -> int:
     """Milli value of a plain decimal number as Prometheus prints it (``"0.3"``, ``"1e-3"``).
 
-    Exact (no float on the way), rounded up as ``MilliValue()`` rounds. Raises ``ValueError``
+    Exact (no float on the way), rounded up as ``MilliValue()`` rounds. ``truncate_to_nano`` first
+    drops anything below one nano, as metrics-server's integer nanocores do: a CPU rate computed in
+    float64 as 0.25000000000000006 then reads 250m, like upstream, not 251m. Raises ``ValueError``
     for NaN and infinities: those are not values the engine may see.
     """
     lowered = text.strip().lower()
@@ -267,4 +269,7 @@ def milli_from_decimal_text(text: str) -> int:
         exact = Fraction(lowered)
     except (ValueError, ZeroDivisionError) as exc:
         raise ValueError(f"not a number: {text!r}") from exc
+    if truncate_to_nano:
+        nanos = exact * 10**9
+        exact = Fraction(math.floor(nanos) if nanos >= 0 else math.ceil(nanos), 10**9)
     return _round_away_from_zero(exact * 1000)

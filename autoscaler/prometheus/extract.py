@@ -42,7 +42,7 @@ class LabelNames:
 _PLAIN_DECIMAL = re.compile(r"(-?)(\d+)(?:\.(\d*))?")
 
 
-def milli_or_none(text: str) -> int | None:
+def milli_or_none(text: str, *, truncate_to_nano: bool = False) -> int | None:
     """The exact milli value of a sample, or None for NaN/±Inf (and anything unparsable).
 
     Same result as :func:`milli_from_decimal_text` (a test checks it), with an integer-only fast
@@ -53,12 +53,14 @@ def milli_or_none(text: str) -> int | None:
     if match is not None:
         sign, whole, fraction = match.groups()
         fraction = fraction or ""
+        if truncate_to_nano:
+            fraction = fraction[:9]
         milli = int(whole) * 1000 + int((fraction[:3] + "000")[:3])
         if fraction[3:].strip("0"):
             milli += 1  # a sub-milli remainder rounds away from zero, as MilliValue() does
         return -milli if sign else milli
     try:
-        return milli_from_decimal_text(text)
+        return milli_from_decimal_text(text, truncate_to_nano=truncate_to_nano)
     except ValueError:
         return None
 
@@ -69,12 +71,13 @@ def describe(labels: Mapping[str, str], limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…}"
 
 
-def resource_reading(series: Sequence[Series], names: LabelNames, window: float
+def resource_reading(series: Sequence[Series], names: LabelNames, window: float, *, nanocores: bool = False
                      ) -> ResourceReading | MetricFailure:
     """Per-pod, per-container usage. A NaN/±Inf container value is reported as ``None`` (a
     container without usage): the engine then treats the pod as missing for a Resource metric, and
     for a ContainerResource metric only when it is that container. A series without the container
-    label counts as the pod's whole usage under the container name ``""`` (a pod-level query)."""
+    label counts as the pod's whole usage under the container name ``""`` (a pod-level query).
+    ``nanocores`` (CPU) drops float noise below one nanocore first, as metrics-server's integers do."""
     containers: dict[str, dict[str, int | None]] = {}
     seen: dict[tuple[str, str], Mapping[str, str]] = {}
     timestamps: dict[str, float] = {}
@@ -91,7 +94,7 @@ def resource_reading(series: Sequence[Series], names: LabelNames, window: float
                 f"series per pod and container (aggregate with sum by ({names.namespace}, {names.pod}, "
                 f"{names.container}))")
         seen[key] = item.labels
-        containers.setdefault(pod, {})[container] = milli_or_none(item.value)
+        containers.setdefault(pod, {})[container] = milli_or_none(item.value, truncate_to_nano=nanocores)
         timestamps[pod] = item.timestamp
     return ResourceReading(pods={
         pod: PodUsage(containers=values, timestamp=timestamps[pod], window=window)

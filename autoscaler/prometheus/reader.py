@@ -96,6 +96,8 @@ class _PodGroup:
     per_container: bool
     window: float
     members: list[_Member] = field(default_factory=list)
+    # CPU usage: values are truncated to whole nanocores, as metrics-server reports them.
+    nanocores: bool = False
     # Unbatched mode: the one target's own scope (namespace and pod names).
     fixed_scope: str | None = None
 
@@ -157,14 +159,16 @@ class MetricsReader:
                 ResourceReading(pods={}) if per_container else PodsReading(pods={}))
             return
         key_text = self._render(template, member, scope=SCOPE_SLOT)
-        key: tuple[object, ...] = (per_container, window, key_text)
+        nanocores = per_container and spec.name == "cpu"
+        key: tuple[object, ...] = (per_container, window, nanocores, key_text)
         fixed_scope = None
         if not self._batch:
             key += (member.target_index,)
             fixed_scope = self._target_scope(member.target)
         group = pod_groups.get(key)
         if group is None:
-            group = pod_groups[key] = _PodGroup(key_text, per_container, window, fixed_scope=fixed_scope)
+            group = pod_groups[key] = _PodGroup(key_text, per_container, window, fixed_scope=fixed_scope,
+                                                nanocores=nanocores)
         group.members.append(member)
 
     def _template_text(self, spec: MetricSpec) -> str:
@@ -381,7 +385,7 @@ class MetricsReader:
                      returned: int) -> MetricReading:
         reading: MetricReading
         if group.per_container:
-            reading = resource_reading(series, self._names, group.window)
+            reading = resource_reading(series, self._names, group.window, nanocores=group.nanocores)
         else:
             reading = pods_reading(series, self._names, group.window)
         if isinstance(reading, PodsReading) and not reading.pods and member.pods:

@@ -64,3 +64,12 @@ def test_object_and_external_from_a_scalar_and_a_vector() -> None:
     assert object_reading(vector) == ObjectReading(2001, 9.0)
     failure = external_reading(InstantResult("matrix"))
     assert isinstance(failure, MetricFailure) and "returned a matrix" in failure.message
+
+
+def test_cpu_rates_drop_float_noise_below_a_nanocore() -> None:
+    from autoscaler.prometheus.extract import milli_or_none
+
+    assert milli_or_none("0.25000000000000006") == 251
+    assert milli_or_none("0.25000000000000006", truncate_to_nano=True) == 250
+    assert milli_or_none("0.250000001", truncate_to_nano=True) == 251
+    assert milli_or_none("2.5000000000000006e-01", truncate_to_nano=True) == 250
