@@ -6,31 +6,11 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
-
-import yaml
 
 from autoscaler.core.fields import SpecError
+from autoscaler.files import load_yaml_file
 
 EXIT_INVALID = 2
-
-
-def load_yaml_file(path: str) -> Any:
-    """Read a YAML document; raise ``SpecError`` (never a traceback) when it cannot be read or parsed."""
-    from autoscaler.core.fields import FieldError
-
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError([FieldError(path, f"cannot read file: {exc.strerror or exc}")]) from exc
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise SpecError([FieldError(path, f"invalid YAML{where}: {problem}")]) from exc
 
 
 def _print_errors(source: str, error: SpecError) -> None:

@@ -1,0 +1,299 @@
+"""Settings of ``autoscaler run``: a YAML file, overridden by environment variables, overridden by flags.
+
+Every problem is reported at once with its path (``sync.periodSeconds: must be between 1 and 3600``)
+and start-up stops; secrets are never echoed. The file's layout (all optional but ``prometheus.url``):
+
+.. code-block:: yaml
+
+    prometheus: {url: http://prometheus:9090, timeoutSeconds: 5}   # see docs/prometheus.md
+    kubernetes: {kubeconfig: null, context: null, namespaces: []}
+    sync: {periodSeconds: 15, jitter: 0.1, concurrency: 50, batchWindowSeconds: 0.2}
+    controller: {tolerance: 0.1, cpuInitializationPeriodSeconds: 300,
+                 initialReadinessDelaySeconds: 30, downscaleStabilizationWindowSeconds: 300}
+    targets: null        # a YAML file of targets: standalone mode, without the CRD
+    dryRun: false
+    http: {address: 0.0.0.0, port: 8080}
+    leaderElection: {enabled: true, leaseName: autoscaler, leaseNamespace: null,
+                     leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2}
+    logging: {format: auto, level: info}
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from autoscaler.core.fields import ErrorList, FieldError, Obj, SpecError
+from autoscaler.core.settings import ControllerSettings, Tolerances
+from autoscaler.files import load_yaml_file
+from autoscaler.prometheus.settings import PrometheusSettings, read_prometheus_settings
+
+
+@dataclass(frozen=True, slots=True)
+class KubernetesSettings:
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespaces: tuple[str, ...] = ()  # empty: every namespace
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSettings:
+    period_seconds: float = 15.0
+    jitter: float = 0.1               # each tick moves by up to ± this fraction of the period
+    concurrency: int = 50             # syncs in progress at once, across all targets
+    batch_window_seconds: float = 0.2  # metric reads arriving this close together share queries
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSettings:
+    address: str = "0.0.0.0"
+    port: int = 8080
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElectionSettings:
+    enabled: bool = True
+    lease_name: str = "autoscaler"
+    lease_namespace: str | None = None  # default: the service's own namespace, else "default"
+    lease_duration_seconds: float = 15.0
+    renew_deadline_seconds: float = 10.0
+    retry_period_seconds: float = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class LoggingSettings:
+    format: str = "auto"  # auto: console on a terminal, JSON otherwise
+    level: str = "info"
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    prometheus: PrometheusSettings
+    kubernetes: KubernetesSettings = field(default_factory=KubernetesSettings)
+    sync: SyncSettings = field(default_factory=SyncSettings)
+    controller: ControllerSettings = field(default_factory=ControllerSettings)
+    targets_file: str | None = None
+    dry_run: bool = False
+    http: HttpSettings = field(default_factory=HttpSettings)
+    leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
+    logging: LoggingSettings = field(default_factory=LoggingSettings)
+
+
+# Environment variables and the settings path each one sets. Values are YAML scalars
+# ("true", "15", "a,b" for lists).
+ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
+    "AUTOSCALER_PROMETHEUS_URL": ("prometheus", "url"),
+    "AUTOSCALER_PROMETHEUS_BEARER_TOKEN_FILE": ("prometheus", "bearerTokenFile"),
+    "AUTOSCALER_PROMETHEUS_TIMEOUT_SECONDS": ("prometheus", "timeoutSeconds"),
+    "AUTOSCALER_KUBECONFIG": ("kubernetes", "kubeconfig"),
+    "AUTOSCALER_CONTEXT": ("kubernetes", "context"),
+    "AUTOSCALER_NAMESPACES": ("kubernetes", "namespaces"),
+    "AUTOSCALER_SYNC_PERIOD_SECONDS": ("sync", "periodSeconds"),
+    "AUTOSCALER_SYNC_CONCURRENCY": ("sync", "concurrency"),
+    "AUTOSCALER_TOLERANCE": ("controller", "tolerance"),
+    "AUTOSCALER_TARGETS": ("targets",),
+    "AUTOSCALER_DRY_RUN": ("dryRun",),
+    "AUTOSCALER_HTTP_PORT": ("http", "port"),
+    "AUTOSCALER_LEADER_ELECTION": ("leaderElection", "enabled"),
+    "AUTOSCALER_LEASE_NAMESPACE": ("leaderElection", "leaseNamespace"),
+    "AUTOSCALER_LOG_FORMAT": ("logging", "format"),
+    "AUTOSCALER_LOG_LEVEL": ("logging", "level"),
+}
+_LIST_PATHS = {("kubernetes", "namespaces")}
+
+
+def _scalar(text: str) -> Any:
+    """Read an environment value as YAML would read a plain scalar."""
+    try:
+        return yaml.safe_load(text) if text.strip() else None
+    except yaml.YAMLError:
+        return text
+
+
+def with_overrides(document: Mapping[str, Any], overrides: Mapping[tuple[str, ...], Any]) -> dict[str, Any]:
+    """A copy of ``document`` with each path in ``overrides`` set (intermediate objects created)."""
+    result: dict[str, Any] = _deep_copy(document)
+    for path, value in overrides.items():
+        node = result
+        for key in path[:-1]:
+            child = node.get(key)
+            if not isinstance(child, dict):
+                child = {}
+                node[key] = child
+            node = child
+        node[path[-1]] = value
+    return result
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value
+
+
+def environment_overrides(environ: Mapping[str, str] | None = None) -> dict[tuple[str, ...], Any]:
+    environ = os.environ if environ is None else environ
+    overrides: dict[tuple[str, ...], Any] = {}
+    for name, path in ENVIRONMENT.items():
+        if name in environ:
+            raw = environ[name]
+            overrides[path] = ([p.strip() for p in raw.split(",") if p.strip()] if path in _LIST_PATHS
+                               else _scalar(raw))
+    return overrides
+
+
+def parse_service_settings(document: object) -> ServiceSettings:
+    """Validate the merged settings document; raise SpecError listing every problem."""
+    errors = ErrorList()
+    settings = _read(document, errors)
+    errors.raise_if_any()
+    assert settings is not None
+    return settings
+
+
+def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
+    root = Obj.of(document if document is not None else {}, "", errors)
+    if root is None:
+        return None
+    prometheus = None
+    if root.has("prometheus"):
+        prometheus = read_prometheus_settings(root.raw("prometheus"), "prometheus", errors)
+    else:
+        root.raw("prometheus")
+        errors.add("prometheus.url", "Required value: where Prometheus answers (or set AUTOSCALER_PROMETHEUS_URL "
+                                     "or --prometheus-url)")
+    kubernetes = _kubernetes(root.obj("kubernetes"))
+    sync = _sync(root.obj("sync"))
+    controller = _controller(root.obj("controller"))
+    targets = root.string("targets", non_empty=True)
+    dry_run = root.boolean("dryRun", default=False)
+    http = _http(root.obj("http"))
+    election = _leader_election(root.obj("leaderElection"))
+    logging = _logging(root.obj("logging"))
+    root.finish()
+    if errors or prometheus is None:
+        return None
+    assert None not in (kubernetes, sync, controller, http, election, logging)
+    return ServiceSettings(prometheus, kubernetes or KubernetesSettings(), sync or SyncSettings(),
+                           controller or ControllerSettings(), targets, bool(dry_run), http or HttpSettings(),
+                           election or LeaderElectionSettings(), logging or LoggingSettings())
+
+
+def _kubernetes(obj: Obj | None) -> KubernetesSettings | None:
+    if obj is None:
+        return KubernetesSettings()
+    kubeconfig = obj.string("kubeconfig", non_empty=True)
+    context = obj.string("context", non_empty=True)
+    namespaces: list[str] = []
+    for path, value in obj.items("namespaces"):
+        if isinstance(value, str) and value:
+            namespaces.append(value)
+        else:
+            obj.errors.add(path, "must be a namespace name")
+    obj.finish()
+    return KubernetesSettings(kubeconfig, context, tuple(namespaces))
+
+
+def _sync(obj: Obj | None) -> SyncSettings | None:
+    if obj is None:
+        return SyncSettings()
+    default = SyncSettings()
+    period = obj.number("periodSeconds", default=default.period_seconds, minimum=1, maximum=3600)
+    jitter = obj.number("jitter", default=default.jitter, minimum=0, maximum=0.5)
+    concurrency = obj.integer("concurrency", default=default.concurrency, minimum=1, maximum=10_000)
+    batch = obj.number("batchWindowSeconds", default=default.batch_window_seconds, minimum=0, maximum=5)
+    obj.finish()
+    if period is None or jitter is None or concurrency is None or batch is None:
+        return None
+    return SyncSettings(period, jitter, concurrency, batch)
+
+
+def _controller(obj: Obj | None) -> ControllerSettings | None:
+    default = ControllerSettings()
+    if obj is None:
+        return default
+    tolerance = default.tolerances
+    if isinstance(obj.value.get("tolerance"), Mapping):
+        tol = obj.obj("tolerance")
+        assert tol is not None
+        up = tol.number("scaleUp", default=tolerance.scale_up, minimum=0)
+        down = tol.number("scaleDown", default=tolerance.scale_down, minimum=0)
+        tol.finish()
+        tolerance = Tolerances(down if down is not None else 0.1, up if up is not None else 0.1)
+    else:
+        value = obj.number("tolerance", minimum=0, maximum=10)
+        if value is not None:
+            # kube-controller-manager replaces a configured 0 with its default, 0.1.
+            tolerance = Tolerances(value or 0.1, value or 0.1)
+    cpu = obj.number("cpuInitializationPeriodSeconds", default=default.cpu_initialization_period, minimum=0)
+    ready = obj.number("initialReadinessDelaySeconds", default=default.initial_readiness_delay, minimum=0)
+    window = obj.number("downscaleStabilizationWindowSeconds", default=default.downscale_stabilization_window,
+                        minimum=0, maximum=3600)
+    obj.finish()
+    if cpu is None or ready is None or window is None:
+        return None
+    return ControllerSettings(tolerance, cpu, ready, window)
+
+
+def _http(obj: Obj | None) -> HttpSettings | None:
+    if obj is None:
+        return HttpSettings()
+    address = obj.string("address", default="0.0.0.0", non_empty=True)
+    port = obj.integer("port", default=8080, minimum=0, maximum=65535)
+    obj.finish()
+    if address is None or port is None:
+        return None
+    return HttpSettings(address, port)
+
+
+def _leader_election(obj: Obj | None) -> LeaderElectionSettings | None:
+    default = LeaderElectionSettings()
+    if obj is None:
+        return default
+    enabled = obj.boolean("enabled", default=True)
+    name = obj.string("leaseName", default=default.lease_name, non_empty=True)
+    namespace = obj.string("leaseNamespace", non_empty=True)
+    duration = obj.number("leaseDurationSeconds", default=default.lease_duration_seconds, minimum=1, maximum=600)
+    renew = obj.number("renewDeadlineSeconds", default=default.renew_deadline_seconds, minimum=1, maximum=600)
+    retry = obj.number("retryPeriodSeconds", default=default.retry_period_seconds, minimum=0.1, maximum=60)
+    if duration is not None and renew is not None and renew >= duration:
+        obj.error("renewDeadlineSeconds", "must be less than leaseDurationSeconds")
+    if renew is not None and retry is not None and retry >= renew:
+        obj.error("retryPeriodSeconds", "must be less than renewDeadlineSeconds")
+    obj.finish()
+    if None in (enabled, name, duration, renew, retry):
+        return None
+    assert name is not None and duration is not None and renew is not None and retry is not None
+    return LeaderElectionSettings(bool(enabled), name, namespace, duration, renew, retry)
+
+
+def _logging(obj: Obj | None) -> LoggingSettings | None:
+    if obj is None:
+        return LoggingSettings()
+    fmt = obj.string("format", default="auto", choices=("auto", "json", "console"))
+    level = obj.string("level", default="info", choices=("debug", "info", "warning", "error"))
+    obj.finish()
+    if fmt is None or level is None:
+        return None
+    return LoggingSettings(fmt, level)
+
+
+def load_service_settings(path: str | None, *, flags: Mapping[tuple[str, ...], Any] | None = None,
+                          environ: Mapping[str, str] | None = None) -> ServiceSettings:
+    """Read the file (if any), apply environment overrides, then flag overrides, then validate."""
+    document: Any = {}
+    if path is not None:
+        document = load_yaml_file(path)
+        if document is None:
+            document = {}
+        if not isinstance(document, Mapping):
+            raise SpecError([FieldError(path, "must be a YAML mapping of settings")])
+    merged = with_overrides(document, environment_overrides(environ))
+    merged = with_overrides(merged, flags or {})
+    return parse_service_settings(merged)
