@@ -474,8 +474,10 @@ class WorkloadController:
             counts["fullyLabeledReplicas"] = len(pods)
         status: JsonObject = {"observedGeneration": meta.get("generation", 1)}
         status.update({field: value for field, value in counts.items() if value})
-        if resource_type.kind == "ReplicaSet":
-            status["replicas"] = len(pods)  # not omitempty on ReplicaSetStatus
+        if resource_type.kind in ("ReplicaSet", "StatefulSet"):
+            status["replicas"] = len(pods)  # not omitempty on these status types
+        if resource_type.kind == "StatefulSet":
+            status["availableReplicas"] = ready
         if resource_type.kind == "StatefulSet":
             status["currentRevision"] = status["updateRevision"] = f"{meta['name']}-{revision}"
             status["collisionCount"] = 0

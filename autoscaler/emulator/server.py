@@ -180,7 +180,10 @@ class KubeEmulator:
     def write_kubeconfig(self, path: str | Path, **options: str) -> Path:
         """Write a kubeconfig for this emulator, so another process can use ``--kubeconfig``."""
         target = Path(path)
-        target.write_text(yaml.safe_dump(self.kubeconfig(**options), sort_keys=False))
+        # Written aside and renamed, so a process polling for the file never reads half of it.
+        partial = target.with_name(target.name + ".partial")
+        partial.write_text(yaml.safe_dump(self.kubeconfig(**options), sort_keys=False))
+        partial.replace(target)
         return target
 
     # --- in-process object access ----------------------------------------------------------------

@@ -30,6 +30,10 @@ _LABEL_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)")
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 
 WORKLOADS = frozenset({"apps/deployments", "apps/statefulsets", "apps/replicasets"})
+_REQUIRED_STATUS_FIELDS: dict[str, dict[str, int]] = {
+    "apps/statefulsets": {"replicas": 0, "availableReplicas": 0},
+    "apps/replicasets": {"replicas": 0},
+}
 PODS = "/pods"
 NAMESPACES = "/namespaces"
 
@@ -67,7 +71,8 @@ def prepare_for_create(resource_type: ResourceType, obj: JsonObject) -> None:
         elif key == NAMESPACES:
             obj["status"] = {"phase": "Active"}
         elif resource_type.builtin:
-            obj["status"] = {}
+            # Counts that are not ``omitempty`` in the Go types are always present.
+            obj["status"] = dict(_REQUIRED_STATUS_FIELDS.get(key, {}))
         else:
             obj.pop("status", None)
     apply_defaults(resource_type, obj)
