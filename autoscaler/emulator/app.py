@@ -68,6 +68,10 @@ def error_response(problem: ApiError) -> web.Response:
     )
 
 
+class _Disconnected(Exception):
+    """An injected disconnect: the connection is already closed, nothing is to be answered."""
+
+
 class ApiHandler:
     def __init__(
         self,
@@ -94,6 +98,9 @@ class ApiHandler:
         except ApiError as problem:
             status = problem.code
             return error_response(problem)
+        except _Disconnected:
+            status = 0  # nothing was answered; aiohttp finds the transport closed and drops this
+            return web.Response(status=503)
         except (ConnectionResetError, asyncio.CancelledError):
             status = 499  # the client went away
             raise
@@ -116,7 +123,7 @@ class ApiHandler:
         if isinstance(plan.answer, Disconnect):
             if request.transport is not None:
                 request.transport.abort()
-            raise ConnectionResetError("injected disconnect")
+            raise _Disconnected
         if isinstance(plan.answer, ExpireWatch):
             return await serve_expired(request, errors.expired("too old resource version: injected"))
         if plan.answer is not None:

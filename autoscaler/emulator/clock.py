@@ -24,6 +24,14 @@ class Clock(Protocol):
         """Wait ``seconds`` of this clock's time."""
         ...
 
+    async def sleep_until(self, moment: datetime) -> None:
+        """Wait until this clock reads ``moment`` (returns at once if it already has).
+
+        Timers should use this rather than ``sleep(deadline - now())``: with a manual clock,
+        time may move between computing the delay and starting to sleep.
+        """
+        ...
+
 
 class SystemClock:
     """Real time."""
@@ -33,6 +41,9 @@ class SystemClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
+
+    async def sleep_until(self, moment: datetime) -> None:
+        await asyncio.sleep(max(0.0, (moment - self.now()).total_seconds()))
 
 
 class ManualClock:
@@ -51,11 +62,14 @@ class ManualClock:
         return self._now
 
     async def sleep(self, seconds: float) -> None:
-        if seconds <= 0:
+        await self.sleep_until(self._now + timedelta(seconds=max(0.0, seconds)))
+
+    async def sleep_until(self, moment: datetime) -> None:
+        if moment <= self._now:
             await asyncio.sleep(0)
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._sleepers, (self._now + timedelta(seconds=seconds), next(self._sequence), future))
+        heapq.heappush(self._sleepers, (moment, next(self._sequence), future))
         await future
 
     async def advance(self, seconds: float) -> None:

@@ -374,10 +374,10 @@ class WorkloadController:
                 self._timer_added.clear()
                 await self._timer_added.wait()
                 continue
-            delay = (self._timers[0].deadline - self.clock.now()).total_seconds()
-            if delay > 0:
+            deadline = self._timers[0].deadline
+            if deadline > self.clock.now():
                 self._timer_added.clear()
-                sleeper = asyncio.ensure_future(self.clock.sleep(delay))
+                sleeper = asyncio.ensure_future(self.clock.sleep_until(deadline))
                 interrupt = asyncio.ensure_future(self._timer_added.wait())
                 try:
                     await asyncio.wait({sleeper, interrupt}, return_when=asyncio.FIRST_COMPLETED)

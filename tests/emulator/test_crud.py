@@ -83,19 +83,25 @@ async def test_put_to_a_missing_object_is_404_and_name_mismatch_is_400(api: ApiC
 async def test_generation_follows_spec_not_metadata_or_status(emulator: KubeEmulator, api: ApiClient) -> None:
     apps = client.AppsV1Api(api)
     await apps.create_namespaced_deployment("default", deployment())
-    labelled = await apps.patch_namespaced_deployment("web", "default", {"metadata": {"labels": {"extra": "1"}}})
+    labelled = await apps.patch_namespaced_deployment(
+        "web", "default", {"metadata": {"labels": {"extra": "1"}}}
+    )
     assert labelled.metadata.generation == 1
     status = await apps.patch_namespaced_deployment_status("web", "default", {"status": {"replicas": 2}})
     assert status.metadata.generation == 1 and status.status.replicas == 2
     respec = await apps.patch_namespaced_deployment("web", "default", {"spec": {"replicas": 3}})
     assert respec.metadata.generation == 2
     # Deployments (only) also bump generation when annotations change, as the real strategy does.
-    annotated = await apps.patch_namespaced_deployment("web", "default", {"metadata": {"annotations": {"a": "b"}}})
+    annotated = await apps.patch_namespaced_deployment(
+        "web", "default", {"metadata": {"annotations": {"a": "b"}}}
+    )
     assert annotated.metadata.generation == 3
     assert [v["metadata"]["generation"] for v in emulator.history("deployments", "web")] == [1, 1, 1, 2, 3]
 
 
-async def test_a_write_that_changes_nothing_keeps_the_resource_version(emulator: KubeEmulator, api: ApiClient) -> None:
+async def test_a_write_that_changes_nothing_keeps_the_resource_version(
+    emulator: KubeEmulator, api: ApiClient
+) -> None:
     apps = client.AppsV1Api(api)
     created = await apps.create_namespaced_deployment("default", deployment(replicas=2))
     same = await apps.patch_namespaced_deployment("web", "default", {"spec": {"replicas": 2}})
@@ -109,7 +115,9 @@ async def test_status_is_reset_on_create_and_kept_on_main_writes(api: ApiClient)
     body["status"] = {"replicas": 7, "readyReplicas": 7}
     created = await apps.create_namespaced_deployment("default", body)
     assert created.status.replicas is None
-    await apps.patch_namespaced_deployment_status("web", "default", {"status": {"replicas": 2, "readyReplicas": 1}})
+    await apps.patch_namespaced_deployment_status(
+        "web", "default", {"status": {"replicas": 2, "readyReplicas": 1}}
+    )
     current = await apps.read_namespaced_deployment("web", "default")
     current.status.ready_replicas = 99  # ignored: status changes only through /status
     current.spec.replicas = 3
@@ -155,7 +163,9 @@ async def test_validation_errors_are_422(api: ApiClient) -> None:
         assert json.loads(invalid.value.body)["reason"] == "Invalid"
     await apps.create_namespaced_deployment("default", deployment())
     with pytest.raises(ApiException) as immutable:
-        await apps.patch_namespaced_deployment("web", "default", {"spec": {"selector": {"matchLabels": {"x": "y"}}}})
+        await apps.patch_namespaced_deployment(
+            "web", "default", {"spec": {"selector": {"matchLabels": {"x": "y"}}}}
+        )
     assert immutable.value.status == 422
     bad_name = deployment("Not_A_Name")
     with pytest.raises(ApiException) as named:
@@ -227,7 +237,9 @@ async def test_finalizers_turn_delete_into_a_soft_delete(emulator: KubeEmulator,
     still_there = await core.read_namespaced_pod("guarded", "default")
     assert still_there.metadata.deletion_timestamp is not None
     with pytest.raises(ApiException) as no_new_finalizers:
-        await core.patch_namespaced_pod("guarded", "default", {"metadata": {"finalizers": ["example.dev/keep", "more"]}})
+        await core.patch_namespaced_pod(
+            "guarded", "default", {"metadata": {"finalizers": ["example.dev/keep", "more"]}}
+        )
     assert no_new_finalizers.value.status == 422
     await core.patch_namespaced_pod("guarded", "default", {"metadata": {"finalizers": None}})
     with pytest.raises(ApiException) as gone:
@@ -241,7 +253,9 @@ async def test_delete_preconditions(api: ApiClient) -> None:
     created = await core.create_namespaced_pod("default", pod("p"))
     with pytest.raises(ApiException) as stale:
         await core.delete_namespaced_pod(
-            "p", "default", body=client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version="1"))
+            "p",
+            "default",
+            body=client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version="1")),
         )
     assert stale.value.status == 409
     deleted = await core.delete_namespaced_pod(
@@ -278,7 +292,13 @@ async def test_json_and_strategic_merge_patches_on_builtin_kinds(api: ApiClient)
     patched = await apps.patch_namespaced_deployment(
         "web",
         "default",
-        {"spec": {"template": {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "250m"}}}]}}}},
+        {
+            "spec": {
+                "template": {
+                    "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "250m"}}}]}
+                }
+            }
+        },
     )
     container = patched.spec.template.spec.containers[0]
     assert container.image == "nginx:1.27"
@@ -294,7 +314,9 @@ async def test_json_and_strategic_merge_patches_on_builtin_kinds(api: ApiClient)
     )
     assert patched.spec.replicas == 6
     with pytest.raises(ApiException) as failed_test:
-        await apps.patch_namespaced_deployment("web", "default", [{"op": "test", "path": "/spec/replicas", "value": 2}])
+        await apps.patch_namespaced_deployment(
+            "web", "default", [{"op": "test", "path": "/spec/replicas", "value": 2}]
+        )
     assert failed_test.value.status == 422
     with pytest.raises(ApiException) as stale:
         await apps.patch_namespaced_deployment(
@@ -328,7 +350,9 @@ async def test_server_side_apply_creates_then_merges(emulator: KubeEmulator, api
     )
     assert applied.spec.replicas == 4
     with pytest.raises(ApiException) as no_manager:
-        await apps.patch_namespaced_deployment("applied", "default", body, _content_type="application/apply-patch+yaml")
+        await apps.patch_namespaced_deployment(
+            "applied", "default", body, _content_type="application/apply-patch+yaml"
+        )
     assert no_manager.value.status == 400
 
 
@@ -337,7 +361,8 @@ async def test_configmaps_and_services(api: ApiClient) -> None:
     await core.create_namespaced_config_map("default", {"metadata": {"name": "cfg"}, "data": {"k": "v"}})
     assert (await core.read_namespaced_config_map("cfg", "default")).data == {"k": "v"}
     await core.create_namespaced_service(
-        "default", {"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}], "selector": {"app": "web"}}}
+        "default",
+        {"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}], "selector": {"app": "web"}}},
     )
     assert (await core.read_namespaced_service("svc", "default")).spec.ports[0].port == 80
 

@@ -58,10 +58,10 @@ async def find_scale_subresource(api: ApiClient, kind: str) -> tuple[str, str, s
     for group in (await client.ApisApi(api).get_api_versions()).groups:
         version = group.preferred_version.version
         listing = await custom.get_api_resources(group.name, version)
+        names = {resource.name for resource in listing.resources}
         for resource in listing.resources:
-            if resource.kind == kind and "/" not in resource.name:
-                if any(other.name == f"{resource.name}/scale" for other in listing.resources):
-                    return group.name, version, resource.name
+            if resource.kind == kind and f"{resource.name}/scale" in names:
+                return group.name, version, resource.name
     raise LookupError(kind)
 
 
@@ -84,7 +84,12 @@ async def test_dynamic_client(emulator: KubeEmulator, api: ApiClient) -> None:
 
 async def test_unknown_paths_are_404_statuses(emulator: KubeEmulator) -> None:
     async with aiohttp.ClientSession() as session:
-        for path in ("/apis/nope.example/v1", "/apis/apps/v2", "/apis/apps/v1/namespaces/default/widgets", "/foo"):
+        for path in (
+            "/apis/nope.example/v1",
+            "/apis/apps/v2",
+            "/apis/apps/v1/namespaces/default/widgets",
+            "/foo",
+        ):
             async with session.get(emulator.url + path) as response:
                 assert response.status == 404, path
                 body = await response.json()

@@ -50,7 +50,10 @@ DOC = {"foo": ["bar", "baz"], "obj": {"a/b": 1, "m~n": 2}, "n": 1}
         ([{"op": "replace", "path": "/obj/m~0n", "value": 3}], {**DOC, "obj": {"a/b": 1, "m~n": 3}}),
         ([{"op": "move", "from": "/n", "path": "/m"}], {"foo": ["bar", "baz"], "obj": DOC["obj"], "m": 1}),
         ([{"op": "copy", "from": "/foo/0", "path": "/first"}], {**DOC, "first": "bar"}),
-        ([{"op": "test", "path": "/n", "value": 1}, {"op": "replace", "path": "/n", "value": 2}], {**DOC, "n": 2}),
+        (
+            [{"op": "test", "path": "/n", "value": 1}, {"op": "replace", "path": "/n", "value": 2}],
+            {**DOC, "n": 2},
+        ),
         ([{"op": "replace", "path": "", "value": {"x": 1}}], {"x": 1}),
     ],
 )
@@ -80,7 +83,9 @@ def test_json_patch_failures(operations: list[Any]) -> None:
 def test_json_patch_is_all_or_nothing() -> None:
     document = {"n": 1}
     with pytest.raises(PatchError):
-        apply_json_patch(document, [{"op": "replace", "path": "/n", "value": 2}, {"op": "test", "path": "/n", "value": 1}])
+        apply_json_patch(
+            document, [{"op": "replace", "path": "/n", "value": 2}, {"op": "test", "path": "/n", "value": 1}]
+        )
     assert document == {"n": 1}
 
 
@@ -91,7 +96,12 @@ DEPLOYMENT = {
         "template": {
             "spec": {
                 "containers": [
-                    {"name": "app", "image": "v1", "env": [{"name": "A", "value": "1"}], "resources": {"requests": {"cpu": "1"}}},
+                    {
+                        "name": "app",
+                        "image": "v1",
+                        "env": [{"name": "A", "value": "1"}],
+                        "resources": {"requests": {"cpu": "1"}},
+                    },
                     {"name": "sidecar", "image": "s1"},
                 ],
                 "tolerations": [{"key": "x"}],
@@ -106,10 +116,23 @@ def smp(patch: Any) -> Any:
 
 
 def test_strategic_merge_merges_containers_by_name() -> None:
-    result = smp({"spec": {"template": {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "2"}}}]}}}})
+    result = smp(
+        {
+            "spec": {
+                "template": {
+                    "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "2"}}}]}
+                }
+            }
+        }
+    )
     containers = result["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["app", "sidecar"]
-    assert containers[0] == {"name": "app", "image": "v1", "env": [{"name": "A", "value": "1"}], "resources": {"requests": {"cpu": "2"}}}
+    assert containers[0] == {
+        "name": "app",
+        "image": "v1",
+        "env": [{"name": "A", "value": "1"}],
+        "resources": {"requests": {"cpu": "2"}},
+    }
 
 
 def test_strategic_merge_appends_new_elements_and_merges_nested_keyed_lists() -> None:
@@ -135,7 +158,13 @@ def test_strategic_merge_appends_new_elements_and_merges_nested_keyed_lists() ->
 def test_strategic_merge_directives() -> None:
     deleted = smp({"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "$patch": "delete"}]}}}})
     assert [c["name"] for c in deleted["spec"]["template"]["spec"]["containers"]] == ["app"]
-    replaced = smp({"spec": {"template": {"spec": {"containers": [{"name": "only", "image": "o"}, {"$patch": "replace"}]}}}})
+    replaced = smp(
+        {
+            "spec": {
+                "template": {"spec": {"containers": [{"name": "only", "image": "o"}, {"$patch": "replace"}]}}
+            }
+        }
+    )
     assert replaced["spec"]["template"]["spec"]["containers"] == [{"name": "only", "image": "o"}]
     # Lists without a merge key (tolerations) are replaced whole, as in the real server.
     tolerated = smp({"spec": {"template": {"spec": {"tolerations": [{"key": "y"}]}}}})

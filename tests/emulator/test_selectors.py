@@ -49,7 +49,8 @@ def test_label_selector_semantics(selector: str, expected: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    "selector", ["=web", "app in ()", "app in (web", "app web", "!app=web", "app=web x", "app=(", "a/b/c=d", "app>x"]
+    "selector",
+    ["=web", "app in ()", "app in (web", "app web", "!app=web", "app=web x", "app=(", "a/b/c=d", "app>x"],
 )
 def test_malformed_label_selectors_are_400(selector: str) -> None:
     with pytest.raises(ApiError) as caught:
