@@ -45,6 +45,9 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pod-ready-delay", type=float, default=2.0, help="seconds from Running to Ready")
     parser.add_argument("--watch-history", type=int, default=1000, help="change events kept per resource")
     parser.add_argument(
+        "--versions-per-object", type=int, default=20, help="object versions kept for history (memory bound)"
+    )
+    parser.add_argument(
         "--bookmark-interval", type=float, default=60.0, help="seconds between watch bookmarks"
     )
     return parser.parse_args(argv)
@@ -60,6 +63,7 @@ async def serve(arguments: argparse.Namespace) -> None:
         port=arguments.port,
         controllers=controllers,
         watch_history=arguments.watch_history,
+        versions_per_object=arguments.versions_per_object,
         bookmark_interval=arguments.bookmark_interval,
         token=arguments.token,
     )

@@ -190,10 +190,10 @@ class ApiOperations:
             meta.pop("generation", None)
         strategies.prepare_for_create(resource_type, obj)
         strategies.validate(resource_type, obj, None)
-        if dry_run:
-            return self._present_dict(resource_type, obj)
         if self.store.get(resource_type.storage_key, namespace, name) is not None:
             raise errors.already_exists(resource_type.plural, resource_type.group, name)
+        if dry_run:
+            return self._present_dict(resource_type, obj)
         return self.present(resource_type, self.store.write(resource_type.storage_key, obj))
 
     def _incoming(self, resource_type: ResourceType, body: Any) -> JsonObject:

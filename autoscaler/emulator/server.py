@@ -60,7 +60,7 @@ class KubeEmulator:
         controllers: Iterable[Controller] = (),
         namespaces: Sequence[str] = DEFAULT_NAMESPACES,
         watch_history: int = 1000,
-        versions_per_object: int | None = 1000,
+        versions_per_object: int | None = 100,
         bookmark_interval: float = 60.0,
         default_watch_timeout: float = 1800.0,
         watch_buffer: int = 10_000,
@@ -153,8 +153,8 @@ class KubeEmulator:
 
         configuration = Configuration(host=self.url)
         if self.settings.token is not None:
-            configuration.api_key = {"authorization": self.settings.token}
-            configuration.api_key_prefix = {"authorization": "Bearer"}
+            configuration.api_key = {"BearerToken": self.settings.token}
+            configuration.api_key_prefix = {"BearerToken": "Bearer"}
         return configuration
 
     def api_client(self) -> ApiClient:

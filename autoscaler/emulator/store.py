@@ -73,7 +73,7 @@ class _Bucket:
 
 
 class ObjectStore:
-    def __init__(self, *, watch_history: int = 1000, versions_per_object: int | None = 1000) -> None:
+    def __init__(self, *, watch_history: int = 1000, versions_per_object: int | None = 100) -> None:
         self._watch_history = watch_history
         self._versions_per_object = versions_per_object
         self._buckets: dict[str, _Bucket] = {}

@@ -146,7 +146,21 @@ def generation_changed(resource_type: ResourceType, old: JsonObject, new: JsonOb
 
 
 def validate(resource_type: ResourceType, obj: JsonObject, old: JsonObject | None) -> None:
-    """Raise 422 Invalid when the object breaks a rule the real server enforces."""
+    """Raise 422 Invalid when the object breaks a rule the real server enforces.
+
+    On update, problems the stored object already had are tolerated ("ratcheting"): seeded
+    objects skip validation, and a minimal seeded Deployment must still accept a scale or a
+    status write.
+    """
+    causes = _problems(resource_type, obj, old)
+    if causes and old is not None:
+        inherited = set(_problems(resource_type, old, None))
+        causes = [cause for cause in causes if cause not in inherited]
+    if causes:
+        raise invalid(resource_type.kind, resource_type.group, str(obj["metadata"].get("name", "")), causes)
+
+
+def _problems(resource_type: ResourceType, obj: JsonObject, old: JsonObject | None) -> list[tuple[str, str]]:
     causes = _metadata_problems(obj, old)
     key = resource_type.storage_key
     if key in WORKLOADS:
@@ -155,8 +169,7 @@ def validate(resource_type: ResourceType, obj: JsonObject, old: JsonObject | Non
         causes += _pod_problems(obj, old)
     elif key == crds.CRD_STORAGE_KEY:
         causes += crds.validate_crd(obj)
-    if causes:
-        raise invalid(resource_type.kind, resource_type.group, str(obj["metadata"].get("name", "")), causes)
+    return causes
 
 
 def _metadata_problems(obj: JsonObject, old: JsonObject | None) -> list[tuple[str, str]]:

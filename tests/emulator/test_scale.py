@@ -12,6 +12,8 @@ from autoscaler.emulator import KubeEmulator
 
 from .builders import deployment, statefulset
 
+MERGE = "application/merge-patch+json"
+
 
 async def test_read_replace_and_patch_deployment_scale(emulator: KubeEmulator, api: ApiClient) -> None:
     apps = client.AppsV1Api(api)
@@ -100,3 +102,26 @@ async def test_scale_of_a_missing_deployment_is_404(api: ApiClient) -> None:
     with pytest.raises(ApiException) as missing:
         await client.AppsV1Api(api).read_namespaced_deployment_scale("ghost", "default")
     assert missing.value.status == 404
+
+
+async def test_minimal_seeded_workloads_still_accept_writes(emulator: KubeEmulator, api: ApiClient) -> None:
+    # Seeding skips validation; problems an object already has do not block later writes
+    # (here: no pod template at all), but new problems still do.
+    emulator.seed(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "bare"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "bare"}}},
+        }
+    )
+    custom = client.CustomObjectsApi(api)  # plain dicts: the typed model would reject this object
+    scaled = await custom.patch_namespaced_custom_object_scale(
+        "apps", "v1", "default", "deployments", "bare", {"spec": {"replicas": 3}}, _content_type=MERGE
+    )
+    assert scaled["spec"]["replicas"] == 3
+    with pytest.raises(ApiException) as invalid:
+        await custom.patch_namespaced_custom_object_scale(
+            "apps", "v1", "default", "deployments", "bare", {"spec": {"replicas": -2}}, _content_type=MERGE
+        )
+    assert invalid.value.status == 422
