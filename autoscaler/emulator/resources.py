@@ -100,9 +100,6 @@ class ResourceType:
             names.append("scale")
         return tuple(names)
 
-    def describe(self) -> str:
-        return f"{self.plural}.{self.group}/{self.version}" if self.group else f"{self.plural}/{self.version}"
-
 
 class ResourceRegistry:
     """Every served endpoint, with the look-ups routing, discovery and the in-process API need."""

@@ -134,13 +134,6 @@ class ObjectStore:
                 narrowest = postings
         return narrowest
 
-    def namespaces_in_use(self, storage_key: str) -> builtins.list[str]:
-        bucket = self._buckets.get(storage_key)
-        return sorted(bucket.by_namespace) if bucket else []
-
-    def storage_keys(self) -> builtins.list[str]:
-        return list(self._buckets)
-
     def versions(self, storage_key: str, namespace: str, name: str) -> builtins.list[JsonObject]:
         """Every committed version of the object, oldest first (shared, do not mutate)."""
         return list(self._versions.get((storage_key, namespace, name), ()))

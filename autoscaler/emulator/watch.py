@@ -136,8 +136,3 @@ class Subscription:
         batch = list(self.pending)
         self.pending.clear()
         return batch
-
-
-def synthetic_added(stored: StoredObject) -> WatchEvent:
-    """The ADDED event a watch from resourceVersion "0"/unset sends for an existing object."""
-    return WatchEvent("ADDED", stored)
