@@ -3,6 +3,8 @@ and a steady sync writes nothing."""
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -118,7 +120,7 @@ def test_a_steady_sync_writes_nothing_and_a_change_does() -> None:
         decision = decide(spec, observe(5, load, now), state, SETTINGS, now)
         state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas)
         documents.append(status_document(decision, generation=1, now=now))
-    writes = [needs_write(a, b) for a, b in zip(documents, documents[1:], strict=False)]
+    writes = [needs_write(a, b) for a, b in itertools.pairwise(documents)]
     assert writes == [False] * len(writes)
     now += 15
     decision = decide(spec, observe(5, 200, now), state, SETTINGS, now)
