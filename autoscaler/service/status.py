@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from autoscaler.core.conditions import Condition
@@ -25,25 +24,10 @@ from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.explain import explain_lines
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.status import condition_json, metric_status
+from autoscaler.kube.times import parse_rfc3339, rfc3339
 
 # Keep recommendations this long at least (the longest stabilization window allowed is 3600 s).
 MAX_WINDOW_SECONDS = 3600.0
-
-
-def rfc3339(seconds: float, *, fraction: bool = False) -> str:
-    moment = datetime.fromtimestamp(seconds, UTC)
-    if fraction:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: object) -> float | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def seconds_time(value: float) -> str:
