@@ -44,7 +44,8 @@ NOW = 1_000_000.0
 SPEC = TargetSpec(
     CrossVersionObjectReference("Deployment", "web", "apps/v1"), max_replicas=5000, min_replicas=1,
     metrics=(
-        MetricSpec(MetricSourceType.RESOURCE, "cpu", MetricTarget(MetricTargetType.UTILIZATION, average_utilization=60)),
+        MetricSpec(MetricSourceType.RESOURCE, "cpu",
+                   MetricTarget(MetricTargetType.UTILIZATION, average_utilization=60)),
         MetricSpec(MetricSourceType.PODS, "rps", MetricTarget(MetricTargetType.AVERAGE_VALUE,
                                                                average_value=Quantity.parse("100"))),
     ),
