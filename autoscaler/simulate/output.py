@@ -144,7 +144,7 @@ def render_table(results: Sequence[StepResult], *, explain: bool = False) -> str
     for result, row in zip(results, rows, strict=True):
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
         if explain:
-            lines.extend(f"      {line}" for line in explain_lines(result.decision, result.step.at))
+            lines.extend(f"      {line}" for line in _explanation(result))
     lines.append("")
     lines.append("* = scaled this step")
     if with_hvpa:

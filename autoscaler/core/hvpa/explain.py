@@ -59,7 +59,7 @@ def _mapping_text(intervals: Sequence[EffectiveInterval], current: int, total: F
     return f"below MIN({current}) = {show(here.min_total)} → {desired}{floor} (A7)"
 
 
-def _pair_line(outcome: PairOutcome, current: int) -> str:
+def _pair_line(outcome: PairOutcome, current: int, hpa_replicas: int | None) -> str:
     resource = outcome.pair.resource
     totals = outcome.totals
     request = totals.current.request
@@ -68,7 +68,7 @@ def _pair_line(outcome: PairOutcome, current: int) -> str:
         return f"{head}; no recommendation, left as it is"
     parts = []
     if totals.hpa_total is not None:
-        parts.append(f"hpa {amount_text(resource, totals.hpa_total)}")
+        parts.append(f"hpa {hpa_replicas} × {amount_text(resource, request)} = {amount_text(resource, totals.hpa_total)}")
     if totals.vpa_total is not None and totals.vpa_per_pod is not None:
         parts.append(f"vpa {current} × {amount_text(resource, totals.vpa_per_pod)} = "
                      f"{amount_text(resource, totals.vpa_total)}")
@@ -85,7 +85,8 @@ def explain_hvpa(decision: HvpaDecision) -> list[str]:
         if sources.hpa_replicas is not None:
             lines.append(f"HVPA: the HPA source proposes {sources.hpa_replicas} replicas.")
         lines.extend(f"HVPA: {note}." for note in sources.unavailable)
-    lines.extend(f"HVPA {_pair_line(outcome, current)}." for outcome in decision.pairs)
+    hpa_replicas = sources.hpa_replicas if sources is not None else None
+    lines.extend(f"HVPA {_pair_line(outcome, current, hpa_replicas)}." for outcome in decision.pairs)
     if decision.inactive is not None:
         lines.append(f"HVPA: no decision: {decision.inactive}.")
         return lines

@@ -40,8 +40,8 @@ def hpa_off_decision(spec: TargetSpec, current: int, state: TargetState, now: fl
 def rescale_reason(hvpa: HvpaDecision) -> str:
     """Which pairs asked for the new count (for Events and the explanation)."""
     askers = [label for label, count in hvpa.desired_by_pair.items() if count == hvpa.desired_replicas]
-    return f"HVPA: the total of {', '.join(askers)} needs {hvpa.desired_replicas} replicas" if askers \
-        else f"HVPA: {hvpa.desired_replicas} replicas"
+    count = f"{hvpa.desired_replicas} replica{'s' if hvpa.desired_replicas != 1 else ''}"
+    return f"HVPA: the total of {', '.join(askers)} needs {count}" if askers else f"HVPA: {count}"
 
 
 def adopt_hvpa(hpa: Decision, hvpa: HvpaDecision) -> Decision:
