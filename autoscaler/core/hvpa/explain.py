@@ -68,7 +68,8 @@ def _pair_line(outcome: PairOutcome, current: int, hpa_replicas: int | None) -> 
         return f"{head}; no recommendation, left as it is"
     parts = []
     if totals.hpa_total is not None:
-        parts.append(f"hpa {hpa_replicas} × {amount_text(resource, request)} = {amount_text(resource, totals.hpa_total)}")
+        parts.append(f"hpa {hpa_replicas} × {amount_text(resource, request)} = "
+                     f"{amount_text(resource, totals.hpa_total)}")
     if totals.vpa_total is not None and totals.vpa_per_pod is not None:
         parts.append(f"vpa {current} × {amount_text(resource, totals.vpa_per_pod)} = "
                      f"{amount_text(resource, totals.vpa_total)}")
