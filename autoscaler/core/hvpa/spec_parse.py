@@ -7,7 +7,7 @@ target's already parsed minReplicas, maxReplicas and metrics, for the rules that
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from autoscaler.core.durations import DurationError, parse_duration_seconds
@@ -59,9 +59,8 @@ def read_hvpa_spec(obj: Obj, *, spec_path: str, min_replicas: int | None, max_re
     sources = _sources(obj)
     obj.finish()
     warnings: list[str] = []
-    for key, scale_type in (("scaleUp", scale_up), ("scaleDown", scale_down)):
-        if scale_type is not None and scale_type.update_mode is UpdateMode.MAINTENANCE_WINDOW and not obj.has(
-                "maintenanceTimeWindow"):
+    for key in ("scaleUp", "scaleDown"):
+        if _raw_update_mode(obj, key) == UpdateMode.MAINTENANCE_WINDOW.value and not obj.has("maintenanceTimeWindow"):
             obj.errors.add(f"{obj.at(key)}.updatePolicy.updateMode",
                            f"{REQUIRED}: updateMode MaintenanceWindow needs {obj.at('maintenanceTimeWindow')} (A19)")
     if window is not None and window.begin == window.end:
@@ -79,6 +78,13 @@ def read_hvpa_spec(obj: Obj, *, spec_path: str, min_replicas: int | None, max_re
     assert scale_up is not None and scale_down is not None and containers is not None and sources is not None
     return HvpaSpec(intervals, overlap, base, gap, scale_up, scale_down, window, vpa, containers, sources,
                     tuple(warnings))
+
+
+def _raw_update_mode(obj: Obj, key: str) -> object:
+    """The updateMode as written (also when the rest of its ScaleType is invalid)."""
+    scale_type = obj.value.get(key)
+    policy = scale_type.get("updatePolicy") if isinstance(scale_type, Mapping) else None
+    return policy.get("updateMode") if isinstance(policy, Mapping) else None
 
 
 def _resource_list(obj: Obj | None) -> dict[str, Quantity] | None:
