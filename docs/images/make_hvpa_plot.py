@@ -80,7 +80,7 @@ def main() -> None:
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7.5), sharex=True, gridspec_kw={"height_ratios": [2, 3]})
     x_up, x_down = [float(t) for t in up], [float(t) for t in down]
     top.step(x_up, up_counts, where="post", color="tab:red", linewidth=2, label="rising total")
-    top.step(x_down, down_counts, where="pre", color="tab:blue", linewidth=2, linestyle="--", label="falling total")
+    top.step(x_down, down_counts, where="post", color="tab:blue", linewidth=2, linestyle="--", label="falling total")
     top.set_ylabel("replicas")
     top.set_yticks(range(1, 6))
     top.set_ylim(0.5, 5.5)

@@ -261,3 +261,12 @@ hvpa:
 def test_no_hvpa_section_leaves_the_spec_alone() -> None:
     assert parse_target_spec(yaml.safe_load(BASE)).hvpa is None
     assert Fraction(1) == 1
+
+
+def test_the_quick_start_in_the_docs_is_valid() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "hvpa.md").read_text()
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    spec = parse_target_spec(yaml.safe_load(block))
+    assert spec.hvpa is not None and len(spec.hvpa.scaling_intervals) == 5 and spec.hvpa.warnings == ()
