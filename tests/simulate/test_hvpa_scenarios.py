@@ -213,3 +213,15 @@ def test_the_clock_drives_the_maintenance_window() -> None:
     assert [r.hvpa.blocked.value if r.hvpa and r.hvpa.blocked else None for r in results] == [
         "MaintenanceWindow", None]
     assert "requests per pod" in render_table(results)
+
+
+def test_spec_warnings_go_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    interval = {"maxReplicas": 9, "maxResources": {"cpu": "1", "memory": "1Gi"}}
+    spec = {**HVPA_SPEC, "hvpa": {"scalingIntervals": [interval], "sources": ["vpa"]}}
+    path = tmp_path / "warn.yaml"
+    path.write_text(yaml.safe_dump({"spec": spec, "steps": [{"at": 0, "replicas": 1, "pods": [POD]}]}))
+    assert main(["simulate", str(path), "-o", "json"]) == 0
+    captured = capsys.readouterr()
+    assert ("warning: spec.hvpa.scalingIntervals[0].maxReplicas: counts above the target's maxReplicas (5)"
+            in captured.err)
+    assert json.loads(captured.out)["hvpa"]["blocked"] is None
