@@ -133,6 +133,8 @@ def decide_hvpa(spec: TargetSpec, observation: HvpaObservation, hpa: Decision | 
         return inactive("the target has 0 replicas: scaling is disabled (A8)")
     if problem is not None:
         return inactive(problem)
+    if not pairs:
+        return inactive("no container to size: no live pod and no pod template lists a controlled container")
     decided = [p for p in pairs if p.totals.total is not None]
     if not decided:
         notes = "; ".join(sources.unavailable) or "no source recommends anything for the controlled containers"
@@ -200,7 +202,8 @@ def _decide(spec: TargetSpec, hvpa: HvpaSpec, observation: HvpaObservation, vpa:
     else:
         needs_patch = applied and any(o.sizing is not None and o.request != o.totals.current.request for o in pairs)
     patch = merge_patch(hvpa, pins, vpa.container_policies, vpa.resource_version) if needs_patch else None
-    new_state = HvpaState(now if applied else state.last_applied, pins if patch is not None else state.pins)
+    new_state = HvpaState(now if applied else state.last_applied,
+                          _merged(state.pins, pins) if patch is not None else state.pins)
     replicas = desired if applied else current
     return HvpaDecision(current, desired, replicas, replicas != current, desired_by_pair, postponed, way, blocked,
                         detail, _per_container(pairs, True), _per_container(pairs, False), patch, tuple(pairs),
@@ -222,6 +225,14 @@ def _held_text(hvpa: HvpaSpec, pairs: Sequence[PairOutcome], current: int, propo
     growing = [p.pair.label for p in pairs if _would_grow(hvpa, p, current, proposal)]
     return (f"scaling in to {proposal} would grow the pods of {', '.join(growing)}; "
             f"{current} replicas are kept until they need no more than they have (A14)")
+
+
+def _merged(old: Pins, new: Pins) -> dict[str, dict[str, Fraction]]:
+    """The pins in force after a patch: the new ones over those it left in place."""
+    result = {container: dict(amounts) for container, amounts in old.items()}
+    for container, amounts in new.items():
+        result.setdefault(container, {}).update(amounts)
+    return result
 
 
 def _per_container(pairs: Sequence[PairOutcome], requests: bool) -> dict[str, dict[str, Fraction]]:
