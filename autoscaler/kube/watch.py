@@ -35,7 +35,7 @@ HEALTHY_RESET = 120.0
 class WatchCache(Generic[R]):
     def __init__(self, api: KubeApi, resource: ResourcePath, trim: Callable[[Mapping[str, Any]], R | None], *,
                  namespace: str | None = None, on_change: ChangeHandler | None = None,
-                 min_watch_seconds: int = 300, max_watch_seconds: int = 600) -> None:
+                 min_watch_seconds: int = 300, max_watch_seconds: int = 600, optional: bool = False) -> None:
         self.api = api
         self.resource = resource
         self.namespace = namespace
@@ -48,6 +48,9 @@ class WatchCache(Generic[R]):
         self.lists = 0          # LIST calls made (a steady state makes none)
         self.last_error: str | None = None
         self.unavailable = False  # the resource does not exist on this server (e.g. no VPA CRD)
+        # An optional resource that does not exist counts as synced (and empty); it is looked for again
+        # every minute, so installing its CRD later is noticed.
+        self.optional = optional
 
     @property
     def name(self) -> str:
@@ -77,6 +80,11 @@ class WatchCache(Generic[R]):
                     continue
                 self.last_error = str(exc)
                 self.unavailable = exc.not_found
+                if exc.not_found and self.optional:
+                    self.synced.set()
+                    log.info("resource not served: treated as empty", resource=self.name)
+                    await asyncio.sleep(60)
+                    continue
                 log.warning("watch failed", resource=self.name, error=str(exc), retry_in=round(backoff, 2))
             except (ValueError, TimeoutError) as exc:
                 self.last_error = f"{type(exc).__name__}: {exc}"

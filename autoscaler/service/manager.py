@@ -16,9 +16,9 @@ from typing import Any
 
 import structlog
 
-from autoscaler.core.observation import MetricReading
+from autoscaler.core.observation import ContainerInfo, MetricReading
 from autoscaler.core.settings import ControllerSettings
-from autoscaler.kube.api import DEPLOYMENTS, PODS, KubeApi, KubeError
+from autoscaler.kube.api import DEPLOYMENTS, PODS, VPAS, KubeApi, KubeError
 from autoscaler.kube.events import EventRecorder, InvolvedObject
 from autoscaler.kube.labels import LabelSelector
 from autoscaler.kube.pods import PodIndex
@@ -27,6 +27,7 @@ from autoscaler.kube.scale import DEFAULT_API_VERSIONS, Scale, ScaleAccess, Scal
 from autoscaler.kube.watch import Key, WatchCache
 from autoscaler.prometheus.reader import TargetQuery
 from autoscaler.service.batcher import MetricsBatcher, ReadMany
+from autoscaler.service.hvpa import find_vpa
 from autoscaler.service.reconciler import MetricsSink, NullMetrics, Services, TargetReconciler, first_delay
 from autoscaler.service.reconciler import invalid_status as build_invalid_status
 from autoscaler.service.targets import API_VERSION, KIND, TARGETS, Target, error_text, target_from_object
@@ -96,6 +97,7 @@ class Manager:
                            for ns in scopes]
         self.deployment_caches: dict[str | None, WatchCache[WorkloadRecord]] = {
             ns: WatchCache(api, DEPLOYMENTS, trim_deployment, namespace=ns) for ns in scopes}
+        self.vpa_caches = {ns: WatchCache(api, VPAS, trim_object, namespace=ns, optional=True) for ns in scopes}
         self.target_caches = [] if self.static else [
             WatchCache(api, TARGETS, trim_object, namespace=ns, on_change=self._target_event) for ns in scopes]
         self.scales = ClusterScales(self._deployment, ScaleAccess(api))
@@ -104,7 +106,7 @@ class Manager:
             semaphore=asyncio.Semaphore(concurrency), scales=self.scales, select_pods=self.pods.select,
             others_selecting=self._others_selecting, involved=self._involved, read_metrics=self._read_metrics,
             record_event=self.events.record, write_status=self._write_status, may_write=may_write,
-            metrics=self.metrics)
+            metrics=self.metrics, find_vpa=self._find_vpa, template_of=self._template_of, write_vpa=self._write_vpa)
         self.running: dict[Key, _Running] = {}
         self.invalid: dict[Key, Target] = {}
         self.statuses: dict[Key, Mapping[str, Any]] = {}  # last status of every target (standalone: the only copy)
@@ -117,7 +119,7 @@ class Manager:
 
     @property
     def caches(self) -> list[WatchCache[Any]]:
-        return [*self.pod_caches, *self.deployment_caches.values(), *self.target_caches]
+        return [*self.pod_caches, *self.deployment_caches.values(), *self.vpa_caches.values(), *self.target_caches]
 
     def synced(self) -> bool:
         return all(cache.synced.is_set() for cache in self.caches)
@@ -226,6 +228,23 @@ class Manager:
     def _deployment(self, namespace: str, name: str) -> WorkloadRecord | None:
         cache = self.deployment_caches.get(namespace if self.namespaces else None)
         return cache.get(namespace, name) if cache is not None else None
+
+    def _find_vpa(self, target: Target) -> Mapping[str, Any] | None:
+        if target.spec is None or target.spec.hvpa is None:
+            return None
+        cache = self.vpa_caches.get(target.namespace if self.namespaces else None)
+        return find_vpa(cache.values(), target.namespace, target.spec) if cache is not None else None
+
+    def _template_of(self, target: Target) -> list[ContainerInfo]:
+        if target.spec is None:
+            return []
+        record = self._deployment(target.namespace, target.spec.scale_target_ref.name)
+        if record is None:
+            return []
+        return [ContainerInfo(name, dict(requests)) for name, requests in record.container_requests.items()]
+
+    async def _write_vpa(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        await self.api.merge_patch(VPAS.item(namespace, name), patch, resource="verticalpodautoscalers")
 
     def _others_selecting(self, target: Target, pods: list[PodRecord]) -> list[str]:
         """Other targets in the namespace whose selector also picks one of these pods (AmbiguousSelector)."""

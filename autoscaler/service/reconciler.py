@@ -21,15 +21,20 @@ import structlog
 from autoscaler.core import conditions as c
 from autoscaler.core.conditions import Condition, set_condition
 from autoscaler.core.decision import Decision, TargetState, apply_scale_result, decide
-from autoscaler.core.observation import MetricFailure, Observation, ScaleInfo, SelectorProblem
+from autoscaler.core.hvpa.decision import HvpaDecision, HvpaObservation, HvpaState, decide_hvpa
+from autoscaler.core.hvpa.hpa_link import adopt_hvpa, hpa_off_decision
+from autoscaler.core.hvpa.spec import Source
+from autoscaler.core.observation import ContainerInfo, MetricFailure, Observation, ScaleInfo, SelectorProblem
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
 from autoscaler.core.status import condition_json
+from autoscaler.kube.api import KubeError
 from autoscaler.kube.events import InvolvedObject
 from autoscaler.kube.labels import LabelSelector, SelectorError, parse_label_selector
 from autoscaler.kube.records import PodRecord
 from autoscaler.kube.scale import Scale, ScaleError
 from autoscaler.prometheus.reader import TargetQuery
+from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
 from autoscaler.service.status import (
     needs_write,
     restore_conditions,
@@ -98,6 +103,9 @@ class Services:
     write_status: Callable[[Target, Mapping[str, Any], Mapping[str, Any] | None], Awaitable[None]]
     may_write: Callable[[], bool]          # leadership fencing: False once leadership may be lost
     metrics: MetricsSink
+    find_vpa: Callable[[Target], Mapping[str, Any] | None] = lambda _target: None
+    template_of: Callable[[Target], Sequence[ContainerInfo]] = lambda _target: ()
+    write_vpa: Callable[[str, str, Mapping[str, Any]], Awaitable[None]] | None = None
 
 
 class TargetReconciler:
@@ -110,6 +118,7 @@ class TargetReconciler:
         self.state = state
         self.last_status: Mapping[str, Any] | None = last_status if last_status is not None else target.status
         self.last_decision: Decision | None = None
+        self.hvpa_state: HvpaState | None = None
         self.selector: LabelSelector | None = None
         self.syncs = 0
 
@@ -150,10 +159,26 @@ class TargetReconciler:
                 self.services.metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started,
                                                         "error", "FailedGetScale")
                 return None
-            observation = await self._observe(scale)
-            decision = decide(spec, observation, state, self.services.settings, now)
+            hpa_reads = spec.hvpa is None or Source.HPA in spec.hvpa.sources
+            observation = await self._observe(scale, read_metrics=hpa_reads)
+            if hpa_reads:
+                decision = decide(spec, observation, state, self.services.settings, now)
+            else:
+                decision = hpa_off_decision(spec, scale.spec_replicas, state, now)
+            hvpa: HvpaDecision | None = None
+            if spec.hvpa is not None:
+                saved = (self.last_status or {}).get("hvpa") or {}
+                hvpa_state = self.hvpa_state or restore_hvpa_state(saved.get("state"))
+                hvpa = decide_hvpa(spec, HvpaObservation(
+                    scale.spec_replicas, observation.pods, vpa_observation(self.services.find_vpa(target)),
+                    template=self.services.template_of(target), clock=now), decision, hvpa_state, now)
+                decision = adopt_hvpa(decision, hvpa)
             decision = await self._apply(decision, scale, now)
-            await self._report(decision, now)
+            extra: dict[str, Any] = {}
+            if hvpa is not None:
+                self.hvpa_state = await self._apply_hvpa(hvpa, decision, hvpa_state)
+                extra["hvpa"] = hvpa_status(hvpa, self.hvpa_state)
+            await self._report(decision, now, extra)
             self.state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
                                      decision.last_scale_time)
             self.last_decision = decision
@@ -173,7 +198,7 @@ class TargetReconciler:
         finally:
             structlog.contextvars.unbind_contextvars("namespace", "name")
 
-    async def _observe(self, scale: Scale) -> Observation:
+    async def _observe(self, scale: Scale, *, read_metrics: bool = True) -> Observation:
         target, spec = self.target, self.spec
         problem: SelectorProblem | None = None
         pods: list[PodRecord] = []
@@ -193,7 +218,8 @@ class TargetReconciler:
                         f"pods by selector {scale.selector} are controlled by more than one HPA "
                         f"(e.g. [{' '.join(others)}])")
         readings: list[Any]
-        if problem is None and scale.selector and (scale.spec_replicas > 0 or spec.has_object_or_external_metric):
+        if (read_metrics and problem is None and scale.selector
+                and (scale.spec_replicas > 0 or spec.has_object_or_external_metric)):
             readings = await self.services.read_metrics(TargetQuery(
                 namespace=target.namespace, name=target.name, scale_target=spec.scale_target_ref,
                 selector=scale.selector, pod_names=[p.name for p in pods], metrics=spec.metrics))
@@ -216,13 +242,32 @@ class TargetReconciler:
                                                 "up" if decision.replicas > decision.current_replicas else "down")
         return applied
 
-    async def _report(self, decision: Decision, now: float) -> None:
+    async def _apply_hvpa(self, hvpa: HvpaDecision, decision: Decision, before: HvpaState) -> HvpaState:
+        """Pin the VPA as HVPA decided; HVPA's state moves on only when everything was written."""
+        if decision.applied is False or self.services.dry_run:
+            return before
+        if hvpa.vpa_patch is not None:
+            name = str(((self.services.find_vpa(self.target) or {}).get("metadata") or {}).get("name") or "")
+            if not name or self.services.write_vpa is None:
+                return before
+            if not self.services.may_write():
+                raise LeadershipLost
+            try:
+                await self.services.write_vpa(self.target.namespace, name, hvpa.vpa_patch)
+            except KubeError as exc:
+                log.warning("could not pin the VPA", vpa=name, error=str(exc))
+                await self.services.record_event(self.involved, "Warning", "FailedUpdateVPA",
+                                                 f"could not pin VPA {name}: {exc}")
+                return before
+        return hvpa.state
+
+    async def _report(self, decision: Decision, now: float, extra: dict[str, Any] | None = None) -> None:
         target = self.target
         if not self.services.may_write():
             raise LeadershipLost
         for event in decision.events:
             await self.services.record_event(self.involved, event.type, event.reason, event.message)
-        extra: dict[str, Any] = {}
+        extra = dict(extra or {})
         if self.services.dry_run:
             extra["dryRun"] = True
         document = status_document(decision, generation=target.generation, now=now, extra=extra)

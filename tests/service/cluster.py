@@ -113,3 +113,29 @@ def status_of(emu: KubeEmulator, name: str, namespace: str = "default") -> dict[
 
 def condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
     return next((c for c in status.get("conditions") or [] if c.get("type") == type_), None)
+
+
+VPA_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "verticalpodautoscalers.autoscaling.k8s.io"},
+    "spec": {"group": "autoscaling.k8s.io", "scope": "Namespaced",
+             "names": {"kind": "VerticalPodAutoscaler", "plural": "verticalpodautoscalers",
+                       "singular": "verticalpodautoscaler", "shortNames": ["vpa"]},
+             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {"type": "object",
+                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
+}
+
+
+def vpa(name: str, workload: str, *, cpu: str, memory: str, namespace: str = "default") -> dict[str, Any]:
+    return {
+        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload},
+                 "updatePolicy": {"updateMode": "Auto"},
+                 "resourcePolicy": {"containerPolicies": [{"containerName": "main"}]}},
+        "status": {"conditions": [{"type": "RecommendationProvided", "status": "True"}],
+                   "recommendation": {"containerRecommendations": [
+                       {"containerName": "main", "target": {"cpu": cpu, "memory": memory},
+                        "uncappedTarget": {"cpu": cpu, "memory": memory}}]}},
+    }
