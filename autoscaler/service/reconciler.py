@@ -57,9 +57,9 @@ class MetricsSink(Protocol):
     def observe_reconcile(self, namespace: str, name: str, seconds: float, result: str,
                           error_reason: str | None = None) -> None: ...
     def observe_schedule_lag(self, seconds: float) -> None: ...
-    def set_target(self, namespace: str, name: str, current: int, proposal: int | None, final: int,
-                   limited_reason: str | None,
-                   metrics: Sequence[tuple[str, float | None, float | None]]) -> None: ...
+    def set_target(self, namespace: str, name: str, *, current: int | None, proposal: int | None,
+                   final: int | None, limited_reason: str | None = None,
+                   metrics: Sequence[tuple[str, float | None, float | None]] = ()) -> None: ...
     def count_scale_event(self, namespace: str, name: str, direction: str) -> None: ...
 
 
@@ -71,9 +71,9 @@ class NullMetrics:
     def observe_schedule_lag(self, seconds: float) -> None:
         pass
 
-    def set_target(self, namespace: str, name: str, current: int, proposal: int | None, final: int,
-                   limited_reason: str | None,
-                   metrics: Sequence[tuple[str, float | None, float | None]]) -> None:
+    def set_target(self, namespace: str, name: str, *, current: int | None, proposal: int | None,
+                   final: int | None, limited_reason: str | None = None,
+                   metrics: Sequence[tuple[str, float | None, float | None]] = ()) -> None:
         pass
 
     def count_scale_event(self, namespace: str, name: str, direction: str) -> None:
@@ -284,8 +284,9 @@ class TargetReconciler:
                  reason=decision.rescale_reason or None, limited_by=limited, error=decision.error,
                  dry_run=self.services.dry_run or None)
         self.services.metrics.set_target(
-            target.namespace, target.name, decision.current_replicas, decision.desired_replicas, decision.replicas,
-            limited, [(o.spec.name, _current_value(o), _target_value(o)) for o in decision.metrics])
+            target.namespace, target.name, current=decision.current_replicas, proposal=decision.desired_replicas,
+            final=decision.replicas, limited_reason=limited,
+            metrics=[(o.spec.name, _current_value(o), _target_value(o)) for o in decision.metrics])
 
     async def _scale_unreadable(self, state: TargetState, error: str, now: float) -> None:
         """AbleToScale False / FailedGetScale: the status keeps everything else as it was."""
