@@ -9,7 +9,7 @@ sync's time, exactly as the service does, but the reader's client answers from r
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +62,11 @@ class BacktestOptions:
     keep_records: bool = False       # keep one small record per sync (for plots)
 
 
+# Called with each run's label and each sync's result (the same object ``simulate`` produces) and
+# what the workload really was then: for scripts and tests that want every step.
+StepObserver = Callable[[str, StepResult, RealWorkload], None]
+
+
 @dataclass
 class RunResult:
     label: str
@@ -92,8 +97,9 @@ class Run:
     """One spec's replay: its own replica count, engine state, simulated pods and report."""
 
     def __init__(self, label: str, target: BacktestTarget, settings: ControllerSettings, options: BacktestOptions,
-                 selector: str) -> None:
+                 selector: str, observer: StepObserver | None = None) -> None:
         self.label = label
+        self.observer = observer
         self.target = target
         self.settings = settings
         self.selector = selector
@@ -110,9 +116,12 @@ class Run:
         observation = self.workload.observe(real, readings, self.replicas, now, self.selector)
         decision, self.state = sync_once(self.target, self.settings, observation, self.state, now)
         self.report.add(now, decision, real.replicas)
-        if self.records is not None:
-            step = ScenarioStep(now, self.replicas, None, (), {}, {}, frozenset())
-            self.records.append(plot_record(StepResult(step, observation, decision), real_replicas=real.replicas))
+        if self.records is not None or self.observer is not None:
+            result = StepResult(ScenarioStep(now, self.replicas, None, (), {}, {}, frozenset()), observation, decision)
+            if self.records is not None:
+                self.records.append(plot_record(result, real_replicas=real.replicas))
+            if self.observer is not None:
+                self.observer(self.label, result, real)
         self.replicas = decision.replicas
 
 
@@ -174,7 +183,7 @@ def _usage_containers(rows: Sequence[Sequence[MetricReading]]) -> dict[str, set[
 
 async def run_backtest(client: RangeQuerier, prometheus: PrometheusSettings, settings: ControllerSettings,
                        targets: Sequence[BacktestTarget], options: BacktestOptions, *, labels: Sequence[str] = (),
-                       progress: Progress | None = None) -> BacktestResult:
+                       progress: Progress | None = None, observer: StepObserver | None = None) -> BacktestResult:
     """Replay every target over the same history (the first target's workload) and report."""
     first = targets[0]
     ref = first.spec.scale_target_ref
@@ -193,7 +202,7 @@ async def run_backtest(client: RangeQuerier, prometheus: PrometheusSettings, set
     chunk_queries: Mapping[str, str] = {
         **queries.texts(), **_chunk_queries(reader, targets, selector, queries.pods, prometheus.pod_label)}
     names = list(labels) or [t.source for t in targets]
-    runs = [Run(name, t, settings, options, selector) for name, t in zip(names, targets, strict=True)]
+    runs = [Run(name, t, settings, options, selector, observer) for name, t in zip(names, targets, strict=True)]
     divergence = Divergence()
     chunks = list(grid.chunks(options.chunk_points))
     done = 0
