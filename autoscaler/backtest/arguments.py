@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 # Prometheus refuses a range query with more points than this per series.
@@ -11,6 +12,9 @@ MAX_POINTS_PER_QUERY = 11_000
 # Syncs per chunk of history: 4 h at the default 15 s. Memory grows with this times the series read.
 DEFAULT_CHUNK_POINTS = 960
 DEFAULT_TIMEOUT = 60.0
+
+
+_NEGATIVE_VALUE = re.compile(r"^-(\d+(\.\d+)?|(\d+(ms|[ywdhms]))+)$")
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -59,4 +63,7 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"deadline of one range query (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    # Let "--from -2h" through: argparse takes a value starting with "-" for an option unless it
+    # looks like a negative number, so durations are made to look like one here.
+    parser._negative_number_matcher = _NEGATIVE_VALUE
     parser.set_defaults(func=_command)

@@ -58,9 +58,14 @@ def _time(report: Report, syncs: int) -> str:
     return f"{format_seconds(report.seconds(syncs))} ({100 * syncs / report.syncs:.1f} %)"
 
 
+def _fit(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, keeping its end (file names end paths)."""
+    return text if len(text) <= width else "…" + text[-(width - 1):]
+
+
 def render_comparison(reports: Sequence[Report], divergence: Divergence) -> str:
     first = reports[0]
-    width = max(24, *(len(r.label) + 2 for r in reports))
+    width = min(max(24, *(len(r.label) + 2 for r in reports)), 34)
     rows: list[tuple[str, list[str]]] = [
         ("scale events", [_events(r) for r in reports]),
         ("replicas min / mean / max", [f"{r.low} / {r.mean:.2f} / {r.high}" for r in reports]),
@@ -81,7 +86,7 @@ def render_comparison(reports: Sequence[Report], divergence: Divergence) -> str:
     lines = [f"Backtest of {first.namespace}/{first.name} ({first.workload})",
              f"  {format_time(first.start)} → {format_time(first.end)}, a sync every {format_seconds(first.step)}: "
              f"{first.syncs:,} syncs", ""]
-    lines.append(" " * label_width + "".join(r.label.ljust(width) for r in reports).rstrip())
+    lines.append(" " * label_width + "".join(_fit(r.label, width - 2).ljust(width) for r in reports).rstrip())
     for label, cells in rows:
         lines.append(label.ljust(label_width) + "".join(c.ljust(width) for c in cells).rstrip())
     lines.append("")
@@ -93,12 +98,12 @@ def render_comparison(reports: Sequence[Report], divergence: Divergence) -> str:
         lines.append("The replica counts are the same at every sync.")
     lines.append("")
     lines.append("Replicas over time (mean per bucket):")
-    lines.append("  " + "from".ljust(22) + "".join(r.label[:14].rjust(16) for r in reports) + "real".rjust(10))
+    lines.append("  " + "from".ljust(22) + "".join(_fit(r.label, 20).rjust(22) for r in reports) + "real".rjust(10))
     for index, bucket in enumerate(first.buckets):
         cells = []
         for r in reports:
             b = r.buckets[index] if index < len(r.buckets) else None
-            cells.append(f"{b.total / b.count:16.2f}" if b and b.count else f"{'-':>16}")
+            cells.append(f"{b.total / b.count:22.2f}" if b and b.count else f"{'-':>22}")
         real = f"{bucket.real_total / bucket.real_count:10.2f}" if bucket.real_count else f"{'-':>10}"
         lines.append("  " + format_time(bucket.start).ljust(22) + "".join(cells) + real)
     for r in reports:
