@@ -43,6 +43,12 @@ def write_png(data: PlotData, path: str) -> None:
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     for series in data.series:
         _draw(data, by_panel[series.panel], series, many)
+    if many and "replicas" in by_panel:
+        # Name each run's strip of limiting reasons at its left end.
+        limited_runs = {s.run for s in data.series if s.kind == "limit"}
+        for run in sorted(limited_runs):
+            by_panel["replicas"].text(0.004, (run + 0.5) * STRIP, data.run_labels[run], fontsize="x-small",
+                                      va="center", transform=by_panel["replicas"].transAxes)
     for ax in axes:
         handles, labels = ax.get_legend_handles_labels()
         if handles:
@@ -96,4 +102,4 @@ def _band(data: PlotData, ax: Any, series: Series, many: bool) -> None:
         xs += [start, start, end, end]
         tops += [low, high, high, low]
     ax.fill_between(_x(data, xs), low, tops, transform=ax.get_xaxis_transform(), color=color,
-                    alpha=0.75 if high - low < 1 else 0.22, linewidth=0, label=series.name)
+                    alpha=0.7 if high - low < 1 else 0.25, linewidth=0, label=series.name)

@@ -13,11 +13,11 @@ from autoscaler.core.quantity import Quantity, QuantityError
 from autoscaler.core.spec import MetricSourceType, MetricSpec, MetricTargetType, TargetSpec
 
 REPLICAS_PANEL = "replicas"
-# Stabilization windows in blues, rate limits in oranges, min/max in reds: the families read apart.
+# Stabilization windows in blues; rate limits orange (up) and green (down); min/max red and pink.
 REASON_COLORS = {
-    "ScaleUpStabilized": "#6baed6", "ScaleDownStabilized": "#2171b5",
-    "ScaleUpLimit": "#fd8d3c", "ScaleDownLimit": "#d94801",
-    "TooManyReplicas": "#cb181d", "TooFewReplicas": "#fb6a4a",
+    "ScaleUpStabilized": "#9ecae1", "ScaleDownStabilized": "#3182bd",
+    "ScaleUpLimit": "#ff7f0e", "ScaleDownLimit": "#2ca02c",
+    "TooManyReplicas": "#d62728", "TooFewReplicas": "#e377c2",
 }
 OTHER_REASON_COLOR = "#969696"
 
