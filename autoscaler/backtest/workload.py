@@ -19,8 +19,9 @@ from autoscaler.core.spec import CrossVersionObjectReference
 from autoscaler.prometheus.extract import milli_or_none
 from autoscaler.prometheus.promql import sanitize_label_name, string_literal
 
-# Seconds before a sync that "long ago" means when kube-state-metrics does not say (as in scenarios).
-FAR_PAST = -10_000_000_000.0
+# The start time assumed when kube-state-metrics does not say: long before any history (a fixed
+# time, so that the pod's age is consistent from one sync to the next).
+LONG_AGO = -10_000_000_000.0
 
 # Where kube-state-metrics reports a workload's replicas: kind → (status, spec, label of the name).
 REPLICA_SERIES: Mapping[str, tuple[str, str, str]] = {
@@ -149,7 +150,7 @@ class WorkloadHistory:
         pods = []
         for name in names:
             start = _number(started.get(name))
-            started_at = start if start is not None else now + FAR_PAST
+            started_at = start if start is not None else LONG_AGO
             status = _READY.get(ready.get(name, ""), ConditionStatus.TRUE)
             became_ready = _number(ready_time.get(name))
             pods.append(PodInfo(
