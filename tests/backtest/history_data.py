@@ -11,10 +11,10 @@ only ownership and usage series: no phase, readiness, start time, requests or re
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from autoscaler.sandbox.history import OpenMetricsHistory as Backfill
 from autoscaler.simulate.runner import run_scenario
 from autoscaler.simulate.scenario import parse_scenario
 
@@ -136,64 +136,20 @@ def web_history() -> tuple[list[Sync], dict[str, Any]]:
     return syncs, scenario
 
 
-def _series_lines(family: str, series: dict[tuple[tuple[str, str], ...], list[tuple[float, str]]]) -> Iterable[str]:
-    yield f"# TYPE {family} gauge"
-    for labels, samples in sorted(series.items()):
-        text = ",".join(f'{k}="{v}"' for k, v in labels)
-        for at, value in samples:
-            yield f"{family}{{{text}}} {value} {at:.0f}"
-
-
-class Backfill:
-    """OpenMetrics families being built: family → labels → [(time, value)]."""
-
-    def __init__(self) -> None:
-        self.families: dict[str, dict[tuple[tuple[str, str], ...], list[tuple[float, str]]]] = {}
-
-    def add(self, family: str, labels: dict[str, str], at: float, value: str) -> None:
-        key = tuple(sorted(labels.items()))
-        self.families.setdefault(family, {}).setdefault(key, []).append((at, value))
-
-    def text(self) -> str:
-        lines = [line for family, series in self.families.items() for line in _series_lines(family, series)]
-        return "\n".join([*lines, "# EOF"]) + "\n"
-
-    def pod(self, namespace: str, pod: str, replica_set: str, at: float) -> None:
-        self.add("kube_pod_owner", {"namespace": namespace, "pod": pod, "owner_kind": "ReplicaSet",
-                                    "owner_name": replica_set, "owner_is_controller": "true"}, at, "1")
-
-    def replica_set(self, namespace: str, name: str, deployment: str, at: float) -> None:
-        self.add("kube_replicaset_owner", {"namespace": namespace, "replicaset": name, "owner_kind": "Deployment",
-                                           "owner_name": deployment, "owner_is_controller": "true"}, at, "1")
-
-
 def add_web(backfill: Backfill, syncs: list[Sync]) -> None:
     for k, sync in enumerate(syncs):
         at = sync.at
         backfill.replica_set(NAMESPACE, "web-5d9f", "web", at)
         for pod in sync.pods:
             labels = {"namespace": NAMESPACE, "pod": pod.name}
-            backfill.pod(NAMESPACE, pod.name, "web-5d9f", at)
-            for phase in ("Pending", "Running", "Succeeded", "Failed", "Unknown"):
-                backfill.add("kube_pod_status_phase", {**labels, "phase": phase}, at,
-                             "1" if phase == pod.phase(k) else "0")
-            for condition in ("true", "false", "unknown"):
-                backfill.add("kube_pod_status_ready", {**labels, "condition": condition}, at,
-                             "1" if condition == str(pod.ready(k)).lower() else "0")
-            backfill.add("kube_pod_start_time", labels, at, f"{pod.started:.0f}")
-            if pod.name in sync.deleting:
-                backfill.add("kube_pod_deletion_timestamp", labels, at, f"{at:.0f}")
-            backfill.add("kube_pod_container_resource_requests",
-                         {**labels, "container": "app", "resource": "cpu", "unit": "core"}, at,
-                         _decimal(REQUEST_MILLI))
+            backfill.pod(NAMESPACE, pod.name, "web-5d9f", at, phase=pod.phase(k), ready=pod.ready(k),
+                         started=pod.started, deleting=pod.name in sync.deleting,
+                         requests={"app": {"cpu": _decimal(REQUEST_MILLI)}})
             if pod.name in sync.cpu:
                 backfill.add("app_cpu_usage_cores", {**labels, "container": "app"}, at, _decimal(sync.cpu[pod.name]))
             if pod.name in sync.rps:
                 backfill.add("http_rps", labels, at, _decimal(sync.rps[pod.name]))
-        backfill.add("kube_deployment_status_replicas", {"namespace": NAMESPACE, "deployment": "web"}, at,
-                     str(len(sync.live())))
-        backfill.add("kube_deployment_spec_replicas", {"namespace": NAMESPACE, "deployment": "web"}, at,
-                     str(len(sync.live())))
+        backfill.deployment(NAMESPACE, "web", at, len(sync.live()))
 
 
 def add_noise(backfill: Backfill) -> None:
@@ -203,11 +159,9 @@ def add_noise(backfill: Backfill) -> None:
         backfill.replica_set(NAMESPACE, "other-77c4", "other", at)
         for pod in ("other-1", "other-2"):
             labels = {"namespace": NAMESPACE, "pod": pod}
-            backfill.pod(NAMESPACE, pod, "other-77c4", at)
+            backfill.pod(NAMESPACE, pod, "other-77c4", at, started=T0 - 1000, requests={"app": {"cpu": "1"}})
             backfill.add("app_cpu_usage_cores", {**labels, "container": "app"}, at, "4")
             backfill.add("http_rps", labels, at, "900")
-            backfill.add("kube_pod_container_resource_requests",
-                         {**labels, "container": "app", "resource": "cpu", "unit": "core"}, at, "1")
 
 
 LEAN_SYNCS = 10
@@ -219,7 +173,7 @@ def add_lean(backfill: Backfill) -> None:
         at = T0 + k * STEP
         backfill.replica_set("bare", "lean-6b", "lean", at)
         for pod in ("lean-1", "lean-2"):
-            backfill.pod("bare", pod, "lean-6b", at)
+            backfill.pod("bare", pod, "lean-6b", at, phase=None, ready=None)
             backfill.add("app_cpu_usage_cores", {"namespace": "bare", "pod": pod, "container": "app"}, at, "0.2")
             backfill.add("http_rps", {"namespace": "bare", "pod": pod}, at, "30")
 
