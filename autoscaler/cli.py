@@ -52,9 +52,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def _plot_simulation(source: str, spec: Any, steps: list[dict[str, Any]], paths: list[str]) -> None:
     from autoscaler.plot.output import write_plots
     from autoscaler.plot.records import slim
-    from autoscaler.plot.series import plot_data
+    from autoscaler.plot.series import PlotRun, plot_data
 
-    data = plot_data([(source, [slim(step) for step in steps])], spec, f"Simulation of {source}",
+    data = plot_data([PlotRun(source, [slim(step) for step in steps], spec)], f"Simulation of {source}",
                      absolute_times=False)
     write_plots(paths, data)
     for path in paths:

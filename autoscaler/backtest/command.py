@@ -136,7 +136,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         return exc.exit_code
     _print(result, args.output)
     if args.plot:
-        _plot(result, targets, args.plot)
+        _plot(result, args.plot)
     return 0
 
 
@@ -166,14 +166,14 @@ def _print(result: BacktestResult, output: str) -> None:
         print(render_text(reports[0]))
 
 
-def _plot(result: BacktestResult, targets: list[BacktestTarget], paths: list[str]) -> None:
+def _plot(result: BacktestResult, paths: list[str]) -> None:
     from autoscaler.plot.output import write_plots
-    from autoscaler.plot.series import plot_data
+    from autoscaler.plot.series import PlotRun, plot_data
 
     first = result.runs[0].report
     title = (f"Backtest of {first.namespace}/{first.name} ({first.workload})"
              + (f": {' vs '.join(r.label for r in result.runs)}" if len(result.runs) > 1 else ""))
-    data = plot_data([(run.label, run.records or []) for run in result.runs], targets[0].spec, title,
+    data = plot_data([PlotRun(run.label, run.records or [], run.target.spec) for run in result.runs], title,
                      absolute_times=True)
     write_plots(paths, data)
     for path in paths:

@@ -56,9 +56,9 @@ def _trace(data: PlotData, series: Series) -> go.Scatter:
                                                   "symbol": "x", "size": 7}, **common)
     line: dict[str, Any] = {"shape": "hv", "color": color, "width": 2}
     if series.kind == "target":
-        line.update(color="black", dash="dash", width=1, shape="linear")
+        line.update(color=color if series.own else "black", dash="dash", width=1, shape="linear")
     elif series.kind == "bound":
-        line.update(color="#b0b0b0", dash="dot", width=1, shape="linear")
+        line.update(color=color if series.own else "#b0b0b0", dash="dot", width=1, shape="linear")
     elif series.kind == "real":
         line.update(color="#7f7f7f")
     elif series.kind == "desired":

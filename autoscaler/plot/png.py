@@ -75,7 +75,8 @@ def _draw(data: PlotData, ax: Any, series: Series, many: bool) -> None:
     if series.kind in ("target", "bound"):
         x, y = _x(data, [series.x[0], data.end or series.x[-1]]) if series.x else [], finite(series.y)
         style = ("black", "--") if series.kind == "target" else ("#b0b0b0", ":")
-        ax.plot(x, y, color=style[0], linestyle=style[1], linewidth=1.2, label=series.name)
+        ax.plot(x, y, color=color if series.own else style[0], linestyle=style[1], linewidth=1.2,
+                alpha=0.6 if series.own and series.kind == "bound" else 1.0, label=series.name)
         return
     xs, ys = held(series.x, series.y, data.end)
     x, y = _x(data, xs), finite(ys)

@@ -33,6 +33,7 @@ class Series:
     kind: str = "line"          # line | target | limit | failed | bound | real | desired | blocked
     run: int = 0
     reason: str | None = None   # for kind "limit"
+    own: bool = False           # a target or bound of one run only (compared runs that differ): its colour
 
 
 @dataclass
@@ -128,25 +129,49 @@ def _blocked(hvpa: Mapping[str, Any]) -> str | None:
     return blocked if isinstance(blocked, str) else "blocked"
 
 
-def plot_data(runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], spec: TargetSpec, title: str, *,
-              absolute_times: bool) -> PlotData:
-    """Series for one or more runs of ``spec``-like targets (runs being compared share the panels;
-    their metrics are those of the first run's spec)."""
-    data = PlotData(title, absolute_times, [], run_labels=[label for label, _ in runs])
+@dataclass(frozen=True)
+class PlotRun:
+    """One run to plot: its label, its per-step records (``records.slim``) and its spec."""
+
+    label: str
+    records: Sequence[Mapping[str, Any]]
+    spec: TargetSpec
+
+
+def _identity(metric: MetricSpec) -> tuple[str, str, str | None]:
+    return metric.type.value, metric.name, metric.container
+
+
+def _target_text(metric: MetricSpec, value: float) -> str:
+    if metric.target.type is MetricTargetType.UTILIZATION:
+        return f"{value:g}%"
+    quantity = metric.target.average_value or metric.target.value
+    return str(quantity) if quantity is not None else f"{value:g}"
+
+
+def plot_data(runs: Sequence[PlotRun], title: str, *, absolute_times: bool) -> PlotData:
+    """Series for one or more runs (compared runs share the panels: one per metric any of them has)."""
+    data = PlotData(title, absolute_times, [], run_labels=[run.label for run in runs])
     many = len(runs) > 1
-    for metric in spec.metrics:
-        data.panels.append(metric_title(metric))
+    metrics: dict[tuple[str, str, str | None], str] = {}
+    for run in runs:
+        for metric in run.spec.metrics:
+            if _identity(metric) not in metrics:
+                metrics[_identity(metric)] = metric_title(metric)[0]
+                data.panels.append(metric_title(metric))
     data.panels.append((REPLICAS_PANEL, "replicas"))
-    resources = sorted({resource for _, records in runs for r in records if isinstance(r.get("hvpa"), Mapping)
+    resources = sorted({resource for run in runs for r in run.records if isinstance(r.get("hvpa"), Mapping)
                         for _, resource in _hvpa_requests(r["hvpa"])})
     for resource in resources:
         data.panels.append((requests_panel(resource), {"cpu": "cores", "memory": "bytes"}.get(resource, "")))
-    for index, (label, records) in enumerate(runs):
-        prefix = f"{label}: " if many else ""
+    for index, run in enumerate(runs):
+        prefix = f"{run.label}: " if many else ""
+        records = run.records
         x = [float(r["at"]) for r in records]
         if x and data.end is None:
             data.end = x[-1] + (x[-1] - x[-2] if len(x) > 1 else 1.0)
-        for metric, (panel, _) in zip(spec.metrics, data.panels, strict=False):
+        for metric in run.spec.metrics:
+            panel = metrics[_identity(metric)]
             values: list[float | None] = []
             failed: list[float | None] = []
             for record in records:
@@ -157,12 +182,15 @@ def plot_data(runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], spec: Tar
             data.series.append(Series(f"{prefix}{panel}", panel, x, values, run=index))
             if any(v is not None for v in failed):
                 data.series.append(Series(f"{prefix}{metric.name} failed", panel, x, failed, "failed", index))
-            if index == 0:
-                target = metric_target(metric)
-                if target is not None:
-                    data.series.append(Series(f"{metric.name} target", panel, [x[0], x[-1]] if x else [],
-                                              [target, target] if x else [], "target"))
-        _replicas(data, index, prefix, x, records, spec)
+            target = metric_target(metric)
+            shared = all(metric_target(m) == target for r in runs for m in r.spec.metrics
+                         if _identity(m) == _identity(metric)) and all(
+                             any(_identity(m) == _identity(metric) for m in r.spec.metrics) for r in runs)
+            if target is not None and x and (index == 0 or not shared):
+                name = f"{'' if shared else prefix}{metric.name} target {_target_text(metric, target)}"
+                data.series.append(Series(name, panel, [x[0], x[-1]], [target, target], "target", index,
+                                          own=not shared))
+        _replicas(data, index, prefix, x, records, run.spec, [r.spec for r in runs])
         if resources:
             _requests(data, index, prefix, x, records)
     return data
@@ -182,7 +210,7 @@ def _names(entry: Mapping[str, Any], metric: MetricSpec) -> bool:
 
 
 def _replicas(data: PlotData, index: int, prefix: str, x: list[float], records: Sequence[Mapping[str, Any]],
-              spec: TargetSpec) -> None:
+              spec: TargetSpec, specs: Sequence[TargetSpec]) -> None:
     panel = REPLICAS_PANEL
     replicas = [_number(r.get("replicas")) for r in records]
     data.series.append(Series(f"{prefix}replicas", panel, x, replicas, run=index))
@@ -196,11 +224,11 @@ def _replicas(data: PlotData, index: int, prefix: str, x: list[float], records: 
         real = [_number(r.get("realReplicas")) for r in records]
         if any(v is not None for v in real):
             data.series.append(Series("real replicas", panel, x, real, "real"))
-        if x:
-            data.series.append(Series(f"minReplicas {spec.min_replicas}", panel, [x[0], x[-1]],
-                                      [float(spec.min_replicas)] * 2, "bound"))
-            data.series.append(Series(f"maxReplicas {spec.max_replicas}", panel, [x[0], x[-1]],
-                                      [float(spec.max_replicas)] * 2, "bound"))
+    for field_name, value in (("minReplicas", spec.min_replicas), ("maxReplicas", spec.max_replicas)):
+        shared = all((s.min_replicas if field_name == "minReplicas" else s.max_replicas) == value for s in specs)
+        if x and (index == 0 or not shared):
+            data.series.append(Series(f"{'' if shared else prefix}{field_name} {value}", panel, [x[0], x[-1]],
+                                      [float(value)] * 2, "bound", index, own=not shared))
     reasons = sorted({r["limitedBy"] for r in records if r.get("limitedBy")})
     for reason in reasons:
         y = [replicas[i] if r.get("limitedBy") == reason else None for i, r in enumerate(records)]

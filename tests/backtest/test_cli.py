@@ -70,9 +70,10 @@ def test_compare_with_plots(history_prometheus: PrometheusSandbox, tmp_path: Pat
     assert "web.yaml" in captured.out and "capped.yaml" in captured.out and "TooManyReplicas" in captured.out
     assert f"wrote {png}" in captured.err
     names = {s["name"] for s in png_series(png)}
-    assert {"web.yaml: cpu utilization", "capped.yaml: cpu utilization", "cpu target", "web.yaml: replicas",
-            "capped.yaml: replicas", "web.yaml: desired replicas", "real replicas", "minReplicas 2", "maxReplicas 12",
-            "web.yaml: limited: ScaleUpLimit", "capped.yaml: limited: TooManyReplicas"} <= names
+    assert {"web.yaml: cpu utilization", "capped.yaml: cpu utilization", "cpu target 50%", "web.yaml: replicas",
+            "capped.yaml: replicas", "web.yaml: desired replicas", "real replicas", "minReplicas 2",
+            "web.yaml: maxReplicas 12", "capped.yaml: maxReplicas 6", "web.yaml: limited: ScaleUpLimit",
+            "capped.yaml: limited: TooManyReplicas"} <= names
     (width, height), texts = png_chunks(png)
     assert width >= 1000 and height >= 800 and texts["Title"].startswith("Backtest of shop/web")
     data = html_data(html)
@@ -84,7 +85,7 @@ def test_compare_with_plots(history_prometheus: PrometheusSandbox, tmp_path: Pat
     assert max(v for v in series["capped.yaml: replicas"]["y"] if v is not None) == 6
     limited = series["capped.yaml: limited: TooManyReplicas"]
     assert limited["reason"] == "TooManyReplicas" and sum(v is not None for v in limited["y"]) == 15
-    assert series["cpu target"]["y"] == [50.0, 50.0]
+    assert series["cpu target 50%"]["y"] == [50.0, 50.0] and series["capped.yaml: maxReplicas 6"]["y"] == [6, 6]
 
 
 @pytest.mark.prometheus

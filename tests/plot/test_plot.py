@@ -12,7 +12,7 @@ import pytest
 from autoscaler.cli import main
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.plot.output import write_plots
-from autoscaler.plot.series import plot_data
+from autoscaler.plot.series import PlotRun, plot_data
 from tests.backtest.files import html_data, png_chunks, png_series
 
 pytestmark = pytest.mark.plot
@@ -30,8 +30,8 @@ def test_simulate_writes_png_and_html(tmp_path: Path, capsys: pytest.CaptureFixt
     (width, height), texts = png_chunks(png)
     assert (width, height) == (1300, 910) and texts["Title"] == f"Simulation of {QUICKSTART}"
     described = {s["name"]: s for s in png_series(png)}
-    assert set(described) == {"cpu utilization", "cpu target", "http_requests_per_second (Pods, average value)",
-                              "http_requests_per_second target", "replicas", "desired replicas", "minReplicas 2",
+    assert set(described) == {"cpu utilization", "cpu target 60%", "http_requests_per_second (Pods, average value)",
+                              "http_requests_per_second target 100", "replicas", "desired replicas", "minReplicas 2",
                               "maxReplicas 20", "limited: ScaleDownStabilized"}
     assert described["limited: ScaleDownStabilized"] == {"name": "limited: ScaleDownStabilized", "panel": "replicas",
                                                          "kind": "limit", "points": 3}
@@ -74,18 +74,18 @@ def hvpa_step(at: int, replicas: int, cpu: str, memory: str, *, blocked: object 
 def test_hvpa_requests_get_their_panels(tmp_path: Path) -> None:
     steps = [hvpa_step(0, 2, "250m", "512Mi"), hvpa_step(60, 2, "500m", "1Gi", limited="ScaleUpLimit"),
              hvpa_step(120, 3, "500m", "1Gi", blocked="maintenance window")]
-    data = plot_data([("hvpa.yaml", steps)], HVPA_SPEC, "HVPA", absolute_times=False)
+    data = plot_data([PlotRun("hvpa.yaml", steps, HVPA_SPEC)], "HVPA", absolute_times=False)
     assert [title for title, _ in data.panels] == [
         "memory (average value)", "replicas", "HVPA cpu requests per pod", "HVPA memory requests per pod"]
     png, html = tmp_path / "h.png", tmp_path / "h.html"
     write_plots([str(png), str(html)], data)
     names = {s["name"] for s in png_series(png)}
     assert {"app cpu request", "app memory request", "HVPA desired replicas", "HVPA blocked",
-            "limited: ScaleUpLimit", "memory (average value)", "memory target"} <= names
+            "limited: ScaleUpLimit", "memory (average value)", "memory target 1Gi"} <= names
     series = {s["name"]: s for s in html_data(html)["series"]}
     assert series["app cpu request"]["y"] == [0.25, 0.5, 0.5]
     assert series["app memory request"]["y"] == [512 * 2**20, 2**30, 2**30]
     assert series["HVPA desired replicas"]["y"] == [3, 3, 4]
     assert series["HVPA blocked"]["y"] == [None, None, 3]
     assert series["memory (average value)"]["y"] == [900 * 2**20] * 3
-    assert series["memory target"]["y"] == [2**30, 2**30]
+    assert series["memory target 1Gi"]["y"] == [2**30, 2**30]
