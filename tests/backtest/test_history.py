@@ -12,7 +12,7 @@ from autoscaler.backtest.replay import BacktestError
 from autoscaler.prometheus import PrometheusBadQuery, PrometheusClient, PrometheusSettings
 from autoscaler.sandbox import PrometheusSandbox
 from tests.backtest import history_data as hd
-from tests.backtest.helpers import replay, web_options, write_target
+from tests.backtest.helpers import as_json, replay, web_options, write_target
 
 pytestmark = pytest.mark.prometheus
 
@@ -86,3 +86,20 @@ async def test_other_workloads_in_the_namespace_never_leak_in(history_prometheus
     for result in steps[str(path)]:
         for reading in result.observation.readings:
             assert not any(name.startswith("other") for name in getattr(reading, "pods", {}))
+
+
+async def test_pod_dependent_queries_and_custom_pod_lists(history_prometheus: PrometheusSandbox,
+                                                          tmp_path: Path) -> None:
+    """A query using <<pods>> is fetched when first asked (its text changes with the pods); a
+    --pods-query replaces ownership. Neither changes a decision."""
+    web = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
+    _, expected, _ = await replay(history_prometheus, [web], web_options())
+    metrics = [dict(m) for m in hd.WEB_SPEC["metrics"]]
+    by_pod_names = 'sum by (namespace, pod) (http_rps{namespace="shop", pod=~<<pods>>})'
+    metrics[1] = {"type": "Pods", "pods": {**metrics[1]["pods"], "query": by_pod_names}}
+    by_pods = write_target(tmp_path, "by-pods.yaml", hd.spec_with(metrics=metrics))
+    pods_query = 'kube_pod_owner{namespace="shop", owner_name="web-5d9f"}'
+    result, steps, _ = await replay(history_prometheus, [by_pods], web_options(pods_query=pods_query, chunk_points=10))
+    assert as_json(steps[str(by_pods)]) == as_json(expected[str(web)])
+    # One range query per change of the pod set (plus the chunk's own queries).
+    assert result.stats.range_queries > 4 * 10
