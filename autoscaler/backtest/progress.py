@@ -35,7 +35,8 @@ class Progress:
         elapsed = now - self._started
         fraction = done / self.total
         filled = round(_WIDTH * fraction)
-        eta = f"  {format_seconds(elapsed * (1 - fraction) / fraction)} left" if 0 < fraction < 1 else ""
+        left = elapsed * (1 - fraction) / fraction if fraction else 0.0
+        eta = ("" if not 0 < fraction < 1 else "  <1s left" if left < 1 else f"  {format_seconds(left)} left")
         self.stream.write(f"\r[{'#' * filled}{'.' * (_WIDTH - filled)}] {100 * fraction:3.0f}%  "
                           f"{done:,}/{self.total:,} syncs  at {format_time(at)}{eta}   ")
         self.stream.flush()

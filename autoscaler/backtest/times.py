@@ -72,7 +72,7 @@ def format_seconds(seconds: float) -> str:
     """A readable span: ``45s``, ``12m30s``, ``3h5m``, ``2d4h``."""
     total = round(seconds)
     if total < 60:
-        return f"{seconds:g}s" if seconds < 1 else f"{total}s"
+        return f"{seconds:.3g}s" if seconds < 1 else f"{total}s"
     days, rest = divmod(total, 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
