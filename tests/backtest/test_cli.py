@@ -180,5 +180,6 @@ def test_missing_plot_library_says_how_to_install(tmp_path: Path, capsys: pytest
     assert backtest(str(path), "--prometheus", "http://127.0.0.1:9", "--from", "-1h", "--plot", "x.html") == 2
     err = capsys.readouterr().err
     assert "needs plotly, which is not installed" in err and "pip install 'autoscaler[plot]'" in err
-    assert main(["simulate", "config/scenarios/quickstart.yaml", "--plot", "x.html"]) == 2
+    quickstart = Path(__file__).resolve().parents[2] / "config" / "scenarios" / "quickstart.yaml"
+    assert main(["simulate", str(quickstart), "--plot", "x.html"]) == 2
     assert "pip install 'autoscaler[plot]'" in capsys.readouterr().err

@@ -4,6 +4,7 @@ the progress bar."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from autoscaler.simulate.runner import run_scenario
 from autoscaler.simulate.scenario import parse_scenario
 
 NOW = 1_715_072_400.0  # 2024-05-07T09:00:00Z
+SCENARIOS = Path(__file__).resolve().parents[2] / "config" / "scenarios"
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -112,14 +114,14 @@ def test_pods_from_kube_state_metrics_facts() -> None:
 
 
 def test_limit_details_name_the_policy_or_window() -> None:
-    scenario = parse_scenario(load_yaml_file("config/scenarios/hpa-docs-scale-down-policies.yaml"))
+    scenario = parse_scenario(load_yaml_file(str(SCENARIOS / "hpa-docs-scale-down-policies.yaml")))
     builder = ReportBuilder("docs", "x.yaml", "ns", "t", scenario.spec, 0, 600, 30)
     for result in run_scenario(scenario):
         builder.add(result.step.at, result.decision, None)
     report = builder.build([])
     assert {key for key in report.limits} == {("ScaleDownLimit", "4 pods per 60s"),
                                               ("ScaleDownLimit", "10% per 60s")}
-    legacy = parse_scenario(load_yaml_file("config/scenarios/quickstart.yaml"))
+    legacy = parse_scenario(load_yaml_file(str(SCENARIOS / "quickstart.yaml")))
     builder = ReportBuilder("q", "q.yaml", "ns", "t", legacy.spec, 0, 195, 15)
     for result in run_scenario(legacy):
         builder.add(result.step.at, result.decision, 5)
