@@ -134,6 +134,9 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     except BacktestError as exc:
         print(f"autoscaler backtest: {exc}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:
+        print("\nautoscaler backtest: interrupted", file=sys.stderr)
+        return 130
     _print(result, args.output)
     if args.plot:
         _plot(result, args.plot)
@@ -142,12 +145,16 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
 async def _run(prometheus: Any, settings: ServiceSettings, targets: list[BacktestTarget], options: BacktestOptions,
                labels: list[str], progress: Progress) -> BacktestResult:
-    from autoscaler.backtest.replay import run_backtest
+    from autoscaler.backtest.replay import BacktestError, run_backtest
     from autoscaler.prometheus.client import PrometheusClient
+    from autoscaler.prometheus.errors import PrometheusError
 
-    async with PrometheusClient(prometheus) as client:
-        return await run_backtest(client, prometheus, settings.controller, targets, options, labels=labels,
-                                  progress=progress)
+    try:
+        async with PrometheusClient(prometheus) as client:
+            return await run_backtest(client, prometheus, settings.controller, targets, options, labels=labels,
+                                      progress=progress)
+    except PrometheusError as error:  # e.g. an unreadable CA or token file, when the client starts
+        raise BacktestError(str(error)) from None
 
 
 def _print(result: BacktestResult, output: str) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 
@@ -183,3 +184,26 @@ def test_missing_plot_library_says_how_to_install(tmp_path: Path, capsys: pytest
     quickstart = Path(__file__).resolve().parents[2] / "config" / "scenarios" / "quickstart.yaml"
     assert main(["simulate", str(quickstart), "--plot", "x.html"]) == 2
     assert "pip install 'autoscaler[plot]'" in capsys.readouterr().err
+
+
+@pytest.mark.prometheus
+def test_settings_file_gives_prometheus_step_and_controller(history_prometheus: PrometheusSandbox, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
+    config = tmp_path / "settings.yaml"
+    config.write_text(f"prometheus: {{url: '{history_prometheus.url}'}}\nsync: {{periodSeconds: 30}}\n"
+                      "controller: {tolerance: 0.5}\n")
+    assert backtest(str(path), "--config", str(config), "--from", FROM, "--to", TO) == 0
+    out = capsys.readouterr().out
+    assert "a sync every 30s: 20 syncs" in out
+    tolerant = re.search(r"Scale events: (\d+)", out)
+    config.write_text(f"prometheus: {{url: '{history_prometheus.url}'}}\nsync: {{periodSeconds: 30}}\n")
+    assert backtest(str(path), "--config", str(config), "--from", FROM, "--to", TO) == 0
+    default = re.search(r"Scale events: (\d+)", capsys.readouterr().out)
+    assert tolerant is not None and default is not None
+    assert int(tolerant.group(1)) < int(default.group(1))  # the controller's tolerance reached the engine
+    broken = tmp_path / "tls.yaml"
+    broken.write_text("prometheus: {url: 'https://127.0.0.1:9', tls: {caFile: /nonexistent/ca.crt}}\n")
+    assert backtest(str(path), "--config", str(broken), "--from", FROM, "--to", TO) == 1
+    err = capsys.readouterr().err
+    assert "cannot load the TLS files" in err and "Traceback" not in err
