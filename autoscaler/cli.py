@@ -38,6 +38,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     except SpecError as exc:
         _print_errors(args.scenario, exc)
         return EXIT_INVALID
+    if scenario.spec.hvpa is not None:
+        for warning in scenario.spec.hvpa.warnings:
+            print(f"{args.scenario}: warning: {warning}", file=sys.stderr)
     results = run_scenario(scenario)
     if args.output == "json":
         for result in results:

@@ -72,6 +72,7 @@ BRANCHES = {
     "selector": "the scale's selector cannot be used",
     "metrics-failed": "no usable metric proposal",
     "metrics": "metrics computed",
+    "hvpa-only": "the HPA is not an HVPA source (hvpa.sources): no metric is read",
 }
 
 

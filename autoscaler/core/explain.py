@@ -140,9 +140,10 @@ def normalization_lines(norm: Normalization, now: float) -> list[str]:
 def explain_lines(decision: Decision, now: float) -> list[str]:
     """The decision, sentence by sentence."""
     lines = [f"Current replicas: {decision.current_replicas}."]
-    if decision.branch in ("disabled", "above-max", "below-min", "selector"):
+    if decision.branch in ("disabled", "above-max", "below-min", "selector", "hvpa-only"):
         lines.append(f"{BRANCHES[decision.branch][0].upper()}{BRANCHES[decision.branch][1:]}"
-                     + (f": {decision.rescale_reason}." if decision.rescale_reason else "."))
+                     + (f": {decision.rescale_reason}." if decision.rescale_reason and decision.branch != "hvpa-only"
+                        else "."))
         if decision.branch == "selector" and decision.error:
             lines.append(f"Error: {decision.error}.")
     for outcome in decision.metrics:

@@ -32,15 +32,17 @@ class ConditionStatus(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ContainerInfo:
-    """A container's name and its resource requests (milli), as the pod spec declares them.
+    """A container's name and its resource requests and limits (milli), as the pod spec declares them.
 
     ``sidecar`` marks a restartable init container (``restartPolicy: Always``): its requests
     count toward the pod's, as upstream counts them. Ordinary init containers are not listed.
+    ``limits`` are read only by the HVPA engine (its limit rules).
     """
 
     name: str
     requests: Mapping[str, int] = field(default_factory=dict)
     sidecar: bool = False
+    limits: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

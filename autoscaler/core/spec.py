@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from autoscaler.core.hvpa.spec import HvpaSpec
 from autoscaler.core.quantity import Quantity
 
 
@@ -137,8 +138,8 @@ class TargetSpec:
     min_replicas: int = 1
     metrics: tuple[MetricSpec, ...] = field(default_factory=default_metrics)
     behavior: Behavior | None = None
-    # The optional ``hvpa`` section (parsed by the HVPA engine); kept opaque here.
-    hvpa: Any = None
+    # The optional ``hvpa`` section: combined horizontal and vertical scaling (autoscaler.core.hvpa).
+    hvpa: HvpaSpec | None = None
 
     @property
     def has_object_or_external_metric(self) -> bool:

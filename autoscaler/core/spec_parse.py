@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from autoscaler.core.fields import REQUIRED, ErrorList, Obj
+from autoscaler.core.hvpa.spec_parse import read_hvpa_spec
 from autoscaler.core.quantity import Quantity
 from autoscaler.core.spec import (
     DEFAULT_SCALE_DOWN_RULES,
@@ -75,7 +76,9 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *,
         obj.error("metrics", "must specify at least one Object or External metric to support scaling "
                              "to zero replicas (minReplicas: 0)")
     behavior = _behavior(obj.obj("behavior"))
-    hvpa = None
+    hvpa_obj = obj.obj("hvpa")
+    hvpa = read_hvpa_spec(hvpa_obj, spec_path=path, min_replicas=min_replicas, max_replicas=max_replicas,
+                          metrics=metrics) if hvpa_obj is not None else None
     obj.finish()
     if len(errors.items) > before:
         return None

@@ -7,6 +7,8 @@ from typing import Any
 
 from autoscaler.core.decision import BRANCHES, Decision
 from autoscaler.core.explain import explain_lines
+from autoscaler.core.hvpa.decision import HvpaDecision
+from autoscaler.core.hvpa.explain import explain_hvpa, hvpa_json, requests_text
 from autoscaler.core.metrics import MetricOutcome
 from autoscaler.core.status import condition_json, history_json, metric_status, quantity_from_milli
 from autoscaler.simulate.runner import StepResult
@@ -41,10 +43,10 @@ def metric_json(outcome: MetricOutcome) -> dict[str, Any]:
 
 
 def step_json(result: StepResult) -> dict[str, Any]:
-    """The documented per-step object of ``--output json``."""
+    """The documented per-step object of ``--output json`` (plus ``hvpa`` when the spec has it)."""
     decision = result.decision
     now = result.step.at
-    return {
+    entry = {
         "at": seconds(now),
         "currentReplicas": decision.current_replicas,
         "statusReplicas": result.observation.scale.status_replicas,
@@ -56,9 +58,19 @@ def step_json(result: StepResult) -> dict[str, Any]:
         "limitedBy": _limited_by(decision),
         "conditions": [condition_json(c, seconds) for c in decision.conditions],
         "events": [{"type": e.type, "reason": e.reason, "message": e.message} for e in decision.events],
-        "explanation": "\n".join(explain_lines(decision, now)),
+        "explanation": "\n".join(_explanation(result)),
         "history": history_json(decision.history, seconds),
     }
+    if result.hvpa is not None:
+        entry["hvpa"] = hvpa_json(result.hvpa)
+    return entry
+
+
+def _explanation(result: StepResult) -> list[str]:
+    lines = explain_lines(result.decision, result.step.at)
+    if result.hvpa is not None:
+        lines.extend(explain_hvpa(result.hvpa))
+    return lines
 
 
 def _limited_by(decision: Decision) -> str | None:
@@ -74,6 +86,8 @@ def _limited_by(decision: Decision) -> str | None:
 
 
 def _why(decision: Decision) -> str:
+    if decision.scale and decision.rescale_reason.startswith("HVPA"):
+        return decision.rescale_reason
     if decision.branch != "metrics":
         return BRANCHES[decision.branch]
     limited = _limited_by(decision)
@@ -101,26 +115,49 @@ def _metric_cell(outcome: MetricOutcome) -> str:
 
 def render_table(results: Sequence[StepResult], *, explain: bool = False) -> str:
     """A fixed-width table, one row per step; ``explain`` adds each decision's explanation."""
+    with_hvpa = any(r.hvpa is not None for r in results)
     headers = ["at", "current", "metrics (value→proposal)", "desired", "final", "why"]
+    if with_hvpa:
+        headers = ["at", "current", "metrics (value→proposal)", "hpa", "hvpa", "final", "requests per pod",
+                   "blocked / why"]
     rows: list[list[str]] = []
     for result in results:
         d = result.decision
-        why = _why(d)
-        rows.append([
+        row = [
             f"{seconds(result.step.at)}",
             str(d.current_replicas),
             ", ".join(_metric_cell(o) for o in d.metrics),
             "-" if d.desired_replicas is None else str(d.desired_replicas),
             str(d.replicas) + (" *" if d.scale else ""),
-            why,
-        ])
+            _why(d),
+        ]
+        if with_hvpa:
+            hvpa = result.hvpa
+            hpa = "-" if d.branch == "hvpa-only" else str(d.normalization.final if d.normalization else "-")
+            read = ", ".join(_metric_cell(o) for o in d.metrics if not o.skipped) or "-"
+            row = [*row[:2], read, hpa, "-" if hvpa is None else str(hvpa.desired_replicas), row[4],
+                   "" if hvpa is None else requests_text(hvpa), "" if hvpa is None else _hvpa_why(hvpa, d)]
+        rows.append(row)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     for result, row in zip(results, rows, strict=True):
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
         if explain:
-            lines.extend(f"      {line}" for line in explain_lines(result.decision, result.step.at))
+            lines.extend(f"      {line}" for line in _explanation(result))
     lines.append("")
     lines.append("* = scaled this step")
+    if with_hvpa:
+        lines.append("hpa = the HPA source's proposal; hvpa = HVPA's count; requests per pod as decided "
+                     "(applied unless blocked)")
     return "\n".join(lines)
+
+
+def _hvpa_why(hvpa: HvpaDecision, decision: Decision) -> str:
+    if hvpa.inactive is not None:
+        return f"no decision: {hvpa.inactive}"
+    if hvpa.blocked is not None:
+        return hvpa.blocked.value
+    if hvpa.direction is None:
+        return ""
+    return decision.rescale_reason if decision.scale else f"resize ({hvpa.direction.value})"

@@ -9,7 +9,7 @@ problem reported with its path, like the spec) and turns each step into the engi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from autoscaler.core.conditions import Condition
@@ -35,6 +35,7 @@ from autoscaler.core.observation import (
 from autoscaler.core.settings import ControllerSettings, Tolerances
 from autoscaler.core.spec import MetricSourceType, MetricSpec, TargetSpec
 from autoscaler.core.spec_parse import read_target_spec
+from autoscaler.simulate.hvpa_steps import HVPA_STEP_KEYS, ClockCarry, HvpaStepInput, read_hvpa_step
 
 # "Far past" for readySince/startedAt when a pod does not say (relative to the step).
 FAR_PAST = -10_000_000_000.0
@@ -67,6 +68,7 @@ class ScenarioStep:
     external: Mapping[str, tuple[int, ...]]
     failures: frozenset[str]
     extra: Mapping[str, Any] = field(default_factory=dict)  # sections read by extensions (e.g. HVPA)
+    hvpa: HvpaStepInput | None = None  # the HVPA keys, parsed (spec.hvpa only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +82,7 @@ class Scenario:
 
 
 # Step keys owned by extensions (the HVPA engine); parsed there, accepted here.
-EXTENSION_STEP_KEYS: tuple[str, ...] = ("vpa", "lastScaleTime", "clock")
+EXTENSION_STEP_KEYS: tuple[str, ...] = HVPA_STEP_KEYS
 
 
 def parse_scenario(data: object) -> Scenario:
@@ -103,10 +105,12 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
     conditions = _status(root.obj("status"))
     steps: list[ScenarioStep] = []
     raw_steps = root.value.get("steps")
+    clock = ClockCarry()
     for path, element in root.items("steps", required=True):
         step = _step(Obj.of(element, path, errors), first=not steps, index=len(steps))
         if step is not None:
-            steps.append(step)
+            hvpa = read_hvpa_step(step.extra, path, step.at, spec, not steps, clock, errors)
+            steps.append(replace(step, hvpa=hvpa))
     if isinstance(raw_steps, list) and not raw_steps:
         root.error("steps", "must list at least one step")
     root.finish()
@@ -332,13 +336,14 @@ def _container(obj: Obj | None) -> ScenarioContainer | None:
         return None
     name = obj.string("name", required=True, non_empty=True)
     requests = _requests(obj, "requests")
+    limits = _requests(obj, "limits")
     usage = _values(obj, "usage") if obj.has("usage") else None
     obj.mark_known("usage")
     sidecar = obj.boolean("sidecar", default=False)
     obj.finish()
     if name is None:
         return None
-    return ScenarioContainer(ContainerInfo(name, requests, bool(sidecar)), usage)
+    return ScenarioContainer(ContainerInfo(name, requests, bool(sidecar), limits), usage)
 
 
 def observation_for(scenario: Scenario, step: ScenarioStep, replicas: int) -> Observation:

@@ -1,0 +1,373 @@
+"""The aiohttp application: parse a request, apply faults, call the operation, encode the answer.
+
+One catch-all route feeds :class:`ApiHandler`, which mirrors the API server's request
+pipeline in miniature: authentication (optional bearer token), request logging, fault
+injection, then the verb handler. Everything below this module is HTTP-free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from autoscaler.emulator import discovery, errors
+from autoscaler.emulator.errors import ApiError
+from autoscaler.emulator.faults import Disconnect, ExpireWatch, FaultInjector, FaultPlan, answer_error
+from autoscaler.emulator.jsonutil import JsonObject, encode
+from autoscaler.emulator.operations import ApiOperations, ListResult, Served
+from autoscaler.emulator.patches import APPLY_PATCH
+from autoscaler.emulator.requestinfo import RequestInfo, parse_bool, parse_request
+from autoscaler.emulator.requestlog import RequestLog, RequestRecord
+from autoscaler.emulator.resources import ResourceType
+from autoscaler.emulator.selectors import (
+    FieldRequirement,
+    FieldSelector,
+    parse_field_selector,
+    parse_label_selector,
+)
+from autoscaler.emulator.streaming import WatchRequest, WatchSettings, serve_expired, serve_watch
+from autoscaler.emulator.watch import StoredObject
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+_HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    bookmark_interval: float = 60.0
+    """Seconds between BOOKMARK events on an idle watch that asked for them (the real server: ~1 min)."""
+    default_watch_timeout: float = 1800.0
+    """How long a watch without ``timeoutSeconds`` stays open (the real server: 30–60 min)."""
+    watch_buffer: int = 10_000
+    """Events buffered per watcher before it is closed as too slow."""
+    token: str | None = None
+    """If set, every request but health checks must carry ``Authorization: Bearer <token>``."""
+    server_version: str = "v1.33.0"
+
+
+def _body(served: Served | JsonObject) -> bytes:
+    return served.encoded() if isinstance(served, StoredObject) else encode(served)
+
+
+def json_response(payload: Served | JsonObject, status: int = 200) -> web.Response:
+    return web.Response(body=_body(payload), status=status, content_type=JSON)
+
+
+def error_response(problem: ApiError) -> web.Response:
+    return web.Response(
+        body=encode(problem.status()), status=problem.code, content_type=JSON, headers=problem.headers
+    )
+
+
+class _Disconnected(Exception):
+    """An injected disconnect: the connection is already closed, nothing is to be answered."""
+
+
+class ApiHandler:
+    def __init__(
+        self,
+        ops: ApiOperations,
+        faults: FaultInjector,
+        requests: RequestLog,
+        settings: ServerSettings,
+        server_address: Callable[[], str],
+    ) -> None:
+        self.ops = ops
+        self.faults = faults
+        self.requests = requests
+        self.settings = settings
+        self._server_address = server_address
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        info = parse_request(request.method, request.path, request.query)
+        record = self.requests.start(info, request.query_string)
+        status = 500
+        try:
+            response = await self._handle(request, info, record)
+            status = response.status
+            return response
+        except ApiError as problem:
+            status = problem.code
+            return error_response(problem)
+        except _Disconnected:
+            status = 0  # nothing was answered; aiohttp finds the transport closed and drops this
+            return web.Response(status=503)
+        except (ConnectionResetError, asyncio.CancelledError):
+            status = 499  # the client went away
+            raise
+        except Exception as unexpected:  # a bug in the emulator: answer like the API server would
+            log.exception("emulator failed on %s %s", request.method, request.path_qs)
+            return error_response(errors.generic(500, f"Internal error occurred: {unexpected!r}"))
+        finally:
+            record.finish(status)
+
+    async def _handle(
+        self, request: web.Request, info: RequestInfo, record: RequestRecord
+    ) -> web.StreamResponse:
+        token = self.settings.token
+        if token is not None and request.path not in _HEALTH_PATHS and not _bearer_matches(request, token):
+            raise errors.unauthorized()
+        plan = self.faults.plan(info)
+        record.fault = plan.description
+        if plan.delay_before:
+            await asyncio.sleep(plan.delay_before)
+        if isinstance(plan.answer, Disconnect):
+            if request.transport is not None:
+                request.transport.abort()
+            raise _Disconnected
+        if isinstance(plan.answer, ExpireWatch):
+            return await serve_expired(request, errors.expired("too old resource version: injected"))
+        if plan.answer is not None:
+            raise answer_error(plan.answer, info)
+        if not info.is_resource_request:
+            response: web.StreamResponse = self._non_resource(request)
+        else:
+            response = await self._resource(request, info, plan)
+        if plan.delay_after:
+            await asyncio.sleep(plan.delay_after)
+        return response
+
+    # --- discovery and other non-resource paths ---------------------------------------------------
+
+    def _non_resource(self, request: web.Request) -> web.StreamResponse:
+        if request.method not in ("GET", "HEAD"):
+            raise errors.method_not_allowed(request.method)
+        path = request.path.rstrip("/") or "/"
+        if path in _HEALTH_PATHS:
+            return web.Response(text="ok")
+        if path == "/version":
+            return json_response(discovery.version_info(self.settings.server_version))
+        if path == "/api":
+            return json_response(discovery.api_versions(self._server_address()))
+        if path == "/apis":
+            return json_response(discovery.api_group_list(self.ops.registry))
+        parts = path.strip("/").split("/")
+        document: JsonObject | None = None
+        if parts[0] == "api" and len(parts) == 2:
+            document = discovery.api_resource_list(self.ops.registry, "", parts[1])
+        elif parts[0] == "apis" and len(parts) == 2:
+            document = discovery.api_group(self.ops.registry, parts[1])
+        elif parts[0] == "apis" and len(parts) == 3:
+            document = discovery.api_resource_list(self.ops.registry, parts[1], parts[2])
+        if document is None:
+            raise errors.resource_not_found()
+        return json_response(document)
+
+    # --- resources -------------------------------------------------------------------------------
+
+    def _resource_type(self, info: RequestInfo) -> ResourceType:
+        resource_type = self.ops.registry.lookup(info.group, info.version, info.resource)
+        if resource_type is None:
+            raise errors.resource_not_found()
+        if info.subresource is not None and info.subresource not in resource_type.subresources:
+            raise errors.resource_not_found()
+        if resource_type.namespaced:
+            if info.name is not None and info.namespace is None and info.verb != "watch":
+                raise errors.resource_not_found()
+        elif info.namespace is not None and info.resource != "namespaces":
+            raise errors.resource_not_found()
+        return resource_type
+
+    async def _resource(self, request: web.Request, info: RequestInfo, plan: FaultPlan) -> web.StreamResponse:
+        resource_type = self._resource_type(info)
+        query = request.query
+        dry_run = _dry_run(query.get("dryRun"))
+        namespace = info.namespace if resource_type.namespaced else None
+        name = info.name or ""
+        verb = info.verb
+        if verb == "get":
+            if info.subresource == "scale":
+                return json_response(self.ops.get_scale(resource_type, namespace or "", name))
+            return json_response(self.ops.get(resource_type, namespace or "", name))
+        if verb == "list":
+            return self._list_response(resource_type, self._list(resource_type, namespace, query))
+        if verb == "watch":
+            return await self._watch(request, info, resource_type, namespace, plan)
+        if verb == "create":
+            if info.subresource is not None:
+                raise errors.method_not_allowed(request.method)
+            if info.name is not None:
+                raise errors.method_not_allowed(request.method)
+            body = await _read_body(request, required=True)
+            return json_response(self.ops.create(resource_type, namespace, body, dry_run=dry_run), 201)
+        if verb == "update":
+            body = await _read_body(request, required=True)
+            if info.subresource == "scale":
+                return json_response(
+                    self.ops.update_scale(resource_type, namespace or "", name, body, dry_run=dry_run)
+                )
+            result = self.ops.update(
+                resource_type, namespace or "", name, body, subresource=info.subresource, dry_run=dry_run
+            )
+            return json_response(result)
+        if verb == "patch":
+            content_type = request.content_type if request.headers.get("Content-Type") else ""
+            body = await _read_body(request, required=True, content_type=content_type)
+            patched, created = self.ops.patch(
+                resource_type,
+                namespace or "",
+                name,
+                content_type,
+                body,
+                subresource=info.subresource,
+                dry_run=dry_run,
+                field_manager=query.get("fieldManager"),
+            )
+            return json_response(patched, 201 if created else 200)
+        if verb == "delete":
+            if info.subresource is not None:
+                raise errors.method_not_allowed(request.method)
+            options = await _read_body(request, required=False)
+            return json_response(
+                self.ops.delete(
+                    resource_type,
+                    namespace or "",
+                    name,
+                    options if isinstance(options, dict) else None,
+                    dry_run=dry_run,
+                )
+            )
+        if verb == "deletecollection":
+            options = await _read_body(request, required=False)
+            labels = parse_label_selector(query.get("labelSelector"))
+            fields = parse_field_selector(query.get("fieldSelector"))
+            deleted = self.ops.delete_collection(
+                resource_type,
+                namespace,
+                labels,
+                fields,
+                options if isinstance(options, dict) else None,
+                dry_run=dry_run,
+            )
+            return self._list_response(resource_type, deleted)
+        raise errors.method_not_allowed(request.method)
+
+    def _list(self, resource_type: ResourceType, namespace: str | None, query: Any) -> ListResult:
+        labels = parse_label_selector(query.get("labelSelector"))
+        fields = parse_field_selector(query.get("fieldSelector"))
+        limit = _int_param(query, "limit")
+        requested = query.get("resourceVersion")
+        if query.get("resourceVersionMatch") == "Exact" and requested not in (
+            None,
+            "",
+            str(self.ops.store.resource_version),
+        ):
+            # Only the current state is kept; an exact historical list is as gone as a compacted one.
+            raise errors.expired(f"The resourceVersion for the provided list is too old: {requested}")
+        return self.ops.list(
+            resource_type,
+            namespace,
+            labels,
+            fields,
+            limit=limit or None,
+            continue_token=query.get("continue") or None,
+        )
+
+    @staticmethod
+    def _list_response(resource_type: ResourceType, result: ListResult) -> web.Response:
+        meta: JsonObject = {"resourceVersion": str(result.resource_version)}
+        if result.continue_token:
+            meta["continue"] = result.continue_token
+        if result.remaining is not None:
+            meta["remainingItemCount"] = result.remaining
+        head = (
+            b'{"kind":"'
+            + resource_type.list_kind.encode()
+            + b'","apiVersion":"'
+            + resource_type.api_version.encode()
+            + b'","metadata":'
+            + encode(meta)
+            + b',"items":['
+        )
+        body = head + b",".join(_body(item) for item in result.items) + b"]}"
+        return web.Response(body=body, content_type=JSON)
+
+    async def _watch(
+        self,
+        request: web.Request,
+        info: RequestInfo,
+        resource_type: ResourceType,
+        namespace: str | None,
+        plan: FaultPlan,
+    ) -> web.StreamResponse:
+        query = request.query
+        labels = parse_label_selector(query.get("labelSelector"))
+        fields = parse_field_selector(query.get("fieldSelector"))
+        if info.name:  # the legacy /watch/.../<name> form
+            fields = FieldSelector(
+                (*fields.requirements, FieldRequirement("metadata.name", info.name, False))
+            )
+        accepts = self.ops.matcher(resource_type, labels, fields)
+        raw_version = query.get("resourceVersion") or ""
+        since: int | None = None
+        if raw_version not in ("", "0"):
+            try:
+                since = int(raw_version)
+            except ValueError:
+                raise errors.bad_request(f"invalid resource version: {raw_version!r}") from None
+        timeout = _int_param(query, "timeoutSeconds")
+        watch = WatchRequest(
+            resource_type=resource_type,
+            namespace=namespace,
+            labels=labels,
+            fields=fields,
+            accepts=accepts,
+            since=since,
+            timeout=float(timeout) if timeout else self.settings.default_watch_timeout,
+            bookmarks=parse_bool(query.get("allowWatchBookmarks")),
+            send_initial_events=parse_bool(query.get("sendInitialEvents")),
+        )
+        settings = WatchSettings(self.settings.bookmark_interval, self.settings.watch_buffer)
+        return await serve_watch(request, self.ops, watch, settings, plan.drop_watch)
+
+
+def _bearer_matches(request: web.Request, token: str) -> bool:
+    return request.headers.get("Authorization") == f"Bearer {token}"
+
+
+def _dry_run(value: str | None) -> bool:
+    if value in (None, ""):
+        return False
+    if value != "All":
+        raise errors.bad_request(f'unsupported dryRun value "{value}": only "All" is allowed')
+    return True
+
+
+def _int_param(query: Any, name: str) -> int | None:
+    raw = query.get(name)
+    if raw in (None, ""):
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise errors.bad_request(f"invalid {name}: {raw!r}") from None
+
+
+async def _read_body(request: web.Request, *, required: bool, content_type: str | None = None) -> Any:
+    raw = await request.read()
+    if not raw.strip():
+        if required:
+            raise errors.bad_request("the body of the request was empty")
+        return None
+    kind = content_type if content_type is not None else request.content_type
+    try:
+        if kind == APPLY_PATCH or kind.endswith("yaml"):
+            return yaml.safe_load(raw)
+        return json.loads(raw)
+    except (ValueError, yaml.YAMLError) as problem:
+        raise errors.bad_request(f"the body of the request could not be decoded: {problem}") from problem
+
+
+def build_app(handler: ApiHandler) -> web.Application:
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_route("*", "/{tail:.*}", handler.handle)
+    return app

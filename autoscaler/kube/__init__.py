@@ -1,0 +1,1 @@
+"""The Kubernetes side of the service: clients, watch caches, records, scale access, Events."""

@@ -1,0 +1,174 @@
+"""A thin JSON layer over kubernetes-asyncio's ApiClient.
+
+The service reads and writes raw JSON (plain dicts) instead of the generated models: it keeps only
+trimmed records of what it watches (a parsed V1Pod costs ~30 KiB; the fields the HPA algorithm reads
+fit in well under 1 KiB), and generic resources (any kind with a ``scale`` subresource, custom
+resources) need no model at all. Requests still go through the real client — its configuration,
+authentication (kubeconfig, exec plugins, in-cluster token refresh), TLS and connection pool — via
+``ApiClient.call_api``. Every call has a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient
+
+JSON_CONTENT = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+
+RequestObserver = Callable[[str, str, int, float], None]  # verb, resource, status code, seconds
+
+
+class KubeError(Exception):
+    """The API server answered with an error ``Status`` (or could not be reached: status 0)."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        self.status = status
+        self.reason = reason
+        self.message = message
+        super().__init__(f"{status} {reason}: {message}" if status else message)
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def gone(self) -> bool:
+        return self.status == 410
+
+
+@dataclass(frozen=True, slots=True)
+class ResourcePath:
+    """Where a kind lives: ``/api/v1`` or ``/apis/<group>/<version>``, plus its plural."""
+
+    group: str
+    version: str
+    plural: str
+    namespaced: bool = True
+
+    @property
+    def prefix(self) -> str:
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    def collection(self, namespace: str | None = None) -> str:
+        if self.namespaced and namespace:
+            return f"{self.prefix}/namespaces/{namespace}/{self.plural}"
+        return f"{self.prefix}/{self.plural}"
+
+    def item(self, namespace: str | None, name: str, subresource: str | None = None) -> str:
+        path = f"{self.collection(namespace)}/{name}"
+        return f"{path}/{subresource}" if subresource else path
+
+    @property
+    def label(self) -> str:
+        """The resource name used in metrics and logs (``deployments``, ``scalingtargets.autoscaler.dev``)."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+PODS = ResourcePath("", "v1", "pods")
+EVENTS = ResourcePath("", "v1", "events")
+DEPLOYMENTS = ResourcePath("apps", "v1", "deployments")
+LEASES = ResourcePath("coordination.k8s.io", "v1", "leases")
+VPAS = ResourcePath("autoscaling.k8s.io", "v1", "verticalpodautoscalers")
+
+
+class KubeApi:
+    """JSON requests and watch streams through one kubernetes-asyncio ``ApiClient``."""
+
+    def __init__(self, api_client: ApiClient, *, timeout: float = 10.0,
+                 observe: RequestObserver | None = None) -> None:
+        self.api_client = api_client
+        self.timeout = timeout
+        self._observe = observe
+
+    async def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (),
+                      body: Any = None, content_type: str = JSON_CONTENT, seconds: float | None = None,
+                      resource: str = "") -> Any:
+        """One JSON request; returns the decoded body or raises :class:`KubeError`."""
+        started = time.monotonic()
+        status = 0
+        try:
+            response = await self.api_client.call_api(
+                path, method, query_params=list(query), header_params={"Content-Type": content_type,
+                                                                      "Accept": JSON_CONTENT},
+                body=body, auth_settings=["BearerToken"], _preload_content=False,
+                _request_timeout=seconds or self.timeout)
+            async with response:
+                status = response.status
+                payload = await response.read()
+        except TimeoutError as exc:
+            raise KubeError(0, "Timeout", f"{method} {path}: no answer within {seconds or self.timeout:g}s") from exc
+        except aiohttp.ClientError as exc:
+            raise KubeError(0, "Unreachable", f"{method} {path}: {exc}") from exc
+        finally:
+            if self._observe is not None:
+                self._observe(method.lower(), resource or path, status, time.monotonic() - started)
+        if not 200 <= status <= 299:
+            raise _error_from(status, payload, f"{method} {path}")
+        return json.loads(payload) if payload else None
+
+    async def get(self, path: str, *, resource: str = "", query: Sequence[tuple[str, str]] = ()) -> Any:
+        return await self.request("GET", path, query=query, resource=resource)
+
+    async def merge_patch(self, path: str, body: Mapping[str, Any], *, resource: str = "") -> Any:
+        return await self.request("PATCH", path, body=body, content_type=MERGE_PATCH, resource=resource)
+
+    async def create(self, path: str, body: Mapping[str, Any], *, resource: str = "") -> Any:
+        return await self.request("POST", path, body=body, resource=resource)
+
+    async def watch(self, path: str, *, resource_version: str, timeout_seconds: int,
+                    label_selector: str | None = None, resource: str = "") -> AsyncIterator[dict[str, Any]]:
+        """The events of one watch request (``watch=true`` from ``resource_version``, with bookmarks),
+        until the server ends the stream. An ERROR event is raised as :class:`KubeError`."""
+        query = [("watch", "true"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(timeout_seconds))]
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        started = time.monotonic()
+        try:
+            response = await self.api_client.call_api(
+                path, "GET", query_params=query, header_params={"Accept": JSON_CONTENT},
+                auth_settings=["BearerToken"], _preload_content=False,
+                # No total deadline: a watch is long-lived; a silent connection is cut by the read timeout.
+                _request_timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout,
+                                                       sock_read=timeout_seconds + 30))
+        except TimeoutError as exc:
+            raise KubeError(0, "Timeout", f"watch {path}: no answer within {self.timeout:g}s") from exc
+        except aiohttp.ClientError as exc:
+            raise KubeError(0, "Unreachable", f"watch {path}: {exc}") from exc
+        async with response:
+            if self._observe is not None:
+                self._observe("watch", resource or path, response.status, time.monotonic() - started)
+            if response.status != 200:
+                raise _error_from(response.status, await response.read(), f"watch {path}")
+            async for line in response.content:
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    obj = event.get("object") or {}
+                    raise KubeError(int(obj.get("code") or 500), str(obj.get("reason") or "Error"),
+                                    str(obj.get("message") or "watch error"))
+                yield event
+
+
+def _error_from(status: int, payload: bytes, what: str) -> KubeError:
+    try:
+        body = json.loads(payload)
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        return KubeError(status, str(body.get("reason") or ""), str(body.get("message") or what))
+    text = payload[:300].decode("utf-8", "replace").strip()
+    return KubeError(status, "", f"{what}: {text or 'HTTP ' + str(status)}")

@@ -1,0 +1,134 @@
+"""Trimmed records of watched objects: only what the decisions read, never whole API objects.
+
+A parsed pod JSON takes ~30 KiB in Python; the slice the HPA algorithm needs (phase, deletion, start
+time, the Ready condition, container requests) fits in well under 1 KiB. Every trim function takes the
+raw JSON object and returns an immutable record (or None for an object that cannot be used).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from autoscaler.core.observation import ConditionStatus, ContainerInfo, PodInfo, PodPhase
+from autoscaler.core.quantity import Quantity, QuantityError
+from autoscaler.kube.labels import SelectorError, selector_from_label_selector
+from autoscaler.kube.times import parse_rfc3339
+
+parse_time = parse_rfc3339
+
+
+def _requests(resources: object) -> dict[str, int]:
+    if not isinstance(resources, Mapping):
+        return {}
+    requests = resources.get("requests")
+    out: dict[str, int] = {}
+    if isinstance(requests, Mapping):
+        for name, text in requests.items():
+            try:
+                out[str(name)] = Quantity.parse(str(text)).milli_value()
+            except QuantityError:
+                continue  # the API server validated it; an unparseable one counts as absent
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    namespace: str
+    name: str
+    labels: Mapping[str, str]
+    info: PodInfo
+    owner_uids: tuple[str, ...] = ()
+
+
+_PHASES = {p.value: p for p in PodPhase}
+_STATUSES = {s.value: s for s in ConditionStatus}
+
+
+def trim_pod(obj: Mapping[str, Any]) -> PodRecord | None:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if not isinstance(name, str) or not isinstance(namespace, str):
+        return None
+    ready: ConditionStatus | None = None
+    ready_since: float | None = None
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            ready = _STATUSES.get(str(condition.get("status")), ConditionStatus.UNKNOWN)
+            ready_since = parse_time(condition.get("lastTransitionTime"))
+    containers = [ContainerInfo(str(c.get("name")), _requests(c.get("resources")))
+                  for c in spec.get("containers") or [] if isinstance(c, Mapping)]
+    containers += [ContainerInfo(str(c.get("name")), _requests(c.get("resources")), sidecar=True)
+                   for c in spec.get("initContainers") or []
+                   if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"]
+    pod_requests = _requests(spec.get("resources")) or None
+    info = PodInfo(
+        name=name,
+        phase=_PHASES.get(str(status.get("phase") or "Pending"), PodPhase.UNKNOWN),
+        ready=ready,
+        ready_since=ready_since,
+        started_at=parse_time(status.get("startTime")),
+        deleting=meta.get("deletionTimestamp") is not None,
+        containers=tuple(containers),
+        pod_requests=pod_requests,
+    )
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    owners = tuple(str(o.get("uid")) for o in meta.get("ownerReferences") or [] if isinstance(o, Mapping))
+    return PodRecord(namespace, name, labels, info, owners)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRecord:
+    """A Deployment as its ``scale`` subresource shows it."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    spec_replicas: int
+    status_replicas: int
+    selector: str           # status.selector of the scale: the label selector as a string
+    selector_error: str | None = None
+    container_requests: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # template, per container
+
+
+def trim_deployment(obj: Mapping[str, Any]) -> WorkloadRecord | None:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if not isinstance(name, str) or not isinstance(namespace, str):
+        return None
+    selector, error = "", None
+    try:
+        parsed = selector_from_label_selector(spec.get("selector"))
+        selector = str(parsed) if parsed is not None else ""
+    except (SelectorError, ValueError) as exc:
+        error = str(exc)
+    template = ((spec.get("template") or {}).get("spec") or {})
+    requests = {str(c.get("name")): _requests(c.get("resources"))
+                for c in template.get("containers") or [] if isinstance(c, Mapping)}
+    replicas = spec.get("replicas")
+    return WorkloadRecord(
+        namespace=namespace, name=name, uid=str(meta.get("uid") or ""),
+        resource_version=str(meta.get("resourceVersion") or ""),
+        spec_replicas=replicas if isinstance(replicas, int) else 1,
+        status_replicas=int(status.get("replicas") or 0),
+        selector=selector, selector_error=error, container_requests=requests,
+    )
+
+
+def trim_object(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Custom resources (targets, VPAs): kept whole but for the bulky metadata nobody reads."""
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta.get("name"), str):
+        return None
+    slim_meta = {k: v for k, v in meta.items() if k not in ("managedFields", "annotations")}
+    annotations = meta.get("annotations") or {}
+    # kubectl's last-applied copy doubles the object; everything else is kept.
+    slim_meta["annotations"] = {k: v for k, v in annotations.items()
+                                if k != "kubectl.kubernetes.io/last-applied-configuration"}
+    return {**obj, "metadata": slim_meta}

@@ -1,0 +1,70 @@
+"""Coalescing metric reads: targets whose syncs start close together share Prometheus queries.
+
+Each reconciler asks for its own metrics; the batcher holds the requests that arrive within a short
+window and hands them to the Prometheus layer in one ``MetricsReader.read`` call, which groups
+targets sharing a query template into one query. With 1,000 targets spread over a 15 s period and a
+0.2 s window, that is ~75 reads per period instead of 1,000, and each read batches what it holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+import structlog
+
+from autoscaler.core.observation import MetricFailure, MetricReading
+from autoscaler.prometheus.reader import TargetQuery
+
+log = structlog.get_logger("autoscaler.batcher")
+
+ReadMany = Callable[[Sequence[TargetQuery], float], Awaitable[list[list[MetricReading]]]]
+
+
+class MetricsBatcher:
+    def __init__(self, read_many: ReadMany, *, window: float = 0.2) -> None:
+        self._read_many = read_many
+        self._window = window
+        self._pending: list[tuple[TargetQuery, asyncio.Future[list[MetricReading]]]] = []
+        self._flush_task: asyncio.Task[None] | None = None
+        self.batches = 0
+
+    async def read(self, query: TargetQuery) -> list[MetricReading]:
+        """This target's readings (one per metric, failures included); never raises for a metric."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[MetricReading]] = loop.create_future()
+        self._pending.append((query, future))
+        if self._flush_task is None:
+            self._flush_task = asyncio.create_task(self._flush_later(), name="metrics-batch")
+        return await future
+
+    async def _flush_later(self) -> None:
+        try:
+            if self._window > 0:
+                await asyncio.sleep(self._window)
+        finally:
+            self._flush_task = None
+        batch, self._pending = self._pending, []
+        live = [(q, f) for q, f in batch if not f.done()]  # a cancelled sync no longer waits
+        if not live:
+            return
+        self.batches += 1
+        try:
+            rows = await self._read_many([q for q, _ in live], time.time())
+        except Exception as exc:  # the reader should not raise; if it does, every metric failed
+            log.exception("metrics read failed")
+            rows = [[MetricFailure(f"reading metrics failed: {exc}") for _ in q.metrics] for q, _ in live]
+        for (_, future), row in zip(live, rows, strict=True):
+            if not future.done():
+                future.set_result(row)
+
+    async def close(self) -> None:
+        task = self._flush_task
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        for _, future in self._pending:
+            if not future.done():
+                future.cancel()
+        self._pending = []

@@ -1,0 +1,351 @@
+"""One target's reconciler: on every tick, observe, decide, act, report.
+
+The decision itself is the pure engine's (:func:`autoscaler.core.decision.decide`); this module only
+gathers what the engine observes (the scale, the pods from the cache, the metrics from Prometheus),
+applies what it decides (the scale subresource, Events, the status) and keeps the state the next sync
+starts from. A failure of any step becomes a condition and an Event, never an exception that escapes:
+one target's trouble never touches another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+import structlog
+
+from autoscaler.core import conditions as c
+from autoscaler.core.conditions import Condition, set_condition
+from autoscaler.core.decision import Decision, TargetState, apply_scale_result, decide
+from autoscaler.core.hvpa.decision import HvpaDecision, HvpaObservation, HvpaState, decide_hvpa
+from autoscaler.core.hvpa.hpa_link import adopt_hvpa, hpa_off_decision
+from autoscaler.core.hvpa.spec import Source
+from autoscaler.core.observation import ContainerInfo, MetricFailure, Observation, ScaleInfo, SelectorProblem
+from autoscaler.core.settings import ControllerSettings
+from autoscaler.core.spec import TargetSpec
+from autoscaler.core.status import condition_json
+from autoscaler.kube.api import KubeError
+from autoscaler.kube.events import InvolvedObject
+from autoscaler.kube.labels import LabelSelector, SelectorError, parse_label_selector
+from autoscaler.kube.records import PodRecord
+from autoscaler.kube.scale import Scale, ScaleError
+from autoscaler.prometheus.reader import TargetQuery
+from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
+from autoscaler.service.status import (
+    needs_write,
+    restore_conditions,
+    restore_state,
+    seconds_time,
+    status_document,
+)
+from autoscaler.service.targets import Target, error_text
+
+log = structlog.get_logger("autoscaler.reconciler")
+
+
+class LeadershipLost(Exception):
+    """This instance may no longer write: stop before touching anything."""
+
+
+class MetricsSink(Protocol):
+    """What a reconciler reports to the service's own /metrics."""
+
+    def observe_reconcile(self, namespace: str, name: str, seconds: float, result: str,
+                          error_reason: str | None = None) -> None: ...
+    def observe_schedule_lag(self, seconds: float) -> None: ...
+    def set_target(self, namespace: str, name: str, current: int, proposal: int | None, final: int,
+                   limited_reason: str | None,
+                   metrics: Sequence[tuple[str, float | None, float | None]]) -> None: ...
+    def count_scale_event(self, namespace: str, name: str, direction: str) -> None: ...
+
+
+class NullMetrics:
+    def observe_reconcile(self, namespace: str, name: str, seconds: float, result: str,
+                          error_reason: str | None = None) -> None:
+        pass
+
+    def observe_schedule_lag(self, seconds: float) -> None:
+        pass
+
+    def set_target(self, namespace: str, name: str, current: int, proposal: int | None, final: int,
+                   limited_reason: str | None,
+                   metrics: Sequence[tuple[str, float | None, float | None]]) -> None:
+        pass
+
+    def count_scale_event(self, namespace: str, name: str, direction: str) -> None:
+        pass
+
+
+class ScaleSource(Protocol):
+    async def read(self, target: Target) -> Scale: ...
+    async def write(self, target: Target, replicas: int, decided_on: Scale) -> None: ...
+
+
+@dataclass
+class Services:
+    """What reconcilers share (owned by the manager)."""
+
+    settings: ControllerSettings
+    period: float
+    jitter: float
+    dry_run: bool
+    semaphore: asyncio.Semaphore
+    scales: ScaleSource
+    select_pods: Callable[[str, LabelSelector], list[PodRecord]]
+    others_selecting: Callable[[Target, list[PodRecord]], list[str]]
+    involved: Callable[[Target], InvolvedObject]
+    read_metrics: Callable[[TargetQuery], Awaitable[list[Any]]]
+    record_event: Callable[[InvolvedObject, str, str, str], Awaitable[None]]
+    write_status: Callable[[Target, Mapping[str, Any], Mapping[str, Any] | None], Awaitable[None]]
+    may_write: Callable[[], bool]          # leadership fencing: False once leadership may be lost
+    metrics: MetricsSink
+    find_vpa: Callable[[Target], Mapping[str, Any] | None] = lambda _target: None
+    template_of: Callable[[Target], Sequence[ContainerInfo]] = lambda _target: ()
+    write_vpa: Callable[[str, str, Mapping[str, Any]], Awaitable[None]] | None = None
+
+
+class TargetReconciler:
+    def __init__(self, target: Target, services: Services, *, state: TargetState | None = None,
+                 last_status: Mapping[str, Any] | None = None) -> None:
+        assert target.spec is not None
+        self.target = target
+        self.spec: TargetSpec = target.spec
+        self.services = services
+        self.state = state
+        self.last_status: Mapping[str, Any] | None = last_status if last_status is not None else target.status
+        self.last_decision: Decision | None = None
+        self.hvpa_state: HvpaState | None = None
+        self.selector: LabelSelector | None = None
+        self.syncs = 0
+
+    @property
+    def involved(self) -> InvolvedObject:
+        return self.services.involved(self.target)
+
+    async def run(self, first_delay: float) -> None:
+        """Sync every period (± jitter) until cancelled."""
+        period = self.services.period
+        planned = time.monotonic() + first_delay
+        while True:
+            await asyncio.sleep(max(0.0, planned - time.monotonic()))
+            self.services.metrics.observe_schedule_lag(max(0.0, time.monotonic() - planned))
+            async with self.services.semaphore:
+                try:
+                    await self.sync_once()
+                except LeadershipLost:
+                    log.info("leadership lost: reconciler stops", namespace=self.target.namespace,
+                             name=self.target.name)
+                    return
+            jitter = self.services.jitter
+            planned += period * (1 + random.uniform(-jitter, jitter))
+            if planned < time.monotonic():  # overloaded: skip missed ticks instead of bursting
+                planned = time.monotonic()
+
+    async def sync_once(self, now: float | None = None) -> Decision | None:
+        started = time.monotonic()
+        now = time.time() if now is None else now
+        target, spec = self.target, self.spec
+        structlog.contextvars.bind_contextvars(namespace=target.namespace, name=target.name)
+        try:
+            state = self.state if self.state is not None else restore_state(self.last_status, now)
+            try:
+                scale = await self.services.scales.read(target)
+            except ScaleError as exc:
+                await self._scale_unreadable(state, str(exc), now)
+                self.services.metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started,
+                                                        "error", "FailedGetScale")
+                return None
+            hpa_reads = spec.hvpa is None or Source.HPA in spec.hvpa.sources
+            observation = await self._observe(scale, read_metrics=hpa_reads)
+            if hpa_reads:
+                decision = decide(spec, observation, state, self.services.settings, now)
+            else:
+                decision = hpa_off_decision(spec, scale.spec_replicas, state, now)
+            hvpa: HvpaDecision | None = None
+            if spec.hvpa is not None:
+                saved = (self.last_status or {}).get("hvpa") or {}
+                hvpa_state = self.hvpa_state or restore_hvpa_state(saved.get("state"))
+                hvpa = decide_hvpa(spec, HvpaObservation(
+                    scale.spec_replicas, observation.pods, vpa_observation(self.services.find_vpa(target)),
+                    template=self.services.template_of(target), clock=now), decision, hvpa_state, now)
+                decision = adopt_hvpa(decision, hvpa)
+            decision = await self._apply(decision, scale, now)
+            extra: dict[str, Any] = {}
+            if hvpa is not None:
+                self.hvpa_state = await self._apply_hvpa(hvpa, decision, hvpa_state)
+                extra["hvpa"] = hvpa_status(hvpa, self.hvpa_state)
+            await self._report(decision, now, extra)
+            self.state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
+                                     decision.last_scale_time)
+            self.last_decision = decision
+            self.syncs += 1
+            result = ("dry_run" if decision.scale and decision.applied is None else
+                      "scaled" if decision.applied else "error" if decision.error else "unchanged")
+            self.services.metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started,
+                                                    result, _error_reason(decision))
+            return decision
+        except (asyncio.CancelledError, LeadershipLost):
+            raise
+        except Exception:  # a bug must not kill the reconciler: report it and try again next tick
+            log.exception("sync failed unexpectedly")
+            self.services.metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started,
+                                                    "error", "InternalError")
+            return None
+        finally:
+            structlog.contextvars.unbind_contextvars("namespace", "name")
+
+    async def _observe(self, scale: Scale, *, read_metrics: bool = True) -> Observation:
+        target, spec = self.target, self.spec
+        problem: SelectorProblem | None = None
+        pods: list[PodRecord] = []
+        if scale.selector:
+            try:
+                self.selector = parse_label_selector(scale.selector)
+            except SelectorError as exc:
+                self.selector = None
+                problem = SelectorProblem("InvalidSelector", "couldn't convert selector into a corresponding "
+                                                             f"internal selector object: {exc}")
+            if self.selector is not None:
+                pods = self.services.select_pods(target.namespace, self.selector)
+                others = self.services.others_selecting(target, pods)
+                if others:
+                    problem = SelectorProblem(
+                        "AmbiguousSelector",
+                        f"pods by selector {scale.selector} are controlled by more than one HPA "
+                        f"(e.g. [{' '.join(others)}])")
+        readings: list[Any]
+        if (read_metrics and problem is None and scale.selector
+                and (scale.spec_replicas > 0 or spec.has_object_or_external_metric)):
+            readings = await self.services.read_metrics(TargetQuery(
+                namespace=target.namespace, name=target.name, scale_target=spec.scale_target_ref,
+                selector=scale.selector, pod_names=[p.name for p in pods], metrics=spec.metrics))
+        else:
+            readings = [MetricFailure("not read") for _ in spec.metrics]
+        return Observation(ScaleInfo(scale.spec_replicas, scale.status_replicas, scale.selector),
+                           [p.info for p in pods], readings, problem)
+
+    async def _apply(self, decision: Decision, scale: Scale, now: float) -> Decision:
+        if not decision.scale or self.services.dry_run:
+            return decision
+        if not self.services.may_write():
+            raise LeadershipLost  # never write without it
+        try:
+            await self.services.scales.write(self.target, decision.replicas, scale)
+        except ScaleError as exc:
+            return apply_scale_result(decision, self.spec, False, now, str(exc))
+        applied = apply_scale_result(decision, self.spec, True, now)
+        self.services.metrics.count_scale_event(self.target.namespace, self.target.name,
+                                                "up" if decision.replicas > decision.current_replicas else "down")
+        return applied
+
+    async def _apply_hvpa(self, hvpa: HvpaDecision, decision: Decision, before: HvpaState) -> HvpaState:
+        """Pin the VPA as HVPA decided; HVPA's state moves on only when everything was written."""
+        if decision.applied is False or self.services.dry_run:
+            return before
+        if hvpa.vpa_patch is not None:
+            name = str(((self.services.find_vpa(self.target) or {}).get("metadata") or {}).get("name") or "")
+            if not name or self.services.write_vpa is None:
+                return before
+            if not self.services.may_write():
+                raise LeadershipLost
+            try:
+                await self.services.write_vpa(self.target.namespace, name, hvpa.vpa_patch)
+            except KubeError as exc:
+                log.warning("could not pin the VPA", vpa=name, error=str(exc))
+                await self.services.record_event(self.involved, "Warning", "FailedUpdateVPA",
+                                                 f"could not pin VPA {name}: {exc}")
+                return before
+        return hvpa.state
+
+    async def _report(self, decision: Decision, now: float, extra: dict[str, Any] | None = None) -> None:
+        target = self.target
+        if not self.services.may_write():
+            raise LeadershipLost
+        for event in decision.events:
+            await self.services.record_event(self.involved, event.type, event.reason, event.message)
+        extra = dict(extra or {})
+        if self.services.dry_run:
+            extra["dryRun"] = True
+        document = status_document(decision, generation=target.generation, now=now, extra=extra)
+        if needs_write(self.last_status, document):
+            await self.services.write_status(target, document, self.last_status)
+            self.last_status = document
+        norm = decision.normalization
+        limited = None
+        if norm is not None:
+            limited = norm.limit_reason if norm.limited else (
+                norm.able_reason if norm.stabilized != norm.proposal else None)
+        log.info("decision", current_replicas=decision.current_replicas, proposal=decision.desired_replicas,
+                 replicas=decision.replicas, scaled=decision.scale, applied=decision.applied,
+                 reason=decision.rescale_reason or None, limited_by=limited, error=decision.error,
+                 dry_run=self.services.dry_run or None)
+        self.services.metrics.set_target(
+            target.namespace, target.name, decision.current_replicas, decision.desired_replicas, decision.replicas,
+            limited, [(o.spec.name, _current_value(o), _target_value(o)) for o in decision.metrics])
+
+    async def _scale_unreadable(self, state: TargetState, error: str, now: float) -> None:
+        """AbleToScale False / FailedGetScale: the status keeps everything else as it was."""
+        conditions = set_condition(state.conditions, c.ABLE_TO_SCALE, c.FALSE, "FailedGetScale",
+                                   c.MSG_FAILED_GET_SCALE.format(error), now)
+        self.state = replace(state, conditions=conditions)
+        log.warning("scale unreadable", error=error)
+        if not self.services.may_write():
+            return
+        await self.services.record_event(self.involved, "Warning", "FailedGetScale", error)
+        document = dict(self.last_status or {})
+        document["conditions"] = [condition_json(x, seconds_time) for x in conditions]
+        if self.target.generation is not None:
+            document["observedGeneration"] = self.target.generation
+        if needs_write(self.last_status, document):
+            await self.services.write_status(self.target, document, self.last_status)
+            self.last_status = document
+
+
+def first_delay(period: float, *, at_startup: bool) -> float:
+    """Targets present at start-up spread over one period; a new target syncs within a second."""
+    return random.uniform(0, period) if at_startup else random.uniform(0, min(1.0, period))
+
+
+def _error_reason(decision: Decision) -> str | None:
+    if decision.applied is False:
+        return "FailedUpdateScale"
+    if decision.error is None:
+        return None
+    for cond in decision.conditions:
+        if cond.type == c.SCALING_ACTIVE and cond.status == c.FALSE:
+            return cond.reason
+    return "InvalidMetrics"
+
+
+def _current_value(outcome: Any) -> float | None:
+    current = outcome.current
+    if current is None:
+        return None
+    if current.average_utilization is not None:
+        return float(current.average_utilization)
+    milli = current.average_value if current.average_value is not None else current.value
+    return milli / 1000 if milli is not None else None
+
+
+def _target_value(outcome: Any) -> float | None:
+    target = outcome.spec.target
+    if target.average_utilization is not None:
+        return float(target.average_utilization)
+    quantity = target.average_value or target.value
+    return quantity.as_float() if quantity is not None else None
+
+
+def invalid_status(target: Target, now: float, previous: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The status of a target whose spec is invalid: ScalingActive False / InvalidSpec with every error."""
+    conditions: tuple[Condition, ...] = restore_conditions((previous or {}).get("conditions"))
+    conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, "InvalidSpec",
+                               f"the target's spec is invalid: {error_text(target.errors)}", now)
+    document = dict(previous or {})
+    document["conditions"] = [condition_json(x, seconds_time) for x in conditions]
+    if target.generation is not None:
+        document["observedGeneration"] = target.generation
+    return document

@@ -1,0 +1,211 @@
+"""A target's status: written from a decision, read back into the state the next sync starts from.
+
+The status carries everything a restarted (or newly elected) service needs to decide exactly as the
+old one would have — the decision history included, which upstream keeps only in memory — and it is
+written only when something a reader or a restart needs has changed, never just because a sync ran.
+
+The history is kept compact without changing any decision. Stabilization only ever takes the highest or
+lowest recommendation inside a window, so for each replica count only the latest time it was
+recommended matters. The status therefore keeps one entry per count (the *closed* ones, whose times are
+exact) plus the count being recommended right now (*ongoing*): its end moves every sync, so it is not
+written each time; a restore treats it as recommended until the moment of the restore, which holds the
+windows at least as long as they would have held (never shorter).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from autoscaler.core.conditions import Condition
+from autoscaler.core.decision import Decision, TargetState
+from autoscaler.core.explain import explain_lines
+from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
+from autoscaler.core.status import condition_json, metric_status
+from autoscaler.kube.times import parse_rfc3339, rfc3339
+
+# Keep recommendations this long at least (the longest stabilization window allowed is 3600 s).
+MAX_WINDOW_SECONDS = 3600.0
+
+
+def seconds_time(value: float) -> str:
+    """Condition times (``metav1.Time``) have whole-second precision."""
+    return rfc3339(math.floor(value))
+
+
+@dataclass(frozen=True, slots=True)
+class CompactHistory:
+    closed: tuple[Recommendation, ...]   # one per replica count: the latest time it was recommended
+    ongoing: int | None                  # the count recommended at the last sync
+    ongoing_at: float | None
+    scale_up_events: tuple[ScaleEvent, ...]
+    scale_down_events: tuple[ScaleEvent, ...]
+
+
+def compact_history(history: DecisionHistory, now: float, retention: float = MAX_WINDOW_SECONDS) -> CompactHistory:
+    """The decision-relevant content of ``history`` (see the module docstring)."""
+    cutoff = now - retention
+    latest = max(history.recommendations, key=lambda r: r.at, default=None)
+    by_count: dict[int, float] = {}
+    for rec in history.recommendations:
+        if rec.at >= cutoff and (latest is None or rec.replicas != latest.replicas):
+            by_count[rec.replicas] = max(rec.at, by_count.get(rec.replicas, rec.at))
+    closed = tuple(sorted((Recommendation(r, at) for r, at in by_count.items()), key=lambda r: (r.at, r.replicas)))
+    return CompactHistory(
+        closed=closed,
+        ongoing=latest.replicas if latest is not None else None,
+        ongoing_at=latest.at if latest is not None else None,
+        scale_up_events=tuple(e for e in history.scale_up_events if e.at >= now - 1800),
+        scale_down_events=tuple(e for e in history.scale_down_events if e.at >= now - 1800),
+    )
+
+
+def history_document(compact: CompactHistory) -> dict[str, Any]:
+    recs: list[dict[str, Any]] = [{"replicas": r.replicas, "at": rfc3339(r.at, fraction=True)} for r in compact.closed]
+    if compact.ongoing is not None and compact.ongoing_at is not None:
+        recs.append({"replicas": compact.ongoing, "at": rfc3339(compact.ongoing_at, fraction=True), "ongoing": True})
+
+    def events(items: tuple[ScaleEvent, ...]) -> list[dict[str, Any]]:
+        return [{"change": e.change, "at": rfc3339(e.at, fraction=True), **({"outdated": True} if e.outdated else {})}
+                for e in items]
+
+    return {"recommendations": recs, "scaleUpEvents": events(compact.scale_up_events),
+            "scaleDownEvents": events(compact.scale_down_events)}
+
+
+def restore_history(document: object, now: float) -> DecisionHistory | None:
+    """The history a sync starts from after a restart; None when the status has none (a new target)."""
+    if not isinstance(document, Mapping):
+        return None
+    recs: list[Recommendation] = []
+    for item in _list(document.get("recommendations")):
+        replicas, at = item.get("replicas"), parse_rfc3339(item.get("at"))
+        if isinstance(replicas, int) and at is not None:
+            # The ongoing count was still being recommended when the status was written: hold it until now.
+            recs.append(Recommendation(replicas, max(now, at) if item.get("ongoing") else at))
+    return DecisionHistory(tuple(recs), _events(document.get("scaleUpEvents")),
+                           _events(document.get("scaleDownEvents")))
+
+
+def _list(value: object) -> list[Mapping[str, Any]]:
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
+def _events(value: object) -> tuple[ScaleEvent, ...]:
+    out = []
+    for item in _list(value):
+        change, at = item.get("change"), parse_rfc3339(item.get("at"))
+        if isinstance(change, int) and at is not None:
+            out.append(ScaleEvent(change, at, bool(item.get("outdated", False))))
+    return tuple(out)
+
+
+def restore_conditions(value: object) -> tuple[Condition, ...]:
+    out = []
+    for item in _list(value):
+        type_, status = item.get("type"), item.get("status")
+        if isinstance(type_, str) and isinstance(status, str):
+            out.append(Condition(type_, status, str(item.get("reason", "")), str(item.get("message", "")),
+                                 parse_rfc3339(item.get("lastTransitionTime"))))
+    return tuple(out)
+
+
+def restore_state(status: object, now: float) -> TargetState:
+    """What the next sync starts from, read from the target's status."""
+    if not isinstance(status, Mapping):
+        return TargetState()
+    desired = status.get("desiredReplicas")
+    return TargetState(
+        history=restore_history(status.get("history"), now),
+        conditions=restore_conditions(status.get("conditions")),
+        desired_replicas=desired if isinstance(desired, int) else None,
+        last_scale_time=parse_rfc3339(status.get("lastScaleTime")),
+    )
+
+
+def status_document(decision: Decision, *, generation: int | None, now: float,
+                    retention: float = MAX_WINDOW_SECONDS, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The status subresource's content after ``decision``."""
+    doc: dict[str, Any] = {
+        "currentReplicas": decision.current_replicas,
+        "desiredReplicas": decision.status_desired_replicas,
+        "currentMetrics": [metric_status(o) for o in decision.metrics if not o.skipped],
+        "conditions": [condition_json(c, seconds_time) for c in decision.conditions],
+        "history": history_document(compact_history(decision.history, now, retention)),
+        "lastDecision": last_decision_document(decision, now),
+    }
+    if generation is not None:
+        doc["observedGeneration"] = generation
+    if decision.last_scale_time is not None:
+        doc["lastScaleTime"] = seconds_time(decision.last_scale_time)
+    if extra:
+        doc.update(extra)
+    return doc
+
+
+def last_decision_document(decision: Decision, now: float) -> dict[str, Any]:
+    norm = decision.normalization
+    limited_by = None
+    if norm is not None:
+        limited_by = norm.limit_reason if norm.limited else (
+            norm.able_reason if norm.stabilized != norm.proposal else None)
+    return {
+        "time": rfc3339(now),
+        "currentReplicas": decision.current_replicas,
+        "proposal": decision.desired_replicas,
+        "replicas": decision.replicas,
+        "scaled": decision.scale,
+        "reason": decision.rescale_reason or None,
+        "limitedBy": limited_by,
+        "error": decision.error,
+        "explanation": explain_lines(decision, now),
+    }
+
+
+def significant(status: Mapping[str, Any] | None) -> Any:
+    """The part of a status whose change is worth a write: what a reader acts on and what a restart
+    needs. Metric values, the explanation and the ongoing count's moving end are left out, so a steady
+    sync writes nothing."""
+    if not status:
+        return None
+    history = status.get("history") or {}
+    recs = [(r.get("replicas"), r.get("at") if not r.get("ongoing") else "ongoing")
+            for r in _list(history.get("recommendations"))]
+    decision = status.get("lastDecision") or {}
+    return (
+        status.get("observedGeneration"), status.get("currentReplicas"), status.get("desiredReplicas"),
+        status.get("lastScaleTime"),
+        tuple((c.get("type"), c.get("status"), c.get("reason"), c.get("message"), c.get("lastTransitionTime"))
+              for c in _list(status.get("conditions"))),
+        tuple(recs),
+        _freeze(history.get("scaleUpEvents")), _freeze(history.get("scaleDownEvents")),
+        decision.get("limitedBy"), decision.get("error"),
+        _freeze({k: v for k, v in status.items()
+                 if k not in {"observedGeneration", "currentReplicas", "desiredReplicas", "lastScaleTime",
+                              "conditions", "history", "lastDecision", "currentMetrics"}}),
+    )
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def needs_write(previous: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
+    """Whether ``new`` differs from ``previous`` in anything significant. A recommendation that merely
+    aged out of the retention window is not worth a write: the next restore would drop it anyway."""
+    old, fresh = significant(previous), significant(new)
+    if old is None or fresh is None:
+        return bool(old != fresh)
+    recs_index = 5
+    if bool(old[:recs_index] + old[recs_index + 1:] != fresh[:recs_index] + fresh[recs_index + 1:]):
+        return True
+    old_recs, new_recs = set(old[recs_index]), set(fresh[recs_index])
+    old_ongoing = [r for r in old_recs if r[1] == "ongoing"]
+    new_ongoing = [r for r in new_recs if r[1] == "ongoing"]
+    return old_ongoing != new_ongoing or not new_recs <= old_recs

@@ -1,0 +1,301 @@
+"""The manager and its reconcilers against the Kubernetes API emulator, driven through the real
+kubernetes-asyncio client, with a metrics source the test controls."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from autoscaler.core.settings import ControllerSettings
+from autoscaler.emulator import KubeEmulator
+from autoscaler.emulator.controllers import PodLifecycle, WorkloadController
+from autoscaler.kube.api import KubeApi
+from autoscaler.service.manager import Manager
+from autoscaler.service.targets import load_targets_file, target_from_object
+from tests.service.cluster import (
+    CRD,
+    FakeMetrics,
+    condition,
+    deployment,
+    eventually,
+    queue_metric,
+    replicas_of,
+    status_of,
+    target,
+)
+
+PERIOD = 0.3
+
+
+@pytest.fixture
+async def emu() -> AsyncIterator[KubeEmulator]:
+    async with KubeEmulator(bookmark_interval=0.5, controllers=[WorkloadController(PodLifecycle())]) as emulator:
+        emulator.install_crd(CRD)
+        yield emulator
+
+
+def make_manager(emu: KubeEmulator, api: Any, metrics: FakeMetrics, **kwargs: Any) -> Manager:
+    options: dict[str, Any] = {"settings": ControllerSettings(downscale_stabilization_window=1.0),
+                               "period": PERIOD, "jitter": 0.0, "batch_window": 0.05}
+    options.update(kwargs)
+    return Manager(KubeApi(api), metrics.read_many, **options)
+
+
+FAST_BEHAVIOR = {"scaleDown": {"stabilizationWindowSeconds": 0}}
+
+
+async def test_scales_a_deployment_and_reports(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
+    metrics = FakeMetrics()
+    metrics.set("queue", 60)  # 60 / 10 per pod -> 6 replicas
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            # default scale-up policy: max(+4 pods, +100 %) per 15 s -> 2 -> 6
+            await eventually(lambda: replicas_of(emu, "web") == 6, what="scale-up to 6")
+            await eventually(lambda: status_of(emu, "web").get("currentReplicas") == 6, what="status")
+            status = status_of(emu, "web")
+            assert condition(status, "ScalingActive")["reason"] == "ValidMetricFound"  # type: ignore[index]
+            assert status["history"]["scaleUpEvents"][0]["change"] == 4
+            assert status["lastDecision"]["explanation"]
+            events = emu.events("default", involved_name="web", reason="SuccessfulRescale")
+            assert events and events[0]["message"].startswith("New size: 6; reason: external metric queue")
+            # the load falls: down to 1 (min)
+            metrics.set("queue", 5)
+            await eventually(lambda: replicas_of(emu, "web") == 1, what="scale-down")
+        finally:
+            await manager.stop()
+
+
+async def test_a_failed_metric_never_scales_down(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 4))
+    emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
+    metrics = FakeMetrics()
+    metrics.set("queue", None)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: (condition(status_of(emu, "web"), "ScalingActive") or {}).get("reason")
+                             == "FailedGetExternalMetric", what="ScalingActive False")
+            reads = metrics.reads
+            await eventually(lambda: metrics.reads >= reads + 3, what="more syncs")
+            assert replicas_of(emu, "web") == 4
+            status = status_of(emu, "web")
+            assert condition(status, "ScalingActive")["status"] == "False"  # type: ignore[index]
+            assert emu.events("default", involved_name="web", reason="FailedGetExternalMetric")
+            # Prometheus comes back: the target recovers by itself
+            metrics.set("queue", 40)
+            await eventually(lambda: (condition(status_of(emu, "web"), "ScalingActive") or {}).get("status")
+                             == "True", what="recovery")
+        finally:
+            await manager.stop()
+
+
+async def test_invalid_target_is_reported_and_others_go_on(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    emu.create(deployment("api", 2))
+    bad = target("broken", "api")
+    bad["spec"]["behavior"] = {"scaleUp": {"polices": []}}
+    bad["spec"]["maxReplicas"] = 0
+    emu.create(bad)
+    emu.create(target("web", "web"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: replicas_of(emu, "web") == 4, what="the valid target scales")
+            await eventually(lambda: condition(status_of(emu, "broken"), "ScalingActive") is not None,
+                             what="the invalid target's condition")
+            active = condition(status_of(emu, "broken"), "ScalingActive")
+            assert active is not None and (active["status"], active["reason"]) == ("False", "InvalidSpec")
+            assert "spec.maxReplicas: must be greater than 0" in active["message"]
+            assert 'spec.behavior.scaleUp.polices: unknown field (did you mean "policies"?)' in active["message"]
+            assert emu.events("default", involved_name="broken", reason="InvalidSpec")
+            assert replicas_of(emu, "api") == 2
+            # fixing it starts its reconciler
+            emu.patch("scalingtargets.autoscaler.dev", "broken",
+                      {"spec": {"maxReplicas": 10, "behavior": None}})
+            await eventually(lambda: replicas_of(emu, "api") == 4, what="the fixed target scales")
+        finally:
+            await manager.stop()
+
+
+async def test_targets_come_and_go_within_a_second(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics, period=30.0)  # ticks far apart: only the start counts
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            emu.create(target("web", "web"))
+            await eventually(lambda: replicas_of(emu, "web") == 4, timeout=1.5, what="first sync within a second")
+            emu.delete("scalingtargets.autoscaler.dev", "web")
+            await eventually(lambda: not manager.running, timeout=1.0, what="reconciler stopped")
+        finally:
+            await manager.stop()
+
+
+async def test_steady_state_makes_no_list_calls_and_no_writes(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 4))
+    emu.create(target("web", "web"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)  # exactly 4 × 10: within tolerance
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: status_of(emu, "web").get("currentReplicas") == 4, what="first status")
+            counts = dict(emu.requests.counts())
+            reads = metrics.reads
+            await eventually(lambda: metrics.reads >= reads + 5, what="five more syncs")
+            after = dict(emu.requests.counts())
+            new = {k: after.get(k, 0) - counts.get(k, 0) for k in after if after.get(k, 0) != counts.get(k, 0)}
+            assert not any(str(k).startswith(("list", "patch", "create", "update", "post", "put")) for k in new), new
+        finally:
+            await manager.stop()
+
+
+async def test_conflicting_writes_are_retried_on_fresh_state(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    emu.create(target("web", "web"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    emu.faults.conflicts(2, verb="patch", resource="deployments/scale")
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: replicas_of(emu, "web") == 4, what="scale despite conflicts")
+            await eventually(lambda: (condition(status_of(emu, "web"), "AbleToScale") or {}).get("reason")
+                             == "SucceededRescale", what="SucceededRescale")
+            assert emu.requests.count("patch", "deployments/scale") == 3  # two conflicts, then success
+        finally:
+            await manager.stop()
+
+
+async def test_write_failures_become_conditions_and_events(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    emu.create(target("web", "web"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    emu.faults.error(500, verb="patch", resource="deployments/scale", times=1000)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: (condition(status_of(emu, "web"), "AbleToScale") or {}).get("reason")
+                             == "FailedUpdateScale", what="FailedUpdateScale")
+            assert emu.events("default", involved_name="web", reason="FailedRescale")
+            assert replicas_of(emu, "web") == 2
+            assert manager.running  # the reconciler goes on
+        finally:
+            await manager.stop()
+
+
+async def test_dry_run_writes_nothing_to_the_workload(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    emu.create(target("web", "web"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics, dry_run=True)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: status_of(emu, "web").get("desiredReplicas") == 4, what="dry-run status")
+            assert status_of(emu, "web")["dryRun"] is True
+            assert replicas_of(emu, "web") == 2
+            assert emu.requests.count("patch", "deployments/scale") == 0
+        finally:
+            await manager.stop()
+
+
+async def test_restart_keeps_the_stabilization_window(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    emu.create(target("web", "web", behavior={
+        "scaleUp": {"policies": [{"type": "Percent", "value": 1000, "periodSeconds": 1}]},
+        "scaleDown": {"stabilizationWindowSeconds": 4}}))
+    metrics = FakeMetrics()
+    metrics.set("queue", 80)
+    async with emu.api_client() as api:
+        first = make_manager(emu, api, metrics)
+        await first.start_caches()
+        await first.activate()
+        await eventually(lambda: replicas_of(emu, "web") == 8, what="scale-up")
+        metrics.set("queue", 10)
+        await eventually(lambda: first.running[("default", "web")].reconciler.syncs >= 3, what="a few more syncs")
+        await first.stop()
+        # a new process: the 4 s window still holds the recommendation of 8
+        second = make_manager(emu, api, metrics)
+        await second.start_caches()
+        await second.activate()
+        try:
+            await eventually(lambda: second.running[("default", "web")].reconciler.syncs >= 2, what="syncs")
+            assert replicas_of(emu, "web") == 8
+            await eventually(lambda: replicas_of(emu, "web") == 1, timeout=8, what="scale-down after the window")
+        finally:
+            await second.stop()
+
+
+async def test_ambiguous_selector(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    emu.create(target("one", "web"))
+    emu.create(target("two", "web"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 20)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: (condition(status_of(emu, "two"), "ScalingActive") or {}).get("reason")
+                             == "AmbiguousSelector" or (condition(status_of(emu, "one"), "ScalingActive") or {}
+                                                        ).get("reason") == "AmbiguousSelector", what="ambiguity")
+        finally:
+            await manager.stop()
+
+
+async def test_standalone_targets_from_a_file(emu: KubeEmulator, tmp_path: Any) -> None:
+    import yaml
+
+    emu.create(deployment("web", 2))
+    path = tmp_path / "targets.yaml"
+    path.write_text(yaml.safe_dump_all([target("web", "web")]))
+    targets = load_targets_file(str(path))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics, static_targets=targets)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: replicas_of(emu, "web") == 4, what="standalone scale")
+            await eventually(lambda: ("default", "web") in manager.target_documents(), what="in-memory status")
+            assert manager.target_documents()[("default", "web")]["currentReplicas"] in (2, 4)
+            assert emu.events("default", involved_name="web", involved_kind="Deployment", reason="SuccessfulRescale")
+        finally:
+            await manager.stop()
+
+
+def test_target_objects_parse_with_errors_kept() -> None:
+    parsed = target_from_object(target("web", "web", metrics=[queue_metric()]))
+    assert parsed.valid and parsed.spec is not None
+    broken = target("x", "web")
+    broken["spec"]["maxReplicas"] = "ten"
+    bad = target_from_object(broken)
+    assert not bad.valid and [str(e) for e in bad.errors] == ["spec.maxReplicas: must be an integer, not string"]

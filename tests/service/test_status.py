@@ -1,0 +1,142 @@
+"""The status round trip: a restore decides exactly as the process that wrote the status would have,
+and a steady sync writes nothing."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autoscaler.core.decision import TargetState, apply_scale_result, decide
+from autoscaler.core.history import DecisionHistory, Recommendation
+from autoscaler.core.observation import ExternalReading, Observation, ScaleInfo
+from autoscaler.core.quantity import Quantity
+from autoscaler.core.settings import ControllerSettings
+from autoscaler.core.spec import (
+    DEFAULT_SCALE_DOWN_RULES,
+    DEFAULT_SCALE_UP_RULES,
+    Behavior,
+    CrossVersionObjectReference,
+    MetricSourceType,
+    MetricSpec,
+    MetricTarget,
+    MetricTargetType,
+    PolicyType,
+    ScalingPolicy,
+    ScalingRules,
+    SelectPolicy,
+    TargetSpec,
+)
+from autoscaler.service.status import compact_history, needs_write, restore_history, restore_state, status_document
+
+T0 = 1_800_000_000.0
+QUEUE = MetricSpec(MetricSourceType.EXTERNAL, "q", MetricTarget(MetricTargetType.AVERAGE_VALUE,
+                                                               average_value=Quantity.parse("10")))
+SETTINGS = ControllerSettings()
+
+
+def spec_with(behavior: Behavior | None) -> TargetSpec:
+    return TargetSpec(CrossVersionObjectReference("Deployment", "web"), 100, 1, (QUEUE,), behavior)
+
+
+def observe(replicas: int, load: int, now: float) -> Observation:
+    return Observation(ScaleInfo(replicas, replicas, "app=web"), [], (ExternalReading((load * 1000,), now),))
+
+
+behaviors = st.one_of(
+    st.none(),
+    st.just(Behavior(DEFAULT_SCALE_UP_RULES, DEFAULT_SCALE_DOWN_RULES)),
+    st.builds(lambda up, down: Behavior(
+        ScalingRules(up, SelectPolicy.MAX, (ScalingPolicy(PolicyType.PODS, 2, 60),)),
+        ScalingRules(down, SelectPolicy.MAX, (ScalingPolicy(PolicyType.PERCENT, 50, 120),))),
+        st.sampled_from([0, 60, 300]), st.sampled_from([0, 120, 600])),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(behavior=behaviors, loads=st.lists(st.integers(0, 600), min_size=2, max_size=30),
+       gaps=st.lists(st.sampled_from([15, 15, 30, 60, 200]), min_size=30, max_size=30),
+       restart_at=st.integers(0, 28))
+def test_a_restore_decides_exactly_as_the_writer_would_have(behavior: Behavior | None, loads: list[int],
+                                                              gaps: list[int], restart_at: int) -> None:
+    spec = spec_with(behavior)
+    state, replicas, now = TargetState(), 5, T0
+    restored: TargetState | None = None
+    restored_replicas = replicas
+    for step, (load, gap) in enumerate(zip(loads, gaps, strict=False)):
+        now += gap
+        decision = decide(spec, observe(replicas, load, now), state, SETTINGS, now)
+        if decision.scale:
+            decision = apply_scale_result(decision, spec, True, now)
+        if restored is not None:
+            other = decide(spec, observe(restored_replicas, load, now), restored, SETTINGS, now)
+            if other.scale:
+                other = apply_scale_result(other, spec, True, now)
+            assert (other.replicas, other.scale) == (decision.replicas, decision.scale)
+            restored = TargetState(other.history, other.conditions, other.status_desired_replicas,
+                                   other.last_scale_time)
+            restored_replicas = other.replicas
+        state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
+                            decision.last_scale_time)
+        replicas = decision.replicas
+        if step == restart_at:
+            # The process writes its status and dies; a new one reads it back at the same moment.
+            document = status_document(decision, generation=1, now=now)
+            restored = restore_state(document, now)
+            restored_replicas = replicas
+
+
+def test_the_ongoing_count_is_held_until_the_restore() -> None:
+    history = DecisionHistory((Recommendation(9, T0), Recommendation(4, T0 + 30), Recommendation(6, T0 + 60)))
+    document = status_document_history(history, T0 + 60)
+    later = restore_history(document, T0 + 500)
+    assert later is not None
+    assert sorted((r.replicas, r.at) for r in later.recommendations) == [(4, T0 + 30), (6, T0 + 500), (9, T0)]
+
+
+def status_document_history(history: DecisionHistory, now: float) -> dict[str, object]:
+    from autoscaler.service.status import history_document
+
+    return history_document(compact_history(history, now))
+
+
+def test_compaction_keeps_one_entry_per_count() -> None:
+    recs = tuple(Recommendation(5 if i % 3 else 6, T0 + 15 * i) for i in range(200))
+    compact = compact_history(DecisionHistory(recs), T0 + 15 * 199)
+    assert compact.ongoing == 5
+    assert [(r.replicas, r.at) for r in compact.closed] == [(6, T0 + 15 * 198)]
+    # recommendations older than the longest possible window are dropped
+    old = compact_history(DecisionHistory((Recommendation(7, T0), Recommendation(5, T0 + 4000))), T0 + 4000)
+    assert old.closed == ()
+
+
+def test_a_steady_sync_writes_nothing_and_a_change_does() -> None:
+    spec = spec_with(Behavior(DEFAULT_SCALE_UP_RULES, DEFAULT_SCALE_DOWN_RULES))
+    state, now = TargetState(history=DecisionHistory()), T0
+    documents = []
+    for load in (50, 51, 49, 50, 50, 52, 48):          # within tolerance around 5 replicas
+        now += 15
+        decision = decide(spec, observe(5, load, now), state, SETTINGS, now)
+        state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas)
+        documents.append(status_document(decision, generation=1, now=now))
+    writes = [needs_write(a, b) for a, b in itertools.pairwise(documents)]
+    assert writes == [False] * len(writes)
+    now += 15
+    decision = decide(spec, observe(5, 200, now), state, SETTINGS, now)
+    assert needs_write(documents[-1], status_document(decision, generation=1, now=now))
+    # a spec change (new generation) is worth a write too
+    assert needs_write(documents[-1], {**documents[-1], "observedGeneration": 2})
+
+
+def test_conditions_and_times_survive_the_round_trip() -> None:
+    spec = spec_with(None)
+    decision = apply_scale_result(decide(spec, observe(2, 100, T0), TargetState(), SETTINGS, T0), spec, True, T0)
+    document = status_document(decision, generation=3, now=T0)
+    assert document["lastScaleTime"] == "2027-01-15T08:00:00Z"
+    assert document["observedGeneration"] == 3
+    state = restore_state(document, T0 + 10)
+    assert [(c.type, c.status, c.reason, c.last_transition_time) for c in state.conditions] == [
+        (c.type, c.status, c.reason, c.last_transition_time) for c in decision.conditions]
+    assert state.desired_replicas == decision.status_desired_replicas
+    assert restore_state(None, T0) == TargetState()
