@@ -7,6 +7,7 @@ check what a plot holds without looking at pixels.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator
 
 from autoscaler.plot.series import OTHER_REASON_COLOR, REASON_COLORS, PlotData, Series, finite, held, runs_of
 
@@ -41,8 +42,13 @@ def write_png(data: PlotData, path: str) -> None:
         ax.grid(True, alpha=0.3)
         if title == "replicas":
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+
+    blocked = sorted({s.reason or "" for s in data.series if s.kind == "blocked"})
     for series in data.series:
-        _draw(data, by_panel[series.panel], series, many)
+        _draw(data, by_panel[series.panel], series, many, blocked)
+    for (_, unit), ax in zip(data.panels, axes, strict=True):
+        if unit == "bytes":
+            _binary_ticks(ax)
     if many and "replicas" in by_panel:
         # Name each run's strip of limiting reasons at its left end.
         limited_runs = {s.run for s in data.series if s.kind == "limit"}
@@ -67,10 +73,23 @@ def write_png(data: PlotData, path: str) -> None:
     figure.savefig(path, format="png", dpi=100, metadata=metadata)
 
 
-def _draw(data: PlotData, ax: Any, series: Series, many: bool) -> None:
+BLOCKED_COLORS = ("#d62728", "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f")
+_BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10), ("", 1))
+
+
+def _binary_ticks(ax: Any) -> None:
+    """Memory on a binary scale, as Kubernetes writes it: ticks at 0, 4Gi, 8Gi… rather than 4.65661Gi."""
+    top = max(abs(v) for v in ax.get_ylim())
+    name, size = next(((n, s) for n, s in _BINARY if top >= s), _BINARY[-1])
+    step = 2.0 ** math.ceil(math.log2(max(top / size / 8, 2.0 ** -10)))
+    ax.yaxis.set_major_locator(MultipleLocator(step * size))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value / size:g}{name}" if value else "0"))
+
+
+def _draw(data: PlotData, ax: Any, series: Series, many: bool, blocked: list[str]) -> None:
     color = RUN_COLORS[series.run % len(RUN_COLORS)]
     if series.kind in ("limit", "failed", "blocked"):
-        _band(data, ax, series, many)
+        _band(data, ax, series, many, blocked)
         return
     if series.kind in ("target", "bound"):
         x, y = _x(data, [series.x[0], data.end or series.x[-1]]) if series.x else [], finite(series.y)
@@ -89,13 +108,14 @@ def _draw(data: PlotData, ax: Any, series: Series, many: bool) -> None:
                 linestyle="-" if series.run == 0 else (0, (4, 2)), label=series.name)
 
 
-def _band(data: PlotData, ax: Any, series: Series, many: bool) -> None:
+def _band(data: PlotData, ax: Any, series: Series, many: bool, blocked: list[str]) -> None:
     """Shade the time each step of ``series`` holds: the whole height for one run, a strip per run
     along the bottom when runs are compared (so both stay visible). One artist for all spans."""
     if series.kind == "limit":
         color = REASON_COLORS.get(series.reason or "", OTHER_REASON_COLOR)
     else:
-        color = "#d62728" if series.kind == "blocked" else "#7f7f7f"
+        color = (BLOCKED_COLORS[blocked.index(series.reason or "") % len(BLOCKED_COLORS)]
+                 if series.kind == "blocked" else "#7f7f7f")
     low, high = (series.run * STRIP, (series.run + 1) * STRIP) if many and series.kind == "limit" else (0.0, 1.0)
     xs: list[float] = []
     tops: list[float] = []

@@ -193,6 +193,17 @@ def plot_data(runs: Sequence[PlotRun], title: str, *, absolute_times: bool) -> P
         _replicas(data, index, prefix, x, records, run.spec, [r.spec for r in runs])
         if resources:
             _requests(data, index, prefix, x, records)
+    return _without_empty_panels(data)
+
+
+def _without_empty_panels(data: PlotData) -> PlotData:
+    """Drop a metric's panel when no run has a value or a failure for it (e.g. an HVPA target whose
+    horizontal decisions come from HVPA alone never reads its metrics)."""
+    metric_panels = {title for title, _ in data.panels[:-1]} - {REPLICAS_PANEL}
+    used = {s.panel for s in data.series if s.kind in ("line", "failed") and any(v is not None for v in s.y)}
+    empty = {panel for panel in metric_panels if panel not in used and not panel.startswith("HVPA ")}
+    data.panels = [p for p in data.panels if p[0] not in empty]
+    data.series = [s for s in data.series if s.panel not in empty]
     return data
 
 
@@ -234,9 +245,10 @@ def _replicas(data: PlotData, index: int, prefix: str, x: list[float], records: 
         y = [replicas[i] if r.get("limitedBy") == reason else None for i, r in enumerate(records)]
         data.series.append(Series(f"{prefix}limited: {reason}", panel, x, y, "limit", index, reason))
     blocked = [_blocked(r["hvpa"]) if isinstance(r.get("hvpa"), Mapping) else None for r in records]
-    if any(blocked):
-        data.series.append(Series(f"{prefix}HVPA blocked", panel, x,
-                                  [replicas[i] if b else None for i, b in enumerate(blocked)], "blocked", index))
+    for reason in sorted({b for b in blocked if b}):
+        data.series.append(Series(f"{prefix}HVPA blocked: {reason}", panel, x,
+                                  [replicas[i] if b == reason else None for i, b in enumerate(blocked)], "blocked",
+                                  index, reason))
 
 
 def _requests(data: PlotData, index: int, prefix: str, x: list[float], records: Sequence[Mapping[str, Any]]) -> None:

@@ -80,12 +80,29 @@ def test_hvpa_requests_get_their_panels(tmp_path: Path) -> None:
     png, html = tmp_path / "h.png", tmp_path / "h.html"
     write_plots([str(png), str(html)], data)
     names = {s["name"] for s in png_series(png)}
-    assert {"app cpu request", "app memory request", "HVPA desired replicas", "HVPA blocked",
+    assert {"app cpu request", "app memory request", "HVPA desired replicas", "HVPA blocked: maintenance window",
             "limited: ScaleUpLimit", "memory (average value)", "memory target 1Gi"} <= names
     series = {s["name"]: s for s in html_data(html)["series"]}
     assert series["app cpu request"]["y"] == [0.25, 0.5, 0.5]
     assert series["app memory request"]["y"] == [512 * 2**20, 2**30, 2**30]
     assert series["HVPA desired replicas"]["y"] == [3, 3, 4]
-    assert series["HVPA blocked"]["y"] == [None, None, 3]
+    assert series["HVPA blocked: maintenance window"]["y"] == [None, None, 3]
     assert series["memory (average value)"]["y"] == [900 * 2**20] * 3
     assert series["memory target 1Gi"]["y"] == [2**30, 2**30]
+
+
+def test_simulate_plots_a_shipped_hvpa_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = ROOT / "config" / "scenarios" / "hvpa-rise-and-fall.yaml"
+    html, png = tmp_path / "h.html", tmp_path / "h.png"
+    assert main(["simulate", str(scenario), "-o", "json", "--plot", str(html), "--plot", str(png)]) == 0
+    steps = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    data = html_data(html)
+    # Its metrics are never read (HVPA alone decides), so they get no panel.
+    assert data["panels"] == ["replicas", "HVPA cpu requests per pod", "HVPA memory requests per pod"]
+    series = {s["name"]: s for s in data["series"]}
+    assert series["main cpu request"]["y"][0] == pytest.approx(float(steps[0]["hvpa"]["requests"]["main"]["cpu"]
+                                                                     .removesuffix("m")) / 1000)
+    assert series["HVPA desired replicas"]["y"] == [s["hvpa"]["desiredReplicas"] for s in steps]
+    reasons = {s["hvpa"]["blocked"] for s in steps if s["hvpa"]["blocked"]}
+    assert {name for name in series if name.startswith("HVPA blocked: ")} == {f"HVPA blocked: {r}" for r in reasons}
+    assert {s["name"] for s in png_series(png)} == set(series)
