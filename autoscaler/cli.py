@@ -6,7 +6,9 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
+from autoscaler.backtest.arguments import add_parser as add_backtest_parser
 from autoscaler.core.fields import SpecError
 from autoscaler.files import load_yaml_file
 
@@ -21,10 +23,16 @@ def _print_errors(source: str, error: SpecError) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from autoscaler.plot.output import PlotError, check_outputs
     from autoscaler.simulate.output import render_table, step_json
     from autoscaler.simulate.runner import run_scenario
     from autoscaler.simulate.scenario import parse_scenario
 
+    try:
+        check_outputs(args.plot)  # before any work: a missing plot library is said up front
+    except PlotError as exc:
+        print(f"autoscaler simulate: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     try:
         scenario = parse_scenario(load_yaml_file(args.scenario))
     except SpecError as exc:
@@ -39,7 +47,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             print(json.dumps(step_json(result), sort_keys=False))
     else:
         print(render_table(results, explain=args.explain))
+    if args.plot:
+        _plot_simulation(args.scenario, scenario.spec, [step_json(r) for r in results], args.plot)
     return 0
+
+
+def _plot_simulation(source: str, spec: Any, steps: list[dict[str, Any]], paths: list[str]) -> None:
+    from autoscaler.plot.output import write_plots
+    from autoscaler.plot.records import slim
+    from autoscaler.plot.series import PlotRun, plot_data
+
+    data = plot_data([PlotRun(source, [slim(step) for step in steps], spec)], f"Simulation of {source}",
+                     absolute_times=False)
+    write_plots(paths, data)
+    for path in paths:
+        print(f"wrote {path}", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--output", "-o", choices=("table", "json"), default="table",
                           help="table (default) or json: one JSON object per step")
     simulate.add_argument("--explain", action="store_true", help="print each decision's explanation under its row")
+    simulate.add_argument("--plot", action="append", default=[], metavar="FILE",
+                          help="write a plot: FILE.png and/or FILE.html (repeatable; needs the plot extra)")
     simulate.set_defaults(func=cmd_simulate)
+    add_backtest_parser(sub)
     return parser
 
 

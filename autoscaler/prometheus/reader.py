@@ -24,6 +24,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from autoscaler.core.observation import (
     DEFAULT_SAMPLE_WINDOW,
@@ -33,7 +34,6 @@ from autoscaler.core.observation import (
     ResourceReading,
 )
 from autoscaler.core.spec import CrossVersionObjectReference, MetricSourceType, MetricSpec
-from autoscaler.prometheus.client import PrometheusClient
 from autoscaler.prometheus.errors import PrometheusBadQuery, PrometheusError
 from autoscaler.prometheus.extract import (
     LabelNames,
@@ -50,7 +50,7 @@ from autoscaler.prometheus.promql import (
     selector_matchers,
     string_literal,
 )
-from autoscaler.prometheus.results import Series
+from autoscaler.prometheus.results import InstantResult, Series
 from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.prometheus.templates import (
     CPU_TEMPLATE,
@@ -63,6 +63,23 @@ from autoscaler.prometheus.templates import (
 log = logging.getLogger(__name__)
 
 _QUERY_IN_MESSAGE_LIMIT = 300
+
+
+class InstantQuerier(Protocol):
+    """What the reader needs from a client: :class:`PrometheusClient`, or a stand-in that answers
+    from data fetched beforehand (``autoscaler backtest`` answers from range queries)."""
+
+    async def query(self, promql: str, at: float) -> InstantResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedQuery:
+    """The query one metric of a target is read with: ``text`` (None when the metric cannot be
+    planned; ``problem`` says why) and whether it is a per-pod metric's query."""
+
+    text: str | None
+    per_pod: bool
+    problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,7 +124,8 @@ class _Skip(Exception):
 
 
 class MetricsReader:
-    def __init__(self, client: PrometheusClient, settings: PrometheusSettings, *, batch: bool = True) -> None:
+    def __init__(self, client: InstantQuerier, settings: PrometheusSettings, *,
+                 batch: bool = True) -> None:
         self._client = client
         self._settings = settings
         self._batch = batch
@@ -139,6 +157,26 @@ class MetricsReader:
         await asyncio.gather(*jobs)
         return [[r if r is not None else MetricFailure("internal error: metric was not read")
                  for r in row] for row in out]
+
+    def planned_queries(self, target: TargetQuery) -> list[PlannedQuery]:
+        """The query text each metric of ``target`` is read with when it is the only target of a
+        sync, in metric order. For tools that fetch the same data over a time range (``autoscaler
+        backtest``); a text that uses ``<<pods>>`` (or ``batch=False``) depends on ``pod_names``."""
+        planned: list[PlannedQuery] = []
+        for j, spec in enumerate(target.metrics):
+            member = _Member(0, j, target, spec, frozenset(target.pod_names))
+            try:
+                template = self._template(self._template_text(spec))
+                if not spec.is_pod_metric:
+                    scope = self._namespace_scope([target.namespace])
+                    planned.append(PlannedQuery(self._render(template, member, scope=scope), per_pod=False))
+                    continue
+                scope = self._target_scope(target) if not self._batch else self._namespace_scope([target.namespace])
+                key_text = self._render(template, member, scope=SCOPE_SLOT)
+                planned.append(PlannedQuery(key_text.replace(SCOPE_SLOT, scope), per_pod=True))
+            except _Skip as skip:
+                planned.append(PlannedQuery(None, per_pod=spec.is_pod_metric, problem=str(skip)))
+        return planned
 
     # -- planning -------------------------------------------------------------------------------
 

@@ -1,0 +1,187 @@
+"""``autoscaler backtest``: the command line around :func:`~autoscaler.backtest.replay.run_backtest`.
+
+Bad input (a spec, a time, a step, a missing option) gets a clear message and exit code 2, never a
+traceback; history that cannot be read gets exit code 1 (2 when Prometheus rejects a query).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from autoscaler.backtest.arguments import DEFAULT_CHUNK_POINTS, MAX_POINTS_PER_QUERY
+from autoscaler.backtest.target import BacktestTarget, load_target
+from autoscaler.backtest.times import TimeError, format_seconds, parse_step, parse_time
+from autoscaler.core.fields import SpecError
+from autoscaler.prometheus.promql import parse_duration
+from autoscaler.service.settings import ServiceSettings, load_service_settings
+
+if TYPE_CHECKING:  # the replay (aiohttp and all) is imported only when the command runs
+    from autoscaler.backtest.progress import Progress
+    from autoscaler.backtest.replay import BacktestOptions, BacktestResult
+
+EXIT_INVALID = 2
+MAX_SYNCS = 10_000_000  # a year at 3 s; more is a typo in --from/--to/--step
+
+
+def _fail(message: str) -> int:
+    print(f"autoscaler backtest: {message}", file=sys.stderr)
+    return EXIT_INVALID
+
+
+def _print_spec_errors(source: str, error: SpecError) -> None:
+    count = len(error.errors)
+    print(f"{source}: invalid ({count} problem{'s' if count != 1 else ''}):", file=sys.stderr)
+    for item in error.errors:
+        print(f"  {item}", file=sys.stderr)
+
+
+def _settings(args: argparse.Namespace) -> ServiceSettings:
+    if args.prometheus is None and args.config is None and "AUTOSCALER_PROMETHEUS_URL" not in os.environ:
+        raise SpecError([])
+    flags: dict[tuple[str, ...], Any] = {("prometheus", "url"): args.prometheus} if args.prometheus else {}
+    return load_service_settings(args.config, flags=flags)
+
+
+def _options(args: argparse.Namespace, settings: ServiceSettings, now: float) -> BacktestOptions:
+    """Times, step and sizes from the command line; :class:`TimeError` if one is bad."""
+    from autoscaler.backtest.replay import BacktestOptions
+
+    start = parse_time(args.start, now)
+    end = parse_time(args.end, now)
+    step = parse_step(args.step) if args.step else settings.sync.period_seconds
+    if end <= start:
+        raise TimeError(f"--to ({args.end}) must be later than --from ({args.start})")
+    if start > now:
+        raise TimeError(f"--from ({args.start}) is in the future: there is no history to replay yet")
+    syncs = math.floor((end - start) / step) + 1
+    if syncs > MAX_SYNCS:
+        raise TimeError(f"{syncs:,} syncs from --from to --to every {format_seconds(step)}: at most {MAX_SYNCS:,} "
+                        "(use a longer --step or a shorter range)")
+    chunk_points = DEFAULT_CHUNK_POINTS
+    if args.chunk:
+        chunk = parse_step(args.chunk)
+        chunk_points = max(1, min(MAX_POINTS_PER_QUERY, math.floor(chunk / step)))
+    startup = 0.0 if args.pod_startup.strip() in ("0", "0s") else parse_duration(args.pod_startup)
+    if startup is None:
+        raise TimeError(f"--pod-startup {args.pod_startup!r} is not a duration (e.g. 30s, 2m)")
+    if args.initial_replicas is not None and args.initial_replicas < 0:
+        raise TimeError("--initial-replicas must be 0 or more")
+    return BacktestOptions(start=start, end=end, step=step, chunk_points=chunk_points, pod_startup=startup,
+                           initial_replicas=args.initial_replicas, selector=args.selector,
+                           pods_query=args.pods_query, replicas_query=args.replicas_query,
+                           keep_records=bool(args.plot))
+
+
+def _labels(targets: list[BacktestTarget]) -> list[str]:
+    names = [Path(t.source).name for t in targets]
+    if len(set(names)) < len(names):
+        names = [f"{letter}: {name}" for letter, name in zip("AB", names, strict=False)]
+    return names
+
+
+def cmd_backtest(args: argparse.Namespace) -> int:
+    from autoscaler.backtest.progress import Progress
+    from autoscaler.backtest.replay import BacktestError
+    from autoscaler.plot.output import PlotError, check_outputs
+
+    try:
+        check_outputs(args.plot)
+    except PlotError as exc:
+        return _fail(str(exc))
+    try:
+        settings = _settings(args)
+    except SpecError as exc:
+        if not exc.errors:
+            return _fail("--prometheus URL is required (or --config with prometheus.url, or "
+                         "AUTOSCALER_PROMETHEUS_URL)")
+        _print_spec_errors(args.config or "settings", exc)
+        return EXIT_INVALID
+    targets = []
+    for path in (args.target, args.compare):
+        if path is None:
+            continue
+        try:
+            targets.append(load_target(path, namespace=args.namespace, name=args.name))
+        except SpecError as exc:
+            _print_spec_errors(path, exc)
+            return EXIT_INVALID
+    if len(targets) == 2:
+        first, other = targets
+        if (first.namespace, first.spec.scale_target_ref.kind, first.spec.scale_target_ref.name) != (
+                other.namespace, other.spec.scale_target_ref.kind, other.spec.scale_target_ref.name):
+            theirs, ours = other.spec.scale_target_ref, first.spec.scale_target_ref
+            return _fail(f"--compare: {other.source} scales {theirs.kind} {other.namespace}/{theirs.name}, not "
+                         f"{ours.kind} {first.namespace}/{ours.name}: both must replay the same workload")
+    try:
+        options = _options(args, settings, time.time())
+    except TimeError as exc:
+        return _fail(str(exc))
+    prometheus = replace(settings.prometheus, timeout_seconds=args.timeout)
+    labels = _labels(targets)
+    progress = Progress(math.floor((options.end - options.start) / options.step) + 1,
+                        enabled=False if args.no_progress else None)
+    try:
+        result = asyncio.run(_run(prometheus, settings, targets, options, labels, progress))
+    except BacktestError as exc:
+        print(f"autoscaler backtest: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("\nautoscaler backtest: interrupted", file=sys.stderr)
+        return 130
+    _print(result, args.output)
+    if args.plot:
+        _plot(result, args.plot)
+    return 0
+
+
+async def _run(prometheus: Any, settings: ServiceSettings, targets: list[BacktestTarget], options: BacktestOptions,
+               labels: list[str], progress: Progress) -> BacktestResult:
+    from autoscaler.backtest.replay import BacktestError, run_backtest
+    from autoscaler.prometheus.client import PrometheusClient
+    from autoscaler.prometheus.errors import PrometheusError
+
+    try:
+        async with PrometheusClient(prometheus) as client:
+            return await run_backtest(client, prometheus, settings.controller, targets, options, labels=labels,
+                                      progress=progress)
+    except PrometheusError as error:  # e.g. an unreadable CA or token file, when the client starts
+        raise BacktestError(str(error)) from None
+
+
+def _print(result: BacktestResult, output: str) -> None:
+    from autoscaler.backtest.compare import comparison_json, render_comparison
+    from autoscaler.backtest.report import render_text, report_json
+
+    reports = [run.report for run in result.runs]
+    if output == "json":
+        document: dict[str, Any] = (comparison_json(reports, result.divergence) if len(reports) > 1
+                                    else report_json(reports[0]))
+        document["history"] = {"rangeQueries": result.stats.range_queries, "points": result.stats.points}
+        print(json.dumps(document, indent=2))
+    elif len(reports) > 1:
+        print(render_comparison(reports, result.divergence))
+    else:
+        print(render_text(reports[0]))
+
+
+def _plot(result: BacktestResult, paths: list[str]) -> None:
+    from autoscaler.plot.output import write_plots
+    from autoscaler.plot.series import PlotRun, plot_data
+
+    first = result.runs[0].report
+    title = (f"Backtest of {first.namespace}/{first.name} ({first.workload})"
+             + (f": {' vs '.join(r.label for r in result.runs)}" if len(result.runs) > 1 else ""))
+    data = plot_data([PlotRun(run.label, run.records or [], run.target.spec) for run in result.runs], title,
+                     absolute_times=True)
+    write_plots(paths, data)
+    for path in paths:
+        print(f"wrote {path}", file=sys.stderr)

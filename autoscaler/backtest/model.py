@@ -1,0 +1,177 @@
+"""The replay's own workload: what the engine observes when its replica count is not the real one.
+
+The replay decides its own replica count, which soon differs from what really ran. The history
+holds the real pods' samples, so the simulated workload is built from them (``docs/backtest.md``,
+"Modelling the simulated workload"):
+
+* **Same count as really running**: the real pods and their samples, exactly as they were.
+* **Fewer**: the real pods a ReplicaSet would keep (running before pending, ready before not,
+  ready longest first, oldest first); the others are left out.
+* **More**: all real pods plus added pods. An added pod takes the requests of the newest running
+  real pod, starts when the replay scaled up, is Pending for ``--pod-startup`` and then Running and
+  Ready (from then on, as upstream's CPU rules see it). Removed pods go newest first.
+* **Load is conserved**: for each per-pod metric (each container, for resource usage), the total
+  over the simulated pods equals the total the real running pods reported. Kept pods keep their
+  share of it, each added pod that is running carries the real pods' average, and every value is
+  scaled by the same factor: total ÷ (kept pods' values + added pods × average), rounded to the
+  milli. Object and External metrics describe something outside the workload and stay as they were.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TypeVar
+
+from autoscaler.backtest.workload import RealWorkload
+from autoscaler.core.observation import (
+    ConditionStatus,
+    ContainerInfo,
+    MetricReading,
+    Observation,
+    PodInfo,
+    PodPhase,
+    PodsReading,
+    PodUsage,
+    ResourceReading,
+    Sample,
+    ScaleInfo,
+)
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class AddedPod:
+    name: str
+    created_at: float
+
+
+def is_live(pod: PodInfo) -> bool:
+    """Counts as one of the workload's replicas (not terminated, not being deleted)."""
+    return not pod.deleting and pod.phase not in (PodPhase.FAILED, PodPhase.SUCCEEDED)
+
+
+def keep_order(pod: PodInfo) -> tuple[bool, bool, float, float, str]:
+    """Sort key: the pods a ReplicaSet scaling down keeps come first (``ActivePods`` reversed)."""
+    return (pod.phase is not PodPhase.RUNNING, pod.ready is not ConditionStatus.TRUE,
+            pod.ready_since if pod.ready_since is not None else math.inf,
+            pod.started_at if pod.started_at is not None else math.inf, pod.name)
+
+
+class SimulatedWorkload:
+    """The replay's pods from one sync to the next (added pods keep their names and start times)."""
+
+    def __init__(self, name_prefix: str, pod_startup: float) -> None:
+        self._prefix = name_prefix
+        self._startup = pod_startup
+        self._added: list[AddedPod] = []
+        self._created = 0
+        self._template: tuple[ContainerInfo, ...] = ()
+
+    def observe(self, real: RealWorkload, readings: Sequence[MetricReading], replicas: int, now: float,
+                selector: str) -> Observation:
+        """What the engine observes when the replay's workload has ``replicas`` replicas."""
+        scale = ScaleInfo(replicas, replicas, selector)
+        live = [p for p in real.pods if is_live(p)]
+        running = [p for p in live if p.phase is PodPhase.RUNNING]
+        if running:
+            self._template = max(running, key=lambda p: (p.started_at or -math.inf, p.name)).containers
+        self._resize(max(0, replicas - len(live)), now)
+        if replicas == len(live):
+            return Observation(scale, real.pods, readings)
+        keep = {p.name for p in sorted(live, key=keep_order)[:replicas]}
+        added = [self._added_pod(a, now) for a in self._added]
+        pods = (*(p for p in real.pods if p.name in keep or not is_live(p)), *added)
+        serving = [p.name for p in added if p.phase is PodPhase.RUNNING]
+        live_names = {p.name for p in live}
+        return Observation(scale, pods, [rescale(r, live_names, keep, serving) for r in readings])
+
+    def _resize(self, count: int, now: float) -> None:
+        while len(self._added) < count:
+            self._created += 1
+            self._added.append(AddedPod(f"{self._prefix}{self._created}", now))
+        del self._added[count:]
+
+    def _added_pod(self, pod: AddedPod, now: float) -> PodInfo:
+        ready_at = pod.created_at + self._startup
+        if now < ready_at:
+            return PodInfo(pod.name, PodPhase.PENDING, ConditionStatus.FALSE, pod.created_at, pod.created_at,
+                           containers=self._template)
+        return PodInfo(pod.name, PodPhase.RUNNING, ConditionStatus.TRUE, ready_at, pod.created_at,
+                       containers=self._template)
+
+
+def rescale(reading: MetricReading, live: set[str], kept: set[str], added: Sequence[str]) -> MetricReading:
+    """``reading`` for the simulated pods, with each per-pod metric's total conserved."""
+    if isinstance(reading, PodsReading):
+        values = {name: {"": sample.value} for name, sample in reading.pods.items()}
+        scaled = _scaled(values, live, kept, added)
+        template = _first(reading.pods, live)
+        pods = {}
+        for name, containers in scaled.items():
+            source = reading.pods.get(name, template)
+            value = containers.get("")
+            if source is not None and value is not None:
+                pods[name] = Sample(value, source.timestamp, source.window)
+        return PodsReading(pods)
+    if isinstance(reading, ResourceReading):
+        scaled = _scaled({name: dict(u.containers) for name, u in reading.pods.items()}, live, kept, added)
+        usage_template = _first(reading.pods, live)
+        usages = {}
+        for name, containers in scaled.items():
+            usage = reading.pods.get(name, usage_template)
+            if usage is not None:
+                usages[name] = PodUsage(containers, usage.timestamp, usage.window)
+        return ResourceReading(usages)
+    return reading
+
+
+def _first(by_name: Mapping[str, _T], live: set[str]) -> _T | None:
+    """A live pod's entry, whose time and window added pods' samples take."""
+    for name in sorted(by_name):
+        if name in live:
+            return by_name[name]
+    return None
+
+
+def _scaled(values: Mapping[str, Mapping[str, int | None]], live: set[str], kept: set[str],
+            added: Sequence[str]) -> dict[str, dict[str, int | None]]:
+    """Per pod and container: kept pods' values and added pods' average, scaled to conserve each
+    container's total over the live pods. Pods that are not live keep their values (the engine
+    ignores them); dropped pods are left out."""
+    totals: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    kept_totals: dict[str, int] = {}
+    for name, containers in values.items():
+        if name not in live:
+            continue
+        for container, value in containers.items():
+            if value is None:
+                continue
+            totals[container] = totals.get(container, 0) + value
+            counts[container] = counts.get(container, 0) + 1
+            if name in kept:
+                kept_totals[container] = kept_totals.get(container, 0) + value
+    average = {c: Fraction(totals[c], counts[c]) for c in totals}
+    factor = {}
+    for container, total in totals.items():
+        unscaled = kept_totals.get(container, 0) + len(added) * average[container]
+        factor[container] = Fraction(total) / unscaled if unscaled else Fraction(1)
+    result: dict[str, dict[str, int | None]] = {}
+    for name, containers in values.items():
+        if name not in live:
+            result[name] = dict(containers)
+        elif name in kept:
+            result[name] = {c: None if v is None else _round(v * factor[c]) for c, v in containers.items()}
+    for name in added:
+        if average:
+            result[name] = {c: _round(average[c] * factor[c]) for c in sorted(average)}
+    return result
+
+
+def _round(value: Fraction) -> int:
+    """Half up, to the milli."""
+    return math.floor(value + Fraction(1, 2))

@@ -1,0 +1,308 @@
+"""What a backtest reports: replicas over time, scale events, time limited by each window or
+policy, metric failures, and pod-seconds against the real workload. Built sync by sync with
+bounded memory (change points, buckets, counters), then rendered as text or JSON."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from autoscaler.backtest.times import format_seconds, format_time
+from autoscaler.core.behavior import Normalization
+from autoscaler.core.decision import Decision
+from autoscaler.core.spec import PolicyType, TargetSpec
+
+# Bucket sizes for "replicas over time": the first that gives at most MAX_BUCKETS rows.
+_BUCKET_SIZES = (60, 300, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800)
+MAX_BUCKETS = 24
+MAX_EVENTS_IN_TEXT = 40
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleEventRecord:
+    at: float
+    before: int
+    after: int
+    reason: str
+    limited_by: str | None
+
+
+@dataclass(slots=True)
+class Tally:
+    """How many syncs (and so how long) something held, and the first message about it."""
+
+    syncs: int = 0
+    first_at: float | None = None
+    message: str = ""
+
+
+@dataclass(slots=True)
+class Bucket:
+    start: float
+    low: int = 2**31
+    high: int = 0
+    total: int = 0
+    count: int = 0
+    real_total: int = 0
+    real_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """Pod-seconds: each sync's final count held until the next sync."""
+
+    replay: float            # over every sync
+    covered_syncs: int       # syncs at which the real replicas are known
+    replay_covered: float    # the replay's pod-seconds at those syncs
+    real_covered: float      # the real workload's
+
+    @property
+    def change(self) -> float | None:
+        return (self.replay_covered - self.real_covered) / self.real_covered if self.real_covered else None
+
+
+@dataclass
+class Report:
+    label: str
+    source: str
+    namespace: str
+    name: str
+    workload: str
+    start: float
+    end: float
+    step: float
+    syncs: int
+    initial: int
+    final: int
+    low: int
+    high: int
+    mean: float
+    timeline: list[tuple[float, int]]
+    events: list[ScaleEventRecord]
+    limits: dict[tuple[str, str], Tally]
+    failures: dict[str, Tally]
+    undecided: Tally
+    buckets: list[Bucket]
+    cost: Cost
+    real_known: bool
+    notes: list[str] = field(default_factory=list)
+
+    def seconds(self, syncs: int) -> float:
+        return syncs * self.step
+
+
+class ReportBuilder:
+    def __init__(self, label: str, source: str, namespace: str, name: str, spec: TargetSpec, start: float,
+                 end: float, step: float) -> None:
+        self.spec = spec
+        ref = spec.scale_target_ref
+        self._report = Report(label, source, namespace, name, f"{ref.kind} {namespace}/{ref.name}", start, end, step,
+                              0, 0, 0, 2**31, 0, 0.0, [], [], {}, {}, Tally(), [], Cost(0, 0, 0, 0), False)
+        span = max(end - start, step)
+        self._bucket_size = next((s for s in _BUCKET_SIZES if span / s <= MAX_BUCKETS), _BUCKET_SIZES[-1])
+        self._sum = 0
+        self._replay = self._replay_covered = self._real_covered = 0.0
+        self._covered = 0
+
+    def add(self, at: float, decision: Decision, real_replicas: int | None) -> None:
+        r = self._report
+        after = decision.replicas
+        if r.syncs == 0:
+            r.initial = decision.current_replicas
+        if not r.timeline or r.timeline[-1][1] != after:
+            r.timeline.append((at, after))
+        r.syncs += 1
+        r.final = after
+        r.low, r.high = min(r.low, after), max(r.high, after)
+        self._sum += after
+        held = r.step * after
+        self._replay += held
+        if real_replicas is not None:
+            r.real_known = True
+            self._covered += 1
+            self._replay_covered += held
+            self._real_covered += r.step * real_replicas
+        self._bucket(at, after, real_replicas)
+        limited = None
+        norm = decision.normalization
+        if norm is not None:
+            for key in limit_keys(norm, self.spec):
+                _count(r.limits.setdefault(key, Tally()), at, "")
+            limited = norm.limit_reason if norm.limited else (norm.able_reason if norm.stabilized != norm.proposal
+                                                              else None)
+        for outcome in decision.metrics:
+            if outcome.error is not None:
+                _count(r.failures.setdefault(outcome.spec.name, Tally()), at, outcome.error)
+        if decision.branch == "metrics-failed":
+            _count(r.undecided, at, decision.error or "")
+        if decision.scale:
+            r.events.append(ScaleEventRecord(at, decision.current_replicas, after, decision.rescale_reason, limited))
+
+    def _bucket(self, at: float, replicas: int, real: int | None) -> None:
+        start = self._report.start + math.floor((at - self._report.start) / self._bucket_size) * self._bucket_size
+        buckets = self._report.buckets
+        if not buckets or buckets[-1].start != start:
+            buckets.append(Bucket(start))
+        bucket = buckets[-1]
+        bucket.low, bucket.high = min(bucket.low, replicas), max(bucket.high, replicas)
+        bucket.total += replicas
+        bucket.count += 1
+        if real is not None:
+            bucket.real_total += real
+            bucket.real_count += 1
+
+    def build(self, notes: list[str]) -> Report:
+        r = self._report
+        r.mean = self._sum / r.syncs if r.syncs else 0.0
+        if not r.syncs:
+            r.low = 0
+        r.cost = Cost(self._replay, self._covered, self._replay_covered, self._real_covered)
+        r.notes = list(notes)
+        return r
+
+
+def _count(tally: Tally, at: float, message: str) -> None:
+    if tally.syncs == 0:
+        tally.first_at, tally.message = at, message
+    tally.syncs += 1
+
+
+def limit_keys(norm: Normalization, spec: TargetSpec) -> list[tuple[str, str]]:
+    """The windows and limits that changed this sync's proposal, each with what it was."""
+    keys = []
+    if norm.stabilized != norm.proposal:
+        window = norm.down_window if norm.able_reason == "ScaleDownStabilized" else norm.up_window
+        keys.append((norm.able_reason, f"{window or 0:g}s window"))
+    if norm.limited:
+        keys.append((norm.limit_reason, _limit_detail(norm, spec)))
+    return keys
+
+
+def _limit_detail(norm: Normalization, spec: TargetSpec) -> str:
+    reason = norm.limit_reason
+    if reason == "TooManyReplicas":
+        return f"maxReplicas {spec.max_replicas}"
+    if reason == "TooFewReplicas":
+        return f"minReplicas {spec.min_replicas}"
+    rate = norm.rate_limit
+    if rate is None:
+        return ""
+    if rate.select_policy is None:
+        return "max(2 × current, 4): no behavior"
+    if not rate.policies:
+        return "selectPolicy Disabled"
+    for limit in rate.policies:
+        if limit.allowed == rate.bound:
+            p = limit.policy
+            unit = "%" if p.type is PolicyType.PERCENT else " pods" if p.value != 1 else " pod"
+            return f"{p.value}{unit} per {p.period_seconds}s"
+    return "no change allowed in the policies' periods"
+
+
+# -- rendering ------------------------------------------------------------------------------------
+
+def report_json(report: Report) -> dict[str, Any]:
+    cost = report.cost
+    return {
+        "label": report.label,
+        "target": {"file": report.source, "namespace": report.namespace, "name": report.name,
+                   "workload": report.workload},
+        "from": format_time(report.start),
+        "to": format_time(report.end),
+        "stepSeconds": report.step,
+        "syncs": report.syncs,
+        "replicas": {"initial": report.initial, "final": report.final, "min": report.low, "max": report.high,
+                     "mean": round(report.mean, 3)},
+        "timeline": [{"at": format_time(at), "replicas": n} for at, n in report.timeline],
+        "scaleEvents": [{"at": format_time(e.at), "from": e.before, "to": e.after, "reason": e.reason,
+                         "limitedBy": e.limited_by} for e in report.events],
+        "limited": [{"reason": reason, "detail": detail, "syncs": t.syncs, "seconds": report.seconds(t.syncs),
+                     "first": format_time(t.first_at or report.start)}
+                    for (reason, detail), t in sorted(report.limits.items(), key=lambda kv: -kv[1].syncs)],
+        "metricFailures": [{"metric": name, "syncs": t.syncs, "seconds": report.seconds(t.syncs),
+                            "first": format_time(t.first_at or report.start), "message": t.message}
+                           for name, t in report.failures.items()],
+        "undecidedSyncs": report.undecided.syncs,
+        "cost": {
+            "replayPodSeconds": cost.replay,
+            "comparedSyncs": cost.covered_syncs,
+            "replayPodSecondsCompared": cost.replay_covered if report.real_known else None,
+            "realPodSecondsCompared": cost.real_covered if report.real_known else None,
+            "change": round(cost.change, 6) if cost.change is not None else None,
+        },
+        "buckets": [{"from": format_time(b.start), "min": b.low, "mean": round(b.total / b.count, 3), "max": b.high,
+                     "realMean": round(b.real_total / b.real_count, 3) if b.real_count else None}
+                    for b in report.buckets],
+        "notes": report.notes,
+    }
+
+
+def _share(report: Report, syncs: int) -> str:
+    return f"{format_seconds(report.seconds(syncs)):>8}  {100 * syncs / report.syncs:5.1f} %" if report.syncs else ""
+
+
+def _hours(pod_seconds: float) -> str:
+    return f"{pod_seconds:,.0f} pod-seconds ({pod_seconds / 3600:,.1f} pod-hours)"
+
+
+def render_text(report: Report) -> str:
+    """The readable summary."""
+    r = report
+    lines = [f"Backtest of {r.namespace}/{r.name} ({r.workload}) from {r.source}",
+             f"  {format_time(r.start)} → {format_time(r.end)}, a sync every {format_seconds(r.step)}: "
+             f"{r.syncs:,} syncs", ""]
+    lines.append(f"Replicas: {r.initial} at the start, {r.final} at the end; min {r.low}, max {r.high}, "
+                 f"mean {r.mean:.2f}")
+    ups = sum(1 for e in r.events if e.after > e.before)
+    lines.append(f"Scale events: {len(r.events)} ({ups} up, {len(r.events) - ups} down)")
+    for event in r.events[:MAX_EVENTS_IN_TEXT]:
+        limited = f"  [limited: {event.limited_by}]" if event.limited_by else ""
+        lines.append(f"  {format_time(event.at)}  {event.before:>4} → {event.after:<4} {event.reason}{limited}")
+    if len(r.events) > MAX_EVENTS_IN_TEXT:
+        lines.append(f"  … {len(r.events) - MAX_EVENTS_IN_TEXT} more (--output json lists them all)")
+    lines.append("")
+    lines.append("Time a window or limit changed the proposal:")
+    if not r.limits:
+        lines.append("  none")
+    for (reason, detail), tally in sorted(r.limits.items(), key=lambda kv: -kv[1].syncs):
+        lines.append(f"  {reason + (f' ({detail})' if detail else ''):<52} {_share(r, tally.syncs)}")
+    if r.failures or r.undecided.syncs:
+        lines.append("")
+        lines.append("Metrics that could not be computed:")
+        for name, tally in r.failures.items():
+            lines.append(f"  {name:<52} {_share(r, tally.syncs)}")
+            lines.append(f"    first at {format_time(tally.first_at or r.start)}: {tally.message}")
+        if r.undecided.syncs:
+            lines.append(f"  {'no usable metric (no decision)':<52} {_share(r, r.undecided.syncs)}")
+    lines.append("")
+    cost = r.cost
+    lines.append("Cost:")
+    lines.append(f"  replay  {_hours(cost.replay)}")
+    if r.real_known:
+        covered = f" at {cost.covered_syncs:,} of {r.syncs:,} syncs" if cost.covered_syncs != r.syncs else ""
+        lines.append(f"  real    {_hours(cost.real_covered)}{covered}")
+        if covered:
+            lines.append(f"  replay  {_hours(cost.replay_covered)} at the same syncs")
+        if cost.change is not None:
+            lines.append(f"  change  {100 * cost.change:+.1f} % against the real workload")
+    else:
+        lines.append("  real    unknown (no replicas series for the workload): no comparison")
+    lines.append("")
+    lines.append(f"Replicas over time (per {format_seconds(_bucket_size(r))}):")
+    lines.append(f"  {'from':<21} {'min':>5} {'mean':>7} {'max':>5}  {'real mean':>9}")
+    for b in r.buckets:
+        real = f"{b.real_total / b.real_count:9.2f}" if b.real_count else f"{'-':>9}"
+        lines.append(f"  {format_time(b.start):<21} {b.low:>5} {b.total / b.count:>7.2f} {b.high:>5}  {real}")
+    if r.notes:
+        lines.append("")
+        lines.append("Notes on the history:")
+        lines.extend(f"  - {note}" for note in r.notes)
+    return "\n".join(lines)
+
+
+def _bucket_size(report: Report) -> float:
+    if len(report.buckets) > 1:
+        return report.buckets[1].start - report.buckets[0].start
+    span = max(report.end - report.start, report.step)
+    return next((s for s in _BUCKET_SIZES if span / s <= MAX_BUCKETS), _BUCKET_SIZES[-1])

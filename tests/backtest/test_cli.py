@@ -1,0 +1,209 @@
+"""``autoscaler backtest`` as a user runs it: the report, JSON, --compare, plots, and bad input
+(exit code 2 with a message, never a traceback)."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+
+import pytest
+
+from autoscaler.cli import main
+from autoscaler.sandbox import PrometheusSandbox
+from tests.backtest import history_data as hd
+from tests.backtest.files import html_data, png_chunks, png_series
+from tests.backtest.helpers import write_target
+from tests.backtest.test_compare import CAPPED
+
+FROM = "2023-11-14T22:13:20Z"   # T0
+TO = str(int(hd.T0) + (hd.SYNCS - 1) * hd.STEP)
+
+
+def backtest(*args: str) -> int:
+    return main(["backtest", *args])
+
+
+@pytest.mark.prometheus
+def test_text_report(history_prometheus: PrometheusSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
+    assert backtest(str(path), "--prometheus", history_prometheus.url, "--from", FROM, "--to", TO,
+                    "--step", "15s") == 0
+    out = capsys.readouterr().out
+    assert "Backtest of shop/web (Deployment shop/web)" in out
+    assert "2023-11-14T22:13:20Z → 2023-11-14T22:23:05Z, a sync every 15s: 40 syncs" in out
+    assert "Scale events: 10 (4 up, 6 down)" in out
+    assert "2023-11-14T22:14:50Z     5 → 7    pods metric rps above target  [limited: ScaleUpLimit]" in out
+    assert "ScaleUpLimit (2 pods per 30s)" in out and "ScaleDownStabilized (60s window)" in out
+    assert "real    3,945 pod-seconds" in out and "change  +0.4 % against the real workload" in out
+    assert "Replicas over time (per 1m):" in out
+
+
+@pytest.mark.prometheus
+def test_json_report(history_prometheus: PrometheusSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
+    assert backtest(str(path), "--prometheus", history_prometheus.url, "--from", FROM, "--to", TO, "-o", "json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["syncs"] == 40 and report["stepSeconds"] == 15
+    assert report["replicas"] == {"initial": 3, "final": 4, "min": 3, "max": 10, "mean": 6.6}
+    assert report["timeline"][:3] == [{"at": FROM, "replicas": 3}, {"at": "2023-11-14T22:14:20Z", "replicas": 5},
+                                      {"at": "2023-11-14T22:14:50Z", "replicas": 7}]
+    assert report["scaleEvents"][1] == {"at": "2023-11-14T22:14:50Z", "from": 5, "to": 7,
+                                        "reason": "pods metric rps above target", "limitedBy": "ScaleUpLimit"}
+    limits = {(x["reason"], x["detail"]): x["seconds"] for x in report["limited"]}
+    assert limits == {("ScaleUpLimit", "2 pods per 30s"): 75, ("ScaleDownLimit", "1 pod per 15s"): 75,
+                      ("ScaleDownStabilized", "60s window"): 45}
+    assert report["cost"]["replayPodSeconds"] == 3960 and report["cost"]["realPodSecondsCompared"] == 3945
+    assert report["history"]["rangeQueries"] == 11
+
+
+@pytest.mark.prometheus
+@pytest.mark.plot
+def test_compare_with_plots(history_prometheus: PrometheusSandbox, tmp_path: Path,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    web = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
+    capped = write_target(tmp_path, "capped.yaml", CAPPED)
+    png, html = tmp_path / "out.png", tmp_path / "out.html"
+    assert backtest(str(web), "--compare", str(capped), "--prometheus", history_prometheus.url, "--from", FROM,
+                    "--to", TO, "--plot", str(png), "--plot", str(html)) == 0
+    captured = capsys.readouterr()
+    assert "web.yaml" in captured.out and "capped.yaml" in captured.out and "TooManyReplicas" in captured.out
+    assert f"wrote {png}" in captured.err
+    names = {s["name"] for s in png_series(png)}
+    assert {"web.yaml: cpu utilization", "capped.yaml: cpu utilization", "cpu target 50%", "web.yaml: replicas",
+            "capped.yaml: replicas", "web.yaml: desired replicas", "real replicas", "minReplicas 2",
+            "web.yaml: maxReplicas 12", "capped.yaml: maxReplicas 6", "web.yaml: limited: ScaleUpLimit",
+            "capped.yaml: limited: TooManyReplicas"} <= names
+    (width, height), texts = png_chunks(png)
+    assert width >= 1000 and height >= 800 and texts["Title"].startswith("Backtest of shop/web")
+    data = html_data(html)
+    assert data["absoluteTimes"] is True and data["runs"] == ["web.yaml", "capped.yaml"]
+    series = {s["name"]: s for s in data["series"]}
+    assert series["web.yaml: replicas"]["x"][0] == hd.T0
+    assert series["web.yaml: replicas"]["y"][:8] == [3, 3, 3, 3, 5, 5, 7, 7]
+    assert series["real replicas"]["y"][:8] == [3, 3, 3, 3, 3, 5, 5, 7]
+    assert max(v for v in series["capped.yaml: replicas"]["y"] if v is not None) == 6
+    limited = series["capped.yaml: limited: TooManyReplicas"]
+    assert limited["reason"] == "TooManyReplicas" and sum(v is not None for v in limited["y"]) == 15
+    assert series["cpu target 50%"]["y"] == [50.0, 50.0] and series["capped.yaml: maxReplicas 6"]["y"] == [6, 6]
+
+
+@pytest.mark.prometheus
+def test_a_rejected_query_is_bad_input(history_prometheus: PrometheusSandbox, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    spec = hd.spec_with(metrics=[{"type": "External", "external": {
+        "metric": {"name": "queue"}, "target": {"type": "Value", "value": "1"}, "query": "sum(queue_depth{"}}])
+    path = write_target(tmp_path, "broken.yaml", spec)
+    assert backtest(str(path), "--prometheus", history_prometheus.url, "--from", FROM, "--to", TO) == 2
+    err = capsys.readouterr().err
+    assert "reading the history failed" in err and "rejected the query" in err and "Traceback" not in err
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def test_unreachable_prometheus_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
+    code = backtest(str(path), "--prometheus", f"http://127.0.0.1:{closed_port()}", "--from", "-1h", "--timeout", "2")
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "unreachable" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--from", "yesterday"], "'yesterday' is not a time; use RFC 3339"),
+    (["--from", "2024-05-07T09:00:00"], "has no time zone"),
+    (["--from", "-1h", "--to", "-2h"], "--to (-2h) must be later than --from (-1h)"),
+    (["--from", "now+1h", "--to", "now+2h"], "is in the future"),
+    (["--from", "-1h", "--step", "0s"], "'0s': must be longer than 0"),
+    (["--from", "-1h", "--step", "fast"], "'fast' is not a duration"),
+    (["--from", "-1000d", "--step", "1s"], "at most 10,000,000"),
+    (["--from", "-1h", "--pod-startup", "soon"], "--pod-startup 'soon' is not a duration"),
+    (["--from", "-1h", "--plot", "out.svg"], "unknown plot format '.svg'; use .png or .html"),
+])
+def test_bad_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
+                              message: str) -> None:
+    path = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
+    assert backtest(str(path), "--prometheus", "http://127.0.0.1:9", *args) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_bad_files_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: autoscaler.dev/v1alpha1\nkind: ScalingTarget\nmetadata: {namespace: shop}\n"
+                   "spec: {scaleTargetRef: {kind: Deployment, name: web}, maxReplicas: 0}\n")
+    assert backtest(str(bad), "--prometheus", "http://127.0.0.1:9", "--from", "-1h") == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: invalid (2 problems):" in err
+    assert "metadata.name: Required value" in err and "spec.maxReplicas: must be greater than 0" in err
+    assert backtest(str(tmp_path / "missing.yaml"), "--prometheus", "http://127.0.0.1:9", "--from", "-1h") == 2
+    assert "cannot read file" in capsys.readouterr().err
+    queryless = tmp_path / "queryless.yaml"
+    queryless.write_text("scaleTargetRef: {kind: Deployment, name: web}\nmaxReplicas: 3\nmetrics:\n"
+                         "- {type: Pods, pods: {metric: {name: rps}, target: {type: AverageValue, averageValue: 1}}}\n")
+    assert backtest(str(queryless), "--prometheus", "http://127.0.0.1:9", "--from", "-1h") == 2
+    assert "spec.metrics[0].pods.query: Required value" in capsys.readouterr().err
+
+
+def test_missing_prometheus_and_mismatched_compare_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AUTOSCALER_PROMETHEUS_URL", raising=False)
+    web = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
+    assert backtest(str(web), "--from", "-1h") == 2
+    assert "--prometheus URL is required" in capsys.readouterr().err
+    other = write_target(tmp_path, "other.yaml", hd.spec_with(scaleTargetRef={"kind": "Deployment", "name": "api"}))
+    assert backtest(str(web), "--compare", str(other), "--prometheus", "http://127.0.0.1:9", "--from", "-1h") == 2
+    assert "both must replay the same workload" in capsys.readouterr().err
+
+
+def test_selector_placeholder_needs_selector(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = hd.spec_with(metrics=[{"type": "Pods", "pods": {
+        "metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "1"},
+        "query": "sum by (namespace, pod) (http_rps{<<selector>>})"}}])
+    path = write_target(tmp_path, "sel.yaml", spec)
+    assert backtest(str(path), "--prometheus", f"http://127.0.0.1:{closed_port()}", "--from", "-1h") == 2
+    assert "its query uses <<selector>>, which needs the scale's selector: pass --selector" in capsys.readouterr().err
+
+
+def test_missing_plot_library_says_how_to_install(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "plotly" else real(name, *a))
+    path = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
+    assert backtest(str(path), "--prometheus", "http://127.0.0.1:9", "--from", "-1h", "--plot", "x.html") == 2
+    err = capsys.readouterr().err
+    assert "needs plotly, which is not installed" in err and "pip install 'autoscaler[plot]'" in err
+    quickstart = Path(__file__).resolve().parents[2] / "config" / "scenarios" / "quickstart.yaml"
+    assert main(["simulate", str(quickstart), "--plot", "x.html"]) == 2
+    assert "pip install 'autoscaler[plot]'" in capsys.readouterr().err
+
+
+@pytest.mark.prometheus
+def test_settings_file_gives_prometheus_step_and_controller(history_prometheus: PrometheusSandbox, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
+    config = tmp_path / "settings.yaml"
+    config.write_text(f"prometheus: {{url: '{history_prometheus.url}'}}\nsync: {{periodSeconds: 30}}\n"
+                      "controller: {tolerance: 0.5}\n")
+    assert backtest(str(path), "--config", str(config), "--from", FROM, "--to", TO) == 0
+    out = capsys.readouterr().out
+    assert "a sync every 30s: 20 syncs" in out
+    tolerant = re.search(r"Scale events: (\d+)", out)
+    config.write_text(f"prometheus: {{url: '{history_prometheus.url}'}}\nsync: {{periodSeconds: 30}}\n")
+    assert backtest(str(path), "--config", str(config), "--from", FROM, "--to", TO) == 0
+    default = re.search(r"Scale events: (\d+)", capsys.readouterr().out)
+    assert tolerant is not None and default is not None
+    assert int(tolerant.group(1)) < int(default.group(1))  # the controller's tolerance reached the engine
+    broken = tmp_path / "tls.yaml"
+    broken.write_text("prometheus: {url: 'https://127.0.0.1:9', tls: {caFile: /nonexistent/ca.crt}}\n")
+    assert backtest(str(path), "--config", str(broken), "--from", FROM, "--to", TO) == 1
+    err = capsys.readouterr().err
+    assert "cannot load the TLS files" in err and "Traceback" not in err
