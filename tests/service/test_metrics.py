@@ -198,7 +198,7 @@ async def test_the_loop_lag_monitor_sees_a_blocked_loop() -> None:
     metrics = ServiceMetrics(process_metrics=False)
     monitor = asyncio.create_task(metrics.monitor_event_loop_lag(interval=0.02))
     await asyncio.sleep(0.05)
-    time.sleep(0.15)  # deliberately block the loop, as a long synchronous parse would
+    time.sleep(0.15)  # noqa: ASYNC251 -- deliberately block the loop, as a long synchronous parse would
     await asyncio.sleep(0.05)
     monitor.cancel()
     with contextlib.suppress(asyncio.CancelledError):
