@@ -393,7 +393,8 @@ class LeaderElector:
         self._leading = False
         self._valid_until = None
         self._leading_event.clear()
-        log.warning("leader.stopped", lease=f"{self.namespace}/{self.name}", identity=self.identity, reason=reason)
+        (log.info if reason == "shutdown" else log.warning)(
+            "leader.stopped", lease=f"{self.namespace}/{self.name}", identity=self.identity, reason=reason)
         self._expire_scopes()
         tasks, self._leader_tasks = self._leader_tasks, []
         for task in tasks:
