@@ -213,7 +213,7 @@ class ServiceMetrics:
 
     # ---- targets --------------------------------------------------------------------------------
 
-    def set_target(self, namespace: str, name: str, *, current: int | None, proposal: int | None,
+    def set_target(self, namespace: str, name: str, current: int | None, proposal: int | None,
                    final: int | None, limited_reason: str | None = None,
                    metrics: Sequence[TargetMetric] = ()) -> None:
         """The outcome of a decision. ``None`` removes a series (a value that is not known is absent, not
