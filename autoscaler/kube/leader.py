@@ -1,0 +1,474 @@
+"""Leader election on a ``coordination.k8s.io/v1`` Lease, with client-go's rules and local fencing.
+
+The loop is client-go's ``tools/leaderelection`` (leaseDuration 15 s, renewDeadline 10 s, retryPeriod 2 s):
+
+- A candidate reads the Lease every retryPeriod (with jitter). It takes over only when the record it
+  observed (holder, duration, times, transitions) has not changed for the record's leaseDurationSeconds,
+  measured on the candidate's *own* monotonic clock from the moment it first saw that record. Wall-clock
+  times in the Lease are informational, so clock skew between machines does not matter (skew *rate* does).
+- Every write is a PUT carrying the resourceVersion that was read (or last written): of two candidates
+  racing for an expired lease exactly one wins, the other gets 409.
+- The leader renews every retryPeriod. Taking over increments leaseTransitions; renewing does not.
+- On cancellation (graceful shutdown) the leader releases the lease (client-go ``ReleaseOnCancel``):
+  holderIdentity "", leaseDurationSeconds 1, acquireTime = renewTime = now, so a standby takes over at its
+  next poll instead of waiting out the lease.
+
+Unlike kubernetes-asyncio's ``leaderelection`` module, :meth:`LeaderElector.run` loops for ever
+(acquire → lead → lost → acquire…), releases on shutdown, and writes MicroTimes in UTC.
+
+**Fencing.** ``lease_valid_until`` is ``s + renew_deadline`` where ``s`` is the local monotonic time at
+which the last *successful* acquire/renew request was *sent*. A competitor can only replace the record
+that request wrote after observing it (which it cannot do before the server applied it, i.e. after ``s``)
+and then waiting leaseDuration on its own clock; so no one else can hold the lease before
+``s + lease_duration``. :meth:`assert_leading`, :attr:`is_leader` and :meth:`leading_scope` all turn false
+at ``lease_valid_until`` — by reading the clock, not by waiting for the loop to notice — which leaves
+``lease_duration − renew_deadline`` (5 s by default) for a write started just before the deadline to
+land, and for the two clocks to run at slightly different rates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+import os
+import random
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import structlog
+from kubernetes_asyncio.client import ApiClient, CoordinationV1Api, V1Lease
+from kubernetes_asyncio.client.exceptions import ApiException
+
+log = structlog.stdlib.get_logger(__name__)
+
+StateCallback = Callable[[], Awaitable[None] | None]
+LeaderCallback = Callable[[str], Awaitable[None] | None]
+
+JITTER_FACTOR = 1.2  # client-go's JitterFactor: the acquire loop waits retryPeriod × [1, 2.2)
+
+
+class NotLeader(Exception):
+    """Raised by :meth:`LeaderElector.assert_leading` (and by a :meth:`~LeaderElector.leading_scope`
+    whose lease ran out): this process must not act as the leader."""
+
+
+def default_identity() -> str:
+    """client-go's convention, ``<hostname>_<uuid>``: unique per process, even across restarts of a pod."""
+    return f"{os.environ.get('HOSTNAME') or socket.gethostname()}_{uuid.uuid4()}"
+
+
+def micro_time(moment: datetime) -> str:
+    """A ``metav1.MicroTime``: RFC 3339 in UTC with exactly six fractional digits."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    """The leader-election fields of a Lease's spec (client-go's ``LeaderElectionRecord``)."""
+
+    holder: str  # "" when nobody holds it (released)
+    duration: int  # leaseDurationSeconds
+    acquire_time: datetime | None
+    renew_time: datetime | None
+    transitions: int
+
+    @classmethod
+    def of(cls, lease: V1Lease) -> LeaseRecord:
+        spec = lease.spec
+        if spec is None:
+            return cls("", 0, None, None, 0)
+        return cls(spec.holder_identity or "", spec.lease_duration_seconds or 0, spec.acquire_time,
+                   spec.renew_time, spec.lease_transitions or 0)
+
+    def spec_fields(self) -> dict[str, Any]:
+        return {
+            "holderIdentity": self.holder,
+            "leaseDurationSeconds": self.duration,
+            "acquireTime": micro_time(self.acquire_time) if self.acquire_time else None,
+            "renewTime": micro_time(self.renew_time) if self.renew_time else None,
+            "leaseTransitions": self.transitions,
+        }
+
+
+class LeaderElector:
+    """Campaign for one Lease until cancelled; see the module docstring for the rules and the fencing bound.
+
+    Callbacks are registered with :meth:`on_started_leading`, :meth:`on_stopped_leading` and
+    :meth:`on_new_leader`; each may be a plain function or return an awaitable:
+
+    - *started* callbacks run as tasks for as long as this process leads (a callback may be the leader's
+      whole workload); when leadership ends they are cancelled and awaited first;
+    - *stopped* callbacks are then awaited in order, each bounded by ``callback_timeout``;
+    - *new leader* callbacks receive the holder's identity whenever the observed holder changes (this
+      process included), awaited inline and bounded by ``callback_timeout``.
+
+    Exceptions from callbacks are logged, never propagated into the election loop.
+    """
+
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        namespace: str,
+        name: str,
+        identity: str,
+        lease_duration: float = 15,
+        renew_deadline: float = 10,
+        retry_period: float = 2,
+        clock: Callable[[], float] = time.monotonic,
+        jitter_factor: float = JITTER_FACTOR,
+        request_timeout: float | None = None,
+        callback_timeout: float | None = None,
+    ) -> None:
+        if not identity:
+            raise ValueError("identity must not be empty")
+        if not 0 < retry_period < renew_deadline < lease_duration:
+            raise ValueError("need 0 < retry_period < renew_deadline < lease_duration")
+        self._leases = CoordinationV1Api(api)
+        self._serialize = api.sanitize_for_serialization
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.jitter_factor = jitter_factor
+        # One acquire/renew attempt (a read and a write) must fit well inside the renew deadline.
+        self.request_timeout = request_timeout if request_timeout is not None else renew_deadline / 2
+        self.callback_timeout = callback_timeout if callback_timeout is not None else renew_deadline
+        self._clock = clock
+        self._random = random.Random()
+
+        self._started: list[StateCallback] = []
+        self._stopped: list[StateCallback] = []
+        self._new_leader: list[LeaderCallback] = []
+
+        self._lease: V1Lease | None = None  # the object last read or written: its resourceVersion
+        self._observed: LeaseRecord | None = None
+        self._observed_at = 0.0  # our clock, when _observed last changed
+        self._reported_holder: str | None = None
+        self._leading = False
+        self._valid_until: float | None = None
+        self._leading_event = asyncio.Event()
+        self._leader_tasks: list[asyncio.Task[None]] = []
+        self._scopes: set[asyncio.Timeout] = set()
+        self._scopes_idle = asyncio.Event()
+        self._scopes_idle.set()
+        self._running = False
+
+    # ---- callbacks ------------------------------------------------------------------------------
+
+    def on_started_leading(self, callback: StateCallback) -> None:
+        self._started.append(callback)
+
+    def on_stopped_leading(self, callback: StateCallback) -> None:
+        self._stopped.append(callback)
+
+    def on_new_leader(self, callback: LeaderCallback) -> None:
+        self._new_leader.append(callback)
+
+    # ---- state and fencing ----------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        """True while leading *and* before :attr:`lease_valid_until` (read from the clock each time)."""
+        return self._leading and self._valid_until is not None and self._clock() < self._valid_until
+
+    @property
+    def leader_identity(self) -> str | None:
+        """The holder of the lease as last observed (``None``: no holder, or not read yet)."""
+        return (self._observed.holder or None) if self._observed is not None else None
+
+    @property
+    def lease_valid_until(self) -> float | None:
+        """The instant (on ``clock``) after which this process must not act as leader; ``None`` when not
+        leading. Moves forward with each successful renew."""
+        return self._valid_until if self._leading else None
+
+    def assert_leading(self) -> float:
+        """Raise :class:`NotLeader` unless leading with an unexpired lease; return the seconds left."""
+        if not self._leading or self._valid_until is None:
+            raise NotLeader(f"{self.identity} is not the leader of lease {self.namespace}/{self.name}")
+        remaining = self._valid_until - self._clock()
+        if remaining <= 0:
+            raise NotLeader(f"{self.identity} could not renew lease {self.namespace}/{self.name} "
+                            f"within {self.renew_deadline:g}s")
+        return remaining
+
+    @asynccontextmanager
+    async def leading_scope(self) -> AsyncIterator[float]:
+        """Run a block of leader-only work: checked on entry (:class:`NotLeader`), and cancelled when the
+        lease runs out or leadership ends while it runs, surfacing as :class:`NotLeader`. The deadline
+        follows renewals. Yields the seconds left at entry (a sensible cap for request timeouts).
+        On step-down the elector waits for every scope to exit before calling *stopped* callbacks and
+        before releasing the lease."""
+        remaining = self.assert_leading()
+        scope = asyncio.timeout(remaining)
+        self._scopes.add(scope)
+        self._scopes_idle.clear()
+        try:
+            async with scope:
+                yield remaining
+        except TimeoutError as exc:
+            if scope.expired():
+                raise NotLeader(f"leadership of {self.namespace}/{self.name} ended during the operation") from exc
+            raise
+        finally:
+            self._scopes.discard(scope)
+            if not self._scopes:
+                self._scopes_idle.set()
+
+    async def wait_until_leading(self) -> None:
+        if not self.is_leader:
+            await self._leading_event.wait()
+
+    # ---- the loop -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Campaign, lead, and campaign again after losing the lease, until cancelled. On cancellation
+        while leading: stop leading (fence, cancel leader work, *stopped* callbacks), then release."""
+        if self._running:
+            raise RuntimeError("LeaderElector.run() is already running")
+        self._running = True
+        log.info("leader.campaign", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+        try:
+            while True:
+                await self._acquire()
+                await self._lead()
+        finally:
+            self._running = False
+
+    async def _acquire(self) -> None:
+        while True:
+            acquired = await self._attempt(self.request_timeout)
+            await self._report_new_leader()
+            if acquired:
+                return
+            spread = self.retry_period * self.jitter_factor
+            await asyncio.sleep(self.retry_period + self._random.uniform(0, spread))
+
+    async def _lead(self) -> None:
+        self._start_leading()
+        try:
+            reason = await self._renew_until_lost()
+        except BaseException:  # cancelled (shutdown), or a bug: either way stop first, then give the lease up
+            await self._stop_leading("shutdown")
+            await self._release()
+            raise
+        await self._stop_leading(reason)
+
+    async def _renew_until_lost(self) -> str:
+        while True:
+            assert self._valid_until is not None
+            left = self._valid_until - self._clock()
+            if left <= 0:
+                return "renew deadline passed"
+            await asyncio.sleep(min(self.retry_period, left))
+            left = self._valid_until - self._clock()
+            if left <= 0:
+                return "renew deadline passed"
+            renewed = await self._attempt(min(self.request_timeout, left), renewing=True)
+            await self._report_new_leader()
+            if not renewed and self._observed is not None and self._observed.holder not in ("", self.identity):
+                return f"lease taken by {self._observed.holder}"
+
+    # ---- one attempt ----------------------------------------------------------------------------
+
+    async def _attempt(self, budget: float, *, renewing: bool = False) -> bool:
+        """One round of client-go's ``tryAcquireOrRenew``; True when this process holds the lease after it."""
+        try:
+            async with asyncio.timeout(budget):
+                if renewing and self._lease is not None and self._observed is not None \
+                        and self._observed.holder == self.identity:
+                    # Fast path: overwrite what we wrote last (one request); a 409 means someone else wrote.
+                    try:
+                        await self._write(self._lease, replace(self._observed, renew_time=_now()))
+                        return True
+                    except ApiException as exc:
+                        if exc.status != 409:
+                            raise
+                return await self._acquire_or_renew()
+        except Exception as exc:  # ApiException, timeouts, aiohttp.ClientError…: retried next period
+            return self._failed(exc, renewing)
+
+    def _failed(self, exc: BaseException, renewing: bool) -> bool:
+        status = getattr(exc, "status", None)
+        log.warning("leader.renew_failed" if renewing else "leader.acquire_failed",
+                    lease=f"{self.namespace}/{self.name}", identity=self.identity,
+                    error=type(exc).__name__, status=status)
+        return False
+
+    async def _acquire_or_renew(self) -> bool:
+        now = _now()
+        try:
+            lease = await self._leases.read_namespaced_lease(self.name, self.namespace,
+                                                             _request_timeout=self.request_timeout)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            record = LeaseRecord(self.identity, self._duration_seconds(), now, now, 0)
+            try:
+                await self._write(None, record)
+            except ApiException as conflict:
+                if conflict.status == 409:  # someone created it first
+                    return False
+                raise
+            return True
+        self._lease = lease
+        old = self._observe(LeaseRecord.of(lease))
+        if old.holder and old.holder != self.identity and not self._expired(old):
+            return False
+        if old.holder == self.identity:
+            record = replace(old, duration=self._duration_seconds(), renew_time=now)
+        else:
+            record = LeaseRecord(self.identity, self._duration_seconds(), now, now, old.transitions + 1)
+        try:
+            await self._write(lease, record)
+        except ApiException as exc:
+            if exc.status == 409:  # lost a race with another candidate (or the holder renewed)
+                return False
+            raise
+        return True
+
+    async def _write(self, base: V1Lease | None, record: LeaseRecord) -> None:
+        """Create (``base`` None) or replace with ``base``'s resourceVersion; on success the lease is ours
+        until ``sent + renew_deadline``, ``sent`` being taken *before* the request leaves."""
+        # A plain dict body (the client serialises dicts as they are) so that the MicroTimes keep the exact
+        # format the API server parses; a V1Lease would go through datetime.isoformat().
+        body = cast(V1Lease, self._body(base, record))
+        timeout = self.request_timeout
+        sent = self._clock()
+        if base is None:
+            written = await self._leases.create_namespaced_lease(self.namespace, body, _request_timeout=timeout)
+        else:
+            written = await self._leases.replace_namespaced_lease(self.name, self.namespace, body,
+                                                                  _request_timeout=timeout)
+        self._lease = written
+        self._observe(LeaseRecord.of(written))
+        if record.holder == self.identity:
+            self._valid_until = sent + self.renew_deadline
+            self._extend_scopes()
+
+    def _body(self, base: V1Lease | None, record: LeaseRecord) -> dict[str, Any]:
+        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        spec: dict[str, Any] = {}
+        if base is not None:  # keep labels, annotations, resourceVersion and spec fields we do not manage
+            metadata = dict(self._serialize(base.metadata) or {})
+            spec = dict(self._serialize(base.spec) or {})
+        spec.update(record.spec_fields())
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
+
+    def _observe(self, record: LeaseRecord) -> LeaseRecord:
+        if record != self._observed:
+            self._observed = record
+            self._observed_at = self._clock()
+        return record
+
+    def _expired(self, record: LeaseRecord) -> bool:
+        duration = record.duration if record.duration > 0 else self.lease_duration
+        return self._clock() >= self._observed_at + duration
+
+    def _duration_seconds(self) -> int:
+        return max(1, math.ceil(self.lease_duration))
+
+    # ---- leading and stepping down --------------------------------------------------------------
+
+    def _start_leading(self) -> None:
+        self._leading = True
+        self._leading_event.set()
+        log.info("leader.started", lease=f"{self.namespace}/{self.name}", identity=self.identity,
+                 transitions=self._observed.transitions if self._observed else None)
+        self._leader_tasks = [asyncio.create_task(self._run_started(cb), name=f"leader-work-{i}")
+                              for i, cb in enumerate(self._started)]
+
+    async def _stop_leading(self, reason: str) -> None:
+        # The fence closes first, synchronously: nothing below can be interleaved with a new write.
+        self._leading = False
+        self._valid_until = None
+        self._leading_event.clear()
+        (log.info if reason == "shutdown" else log.warning)(
+            "leader.stopped", lease=f"{self.namespace}/{self.name}", identity=self.identity, reason=reason)
+        self._expire_scopes()
+        tasks, self._leader_tasks = self._leader_tasks, []
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            _, stuck = await asyncio.wait(tasks, timeout=self.callback_timeout)
+            if stuck:
+                log.error("leader.work_not_stopped", tasks=[t.get_name() for t in stuck])
+        try:
+            await asyncio.wait_for(self._scopes_idle.wait(), self.callback_timeout)
+        except TimeoutError:
+            log.error("leader.scopes_not_exited", count=len(self._scopes))
+        for callback in self._stopped:
+            await self._call(callback)
+
+    async def _release(self) -> None:
+        """client-go ``ReleaseOnCancel``: give the lease up so a standby need not wait for it to expire."""
+        if self._lease is None or self._observed is None or self._observed.holder != self.identity:
+            return
+        now = _now()
+        record = LeaseRecord("", 1, now, now, self._observed.transitions)
+        try:
+            async with asyncio.timeout(self.request_timeout):
+                await self._write(self._lease, record)
+            log.info("leader.released", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+        except Exception as exc:  # the lease simply expires instead
+            log.warning("leader.release_failed", lease=f"{self.namespace}/{self.name}", error=type(exc).__name__,
+                        status=getattr(exc, "status", None))
+
+    def _extend_scopes(self) -> None:
+        if self._valid_until is None or not self._leading:
+            return
+        when = asyncio.get_running_loop().time() + (self._valid_until - self._clock())
+        self._reschedule_scopes(when)
+
+    def _expire_scopes(self) -> None:
+        self._reschedule_scopes(asyncio.get_running_loop().time())
+
+    def _reschedule_scopes(self, when: float) -> None:
+        for scope in list(self._scopes):
+            if not scope.expired():
+                scope.reschedule(when)
+
+    # ---- callbacks ------------------------------------------------------------------------------
+
+    async def _run_started(self, callback: StateCallback) -> None:
+        try:
+            result = callback()
+            if inspect.isawaitable(result):
+                await result
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("leader.callback_failed", callback="started")
+
+    async def _call(self, callback: Callable[..., Awaitable[None] | None], *args: str) -> None:
+        try:
+            async with asyncio.timeout(self.callback_timeout):
+                result = callback(*args)
+                if inspect.isawaitable(result):
+                    await result
+        except Exception:
+            log.exception("leader.callback_failed", callback=getattr(callback, "__name__", repr(callback)))
+
+    async def _report_new_leader(self) -> None:
+        holder = self.leader_identity
+        if holder is None or holder == self._reported_holder:
+            return
+        self._reported_holder = holder
+        log.info("leader.observed", lease=f"{self.namespace}/{self.name}", holder=holder,
+                 transitions=self._observed.transitions if self._observed else None)
+        for callback in self._new_leader:
+            await self._call(callback, holder)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,216 @@
+"""The service's one HTTP server: probes, metrics, and the targets' in-memory status.
+
+============================  ====================================================================
+``GET /healthz``              200 while a heartbeat task keeps running (the event loop is alive and
+                              not starved); 503 once it has not run for ``liveness_timeout`` seconds.
+``GET /readyz``               200 when every readiness check passes, else 503. Checks run concurrently,
+                              each bounded by its timeout: a hung check fails, it never hangs the probe.
+``GET /metrics``              The :class:`ServiceMetrics` registry (text format, or OpenMetrics when
+                              asked for), rendered in a worker thread so a large scrape does not stall
+                              the event loop, gzipped when the scraper accepts it.
+``GET /api/targets``          ``{"items": [{"namespace", "name", "status"}…]}`` (``?namespace=`` filters)
+``GET /api/targets/{ns}/{n}`` ``{"namespace", "name", "status"}``, or 404
+============================  ====================================================================
+
+Bodies of the probes are JSON too (``{"ready": false, "checks": [{"name", "ok", "detail"}…]}``), so a
+human or ``kubectl get --raw`` can see which check failed. Exception text in a detail is redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import inspect
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from aiohttp import web
+from aiohttp.log import access_logger
+from prometheus_client.exposition import choose_encoder
+
+from autoscaler.service.logs import redact_text
+from autoscaler.service.metrics import ServiceMetrics
+from autoscaler.service.settings import HttpSettings
+
+log = structlog.stdlib.get_logger(__name__)
+
+CheckResult = tuple[bool, str]
+CheckFunction = Callable[[], CheckResult | Awaitable[CheckResult]]
+StatusDocuments = Callable[[], Mapping[tuple[str, str], Mapping[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadinessCheck:
+    """A named check returning ``(ok, detail)``, plainly or as an awaitable. A synchronous check must not
+    block (read state the service keeps, e.g. "the last Prometheus query succeeded 3 s ago"); an
+    asynchronous one is cancelled after ``timeout`` (default: the server's ``check_timeout``)."""
+
+    name: str
+    check: CheckFunction
+    timeout: float | None = None
+
+
+class HttpServer:
+    def __init__(
+        self,
+        settings: HttpSettings,
+        metrics: ServiceMetrics,
+        *,
+        readiness: Sequence[ReadinessCheck] = (),
+        targets: StatusDocuments = dict,
+        check_timeout: float = 2.0,
+        heartbeat_interval: float = 1.0,
+        liveness_timeout: float = 10.0,
+        access_log: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self.readiness = tuple(readiness)
+        self.targets = targets
+        self.check_timeout = check_timeout
+        self.heartbeat_interval = heartbeat_interval
+        self.liveness_timeout = liveness_timeout
+        self._access_log = access_log
+        self._clock = clock
+        self._last_beat = clock()
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+        self._stray_checks: set[asyncio.Future[Any]] = set()
+
+    @property
+    def port(self) -> int:
+        """The bound port (the real one when the settings ask for port 0)."""
+        if self._port is None:
+            raise RuntimeError("the HTTP server is not started")
+        return self._port
+
+    def application(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/api/targets", self._targets)
+        app.router.add_get("/api/targets/{namespace}/{name}", self._target)
+        return app
+
+    async def start(self) -> None:
+        if self._runner is not None:
+            raise RuntimeError("the HTTP server is already started")
+        self._last_beat = self._clock()
+        self._heartbeat = asyncio.create_task(self._beat(), name="http-heartbeat")
+        # "aiohttp.access" goes through structlog like every stdlib logger (see logs.py); off by default,
+        # because probes and scrapes would be most of the log.
+        runner = web.AppRunner(self.application(), access_log=access_logger if self._access_log else None,
+                               shutdown_timeout=2.0)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, self.settings.address, self.settings.port)
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            await self._stop_heartbeat()
+            raise
+        self._runner = runner
+        self._port = int(runner.addresses[0][1])
+        log.info("http.started", address=self.settings.address, port=self._port)
+
+    async def stop(self) -> None:
+        """Stop listening, give requests in progress up to 2 s, stop the heartbeat. Idempotent."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+        await self._stop_heartbeat()
+        self._port = None
+
+    async def _stop_heartbeat(self) -> None:
+        task, self._heartbeat = self._heartbeat, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _beat(self) -> None:
+        while True:
+            self._last_beat = self._clock()
+            await asyncio.sleep(self.heartbeat_interval)
+
+    # ---- probes ---------------------------------------------------------------------------------
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        age = self._clock() - self._last_beat
+        alive = self._heartbeat is not None and not self._heartbeat.done() and age <= self.liveness_timeout
+        return _json({"alive": alive, "heartbeat_age_seconds": round(age, 3)}, 200 if alive else 503)
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        results = await asyncio.gather(*(self._run_check(check) for check in self.readiness))
+        checks = [{"name": check.name, "ok": ok, "detail": detail}
+                  for check, (ok, detail) in zip(self.readiness, results, strict=True)]
+        ready = all(ok for ok, _ in results)
+        return _json({"ready": ready, "checks": checks}, 200 if ready else 503)
+
+    async def _run_check(self, check: ReadinessCheck) -> CheckResult:
+        timeout = check.timeout if check.timeout is not None else self.check_timeout
+        try:
+            result = check.check()
+            if inspect.isawaitable(result):
+                # Not awaited directly: a check that swallows its cancellation must not hold the probe.
+                future = asyncio.ensure_future(result)
+                done, _ = await asyncio.wait({future}, timeout=timeout)
+                if not done:
+                    future.cancel()
+                    self._stray_checks.add(future)
+                    future.add_done_callback(self._forget_check)
+                    return False, f"timed out after {timeout:g}s"
+                result = future.result()
+            ok, detail = result
+            return bool(ok), str(detail)
+        except Exception as exc:
+            return False, redact_text(f"{type(exc).__name__}: {exc}")
+
+    def _forget_check(self, future: asyncio.Future[Any]) -> None:
+        self._stray_checks.discard(future)
+        if not future.cancelled():
+            future.exception()  # retrieved, so asyncio does not log "exception was never retrieved"
+
+    # ---- metrics --------------------------------------------------------------------------------
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+        use_gzip = "gzip" in request.headers.get("Accept-Encoding", "")
+        registry = self.metrics.registry
+
+        def render() -> bytes:  # in a worker thread: 10,000 targets take seconds to format
+            body = encoder(registry)
+            return gzip.compress(body, compresslevel=1) if use_gzip else body
+
+        body = await asyncio.to_thread(render)
+        headers = {"Content-Type": content_type}
+        if use_gzip:
+            headers["Content-Encoding"] = "gzip"
+        return web.Response(body=body, headers=headers)
+
+    # ---- target status --------------------------------------------------------------------------
+
+    async def _targets(self, request: web.Request) -> web.Response:
+        namespace = request.query.get("namespace")
+        documents = self.targets()
+        items = [{"namespace": ns, "name": name, "status": documents[(ns, name)]}
+                 for ns, name in sorted(documents) if namespace is None or ns == namespace]
+        return _json({"items": items})
+
+    async def _target(self, request: web.Request) -> web.Response:
+        key = (request.match_info["namespace"], request.match_info["name"])
+        document = self.targets().get(key)
+        if document is None:
+            return _json({"error": f"no target {key[0]}/{key[1]}"}, 404)
+        return _json({"namespace": key[0], "name": key[1], "status": document})
+
+
+def _json(document: Any, status: int = 200) -> web.Response:
+    return web.Response(text=json.dumps(document, default=str, separators=(",", ":")), status=status,
+                        content_type="application/json")

@@ -1,0 +1,304 @@
+"""The service's own Prometheus metrics: one registry per :class:`ServiceMetrics`, nothing global.
+
+Naming follows Prometheus conventions: an ``autoscaler_`` prefix, base units (seconds), ``_total`` on
+counters, ``_seconds`` on durations. Label values come from small closed sets; a value outside its set is
+recorded as ``other`` instead of growing the series count. Per-target series carry only ``namespace`` and
+``name`` (plus ``metric`` or ``reason`` or ``direction`` or ``condition``), never a pod, and
+:meth:`ServiceMetrics.forget_target` removes all of them when a target goes away. Histograms carry no
+per-target labels at all: their bucket count times the number of targets would dominate the scrape.
+
+Limiting reasons are exported as a *state set* (the kube-state-metrics idiom): one series per known reason,
+1 for the reason limiting the target now and 0 for the others; all 0 when nothing limits it. The series
+stay put from sync to sync, so ``autoscaler_target_limited == 1`` and ``changes()`` both work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import platform
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.metrics_core import Metric
+from prometheus_client.process_collector import ProcessCollector
+
+RECONCILE_RESULTS = frozenset({"scaled", "unchanged", "error", "dry_run"})
+QUERY_OUTCOMES = frozenset({"ok", "empty", "error"})
+PROMETHEUS_ERROR_KINDS = frozenset({"unreachable", "timeout", "http", "bad_query", "malformed"})
+LIMIT_REASONS = ("ScaleUpLimit", "ScaleDownLimit", "TooManyReplicas", "TooFewReplicas")
+NOT_LIMITED = frozenset({"", "DesiredWithinRange"})
+DIRECTIONS = frozenset({"up", "down"})
+OTHER = "other"
+
+# Seconds. A sync is a few milliseconds when it only reads caches; Prometheus queries and API calls take
+# milliseconds to seconds; anything near the 15 s period is a problem worth its own bucket.
+FAST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+TargetMetric = tuple[str, float | None, float | None]  # (metric name, current value, target value)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("autoscaler")
+    except importlib.metadata.PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown"
+
+
+def _bounded(value: str, allowed: Iterable[str]) -> str:
+    return value if value in allowed else OTHER
+
+
+class _WithoutCreated:
+    """Serve another registry's families minus the ``*_created`` samples. In the text format Prometheus
+    scrapes, those are not timestamps of anything it uses but one extra gauge series per counter and
+    histogram child; prometheus-client can only turn them off process-wide."""
+
+    def __init__(self, inner: CollectorRegistry) -> None:
+        self._inner = inner
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self._inner.collect():
+            family.samples = [s for s in family.samples if not s.name.endswith("_created")]
+            yield family
+
+
+@dataclass
+class _TargetSeries:
+    """Which label sets a target owns, so that they can be updated and removed exactly."""
+
+    metrics: set[str] = field(default_factory=set)
+    reasons: set[str] = field(default_factory=lambda: set(LIMIT_REASONS))
+    directions: set[str] = field(default_factory=set)
+    conditions: set[str] = field(default_factory=set)
+
+
+class ServiceMetrics:
+    """Everything the service reports about itself. Every method is cheap and never raises on odd input
+    (unknown label values become ``other``), so calling it can't break a reconcile."""
+
+    def __init__(self, registry: CollectorRegistry | None = None, *, process_metrics: bool = True,
+                 wall_clock: Callable[[], float] = time.time) -> None:
+        # The families live in a private registry; ``registry`` (what /metrics serves) sees them through
+        # _WithoutCreated, and stays a plain CollectorRegistry the service may register more collectors in.
+        r = CollectorRegistry(auto_describe=True)
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        self.registry.register(_WithoutCreated(r))
+        self._wall_clock = wall_clock
+        self._targets: dict[tuple[str, str], _TargetSeries] = {}
+        target = ["namespace", "name"]
+
+        # Reconciles (syncs of one target).
+        self.reconcile_duration = Histogram("autoscaler_reconcile_duration_seconds",
+                                            "Time one target's sync took, from start to decision written.",
+                                            buckets=FAST_BUCKETS, registry=r)
+        self.reconciles = Counter("autoscaler_reconciles_total", "Target syncs by result.", ["result"], registry=r)
+        self.reconcile_errors = Counter("autoscaler_reconcile_errors_total", "Failed target syncs by reason.",
+                                        ["reason"], registry=r)
+        self.schedule_lag = Histogram("autoscaler_schedule_lag_seconds",
+                                      "How late a sync started compared with its planned tick.",
+                                      buckets=LAG_BUCKETS, registry=r)
+
+        # Prometheus, the metrics source.
+        self.prometheus_query_duration = Histogram("autoscaler_prometheus_query_duration_seconds",
+                                                   "Duration of Prometheus queries, errors included.",
+                                                   buckets=FAST_BUCKETS, registry=r)
+        self.prometheus_queries = Counter("autoscaler_prometheus_queries_total", "Prometheus queries by outcome.",
+                                          ["outcome"], registry=r)
+        self.prometheus_errors = Counter("autoscaler_prometheus_errors_total", "Failed Prometheus queries by kind.",
+                                         ["kind"], registry=r)
+
+        # The Kubernetes API.
+        self.kubernetes_requests = Counter("autoscaler_kubernetes_requests_total",
+                                           "Kubernetes API requests by verb, resource and HTTP status code.",
+                                           ["verb", "resource", "code"], registry=r)
+        self.kubernetes_request_duration = Histogram("autoscaler_kubernetes_request_duration_seconds",
+                                                     "Duration of Kubernetes API requests (watches excluded).",
+                                                     ["verb"], buckets=FAST_BUCKETS, registry=r)
+
+        # Per target.
+        self.target_current = Gauge("autoscaler_target_current_replicas",
+                                    "Replicas of the scale target when it was last synced.", target, registry=r)
+        self.target_desired = Gauge("autoscaler_target_desired_replicas",
+                                    "Replicas the metrics ask for, before stabilization and limits.", target,
+                                    registry=r)
+        self.target_final = Gauge("autoscaler_target_final_replicas",
+                                  "Replicas decided after stabilization, behavior and min/max.", target, registry=r)
+        self.target_limited = Gauge("autoscaler_target_limited",
+                                    "1 for the reason limiting the decision now, 0 for the others (a state set).",
+                                    [*target, "reason"], registry=r)
+        self.target_metric_value = Gauge("autoscaler_target_metric_value",
+                                         "Current value of each metric of a target (absent while missing).",
+                                         [*target, "metric"], registry=r)
+        self.target_metric_target = Gauge("autoscaler_target_metric_target", "Target value of each metric.",
+                                          [*target, "metric"], registry=r)
+        self.target_scale_events = Counter("autoscaler_target_scale_events_total",
+                                           "Scale writes by direction.", [*target, "direction"], registry=r)
+        self.target_condition = Gauge("autoscaler_target_condition",
+                                      "Status conditions: 1 True, 0 False, absent when Unknown.",
+                                      [*target, "condition"], registry=r)
+        self.target_last_sync = Gauge("autoscaler_target_last_sync_timestamp_seconds",
+                                      "Unix time of the target's last successful sync.", target, registry=r)
+
+        # The process.
+        self.leader = Gauge("autoscaler_leader", "1 while this instance is the leader.", registry=r)
+        self.targets = Gauge("autoscaler_targets", "Targets known, by state.", ["state"], registry=r)
+        self.cache_synced = Gauge("autoscaler_cache_synced", "1 when the watch cache of a resource is synced.",
+                                  ["resource"], registry=r)
+        self.event_loop_lag = Histogram("autoscaler_event_loop_lag_seconds",
+                                        "How late the event loop ran a timer (blocked or overloaded loop).",
+                                        buckets=LAG_BUCKETS, registry=r)
+        self.build_info = Gauge("autoscaler_build_info", "Always 1; the labels say what is running.",
+                                ["version", "python"], registry=r)
+        self.build_info.labels(_version(), platform.python_version()).set(1)
+        for state in ("active", "invalid"):
+            self.targets.labels(state).set(0)
+        self.leader.set(0)
+        if process_metrics:  # process_cpu_seconds_total, process_resident_memory_bytes, python_gc_*
+            ProcessCollector(registry=r)
+            GCCollector(registry=r)
+
+    # ---- exposition -----------------------------------------------------------------------------
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def render(self) -> bytes:
+        """The registry in the Prometheus text format (version 0.0.4)."""
+        return generate_latest(self.registry)
+
+    # ---- reconciles ----------------------------------------------------------------------------
+
+    def observe_reconcile(self, namespace: str, name: str, seconds: float, result: str,
+                          error_reason: str | None = None) -> None:
+        """One finished sync. ``result``: scaled | unchanged | error | dry_run. ``error_reason`` (for
+        ``error``) must come from a small set, e.g. the Prometheus error kind or ``FailedGetScale``."""
+        result = _bounded(result, RECONCILE_RESULTS)
+        self.reconcile_duration.observe(max(0.0, seconds))
+        self.reconciles.labels(result).inc()
+        if result == "error":
+            self.reconcile_errors.labels(error_reason or "unknown").inc()
+        elif result != OTHER:
+            self.target_last_sync.labels(namespace, name).set(self._wall_clock())
+            self._series(namespace, name)
+
+    def observe_schedule_lag(self, seconds: float) -> None:
+        self.schedule_lag.observe(max(0.0, seconds))
+
+    def observe_prometheus_query(self, seconds: float, outcome: str, error_kind: str | None = None) -> None:
+        """``outcome``: ok | empty (no series came back) | error, with ``error_kind`` one of
+        unreachable | timeout | http | bad_query | malformed (``PrometheusError.kind``)."""
+        outcome = _bounded(outcome, QUERY_OUTCOMES)
+        self.prometheus_query_duration.observe(max(0.0, seconds))
+        self.prometheus_queries.labels(outcome).inc()
+        if outcome == "error":
+            self.prometheus_errors.labels(_bounded(error_kind or "", PROMETHEUS_ERROR_KINDS)).inc()
+
+    def observe_kubernetes_request(self, verb: str, resource: str, code: int | str, seconds: float) -> None:
+        """One API request. ``code`` is the HTTP status, or a word when there was none (``timeout``,
+        ``error``). Watches should be counted when they start, with ``seconds`` 0, or not at all."""
+        self.kubernetes_requests.labels(verb, resource, str(code)).inc()
+        if verb != "watch":
+            self.kubernetes_request_duration.labels(verb).observe(max(0.0, seconds))
+
+    # ---- targets --------------------------------------------------------------------------------
+
+    def set_target(self, namespace: str, name: str, current: int | None, proposal: int | None,
+                   final: int | None, limited_reason: str | None = None,
+                   metrics: Sequence[TargetMetric] = ()) -> None:
+        """The outcome of a decision. ``None`` removes a series (a value that is not known is absent, not
+        0); metrics missing from ``metrics`` are removed, so a spec edit leaves no stale series."""
+        series = self._series(namespace, name)
+        for gauge, replicas in ((self.target_current, current), (self.target_desired, proposal),
+                                (self.target_final, final)):
+            if replicas is None:
+                gauge.remove(namespace, name)
+            else:
+                gauge.labels(namespace, name).set(replicas)
+
+        reason = limited_reason or ""
+        if reason not in NOT_LIMITED:
+            series.reasons.add(reason)
+        for known in series.reasons:
+            self.target_limited.labels(namespace, name, known).set(1 if known == reason else 0)
+
+        seen: set[str] = set()
+        for metric, value, target in metrics:
+            seen.add(metric)
+            for gauge, number in ((self.target_metric_value, value), (self.target_metric_target, target)):
+                if number is None:
+                    gauge.remove(namespace, name, metric)
+                else:
+                    gauge.labels(namespace, name, metric).set(number)
+        for gone in series.metrics - seen:
+            self.target_metric_value.remove(namespace, name, gone)
+            self.target_metric_target.remove(namespace, name, gone)
+        series.metrics = seen
+
+    def set_target_conditions(self, namespace: str, name: str, conditions: Mapping[str, bool | None]) -> None:
+        """HPA-style conditions (AbleToScale, ScalingActive, ScalingLimited…): True 1, False 0, None removed."""
+        series = self._series(namespace, name)
+        for condition, status in conditions.items():
+            if status is None:
+                self.target_condition.remove(namespace, name, condition)
+                series.conditions.discard(condition)
+            else:
+                self.target_condition.labels(namespace, name, condition).set(1 if status else 0)
+                series.conditions.add(condition)
+
+    def count_scale_event(self, namespace: str, name: str, direction: str) -> None:
+        """A scale write that went through; ``direction`` up | down."""
+        direction = _bounded(direction, DIRECTIONS)
+        self._series(namespace, name).directions.add(direction)
+        self.target_scale_events.labels(namespace, name, direction).inc()
+
+    def forget_target(self, namespace: str, name: str) -> None:
+        """Remove every series of a target (deleted, or no longer ours)."""
+        series = self._targets.pop((namespace, name), None)
+        if series is None:
+            return
+        for gauge in (self.target_current, self.target_desired, self.target_final, self.target_last_sync):
+            gauge.remove(namespace, name)
+        for reason in series.reasons:
+            self.target_limited.remove(namespace, name, reason)
+        for metric in series.metrics:
+            self.target_metric_value.remove(namespace, name, metric)
+            self.target_metric_target.remove(namespace, name, metric)
+        for direction in series.directions:
+            self.target_scale_events.remove(namespace, name, direction)
+        for condition in series.conditions:
+            self.target_condition.remove(namespace, name, condition)
+
+    def _series(self, namespace: str, name: str) -> _TargetSeries:
+        return self._targets.setdefault((namespace, name), _TargetSeries())
+
+    # ---- the process ----------------------------------------------------------------------------
+
+    def set_leader(self, leading: bool) -> None:
+        self.leader.set(1 if leading else 0)
+
+    def set_targets(self, active: int, invalid: int) -> None:
+        self.targets.labels("active").set(active)
+        self.targets.labels("invalid").set(invalid)
+
+    def set_cache_synced(self, resource: str, synced: bool) -> None:
+        self.cache_synced.labels(resource).set(1 if synced else 0)
+
+    async def monitor_event_loop_lag(self, interval: float = 0.5) -> None:
+        """Run until cancelled: sleep ``interval`` and record how much later than asked the loop woke us.
+        A loop blocked by a long parse or a synchronous call shows up here first."""
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            await asyncio.sleep(interval)
+            self.event_loop_lag.observe(max(0.0, loop.time() - started - interval))
