@@ -11,6 +11,7 @@ from typing import Any
 from autoscaler.backtest.arguments import add_parser as add_backtest_parser
 from autoscaler.core.fields import SpecError
 from autoscaler.files import load_yaml_file
+from autoscaler.service.cli import add_parsers as add_service_parsers
 
 EXIT_INVALID = 2
 
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="write a plot: FILE.png and/or FILE.html (repeatable; needs the plot extra)")
     simulate.set_defaults(func=cmd_simulate)
     add_backtest_parser(sub)
+    add_service_parsers(sub)
     return parser
 
 

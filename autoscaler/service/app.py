@@ -1,0 +1,241 @@
+"""``autoscaler run``: wiring the service together, and shutting it down cleanly.
+
+Start-up: logging → the service's own metrics → the HTTP server (``/readyz`` answers 503 until the
+caches are synced) → the Kubernetes and Prometheus clients → the watch caches → leader election
+(when enabled) → reconcilers, started only while this instance leads.
+
+Shutdown (SIGTERM or SIGINT, bounded to a few seconds): readiness goes false → the reconcilers are
+stopped (a sync in progress is cancelled between its steps; a write is never half-done: each is one
+request) → the lease is released so a standby takes over at once → caches and clients close → the HTTP
+server stops last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+
+from autoscaler.core.observation import MetricReading
+from autoscaler.kube.api import KubeApi
+from autoscaler.kube.client import make_api_client
+from autoscaler.kube.leader import LeaderElector, default_identity
+from autoscaler.prometheus.client import PrometheusClient
+from autoscaler.prometheus.errors import PrometheusError
+from autoscaler.prometheus.reader import MetricsReader, TargetQuery
+from autoscaler.prometheus.results import InstantResult
+from autoscaler.service.http import HttpServer, ReadinessCheck
+from autoscaler.service.logs import configure_logging
+from autoscaler.service.manager import Manager
+from autoscaler.service.metrics import ServiceMetrics
+from autoscaler.service.settings import ServiceSettings
+from autoscaler.service.targets import Target
+
+log = structlog.get_logger("autoscaler.service")
+
+SHUTDOWN_SECONDS = 5.0
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+class TimedQuerier:
+    """Times every Prometheus query for /metrics, and remembers whether Prometheus last answered."""
+
+    def __init__(self, client: PrometheusClient, metrics: ServiceMetrics) -> None:
+        self.client = client
+        self.metrics = metrics
+        self.last_success: float | None = None
+        self.last_error: str | None = None
+
+    async def query(self, promql: str, at: float) -> InstantResult:
+        started = time.monotonic()
+        try:
+            result = await self.client.query(promql, at)
+        except PrometheusError as exc:
+            self.metrics.observe_prometheus_query(time.monotonic() - started, "error", exc.kind)
+            self.last_error = str(exc)
+            raise
+        self.metrics.observe_prometheus_query(time.monotonic() - started, "ok" if result.vector or result.scalar is not None else "empty")
+        self.last_success = time.monotonic()
+        self.last_error = None
+        return result
+
+
+def lease_namespace(configured: str | None) -> str:
+    if configured:
+        return configured
+    try:
+        with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as handle:
+            return handle.read().strip() or "default"
+    except OSError:
+        return "default"
+
+
+class Service:
+    def __init__(self, settings: ServiceSettings, *, static_targets: list[Target] | None = None,
+                 identity: str | None = None) -> None:
+        self.settings = settings
+        self.static_targets = static_targets
+        self.identity = identity or default_identity()
+        self.metrics = ServiceMetrics()
+        self.manager: Manager | None = None
+        self.elector: LeaderElector | None = None
+        self.http: HttpServer | None = None
+        self.querier: TimedQuerier | None = None
+        self.ready = asyncio.Event()
+        self._stopping = False
+
+    async def run(self, stop: asyncio.Event) -> None:
+        settings = self.settings
+        lag_task = asyncio.create_task(self.metrics.monitor_event_loop_lag(), name="loop-lag")
+        self.http = HttpServer(settings.http, self.metrics, readiness=self._readiness(),
+                               targets=lambda: self.manager.target_documents() if self.manager else {})
+        await self.http.start()
+        api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
+        elector_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
+        elector_task: asyncio.Task[None] | None = None
+        try:
+            async with api_client, elector_client, PrometheusClient(settings.prometheus) as prometheus:
+                self.querier = TimedQuerier(prometheus, self.metrics)
+                reader = MetricsReader(self.querier, settings.prometheus)
+
+                async def read_many(queries: Sequence[TargetQuery], at: float) -> list[list[MetricReading]]:
+                    return await reader.read(queries, at)
+
+                kube = KubeApi(api_client, observe=self.metrics.observe_kubernetes_request)
+                self.manager = manager = Manager(
+                    kube, read_many, settings=settings.controller, period=settings.sync.period_seconds,
+                    jitter=settings.sync.jitter, concurrency=settings.sync.concurrency,
+                    batch_window=settings.sync.batch_window_seconds, dry_run=settings.dry_run,
+                    namespaces=settings.kubernetes.namespaces, static_targets=self.static_targets,
+                    metrics=self.metrics, may_write=self._may_write, identity=self.identity)
+                await manager.start_caches()
+                log.info("service starting", identity=self.identity, dry_run=settings.dry_run,
+                         targets="file" if self.static_targets is not None else "crd",
+                         leader_election=settings.leader_election.enabled)
+                if settings.leader_election.enabled:
+                    election = settings.leader_election
+                    self.elector = LeaderElector(
+                        elector_client, namespace=lease_namespace(election.lease_namespace), name=election.lease_name,
+                        identity=self.identity, lease_duration=election.lease_duration_seconds,
+                        renew_deadline=election.renew_deadline_seconds, retry_period=election.retry_period_seconds)
+                    self.elector.on_started_leading(self._lead)
+                    self.elector.on_stopped_leading(self._follow)
+                    elector_task = asyncio.create_task(self.elector.run(), name="leader-election")
+                else:
+                    await manager.activate()
+                    self.metrics.set_leader(True)
+                await self._wait_synced_then_ready(stop)
+                await stop.wait()
+                await self._shutdown(elector_task)
+        finally:
+            lag_task.cancel()
+            await asyncio.gather(lag_task, return_exceptions=True)
+            await self.http.stop()
+
+    async def _wait_synced_then_ready(self, stop: asyncio.Event) -> None:
+        assert self.manager is not None
+        synced = asyncio.create_task(self.manager.wait_synced())
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({synced, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (synced, stopping):
+            task.cancel()
+        if self.manager.synced():
+            self.ready.set()
+            for cache in self.manager.caches:
+                self.metrics.set_cache_synced(cache.resource.label, True)
+            log.info("caches synced", lists=self.manager.list_calls())
+
+    async def _lead(self) -> None:
+        """Started-leading callback: reconcile for as long as this instance leads."""
+        assert self.manager is not None
+        self.metrics.set_leader(True)
+        log.info("leading: reconcilers start", identity=self.identity)
+        await self.manager.activate()
+        await asyncio.Event().wait()  # lives until leadership ends (the elector cancels it)
+
+    async def _follow(self) -> None:
+        """Stopped-leading callback: no reconciler may act any more."""
+        self.metrics.set_leader(False)
+        if self.manager is not None:
+            await self.manager.deactivate()
+        if not self._stopping:
+            log.warning("leadership lost: reconcilers stopped", identity=self.identity)
+
+    def _may_write(self) -> bool:
+        if self._stopping:
+            return False
+        return self.elector is None or self.elector.is_leader
+
+    async def _shutdown(self, elector_task: asyncio.Task[None] | None) -> None:
+        self._stopping = True
+        self.ready.clear()
+        log.info("shutting down")
+        assert self.manager is not None
+        try:
+            async with asyncio.timeout(SHUTDOWN_SECONDS):
+                await self.manager.deactivate()
+                if elector_task is not None:
+                    elector_task.cancel()  # the elector steps down and releases the lease
+                    await asyncio.gather(elector_task, return_exceptions=True)
+                await self.manager.stop()
+        except TimeoutError:
+            log.warning("shutdown took longer than expected", seconds=SHUTDOWN_SECONDS)
+        log.info("stopped")
+
+    def _readiness(self) -> list[ReadinessCheck]:
+        def caches() -> tuple[bool, str]:
+            if self.manager is None:
+                return False, "starting"
+            pending = [c.name for c in self.manager.caches if not c.synced.is_set()]
+            return (not pending, "synced" if not pending else f"waiting for {', '.join(pending)}")
+
+        def leadership() -> tuple[bool, str]:
+            if self.elector is None:
+                return True, "leader election disabled"
+            holder = self.elector.leader_identity
+            if self.elector.is_leader:
+                return True, "leading"
+            return (holder is not None, f"standby (leader: {holder})" if holder else "no leader known yet")
+
+        async def prometheus() -> tuple[bool, str]:
+            querier = self.querier
+            if querier is None:
+                return False, "starting"
+            if querier.last_success is not None and time.monotonic() - querier.last_success < 60:
+                return True, "answered within the last minute"
+            ok = await querier.client.ready()
+            return ok, "ready" if ok else (querier.last_error or "not ready")
+
+        return [ReadinessCheck("caches", caches), ReadinessCheck("leadership", leadership),
+                ReadinessCheck("prometheus", prometheus)]
+
+
+def install_signal_handlers(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, stop.set)
+
+
+async def serve(settings: ServiceSettings, *, static_targets: list[Target] | None = None,
+                identity: str | None = None, stop: asyncio.Event | None = None) -> None:
+    configure_logging(settings.logging)
+    stop = stop or asyncio.Event()
+    install_signal_handlers(stop)
+    await Service(settings, static_targets=static_targets, identity=identity).run(stop)
+
+
+def identity_from_environment() -> str | None:
+    """The pod name when running in a pod (``POD_NAME`` from the downward API), for readable leases."""
+    name = os.environ.get("POD_NAME")
+    return f"{name}_{os.getpid()}" if name else None
+
+
+def run_blocking(settings: ServiceSettings, *, static_targets: list[Target] | None = None) -> Any:
+    return asyncio.run(serve(settings, static_targets=static_targets, identity=identity_from_environment()))
