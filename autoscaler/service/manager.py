@@ -213,10 +213,10 @@ class Manager:
     async def _report_invalid(self, target: Target) -> None:
         previous = self.invalid.get(target.key)
         self.invalid[target.key] = target
+        if previous is not None and previous.errors == target.errors and previous.generation == target.generation:
+            return  # reported already (our own status write comes back as a change)
         log.warning("invalid target: skipped", namespace=target.namespace, name=target.name,
                     errors=[str(e) for e in target.errors])
-        if previous is not None and previous.errors == target.errors and previous.generation == target.generation:
-            return
         if not self.services.may_write():
             return
         await self.events.record(self._involved(target), "Warning", "InvalidSpec", error_text(target.errors))
