@@ -60,7 +60,8 @@ class TimedQuerier:
             self.metrics.observe_prometheus_query(time.monotonic() - started, "error", exc.kind)
             self.last_error = str(exc)
             raise
-        self.metrics.observe_prometheus_query(time.monotonic() - started, "ok" if result.vector or result.scalar is not None else "empty")
+        outcome = "ok" if result.vector or result.scalar is not None else "empty"
+        self.metrics.observe_prometheus_query(time.monotonic() - started, outcome)
         self.last_success = time.monotonic()
         self.last_error = None
         return result

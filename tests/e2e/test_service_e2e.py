@@ -6,7 +6,9 @@ watches what the service does to the emulated Deployment.
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import itertools
 import time
 from typing import Any
 
@@ -43,7 +45,7 @@ def set_load(exporter: MetricsExporter, depth: float, prometheus: PrometheusSand
 
 def replica_changes(emu: KubeEmulator, name: str) -> list[int]:
     counts = [int(v["spec"]["replicas"]) for v in emu.history("deployments", name)]
-    return [b - a for a, b in zip(counts, counts[1:], strict=False) if b != a]
+    return [b - a for a, b in itertools.pairwise(counts) if b != a]
 
 
 async def test_rise_at_the_allowed_rate_fall_after_the_window(cluster: KubeEmulator, prometheus: PrometheusSandbox,
@@ -131,7 +133,7 @@ async def test_targets_deleted_and_invalid(cluster: KubeEmulator, prometheus: Pr
     set_load(exporter, 90)
     await until(lambda: sum(1 for line in service.lines() if line.get("event") == "decision") > 0, what="logs")
     decisions = sum(1 for line in service.lines() if line.get("event") == "decision")
-    time.sleep(3)
+    await asyncio.sleep(3)
     assert sum(1 for line in service.lines() if line.get("event") == "decision") == decisions
     assert replicas_of(cluster, "web") == 3
 
