@@ -5,6 +5,8 @@ from typing import Any
 
 from autoscaler.core.hvpa.decision import HvpaObservation, HvpaState, VpaObservation, decide_hvpa
 from autoscaler.core.hvpa.gates import BlockReason, Direction
+from autoscaler.core.hvpa.resources import adjusted_recommendation
+from autoscaler.core.hvpa.spec import ChangeParams
 from autoscaler.core.hvpa.vpa import VpaCondition
 from autoscaler.core.observation import ContainerInfo, PodInfo, PodPhase
 from tests.core.hvpa.builders import GI, decide, pods, q, target_spec, texts, vpa_status
@@ -58,6 +60,41 @@ def test_scale_in_goes_ahead_when_no_pod_would_grow() -> None:
     d = decide(spec, 5, pods(5, {"cpu": "2.4"}), vpa=vpa_status({"main": {"cpu": "1.8"}}))    # total 9
     assert not d.scale_in_postponed and (d.replicas, d.direction) == (4, Direction.DOWN)
     assert texts(d.requests) == {"main": {"cpu": "2205m"}}       # (9 − 5 × 120m)/4 + 5 % of it
+
+
+def test_a_percentage_base_holds_a_repeated_round_at_the_higher_count() -> None:
+    # The property test's counterexample, step by step. MAX(1) = 338m, MIN(2) = MAX(2 − 1) = 338m (no overlap),
+    # base = 2 % of the request; the VPA says 339m, then 337m again, twice. Specified, not a ratchet bug:
+    # a scale-in sizes the pod at A (A13), below the total; the same scale-in then needs the pod to grow (A14).
+    spec = target_spec("  scalingIntervals:\n  - {maxReplicas: 1, maxResources: {cpu: 338m}}\n"
+                       "  - {maxReplicas: 2, maxResources: {cpu: 338m}}\n"
+                       "  baseResourcesPerReplica: {cpu: {percentage: 2}}\n" + VPA_ONLY + NO_MIN_CHANGE + CPU_ONLY,
+                       max_replicas=2)
+    vpa_339 = vpa_status({"main": {"cpu": "339m"}})       # on 1 pod: T = 339m > MAX(1)
+    vpa_337 = vpa_status({"main": {"cpu": "168.5m"}})     # on 2 pods: T = 337m < MIN(2)
+    # Round 1 from the settled 1 × 337m. Out: A(2) = (339 − 6.74)/2 × 1.02 = 169.4526m, kept at 337m (A15).
+    up = decide(spec, 1, pods(1, {"cpu": "337m"}), vpa=vpa_339)
+    assert (up.replicas, texts(up.requests)) == (2, {"main": {"cpu": "337m"}})
+    # In: A(1) = (337 − 2 × 6.74) × 1.02 = 329.9904m < 337m → no hold; rounded up to 330m (A22).
+    down = decide(spec, 2, pods(2, {"cpu": "337m"}), vpa=vpa_337)
+    assert down.pairs[0].sizing is not None and down.pairs[0].sizing.adjusted == Fraction("0.3299904")
+    assert (down.replicas, down.scale_in_postponed, texts(down.requests)) == (1, False, {"main": {"cpu": "330m"}})
+    # Round 2 from 1 × 330m (not settled: the VPA's 337m would resize it). Out: kept at 330m again.
+    up = decide(spec, 1, pods(1, {"cpu": "330m"}), vpa=vpa_339)
+    assert (up.replicas, texts(up.requests)) == (2, {"main": {"cpu": "330m"}})
+    # In: A(1) = (337 − 2 × 6.6) × 1.02 = 330.276m > 330m → held at 2 × max(330, 168.5) = 2 × 330m (A14).
+    held = decide(spec, 2, pods(2, {"cpu": "330m"}), vpa=vpa_337)
+    assert held.scale_in_postponed and held.blocked is BlockReason.PARADOXICAL_SCALING
+    assert held.desired_by_pair == {"main/cpu": 1} and held.replicas == 2
+    assert texts(held.requests) == {"main": {"cpu": "330m"}}
+    # Not the rounding: the A14 threshold, where A(1) = req, is 337m × 1.02 / 1.0408 ≈ 330.265m; both the rounded
+    # 330m and the exact 329.9904m lie below it (the exact one would be held at A(1) = 330.2764m).
+    base, exact, threshold = ChangeParams(None, 2), Fraction("0.3299904"), Fraction(17187, 52040)
+    assert adjusted_recommendation(q("337m"), threshold, 2, 1, base) == threshold > q("330m") > exact
+    assert adjusted_recommendation(q("337m"), exact, 2, 1, base) == Fraction("0.33027639168") > exact
+    # The sync after round 1 sizes the pod to the total (d = c: P = T), which restores the start of the round.
+    settle = decide(spec, 1, pods(1, {"cpu": "330m"}), vpa=vpa_status({"main": {"cpu": "337m"}}))
+    assert (settle.replicas, texts(settle.requests)) == (1, {"main": {"cpu": "337m"}})
 
 
 def test_scale_out_keeps_the_pods_while_the_total_rises() -> None:
