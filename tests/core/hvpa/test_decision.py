@@ -97,6 +97,26 @@ def test_a_percentage_base_holds_a_repeated_round_at_the_higher_count() -> None:
     assert (settle.replicas, texts(settle.requests)) == (1, {"main": {"cpu": "337m"}})
 
 
+def test_a_scale_in_onto_a_horizontal_only_count_is_held_while_its_fixed_size_is_above_the_pods() -> None:
+    # MAX(1) = 60m; count 2 is horizontalOnly at 61m (MAX(2) = 122m); MAX(3) = 183m; no overlap: MIN(2) = 60m.
+    # 1 × 60m → 123m: 3 pods kept at 60m (A15). Back to 60m: step 4 says 2 (T = MIN(2), A6/A7), and A13's
+    # A(2) = 30m, but 2 pods would be fixed at 61m (A29) > 60m: the pods would grow, so the scale-in is held.
+    only = "effectiveIntervalExtrapolation: horizontalOnly"
+    spec = target_spec("  scalingIntervals:\n  - {maxReplicas: 1, maxResources: {cpu: 60m}}\n"
+                       f"  - {{maxReplicas: 2, maxResources: {{cpu: 61m}}, {only}}}\n"
+                       "  - {maxReplicas: 3, maxResources: {cpu: 61m}}\n" + VPA_ONLY + NO_MIN_CHANGE + CPU_ONLY,
+                       max_replicas=3)
+    up = decide(spec, 1, pods(1, {"cpu": "60m"}), vpa=vpa_status({"main": {"cpu": "123m"}}))
+    assert (up.replicas, texts(up.requests)) == (3, {"main": {"cpu": "60m"}})
+    held = decide(spec, 3, pods(3, {"cpu": "60m"}), vpa=vpa_status({"main": {"cpu": "20m"}}))     # T = 60m
+    assert held.desired_by_pair == {"main/cpu": 2} and held.scale_in_postponed
+    assert (held.replicas, held.blocked, texts(held.requests)) == (3, BlockReason.PARADOXICAL_SCALING,
+                                                                   {"main": {"cpu": "60m"}})
+    # Pods already at 61m would not grow at 2 × 61m: the same fall scales in.
+    down = decide(spec, 3, pods(3, {"cpu": "61m"}), vpa=vpa_status({"main": {"cpu": "20m"}}))
+    assert (down.replicas, down.scale_in_postponed, texts(down.requests)) == (2, False, {"main": {"cpu": "61m"}})
+
+
 def test_scale_out_keeps_the_pods_while_the_total_rises() -> None:
     # A15 at 4 × 4 → 17: 5 pods, kept at 4 (the adjusted 3.402 would shrink them).
     d = decide(target_spec(VPA_ONLY + DESIGN + CPU_ONLY), 4, pods(4, {"cpu": "4"}),
