@@ -5,6 +5,8 @@ from typing import Any
 
 from autoscaler.core.hvpa.decision import HvpaObservation, HvpaState, VpaObservation, decide_hvpa
 from autoscaler.core.hvpa.gates import BlockReason, Direction
+from autoscaler.core.hvpa.resources import adjusted_recommendation
+from autoscaler.core.hvpa.spec import ChangeParams
 from autoscaler.core.hvpa.vpa import VpaCondition
 from autoscaler.core.observation import ContainerInfo, PodInfo, PodPhase
 from tests.core.hvpa.builders import GI, decide, pods, q, target_spec, texts, vpa_status
@@ -58,6 +60,61 @@ def test_scale_in_goes_ahead_when_no_pod_would_grow() -> None:
     d = decide(spec, 5, pods(5, {"cpu": "2.4"}), vpa=vpa_status({"main": {"cpu": "1.8"}}))    # total 9
     assert not d.scale_in_postponed and (d.replicas, d.direction) == (4, Direction.DOWN)
     assert texts(d.requests) == {"main": {"cpu": "2205m"}}       # (9 − 5 × 120m)/4 + 5 % of it
+
+
+def test_a_percentage_base_holds_a_repeated_round_at_the_higher_count() -> None:
+    # The property test's counterexample, step by step. MAX(1) = 338m, MIN(2) = MAX(2 − 1) = 338m (no overlap),
+    # base = 2 % of the request; the VPA says 339m, then 337m again, twice. Specified, not a ratchet bug:
+    # a scale-in sizes the pod at A (A13), below the total; the same scale-in then needs the pod to grow (A14).
+    spec = target_spec("  scalingIntervals:\n  - {maxReplicas: 1, maxResources: {cpu: 338m}}\n"
+                       "  - {maxReplicas: 2, maxResources: {cpu: 338m}}\n"
+                       "  baseResourcesPerReplica: {cpu: {percentage: 2}}\n" + VPA_ONLY + NO_MIN_CHANGE + CPU_ONLY,
+                       max_replicas=2)
+    vpa_339 = vpa_status({"main": {"cpu": "339m"}})       # on 1 pod: T = 339m > MAX(1)
+    vpa_337 = vpa_status({"main": {"cpu": "168.5m"}})     # on 2 pods: T = 337m < MIN(2)
+    # Round 1 from the settled 1 × 337m. Out: A(2) = (339 − 6.74)/2 × 1.02 = 169.4526m, kept at 337m (A15).
+    up = decide(spec, 1, pods(1, {"cpu": "337m"}), vpa=vpa_339)
+    assert (up.replicas, texts(up.requests)) == (2, {"main": {"cpu": "337m"}})
+    # In: A(1) = (337 − 2 × 6.74) × 1.02 = 329.9904m < 337m → no hold; rounded up to 330m (A22).
+    down = decide(spec, 2, pods(2, {"cpu": "337m"}), vpa=vpa_337)
+    assert down.pairs[0].sizing is not None and down.pairs[0].sizing.adjusted == Fraction("0.3299904")
+    assert (down.replicas, down.scale_in_postponed, texts(down.requests)) == (1, False, {"main": {"cpu": "330m"}})
+    # Round 2 from 1 × 330m (not settled: the VPA's 337m would resize it). Out: kept at 330m again.
+    up = decide(spec, 1, pods(1, {"cpu": "330m"}), vpa=vpa_339)
+    assert (up.replicas, texts(up.requests)) == (2, {"main": {"cpu": "330m"}})
+    # In: A(1) = (337 − 2 × 6.6) × 1.02 = 330.276m > 330m → held at 2 × max(330, 168.5) = 2 × 330m (A14).
+    held = decide(spec, 2, pods(2, {"cpu": "330m"}), vpa=vpa_337)
+    assert held.scale_in_postponed and held.blocked is BlockReason.PARADOXICAL_SCALING
+    assert held.desired_by_pair == {"main/cpu": 1} and held.replicas == 2
+    assert texts(held.requests) == {"main": {"cpu": "330m"}}
+    # Not the rounding: the A14 threshold, where A(1) = req, is 337m × 1.02 / 1.0408 ≈ 330.265m; both the rounded
+    # 330m and the exact 329.9904m lie below it (the exact one would be held at A(1) = 330.2764m).
+    base, exact, threshold = ChangeParams(None, 2), Fraction("0.3299904"), Fraction(17187, 52040)
+    assert adjusted_recommendation(q("337m"), threshold, 2, 1, base) == threshold > q("330m") > exact
+    assert adjusted_recommendation(q("337m"), exact, 2, 1, base) == Fraction("0.33027639168") > exact
+    # The sync after round 1 sizes the pod to the total (d = c: P = T), which restores the start of the round.
+    settle = decide(spec, 1, pods(1, {"cpu": "330m"}), vpa=vpa_status({"main": {"cpu": "337m"}}))
+    assert (settle.replicas, texts(settle.requests)) == (1, {"main": {"cpu": "337m"}})
+
+
+def test_a_scale_in_onto_a_horizontal_only_count_is_held_while_its_fixed_size_is_above_the_pods() -> None:
+    # MAX(1) = 60m; count 2 is horizontalOnly at 61m (MAX(2) = 122m); MAX(3) = 183m; no overlap: MIN(2) = 60m.
+    # 1 × 60m → 123m: 3 pods kept at 60m (A15). Back to 60m: step 4 says 2 (T = MIN(2), A6/A7), and A13's
+    # A(2) = 30m, but 2 pods would be fixed at 61m (A29) > 60m: the pods would grow, so the scale-in is held.
+    only = "effectiveIntervalExtrapolation: horizontalOnly"
+    spec = target_spec("  scalingIntervals:\n  - {maxReplicas: 1, maxResources: {cpu: 60m}}\n"
+                       f"  - {{maxReplicas: 2, maxResources: {{cpu: 61m}}, {only}}}\n"
+                       "  - {maxReplicas: 3, maxResources: {cpu: 61m}}\n" + VPA_ONLY + NO_MIN_CHANGE + CPU_ONLY,
+                       max_replicas=3)
+    up = decide(spec, 1, pods(1, {"cpu": "60m"}), vpa=vpa_status({"main": {"cpu": "123m"}}))
+    assert (up.replicas, texts(up.requests)) == (3, {"main": {"cpu": "60m"}})
+    held = decide(spec, 3, pods(3, {"cpu": "60m"}), vpa=vpa_status({"main": {"cpu": "20m"}}))     # T = 60m
+    assert held.desired_by_pair == {"main/cpu": 2} and held.scale_in_postponed
+    assert (held.replicas, held.blocked, texts(held.requests)) == (3, BlockReason.PARADOXICAL_SCALING,
+                                                                   {"main": {"cpu": "60m"}})
+    # Pods already at 61m would not grow at 2 × 61m: the same fall scales in.
+    down = decide(spec, 3, pods(3, {"cpu": "61m"}), vpa=vpa_status({"main": {"cpu": "20m"}}))
+    assert (down.replicas, down.scale_in_postponed, texts(down.requests)) == (2, False, {"main": {"cpu": "61m"}})
 
 
 def test_scale_out_keeps_the_pods_while_the_total_rises() -> None:
