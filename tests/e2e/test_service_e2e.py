@@ -160,3 +160,43 @@ async def test_two_services_never_scale_at_once(cluster: KubeEmulator, prometheu
     acting = {e.get("reportingInstance") for e in cluster.events("default", involved_name="web",
                                                                   reason="SuccessfulRescale")}
     assert len(acting) == 2
+
+
+async def test_sigterm_stops_within_five_seconds_and_releases_the_lease(
+        cluster: KubeEmulator, prometheus: PrometheusSandbox, exporter: MetricsExporter, services: Any) -> None:
+    set_load(exporter, 30, prometheus)
+    cluster.create(deployment("web", 3))
+    cluster.create(target("web", "web"))
+    service = services("one", cluster, prometheus)
+    await until(lambda: (cluster.get("leases.coordination.k8s.io", "autoscaler", "default") or {})
+                .get("spec", {}).get("holderIdentity", "").startswith("one"), what="leadership")
+    await until(lambda: status_of(cluster, "web").get("currentReplicas") == 3, what="a first sync")
+    started = time.monotonic()
+    code = await asyncio.to_thread(service.terminate)
+    assert code == 0
+    assert time.monotonic() - started < 5.0
+    lease = cluster.get("leases.coordination.k8s.io", "autoscaler", "default")
+    assert lease is not None and not lease["spec"].get("holderIdentity")   # released for a fast takeover
+    events = [line.get("event") for line in service.lines()]
+    assert "shutting down" in events and "stopped" in events
+
+
+async def test_explain_prints_the_last_decision(cluster: KubeEmulator, prometheus: PrometheusSandbox,
+                                                exporter: MetricsExporter, services: Any, tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    set_load(exporter, 60, prometheus)
+    cluster.create(deployment("web", 2))
+    cluster.create(target("web", "web"))
+    services("one", cluster, prometheus)
+    await until(lambda: status_of(cluster, "web").get("currentReplicas") == 6, what="a scale-up")
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "explain-kubeconfig")
+    result = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "autoscaler", "explain", "default/web",
+                                                      "--kubeconfig", str(kubeconfig)],
+                                     capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert text.startswith("ScalingTarget default/web")
+    assert "external metric queue_depth" in text and "proposes" in text
+    assert "ScalingActive=True (ValidMetricFound)" in text

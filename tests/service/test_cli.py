@@ -1,0 +1,41 @@
+"""``autoscaler run`` flags and ``autoscaler explain`` text."""
+
+from pathlib import Path
+
+import pytest
+
+from autoscaler.cli import build_parser, main
+from autoscaler.service.cli import explain_status, flag_overrides
+
+
+def test_run_flags_become_setting_overrides() -> None:
+    args = build_parser().parse_args(["run", "--prometheus-url", "http://p:9090", "--namespace", "a", "--namespace",
+                                      "b", "--dry-run", "--no-leader-election", "--sync-period", "5"])
+    assert flag_overrides(args) == {
+        ("prometheus", "url"): "http://p:9090", ("kubernetes", "namespaces"): ["a", "b"], ("dryRun",): True,
+        ("sync", "periodSeconds"): 5.0, ("leaderElection", "enabled"): False}
+
+
+def test_run_with_invalid_settings_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "s.yaml"
+    bad.write_text("prometheus: {url: 'http://p:9090'}\nsync: {periodSecond: 3}\n")
+    assert main(["run", "--config", str(bad)]) == 2
+    assert 'sync.periodSecond: unknown field (did you mean "periodSeconds"?)' in capsys.readouterr().err
+
+
+def test_explain_text() -> None:
+    status = {
+        "lastDecision": {"time": "2026-11-21T10:00:00Z", "scaled": True, "currentReplicas": 2, "replicas": 6,
+                         "proposal": 8, "limitedBy": "ScaleUpLimit", "error": None,
+                         "explanation": ["Current replicas: 2.", "Scale up 2 → 6 (applied): x above target."]},
+        "conditions": [{"type": "AbleToScale", "status": "True", "reason": "SucceededRescale", "message": "ok"}],
+        "dryRun": True,
+    }
+    text = explain_status("shop", "web", status)
+    assert text.splitlines()[0] == "ScalingTarget shop/web"
+    assert "scaled 2 → 6 replicas (metric proposal: 8)" in text
+    assert "limited by: ScaleUpLimit" in text
+    assert "  Current replicas: 2." in text
+    assert "AbleToScale=True (SucceededRescale): ok" in text
+    assert "dry run" in text
+    assert "no decision yet" in explain_status("shop", "web", {})
