@@ -299,3 +299,53 @@ def test_target_objects_parse_with_errors_kept() -> None:
     broken["spec"]["maxReplicas"] = "ten"
     bad = target_from_object(broken)
     assert not bad.valid and [str(e) for e in bad.errors] == ["spec.maxReplicas: must be an integer, not string"]
+
+
+def statefulset(name: str, replicas: int) -> dict[str, Any]:
+    obj = deployment(name, replicas)
+    obj["kind"] = "StatefulSet"
+    obj["spec"]["serviceName"] = name
+    return obj
+
+
+async def test_any_kind_with_a_scale_subresource_through_discovery(emu: KubeEmulator) -> None:
+    emu.create(statefulset("db", 2))
+    spec = target("db", "db")
+    spec["spec"]["scaleTargetRef"] = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"}
+    emu.create(spec)
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            def replicas() -> int:
+                obj = emu.get("statefulsets", "db")
+                assert obj is not None
+                return int(obj["spec"]["replicas"])
+
+            await eventually(lambda: replicas() == 4, what="the StatefulSet scales")
+            assert emu.requests.count("get", "statefulsets/scale") >= 1
+            assert emu.requests.count("patch", "statefulsets/scale") == 1
+        finally:
+            await manager.stop()
+
+
+async def test_only_the_listed_namespaces_are_watched(emu: KubeEmulator) -> None:
+    for ns in ("team-a", "team-b"):
+        emu.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        emu.create(deployment("web", 2, namespace=ns))
+        emu.create(target("web", "web", namespace=ns))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics, namespaces=["team-a"])
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: replicas_of(emu, "web", "team-a") == 4, what="team-a scales")
+            assert replicas_of(emu, "web", "team-b") == 2
+            assert set(manager.running) == {("team-a", "web")}
+        finally:
+            await manager.stop()
