@@ -7,51 +7,35 @@ and the session fails if any of them was skipped anyway or deselected (``-m``/``
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from autoscaler.sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget, find_binary
+from tests.guard import REQUIRE_SERVERS, Guard
 from tests.prometheus import scenario
 
-REQUIRE_SERVERS = os.environ.get("AUTOSCALER_REQUIRE_SERVERS") == "1"
 _MISSING = [name for name in ("prometheus", "promtool") if find_binary(name) is None]
-_outcomes: dict[str, list[str]] = {"skipped": [], "deselected": []}
+_guard = Guard({"prometheus": [f"{name} is not installed (Debian package 'prometheus')" for name in _MISSING]},
+               str(Path(__file__).parent))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("prometheus") is None or not _MISSING:
-        return
-    message = f"{' and '.join(_MISSING)} not installed (Debian package 'prometheus')"
-    if REQUIRE_SERVERS:
-        pytest.fail(f"{message}, and AUTOSCALER_REQUIRE_SERVERS=1 forbids skipping real-server tests")
-    pytest.skip(message)
+    _guard.setup(item)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if "prometheus" in report.keywords and report.skipped:
-        _outcomes["skipped"].append(report.nodeid)
+    _guard.logreport(report)
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
     # "-m 'not prometheus'" or "-k" would be a quiet way around the real-server tests.
-    _outcomes["deselected"].extend(item.nodeid for item in items if item.get_closest_marker("prometheus"))
+    _guard.deselect(items)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if not REQUIRE_SERVERS or session.config.option.collectonly:
-        return
-    problem = None
-    for outcome in ("skipped", "deselected"):
-        if _outcomes[outcome]:
-            problem = (f"{len(_outcomes[outcome])} real-Prometheus test(s) were {outcome} with "
-                       f"AUTOSCALER_REQUIRE_SERVERS=1: {', '.join(_outcomes[outcome][:5])}")
-    if problem:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(f"ERROR: {problem}", red=True, bold=True)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    _guard.finish(session)
 
 
 def _require_binaries() -> None:
