@@ -10,6 +10,7 @@ authentication (kubeconfig, exec plugins, in-cluster token refresh), TLS and con
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -22,6 +23,9 @@ from kubernetes_asyncio.client import ApiClient
 JSON_CONTENT = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 
+THROTTLE_RETRIES = 3
+MAX_RETRY_AFTER = 10.0
+
 RequestObserver = Callable[[str, str, int, float], None]  # verb, resource, status code, seconds
 
 
@@ -30,6 +34,7 @@ class KubeError(Exception):
 
     def __init__(self, status: int, reason: str, message: str) -> None:
         self.status = status
+        self.retry_after: float | None = None
         self.reason = reason
         self.message = message
         super().__init__(f"{status} {reason}: {message}" if status else message)
@@ -90,12 +95,36 @@ class KubeApi:
         self.api_client = api_client
         self.timeout = timeout
         self._observe = observe
+        # API Priority and Fairness answers 429 with Retry-After: every request of this client then
+        # waits until that moment (slowing down globally, not just the one caller).
+        self._throttled_until = 0.0
+        self.throttled = 0
 
     async def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (),
                       body: Any = None, content_type: str = JSON_CONTENT, seconds: float | None = None,
                       resource: str = "") -> Any:
-        """One JSON request; returns the decoded body or raises :class:`KubeError`."""
+        """One JSON request; returns the decoded body or raises :class:`KubeError`.
+
+        A 429 is retried after its Retry-After (at most ``THROTTLE_RETRIES`` times, each wait capped),
+        and holds back this client's other requests meanwhile."""
+        for attempt in range(THROTTLE_RETRIES + 1):
+            wait = self._throttled_until - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                return await self._request_once(method, path, query, body, content_type, seconds, resource)
+            except KubeError as exc:
+                if exc.status != 429 or attempt == THROTTLE_RETRIES:
+                    raise
+                self.throttled += 1
+                delay = min(MAX_RETRY_AFTER, max(0.1, exc.retry_after or 1.0))
+                self._throttled_until = max(self._throttled_until, time.monotonic() + delay)
+        raise AssertionError("unreachable")
+
+    async def _request_once(self, method: str, path: str, query: Sequence[tuple[str, str]], body: Any,
+                            content_type: str, seconds: float | None, resource: str) -> Any:
         started = time.monotonic()
+        retry_after: str | None = None
         status = 0
         try:
             response = await self.api_client.call_api(
@@ -105,6 +134,7 @@ class KubeApi:
                 _request_timeout=seconds or self.timeout)
             async with response:
                 status = response.status
+                retry_after = response.headers.get("Retry-After")
                 payload = await response.read()
         except TimeoutError as exc:
             raise KubeError(0, "Timeout", f"{method} {path}: no answer within {seconds or self.timeout:g}s") from exc
@@ -114,7 +144,9 @@ class KubeApi:
             if self._observe is not None:
                 self._observe(method.lower(), resource or path, status, time.monotonic() - started)
         if not 200 <= status <= 299:
-            raise _error_from(status, payload, f"{method} {path}")
+            error = _error_from(status, payload, f"{method} {path}")
+            error.retry_after = _seconds(retry_after)
+            raise error
         return json.loads(payload) if payload else None
 
     async def get(self, path: str, *, resource: str = "", query: Sequence[tuple[str, str]] = ()) -> Any:
@@ -161,6 +193,13 @@ class KubeApi:
                     raise KubeError(int(obj.get("code") or 500), str(obj.get("reason") or "Error"),
                                     str(obj.get("message") or "watch error"))
                 yield event
+
+
+def _seconds(header: str | None) -> float | None:
+    try:
+        return float(header) if header else None
+    except ValueError:
+        return None
 
 
 def _error_from(status: int, payload: bytes, what: str) -> KubeError:

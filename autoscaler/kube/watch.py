@@ -47,6 +47,7 @@ class WatchCache(Generic[R]):
         self.resource_version = ""
         self.lists = 0          # LIST calls made (a steady state makes none)
         self.last_error: str | None = None
+        self.failing_since: float | None = None  # monotonic: when the watch broke and could not relist
         self.unavailable = False  # the resource does not exist on this server (e.g. no VPA CRD)
         # An optional resource that does not exist counts as synced (and empty); it is looked for again
         # every minute, so installing its CRD later is noticed.
@@ -59,6 +60,10 @@ class WatchCache(Generic[R]):
 
     def get(self, namespace: str, name: str) -> R | None:
         return self.records.get((namespace, name))
+
+    def stale_for(self) -> float:
+        """Seconds since the cache stopped following the server (0 while it follows)."""
+        return 0.0 if self.failing_since is None else time.monotonic() - self.failing_since
 
     def values(self) -> Iterable[R]:
         return self.records.values()
@@ -78,6 +83,7 @@ class WatchCache(Generic[R]):
                 if exc.gone:
                     log.info("watch expired, relisting", resource=self.name)
                     continue
+                self.failing_since = self.failing_since or time.monotonic()
                 self.last_error = str(exc)
                 self.unavailable = exc.not_found
                 if exc.not_found and self.optional:
@@ -87,6 +93,7 @@ class WatchCache(Generic[R]):
                     continue
                 log.warning("watch failed", resource=self.name, error=str(exc), retry_in=round(backoff, 2))
             except (ValueError, TimeoutError) as exc:
+                self.failing_since = self.failing_since or time.monotonic()
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 log.warning("watch failed", resource=self.name, error=self.last_error, retry_in=round(backoff, 2))
             await asyncio.sleep(backoff * (1 + random.random()))
@@ -106,6 +113,7 @@ class WatchCache(Generic[R]):
         self.resource_version = str((body.get("metadata") or {}).get("resourceVersion") or "")
         self.unavailable = False
         self.last_error = None
+        self.failing_since = None
         self.synced.set()
         if self._on_change is not None:
             for key in old.keys() | fresh.keys():

@@ -106,7 +106,8 @@ class Manager:
             semaphore=asyncio.Semaphore(concurrency), scales=self.scales, select_pods=self.pods.select,
             others_selecting=self._others_selecting, involved=self._involved, read_metrics=self._read_metrics,
             record_event=self.events.record, write_status=self._write_status, may_write=may_write,
-            metrics=self.metrics, find_vpa=self._find_vpa, template_of=self._template_of, write_vpa=self._write_vpa)
+            metrics=self.metrics, find_vpa=self._find_vpa, template_of=self._template_of, write_vpa=self._write_vpa,
+            cache_problem=self._cache_problem)
         self.running: dict[Key, _Running] = {}
         self.invalid: dict[Key, Target] = {}
         self.statuses: dict[Key, Mapping[str, Any]] = {}  # last status of every target (standalone: the only copy)
@@ -228,6 +229,15 @@ class Manager:
     def _deployment(self, namespace: str, name: str) -> WorkloadRecord | None:
         cache = self.deployment_caches.get(namespace if self.namespaces else None)
         return cache.get(namespace, name) if cache is not None else None
+
+    def _cache_problem(self) -> str | None:
+        """Decisions pause when the pod or workload caches have not followed the server for two periods."""
+        limit = 2 * self.services.period
+        caches: list[WatchCache[Any]] = [*self.pod_caches, *self.deployment_caches.values()]
+        for cache in caches:
+            if cache.stale_for() > limit:
+                return f"the {cache.name} watch has failed for {cache.stale_for():.0f}s: {cache.last_error}"
+        return None
 
     def _find_vpa(self, target: Target) -> Mapping[str, Any] | None:
         if target.spec is None or target.spec.hvpa is None:

@@ -106,6 +106,7 @@ class Services:
     find_vpa: Callable[[Target], Mapping[str, Any] | None] = lambda _target: None
     template_of: Callable[[Target], Sequence[ContainerInfo]] = lambda _target: ()
     write_vpa: Callable[[str, str, Mapping[str, Any]], Awaitable[None]] | None = None
+    cache_problem: Callable[[], str | None] = lambda: None  # why cached state cannot be trusted now
 
 
 class TargetReconciler:
@@ -151,6 +152,13 @@ class TargetReconciler:
         target, spec = self.target, self.spec
         structlog.contextvars.bind_contextvars(namespace=target.namespace, name=target.name)
         try:
+            stale = self.services.cache_problem()
+            if stale is not None:
+                # Deciding on state the cluster may have left behind could scale the wrong way: hold.
+                log.warning("sync held: cluster state is stale", reason=stale)
+                self.services.metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started,
+                                                        "error", "StaleCache")
+                return None
             state = self.state if self.state is not None else restore_state(self.last_status, now)
             try:
                 scale = await self.services.scales.read(target)

@@ -3,6 +3,7 @@ kubernetes-asyncio client, with a metrics source the test controls."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -347,5 +348,47 @@ async def test_only_the_listed_namespaces_are_watched(emu: KubeEmulator) -> None
             await eventually(lambda: replicas_of(emu, "web", "team-a") == 4, what="team-a scales")
             assert replicas_of(emu, "web", "team-b") == 2
             assert set(manager.running) == {("team-a", "web")}
+        finally:
+            await manager.stop()
+
+
+async def test_a_throttled_api_slows_everyone_and_the_write_still_lands(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    emu.create(target("web", "web"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    emu.faults.throttle(retry_after=1, verb="patch", resource="deployments/scale", times=1)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: replicas_of(emu, "web") == 4, what="the write after Retry-After")
+            assert manager.api.throttled == 1
+            assert (condition(status_of(emu, "web"), "AbleToScale") or {}).get("reason") != "FailedUpdateScale"
+        finally:
+            await manager.stop()
+
+
+async def test_decisions_pause_while_the_pod_watch_is_broken(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 4))
+    emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: status_of(emu, "web").get("currentReplicas") == 4, what="a first sync")
+            for cache in manager.pod_caches:
+                cache.failing_since = 0.0  # as if the watch had been failing since long ago
+            metrics.set("queue", 5)
+            reads = metrics.reads
+            await asyncio.sleep(4 * PERIOD)
+            assert metrics.reads == reads and replicas_of(emu, "web") == 4   # held, nothing read or written
+            for cache in manager.pod_caches:
+                cache.failing_since = None
+            await eventually(lambda: replicas_of(emu, "web") == 1, what="decisions resume")
         finally:
             await manager.stop()
