@@ -50,8 +50,8 @@ class LoadCurve:
 # quiet tail long enough for the scale-down window and rate policy to bring the replicas back down.
 DEMO_CURVE = LoadCurve((
     Phase("calm", 60, 180, 180),
-    Phase("rise", 240, 180, 1000),
-    Phase("spike", 90, 1700, 1700),
+    Phase("rise", 210, 180, 1000),
+    Phase("spike", 120, 1700, 1700),
     Phase("fall", 120, 900, 150),
     Phase("quiet", 210, 150, 150),
 ))
