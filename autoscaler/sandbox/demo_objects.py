@@ -45,12 +45,14 @@ VPA_CRD: dict[str, Any] = {
 }
 
 
-def scalingtarget_crd() -> Path:
-    """The project's CRD file: the demo installs the very CRD a cluster would get."""
-    if not CRD_FILE.is_file():
-        raise FileNotFoundError(f"{CRD_FILE} is missing: the demo runs from a source checkout of the project "
-                                f"(pip install -e .)")
-    return CRD_FILE
+def scalingtarget_crd() -> str:
+    """The project's CRD, as YAML text: the demo installs the very CRD a cluster would get. It blocks
+    (a file read): call it off the event loop."""
+    try:
+        return CRD_FILE.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FileNotFoundError(f"cannot read the ScalingTarget CRD ({exc}): the demo runs from a source "
+                                f"checkout of the project (pip install -e .)") from None
 
 
 def deployment(workload: Workload = WEB, replicas: int = INITIAL_REPLICAS) -> dict[str, Any]:

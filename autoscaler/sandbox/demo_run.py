@@ -21,6 +21,7 @@ from autoscaler.emulator.controllers import PodLifecycle, WorkloadController
 from autoscaler.sandbox import demo_config as config
 from autoscaler.sandbox import demo_objects as objects
 from autoscaler.sandbox.loadcurve import DEMO_CURVE, LoadCurve
+from autoscaler.sandbox.prometheus import SandboxError
 from autoscaler.sandbox.recorder import ClusterRecorder
 from autoscaler.sandbox.sources import metrics_source
 from autoscaler.sandbox.timeline import DecisionTap, Summary, Timeline
@@ -63,8 +64,11 @@ async def run_demo(options: DemoOptions, out: TextIO, *, interrupt: asyncio.Even
         recorder = await _sandbox(emulator, scale)
         stack.callback(recorder.detach)
         world = DemoWorld(DEMO_CURVE, scale, objects.WEB, recorder.pod_states)
-        source = await stack.enter_async_context(
-            metrics_source(options.prometheus, world, scale.wall(config.CPU_RATE_WINDOW)))
+        try:
+            source = await stack.enter_async_context(
+                metrics_source(options.prometheus, world, scale.wall(config.CPU_RATE_WINDOW)))
+        except SandboxError as exc:
+            raise DemoError(f"the metrics source did not start: {exc}") from None
         kubeconfig = await asyncio.to_thread(emulator.write_kubeconfig, workdir / "kubeconfig")
         service = Service(config.service_settings(scale, source.url, source.rate_window, str(kubeconfig)),
                           identity="autoscaler-demo")
@@ -97,7 +101,11 @@ async def run_demo(options: DemoOptions, out: TextIO, *, interrupt: asyncio.Even
 
 async def _sandbox(emulator: KubeEmulator, scale: TimeScale) -> ClusterRecorder:
     """The CRDs, the Deployment with its running pods, the VPA, the pod lifecycle, and the target."""
-    emulator.install_crd(objects.scalingtarget_crd())
+    try:
+        crd = await asyncio.to_thread(objects.scalingtarget_crd)
+    except FileNotFoundError as exc:
+        raise DemoError(str(exc)) from None
+    emulator.install_crd(crd)
     emulator.install_crd(objects.VPA_CRD)
     recorder = ClusterRecorder(emulator, objects.WEB, scale)
     recorder.attach()

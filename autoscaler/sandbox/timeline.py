@@ -128,7 +128,7 @@ class Timeline:
             self.errors += 1
         self._account_limit(limited, now)
         proposed = f", proposal {proposal}" if proposal is not None else ""
-        if event.get("scaled") and replicas != current:
+        if event.get("applied") is True and replicas != current:  # written, not just decided
             text = str(event.get("reason") or "")
             if limited:
                 text += f"; limited by {self._limit_text(limited)}{proposed}"
