@@ -11,6 +11,7 @@ from typing import Any
 from autoscaler.backtest.arguments import add_parser as add_backtest_parser
 from autoscaler.core.fields import SpecError
 from autoscaler.files import load_yaml_file
+from autoscaler.sandbox.demo import add_parser as add_demo_parser
 from autoscaler.service.cli import add_parsers as add_service_parsers
 
 EXIT_INVALID = 2
@@ -83,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.set_defaults(func=cmd_simulate)
     add_backtest_parser(sub)
     add_service_parsers(sub)
+    add_demo_parser(sub)
     return parser
 
 

@@ -1,0 +1,111 @@
+"""``autoscaler demo``: the real service against an embedded sandbox, with a live timeline.
+
+The service is :class:`autoscaler.service.app.Service`, unchanged: its reconcilers, its Prometheus
+client and reader, its Kubernetes client and watch caches. What is synthetic is around it: the
+Kubernetes API emulator (a Deployment whose pods start and become ready after realistic delays, a
+VPA, the ScalingTarget CRD and one target) and a metrics source serving a load curve. Everything is
+on loopback. Time is compressed by ``--speed`` (docs/demo.md says exactly how).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+from autoscaler.sandbox.timescale import SPEEDS
+
+if TYPE_CHECKING:  # the sandbox and the service load only when the command runs
+    from autoscaler.sandbox.demo_run import DemoOptions
+    from autoscaler.sandbox.timeline import Summary
+
+DEFAULT_SPEED = 10
+EXIT_INVALID = 2
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``demo`` to the ``autoscaler`` command's subparsers."""
+    parser = sub.add_parser(
+        "demo", help="watch the service scale a sandbox workload through a load curve (no cluster needed)",
+        description="Run the real autoscaler service against an embedded sandbox (a Kubernetes API emulator "
+                    "and a synthetic Prometheus, both on loopback) through a load curve that rises, spikes "
+                    "and falls, printing each decision as it happens and a summary at the end (docs/demo.md).")
+    parser.add_argument("--speed", type=int, default=DEFAULT_SPEED, choices=SPEEDS, metavar="N",
+                        help=f"run N times faster than real time (default {DEFAULT_SPEED}: the whole curve in about "
+                             f"72 s); one of {', '.join(map(str, SPEEDS))}")
+    parser.add_argument("--duration", metavar="DURATION",
+                        help="demo time to run, e.g. 5m or 900 (default: the whole curve, 12m); past the curve's "
+                             "end the load stays at its last value")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
+    parser.add_argument("--prometheus", choices=("auto", "builtin", "binary"), default="builtin",
+                        help="builtin (default): a synthetic Prometheus API answering from the curve; binary: a "
+                             "real prometheus from PATH scraping the sandbox; auto: binary when installed")
+    parser.add_argument("--log", metavar="FILE", help="write the service's own log (JSON lines) to FILE")
+    parser.set_defaults(func=cmd_demo)
+
+
+def parse_duration_text(text: str) -> float:
+    from autoscaler.prometheus.promql import parse_duration
+
+    try:
+        seconds = float(text)
+    except ValueError:
+        parsed = parse_duration(text)
+        if parsed is None:
+            raise ValueError(f"--duration: {text!r} is not a duration (5m, 90s, or seconds)") from None
+        seconds = parsed
+    if not seconds > 0:
+        raise ValueError("--duration must be positive")
+    return seconds
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    # Imported here, before the event loop starts: importing the service and the emulator takes a
+    # good half second, which would otherwise stall the loop.
+    from autoscaler.sandbox.demo_run import DemoError, DemoOptions
+    from autoscaler.sandbox.sources import SourceError, resolve
+
+    try:
+        duration = parse_duration_text(args.duration) if args.duration else None
+        source = resolve(args.prometheus)
+    except (ValueError, SourceError) as exc:
+        print(f"autoscaler demo: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    options = DemoOptions(speed=args.speed, duration=duration, quiet=args.quiet, prometheus=source)
+    with contextlib.ExitStack() as files:
+        try:
+            log = files.enter_context(open(args.log, "a", encoding="utf-8")) if args.log else None
+        except OSError as exc:
+            print(f"autoscaler demo: --log: {exc}", file=sys.stderr)
+            return EXIT_INVALID
+        try:
+            summary = asyncio.run(_interruptible(options, log))
+        except DemoError as exc:
+            print(f"autoscaler demo: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        except KeyboardInterrupt:  # a second Ctrl-C: asyncio.run has cancelled and awaited everything
+            print("autoscaler demo: aborted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+    return EXIT_INTERRUPTED if summary.interrupted else 0
+
+
+async def _interruptible(options: DemoOptions, log: TextIO | None) -> Summary:
+    """Ctrl-C (or SIGTERM) ends the demo early, with its summary; a second Ctrl-C aborts."""
+    from autoscaler.sandbox.demo_run import run_demo
+
+    loop = asyncio.get_running_loop()
+    interrupt = asyncio.Event()
+
+    def stop(signum: int) -> None:
+        interrupt.set()
+        loop.remove_signal_handler(signum)  # the next one gets Python's default: KeyboardInterrupt
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, stop, signum)
+    return await run_demo(options, sys.stdout, interrupt=interrupt, log=log)
