@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped,unused-ignore]
 import referencing
 
 # The oldest and newest Kubernetes minors the manifests are checked against: 1.29 is the oldest release
@@ -28,7 +28,7 @@ KUBERNETES_VERSIONS = ("1.29", "latest")
 
 
 def _schema_package() -> Any:
-    import kubernetes_validate.utils  # type: ignore[import-untyped]
+    import kubernetes_validate.utils  # type: ignore[import-untyped,unused-ignore]
 
     return kubernetes_validate.utils
 
@@ -38,7 +38,7 @@ def resolve_version(version: str) -> str:
     return str(utils.latest_version()) if version == "latest" else version
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _definitions(version: str) -> tuple[str, Any]:
     utils = _schema_package()
     known = [v for v in utils.all_versions() if utils.major_minor(v) <= utils.major_minor(version)]
