@@ -163,6 +163,8 @@ async def service_from_manifests(manifests: list[Doc], tmp_path: Path) -> AsyncI
         settings = load_service_settings(str(config), flags=flags, environ=container_environment(manifests))
         assert settings.leader_election.enabled, "the shipped settings must elect a leader (2 replicas)"
         service = Service(settings, identity="autoscaler-7d9f_1")
+        # The test's own objects go in through the in-process API: the request log holds the service's only.
+        assert emu.requests.count() == 0
         stop = asyncio.Event()
         task = asyncio.create_task(service.run(stop))
 
