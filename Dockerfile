@@ -1,18 +1,31 @@
 # syntax=docker/dockerfile:1
-# Build: a wheel of the package and its runtime dependencies only.
+# The `autoscaler run` image: docker build -t autoscaler:latest .
+# Two stages: the build stage makes wheels of the package and of its runtime dependencies only
+# (pyproject's [project.dependencies]; no extras); the runtime stage installs those wheels and nothing else.
+
 FROM python:3.11-slim AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY autoscaler ./autoscaler
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+RUN pip wheel --wheel-dir /wheels .
 
-# Run: slim base, non-root, no build tools, no dev dependencies.
 FROM python:3.11-slim
-RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin autoscaler
-COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir --no-index --find-links=/wheels autoscaler && rm -rf /wheels
-COPY config /etc/autoscaler
+LABEL org.opencontainers.image.title="autoscaler" \
+      org.opencontainers.image.description="External Kubernetes autoscaler: HPA decisions from Prometheus, plus HVPA" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
+    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+RUN groupadd --gid 10001 autoscaler \
+    && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin autoscaler
+# The wheels are mounted for this one step, never copied into a layer. pip then leaves the image: nothing
+# installs anything at run time.
+RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
+    pip install --no-index --find-links=/wheels autoscaler \
+    && pip uninstall --yes pip setuptools wheel
+# The default settings (docs/configuration.md); in a cluster the ConfigMap is mounted over it.
+COPY config/autoscaler.yaml /etc/autoscaler/autoscaler.yaml
 USER 10001:10001
-ENV PYTHONUNBUFFERED=1
+EXPOSE 8080
 ENTRYPOINT ["autoscaler"]
-CMD ["run"]
+CMD ["run", "--config", "/etc/autoscaler/autoscaler.yaml"]
