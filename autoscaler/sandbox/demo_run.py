@@ -154,7 +154,8 @@ def _service_logging(tap: DecisionTap, log: TextIO | None) -> Iterator[None]:
     only its warnings and errors reach the terminal (on stderr), so the timeline stays readable."""
     root = logging.getLogger()
     before, level = list(root.handlers), root.level
-    configure_logging(LoggingSettings("json" if log is not None else "auto", "info"), stream=log or sys.stderr)
+    # debug: the timeline also needs the steady syncs, which the service logs at debug.
+    configure_logging(LoggingSettings("json" if log is not None else "auto", "debug"), stream=log or sys.stderr)
     if log is None:
         for handler in root.handlers:
             if handler not in before:

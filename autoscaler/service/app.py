@@ -114,7 +114,8 @@ class Service:
                     jitter=settings.sync.jitter, concurrency=settings.sync.concurrency,
                     batch_window=settings.sync.batch_window_seconds, dry_run=settings.dry_run,
                     namespaces=settings.kubernetes.namespaces, static_targets=self.static_targets,
-                    metrics=self.metrics, may_write=self._may_write, identity=self.identity)
+                    metrics=self.metrics, may_write=self._may_write, identity=self.identity,
+                    on_targets=self.metrics.set_targets)
                 await manager.start_caches()
                 log.info("service starting", identity=self.identity, dry_run=settings.dry_run,
                          targets="file" if self.static_targets is not None else "crd",

@@ -84,7 +84,7 @@ class Manager:
                  jitter: float = 0.1, concurrency: int = 50, batch_window: float = 0.2, dry_run: bool = False,
                  namespaces: Iterable[str] = (), static_targets: list[Target] | None = None,
                  metrics: MetricsSink | None = None, may_write: Callable[[], bool] = lambda: True,
-                 identity: str = "") -> None:
+                 identity: str = "", on_targets: Callable[[int, int], None] | None = None) -> None:
         self.api = api
         self.namespaces = tuple(namespaces)
         self.static = static_targets is not None
@@ -115,6 +115,7 @@ class Manager:
         self._tasks: list[asyncio.Task[None]] = []
         self._active = False
         self._changes: asyncio.Queue[Key] = asyncio.Queue()
+        self._on_targets = on_targets  # told (active, invalid) whenever the set of targets changes
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -140,6 +141,7 @@ class Manager:
         self._active = True
         for target in list(self._targets.values()):
             await self._apply_target(target, at_startup=True)
+        self._report_counts()
         self._tasks.append(asyncio.create_task(self._process_changes(), name="target changes"))
 
     async def deactivate(self) -> None:
@@ -178,6 +180,11 @@ class Manager:
                 log.info("target deleted: reconciler stopped", namespace=key[0], name=key[1])
             else:
                 await self._apply_target(target, at_startup=False)
+            self._report_counts()
+
+    def _report_counts(self) -> None:
+        if self._on_targets is not None:
+            self._on_targets(len(self.running), len(self.invalid))
 
     async def _apply_target(self, target: Target, *, at_startup: bool) -> None:
         key = target.key

@@ -287,10 +287,13 @@ class TargetReconciler:
         if norm is not None:
             limited = norm.limit_reason if norm.limited else (
                 norm.able_reason if norm.stabilized != norm.proposal else None)
-        log.info("decision", current_replicas=decision.current_replicas, proposal=decision.desired_replicas,
-                 replicas=decision.replicas, scaled=decision.scale, applied=decision.applied,
-                 reason=decision.rescale_reason or None, limited_by=limited, error=decision.error,
-                 dry_run=self.services.dry_run or None)
+        # Steady syncs (nothing changed, nothing limited, no error) log at debug to keep the log quiet.
+        quiet = not decision.scale and limited is None and decision.error is None
+        emit = log.debug if quiet else log.info
+        emit("decision", current_replicas=decision.current_replicas, proposal=decision.desired_replicas,
+             replicas=decision.replicas, scaled=decision.scale, applied=decision.applied,
+             reason=decision.rescale_reason or None, limited_by=limited, error=decision.error,
+             dry_run=self.services.dry_run or None)
         self.services.metrics.set_target(
             target.namespace, target.name, current=decision.current_replicas, proposal=decision.desired_replicas,
             final=decision.replicas, limited_reason=limited,
