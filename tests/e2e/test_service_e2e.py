@@ -202,3 +202,39 @@ async def test_explain_prints_the_last_decision(cluster: KubeEmulator, prometheu
     assert text.startswith("ScalingTarget default/web")
     assert "external metric queue_depth" in text and "proposes" in text
     assert "ScalingActive=True (ValidMetricFound)" in text
+
+
+async def test_endpoints_of_the_running_service(cluster: KubeEmulator, prometheus: PrometheusSandbox,
+                                                exporter: MetricsExporter, services: Any) -> None:
+    import aiohttp
+    from prometheus_client.parser import text_string_to_metric_families
+
+    set_load(exporter, 60, prometheus)
+    cluster.create(deployment("web", 2))
+    cluster.create(target("web", "web"))
+    service = services("one", cluster, prometheus)
+    await until(lambda: status_of(cluster, "web").get("currentReplicas") == 6, what="a scale-up")
+    port = next(line["port"] for line in service.lines() if line.get("event") == "http.started")
+    base = f"http://127.0.0.1:{port}"
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+        async with session.get(f"{base}/healthz") as response:
+            assert response.status == 200
+        async with session.get(f"{base}/readyz") as response:
+            body = await response.text()
+            assert response.status == 200, body
+        async with session.get(f"{base}/metrics") as response:
+            text = await response.text()
+        async with session.get(f"{base}/api/targets/default/web") as response:
+            document = await response.json()
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(text) for s in family.samples}
+    web = (("name", "web"), ("namespace", "default"))
+    assert samples[("autoscaler_target_final_replicas", web)] == 6
+    # the per-pod average of 60 queued over the replicas the metric was last read with
+    assert samples[("autoscaler_target_metric_value", (("metric", "queue_depth"), *web))] in (10, 30)
+    assert samples[("autoscaler_target_metric_target", (("metric", "queue_depth"), *web))] == 10
+    assert samples[("autoscaler_leader", ())] == 1
+    assert samples[("autoscaler_targets", (("state", "active"),))] == 1
+    assert any(name == "autoscaler_reconcile_duration_seconds_count" and value > 0
+               for (name, _), value in samples.items())
+    assert document["status"]["currentReplicas"] == 6
