@@ -12,6 +12,7 @@ from autoscaler.core.settings import ControllerSettings
 from autoscaler.emulator import KubeEmulator
 from autoscaler.emulator.controllers import PodLifecycle, WorkloadController
 from autoscaler.kube.api import KubeApi
+from autoscaler.kube.labels import parse_label_selector
 from autoscaler.service.manager import Manager
 from autoscaler.service.targets import load_targets_file, target_from_object
 from tests.service.cluster import (
@@ -266,6 +267,39 @@ async def test_ambiguous_selector(emu: KubeEmulator) -> None:
             await eventually(lambda: (condition(status_of(emu, "two"), "ScalingActive") or {}).get("reason")
                              == "AmbiguousSelector" or (condition(status_of(emu, "one"), "ScalingActive") or {}
                                                         ).get("reason") == "AmbiguousSelector", what="ambiguity")
+        finally:
+            await manager.stop()
+
+
+async def test_ambiguity_follows_pod_labels(emu: KubeEmulator) -> None:
+    """The pod → selecting targets map is cached per namespace; a label change must still be seen."""
+    emu.create(deployment("web", 2))
+    backend = deployment("all", 1)
+    backend["spec"]["selector"] = {"matchLabels": {"tier": "backend"}}
+    backend["spec"]["template"]["metadata"]["labels"] = {"tier": "backend"}
+    emu.create(backend)
+    emu.create(target("web", "web"))
+    emu.create(target("all", "all"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 10)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: len(manager.pods.select("default", parse_label_selector("app=web"))) == 2
+                             and all(manager.running[("default", n)].reconciler.syncs >= 1 for n in ("web", "all")),
+                             what="both targets synced")
+            web = manager.running[("default", "web")].target
+
+            def others() -> list[str]:
+                return manager._others_selecting(web, manager.pods.select("default", parse_label_selector("app=web")))
+
+            assert others() == []
+            assert others() == []  # answered from the cache this time
+            name = manager.pods.select("default", parse_label_selector("app=web"))[0].name
+            emu.patch("pods", name, {"metadata": {"labels": {"tier": "backend"}}})
+            await eventually(lambda: others() == ["default/all"], what="the relabelled pod seen by both selectors")
         finally:
             await manager.stop()
 
