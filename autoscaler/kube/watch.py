@@ -35,7 +35,8 @@ HEALTHY_RESET = 120.0
 class WatchCache(Generic[R]):
     def __init__(self, api: KubeApi, resource: ResourcePath, trim: Callable[[Mapping[str, Any]], R | None], *,
                  namespace: str | None = None, on_change: ChangeHandler | None = None,
-                 min_watch_seconds: int = 300, max_watch_seconds: int = 600, optional: bool = False) -> None:
+                 min_watch_seconds: int = 300, max_watch_seconds: int = 600, optional: bool = False,
+                 recheck_seconds: float = 60.0) -> None:
         self.api = api
         self.resource = resource
         self.namespace = namespace
@@ -49,8 +50,9 @@ class WatchCache(Generic[R]):
         self.last_error: str | None = None
         self.unavailable = False  # the resource does not exist on this server (e.g. no VPA CRD)
         # An optional resource that does not exist counts as synced (and empty); it is looked for again
-        # every minute, so installing its CRD later is noticed.
+        # every minute (through discovery, not a LIST), so installing its CRD later is noticed.
         self.optional = optional
+        self.recheck_seconds = recheck_seconds
 
     @property
     def name(self) -> str:
@@ -83,7 +85,7 @@ class WatchCache(Generic[R]):
                 if exc.not_found and self.optional:
                     self.synced.set()
                     log.info("resource not served: treated as empty", resource=self.name)
-                    await asyncio.sleep(60)
+                    await self._until_served()
                     continue
                 log.warning("watch failed", resource=self.name, error=str(exc), retry_in=round(backoff, 2))
             except (ValueError, TimeoutError) as exc:
@@ -91,6 +93,22 @@ class WatchCache(Generic[R]):
                 log.warning("watch failed", resource=self.name, error=self.last_error, retry_in=round(backoff, 2))
             await asyncio.sleep(backoff * (1 + random.random()))
             backoff = min(BACKOFF_MAX, backoff * 2)
+
+    async def _until_served(self) -> None:
+        """Return once discovery lists the resource (e.g. its CRD was installed), checking every
+        ``recheck_seconds``. Discovery is one small GET; looking with a LIST would make a steady service
+        send a LIST a minute."""
+        while True:
+            await asyncio.sleep(self.recheck_seconds)
+            try:
+                body = await self.api.get(self.resource.prefix, resource="discovery")
+            except KubeError as exc:
+                if exc.not_found:
+                    continue  # the group/version is not served either
+                return  # let the LIST find out what is wrong, and back off as usual
+            if any(isinstance(r, Mapping) and r.get("name") == self.resource.plural
+                   for r in (body or {}).get("resources") or []):
+                return
 
     async def _list(self) -> None:
         self.lists += 1
