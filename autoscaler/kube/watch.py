@@ -36,7 +36,7 @@ class WatchCache(Generic[R]):
     def __init__(self, api: KubeApi, resource: ResourcePath, trim: Callable[[Mapping[str, Any]], R | None], *,
                  namespace: str | None = None, on_change: ChangeHandler | None = None,
                  min_watch_seconds: int = 300, max_watch_seconds: int = 600, optional: bool = False,
-                 recheck_seconds: float = 60.0) -> None:
+                 recheck_seconds: float = 60.0, page_size: int = 500) -> None:
         self.api = api
         self.resource = resource
         self.namespace = namespace
@@ -46,13 +46,14 @@ class WatchCache(Generic[R]):
         self.records: dict[Key, R] = {}
         self.synced = asyncio.Event()
         self.resource_version = ""
-        self.lists = 0          # LIST calls made (a steady state makes none)
+        self.lists = 0          # LIST requests made, one per page (a steady state makes none)
         self.last_error: str | None = None
         self.unavailable = False  # the resource does not exist on this server (e.g. no VPA CRD)
         # An optional resource that does not exist counts as synced (and empty); it is looked for again
         # every minute (through discovery, not a LIST), so installing its CRD later is noticed.
         self.optional = optional
         self.recheck_seconds = recheck_seconds
+        self.page_size = page_size
 
     @property
     def name(self) -> str:
@@ -111,17 +112,31 @@ class WatchCache(Generic[R]):
                 return
 
     async def _list(self) -> None:
-        self.lists += 1
-        body = await self.api.get(self.resource.collection(self.namespace), resource=self.resource.label)
+        """List in pages of ``page_size`` (client-go's reflector does the same with 500): only one page of
+        whole objects is ever in memory, not every pod of the cluster at once. A continue token that
+        expired (410) relists from the start, through :meth:`run`."""
         fresh: dict[Key, R] = {}
-        for obj in body.get("items") or []:
-            record = self._trim(obj)
-            if record is not None:
-                meta = obj.get("metadata") or {}
-                fresh[(str(meta.get("namespace") or ""), str(meta.get("name")))] = record
+        token = ""
+        version = ""
+        while True:
+            query = [("limit", str(self.page_size))] + ([("continue", token)] if token else [])
+            self.lists += 1
+            body = await self.api.get(self.resource.collection(self.namespace), resource=self.resource.label,
+                                      query=query)
+            for obj in body.get("items") or []:
+                record = self._trim(obj)
+                if record is not None:
+                    meta = obj.get("metadata") or {}
+                    fresh[(str(meta.get("namespace") or ""), str(meta.get("name")))] = record
+            metadata = body.get("metadata") or {}
+            version = str(metadata.get("resourceVersion") or "")
+            token = str(metadata.get("continue") or "")
+            del body
+            if not token:
+                break
         old = self.records
         self.records = fresh
-        self.resource_version = str((body.get("metadata") or {}).get("resourceVersion") or "")
+        self.resource_version = version
         self.unavailable = False
         self.last_error = None
         self.synced.set()
