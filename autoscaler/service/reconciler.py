@@ -10,8 +10,10 @@ one target's trouble never touches another.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
+import zlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -80,6 +82,44 @@ class NullMetrics:
         pass
 
 
+def _fraction(text: str) -> float:
+    """A stable pseudo-random number in [0, 1) for ``text``."""
+    return zlib.crc32(text.encode()) / 2**32
+
+
+class Schedule:
+    """When targets sync: once a period, every target of a namespace on the same tick.
+
+    A batched Prometheus query covers whole namespaces (``namespace=~"a|b"``), so a batch is cheapest
+    when it holds every target of the namespaces it reads. With each target on its own random phase, a
+    0.2 s batch window held ~13 of 1,000 targets but read ~12 namespaces' pods: ~17× the series the
+    targets needed, which made decoding Prometheus' answers most of the service's CPU. So the phase
+    belongs to the namespace: namespaces spread over the period (a hash of the name) and each tick is
+    jittered by up to ± ``jitter`` of the period (a hash of the namespace and the tick number), so
+    namespaces still do not align, but a namespace's targets sync together and share one query per
+    template. Ticks are a fixed grid, not a random walk, so the targets of a namespace stay together.
+    """
+
+    def __init__(self, period: float, jitter: float, origin: float | None = None) -> None:
+        self.period = period
+        self.jitter = jitter
+        self.origin = time.monotonic() if origin is None else origin
+        # A target that syncs off its grid (a new target, or one late behind an overload) waits at least
+        # this long before the next grid tick, so it never syncs twice in quick succession.
+        self.min_gap = period * max(0.1, 1 - 2 * jitter) / 2
+
+    def tick(self, namespace: str, k: int) -> float:
+        shift = self.jitter * (2 * _fraction(f"{namespace}#{k}") - 1) if self.jitter else 0.0
+        return self.origin + (k + _fraction(namespace) + shift) * self.period
+
+    def next_tick(self, namespace: str, after: float) -> float:
+        """The first tick of ``namespace`` later than ``after``."""
+        k = math.floor((after - self.origin) / self.period - _fraction(namespace) - self.jitter) - 1
+        while (when := self.tick(namespace, k)) <= after:
+            k += 1
+        return when
+
+
 class ScaleSource(Protocol):
     async def read(self, target: Target) -> Scale: ...
     async def write(self, target: Target, replicas: int, decided_on: Scale) -> None: ...
@@ -106,6 +146,11 @@ class Services:
     find_vpa: Callable[[Target], Mapping[str, Any] | None] = lambda _target: None
     template_of: Callable[[Target], Sequence[ContainerInfo]] = lambda _target: ()
     write_vpa: Callable[[str, str, Mapping[str, Any]], Awaitable[None]] | None = None
+    schedule: Schedule | None = None  # None: Schedule(period, jitter), made on first use
+
+    def __post_init__(self) -> None:
+        if self.schedule is None:
+            self.schedule = Schedule(self.period, self.jitter)
 
 
 class TargetReconciler:
@@ -126,10 +171,14 @@ class TargetReconciler:
     def involved(self) -> InvolvedObject:
         return self.services.involved(self.target)
 
-    async def run(self, first_delay: float) -> None:
-        """Sync every period (± jitter) until cancelled."""
-        period = self.services.period
-        planned = time.monotonic() + first_delay
+    async def run(self, first_delay: float | None = None) -> None:
+        """Sync on the namespace's ticks (see :class:`Schedule`) until cancelled; the first sync after
+        ``first_delay`` seconds if given (a new target), else on the next tick."""
+        schedule = self.services.schedule
+        assert schedule is not None
+        namespace = self.target.namespace
+        now = time.monotonic()
+        planned = now + first_delay if first_delay is not None else schedule.next_tick(namespace, now)
         while True:
             await asyncio.sleep(max(0.0, planned - time.monotonic()))
             self.services.metrics.observe_schedule_lag(max(0.0, time.monotonic() - planned))
@@ -140,8 +189,7 @@ class TargetReconciler:
                     log.info("leadership lost: reconciler stops", namespace=self.target.namespace,
                              name=self.target.name)
                     return
-            jitter = self.services.jitter
-            planned += period * (1 + random.uniform(-jitter, jitter))
+            planned = schedule.next_tick(namespace, planned + schedule.min_gap)
             if planned < time.monotonic():  # overloaded: skip missed ticks instead of bursting
                 planned = time.monotonic()
 
@@ -306,9 +354,10 @@ class TargetReconciler:
             self.last_status = document
 
 
-def first_delay(period: float, *, at_startup: bool) -> float:
-    """Targets present at start-up spread over one period; a new target syncs within a second."""
-    return random.uniform(0, period) if at_startup else random.uniform(0, min(1.0, period))
+def first_delay(period: float, *, at_startup: bool) -> float | None:
+    """Targets present at start-up sync on their namespace's first tick (namespaces spread over one
+    period); a new target syncs within a second, then joins its namespace's ticks."""
+    return None if at_startup else random.uniform(0, min(1.0, period))
 
 
 def _error_reason(decision: Decision) -> str | None:

@@ -169,6 +169,25 @@ async def test_steady_state_makes_no_list_calls_and_no_writes(emu: KubeEmulator)
             await manager.stop()
 
 
+async def test_the_targets_of_a_namespace_sync_together_and_share_reads(emu: KubeEmulator) -> None:
+    for name in ("a", "b", "c"):
+        emu.create(deployment(name, 1))
+        emu.create(target(name, name))
+    metrics = FakeMetrics()
+    metrics.set("queue", 10)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics, jitter=0.1)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            reconcilers = [manager.running[("default", n)].reconciler for n in ("a", "b", "c")]
+            await eventually(lambda: all(r.syncs >= 6 for r in reconcilers), what="six syncs each")
+            syncs = sum(r.syncs for r in reconcilers)
+            assert metrics.reads <= syncs / 3 + 2, (metrics.reads, syncs)  # one read per tick, not per target
+        finally:
+            await manager.stop()
+
+
 async def test_conflicting_writes_are_retried_on_fresh_state(emu: KubeEmulator) -> None:
     emu.create(deployment("web", 2))
     emu.create(target("web", "web"))
