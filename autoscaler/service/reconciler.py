@@ -38,10 +38,12 @@ from autoscaler.kube.scale import Scale, ScaleError
 from autoscaler.prometheus.reader import TargetQuery
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
 from autoscaler.service.status import (
-    needs_write,
+    limited_by,
     restore_conditions,
     restore_state,
     seconds_time,
+    significant,
+    significant_change,
     status_document,
 )
 from autoscaler.service.targets import Target, error_text
@@ -166,6 +168,8 @@ class TargetReconciler:
         self.hvpa_state: HvpaState | None = None
         self.selector: LabelSelector | None = None
         self.syncs = 0
+        self._significant: Any = None
+        self._significant_of: Mapping[str, Any] | None = None
 
     @property
     def involved(self) -> InvolvedObject:
@@ -318,15 +322,12 @@ class TargetReconciler:
         extra = dict(extra or {})
         if self.services.dry_run:
             extra["dryRun"] = True
-        document = status_document(decision, generation=target.generation, now=now, extra=extra)
-        if needs_write(self.last_status, document):
+        summary = status_document(decision, generation=target.generation, now=now, extra=extra, details=False)
+        if self._needs_write(summary):
+            document = status_document(decision, generation=target.generation, now=now, extra=extra)
             await self.services.write_status(target, document, self.last_status)
             self.last_status = document
-        norm = decision.normalization
-        limited = None
-        if norm is not None:
-            limited = norm.limit_reason if norm.limited else (
-                norm.able_reason if norm.stabilized != norm.proposal else None)
+        limited = limited_by(decision)
         log.info("decision", current_replicas=decision.current_replicas, proposal=decision.desired_replicas,
                  replicas=decision.replicas, scaled=decision.scale, applied=decision.applied,
                  reason=decision.rescale_reason or None, limited_by=limited, error=decision.error,
@@ -335,6 +336,12 @@ class TargetReconciler:
             target.namespace, target.name, current=decision.current_replicas, proposal=decision.desired_replicas,
             final=decision.replicas, limited_reason=limited,
             metrics=[(o.spec.name, _current_value(o), _target_value(o)) for o in decision.metrics])
+
+    def _needs_write(self, document: Mapping[str, Any]) -> bool:
+        """:func:`needs_write` against the last status written, whose significant part is kept."""
+        if self._significant_of is not self.last_status:
+            self._significant, self._significant_of = significant(self.last_status), self.last_status
+        return significant_change(self._significant, significant(document))
 
     async def _scale_unreadable(self, state: TargetState, error: str, now: float) -> None:
         """AbleToScale False / FailedGetScale: the status keeps everything else as it was."""
@@ -349,7 +356,7 @@ class TargetReconciler:
         document["conditions"] = [condition_json(x, seconds_time) for x in conditions]
         if self.target.generation is not None:
             document["observedGeneration"] = self.target.generation
-        if needs_write(self.last_status, document):
+        if self._needs_write(document):
             await self.services.write_status(self.target, document, self.last_status)
             self.last_status = document
 
