@@ -323,15 +323,21 @@ class TargetReconciler:
         if self.services.dry_run:
             extra["dryRun"] = True
         summary = status_document(decision, generation=target.generation, now=now, extra=extra, details=False)
-        if self._needs_write(summary):
+        changed = self._needs_write(summary)
+        if changed:
             document = status_document(decision, generation=target.generation, now=now, extra=extra)
             await self.services.write_status(target, document, self.last_status)
             self.last_status = document
         limited = limited_by(decision)
-        log.info("decision", current_replicas=decision.current_replicas, proposal=decision.desired_replicas,
-                 replicas=decision.replicas, scaled=decision.scale, applied=decision.applied,
-                 reason=decision.rescale_reason or None, limited_by=limited, error=decision.error,
-                 dry_run=self.services.dry_run or None)
+        # info, but debug when nothing changed and nothing is limited (docs/operations.md): a steady
+        # service would otherwise log every target every period.
+        quiet = not (changed or decision.scale or decision.events or limited or decision.error
+                     or decision.replicas != decision.current_replicas)
+        (log.debug if quiet else log.info)(
+            "decision", current_replicas=decision.current_replicas, proposal=decision.desired_replicas,
+            replicas=decision.replicas, scaled=decision.scale, applied=decision.applied,
+            reason=decision.rescale_reason or None, limited_by=limited, error=decision.error,
+            dry_run=self.services.dry_run or None)
         self.services.metrics.set_target(
             target.namespace, target.name, current=decision.current_replicas, proposal=decision.desired_replicas,
             final=decision.replicas, limited_reason=limited,

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import structlog
 
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.emulator import KubeEmulator
@@ -186,6 +187,30 @@ async def test_the_targets_of_a_namespace_sync_together_and_share_reads(emu: Kub
             assert metrics.reads <= syncs / 3 + 2, (metrics.reads, syncs)  # one read per tick, not per target
         finally:
             await manager.stop()
+
+
+async def test_a_steady_decision_is_logged_at_debug_a_change_at_info(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 4))
+    emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)  # exactly 4 × 10: within tolerance
+    with structlog.testing.capture_logs() as logs:
+        async with emu.api_client() as api:
+            manager = make_manager(emu, api, metrics)
+            await manager.start_caches()
+            await manager.activate()
+            try:
+                reconciler = manager.running[("default", "web")].reconciler
+                await eventually(lambda: reconciler.syncs >= 3, what="three syncs")
+                metrics.set("queue", 80)
+                await eventually(lambda: any(line["event"] == "decision" and line["scaled"] for line in logs),
+                                 what="the scale-up decision")
+            finally:
+                await manager.stop()
+    decisions = [line for line in logs if line["event"] == "decision"]
+    assert decisions[0]["log_level"] == "info"  # the first status
+    assert [line["log_level"] for line in decisions[1:3]] == ["debug", "debug"]  # steady
+    assert all(line["log_level"] == "info" for line in decisions if line["scaled"])
 
 
 async def test_conflicting_writes_are_retried_on_fresh_state(emu: KubeEmulator) -> None:
