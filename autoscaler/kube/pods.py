@@ -18,10 +18,18 @@ class PodIndex:
     def __init__(self) -> None:
         self._pods: dict[str, dict[str, PodRecord]] = defaultdict(dict)
         self._by_label: dict[str, dict[tuple[str, str], set[str]]] = defaultdict(lambda: defaultdict(set))
+        self._membership: dict[str, int] = defaultdict(int)
+
+    def membership_version(self, namespace: str) -> int:
+        """Changes whenever a pod of ``namespace`` appears, goes or changes its labels, i.e. whenever
+        the answer of :meth:`select` may change for some selector (status changes leave it alone)."""
+        return self._membership[namespace]
 
     def on_change(self, key: Key, old: PodRecord | None, new: PodRecord | None) -> None:
         """The pod cache's change handler."""
         namespace, name = key
+        if old is None or new is None or old.labels != new.labels:
+            self._membership[namespace] += 1
         if old is not None:
             labels = self._by_label[namespace]
             for pair in old.labels.items():

@@ -35,7 +35,8 @@ HEALTHY_RESET = 120.0
 class WatchCache(Generic[R]):
     def __init__(self, api: KubeApi, resource: ResourcePath, trim: Callable[[Mapping[str, Any]], R | None], *,
                  namespace: str | None = None, on_change: ChangeHandler | None = None,
-                 min_watch_seconds: int = 300, max_watch_seconds: int = 600, optional: bool = False) -> None:
+                 min_watch_seconds: int = 300, max_watch_seconds: int = 600, optional: bool = False,
+                 recheck_seconds: float = 60.0, page_size: int = 500) -> None:
         self.api = api
         self.resource = resource
         self.namespace = namespace
@@ -45,13 +46,15 @@ class WatchCache(Generic[R]):
         self.records: dict[Key, R] = {}
         self.synced = asyncio.Event()
         self.resource_version = ""
-        self.lists = 0          # LIST calls made (a steady state makes none)
+        self.lists = 0          # LIST requests made, one per page (a steady state makes none)
         self.last_error: str | None = None
         self.failing_since: float | None = None  # monotonic: when the watch broke and could not relist
         self.unavailable = False  # the resource does not exist on this server (e.g. no VPA CRD)
         # An optional resource that does not exist counts as synced (and empty); it is looked for again
-        # every minute, so installing its CRD later is noticed.
+        # every minute (through discovery, not a LIST), so installing its CRD later is noticed.
         self.optional = optional
+        self.recheck_seconds = recheck_seconds
+        self.page_size = page_size
 
     @property
     def name(self) -> str:
@@ -89,7 +92,7 @@ class WatchCache(Generic[R]):
                 if exc.not_found and self.optional:
                     self.synced.set()
                     log.info("resource not served: treated as empty", resource=self.name)
-                    await asyncio.sleep(60)
+                    await self._until_served()
                     continue
                 log.warning("watch failed", resource=self.name, error=str(exc), retry_in=round(backoff, 2))
             except (ValueError, TimeoutError) as exc:
@@ -99,18 +102,48 @@ class WatchCache(Generic[R]):
             await asyncio.sleep(backoff * (1 + random.random()))
             backoff = min(BACKOFF_MAX, backoff * 2)
 
+    async def _until_served(self) -> None:
+        """Return once discovery lists the resource (e.g. its CRD was installed), checking every
+        ``recheck_seconds``. Discovery is one small GET; looking with a LIST would make a steady service
+        send a LIST a minute."""
+        while True:
+            await asyncio.sleep(self.recheck_seconds)
+            try:
+                body = await self.api.get(self.resource.prefix, resource="discovery")
+            except KubeError as exc:
+                if exc.not_found:
+                    continue  # the group/version is not served either
+                return  # let the LIST find out what is wrong, and back off as usual
+            if any(isinstance(r, Mapping) and r.get("name") == self.resource.plural
+                   for r in (body or {}).get("resources") or []):
+                return
+
     async def _list(self) -> None:
-        self.lists += 1
-        body = await self.api.get(self.resource.collection(self.namespace), resource=self.resource.label)
+        """List in pages of ``page_size`` (client-go's reflector does the same with 500): only one page of
+        whole objects is ever in memory, not every pod of the cluster at once. A continue token that
+        expired (410) relists from the start, through :meth:`run`."""
         fresh: dict[Key, R] = {}
-        for obj in body.get("items") or []:
-            record = self._trim(obj)
-            if record is not None:
-                meta = obj.get("metadata") or {}
-                fresh[(str(meta.get("namespace") or ""), str(meta.get("name")))] = record
+        token = ""
+        version = ""
+        while True:
+            query = [("limit", str(self.page_size))] + ([("continue", token)] if token else [])
+            self.lists += 1
+            body = await self.api.get(self.resource.collection(self.namespace), resource=self.resource.label,
+                                      query=query)
+            for obj in body.get("items") or []:
+                record = self._trim(obj)
+                if record is not None:
+                    meta = obj.get("metadata") or {}
+                    fresh[(str(meta.get("namespace") or ""), str(meta.get("name")))] = record
+            metadata = body.get("metadata") or {}
+            version = str(metadata.get("resourceVersion") or "")
+            token = str(metadata.get("continue") or "")
+            del body
+            if not token:
+                break
         old = self.records
         self.records = fresh
-        self.resource_version = str((body.get("metadata") or {}).get("resourceVersion") or "")
+        self.resource_version = version
         self.unavailable = False
         self.last_error = None
         self.failing_since = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import time
@@ -90,6 +91,7 @@ class Service:
         self.querier: TimedQuerier | None = None
         self.ready = asyncio.Event()
         self._stopping = False
+        self._freezer: asyncio.Task[None] | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         settings = self.settings
@@ -136,8 +138,10 @@ class Service:
                 await stop.wait()
                 await self._shutdown(elector_task)
         finally:
-            lag_task.cancel()
-            await asyncio.gather(lag_task, return_exceptions=True)
+            tasks = [t for t in (lag_task, self._freezer) if t is not None]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             await self.http.stop()
 
     async def _wait_synced_then_ready(self, stop: asyncio.Event) -> None:
@@ -152,6 +156,18 @@ class Service:
             for cache in self.manager.caches:
                 self.metrics.set_cache_synced(cache.resource.label, True)
             log.info("caches synced", lists=self.manager.list_calls())
+            self._freezer = asyncio.create_task(self._freeze_long_lived(), name="gc-freeze")
+
+    async def _freeze_long_lived(self) -> None:
+        """Move what start-up built (modules, cached records, then the targets' state after their first
+        syncs) out of the cyclic collector's sight: it would walk them in every full collection, and
+        there is nothing for it to find there. At 1,000 targets × 10 pods, full collections took ~0.2 s
+        each, ~14 mCPU in all, and ~2 mCPU after (bench/service.py). Objects freed later are
+        still freed by reference counting; only a cycle among frozen objects would outlive its use."""
+        for delay in (0.0, self.settings.sync.period_seconds * (1 + self.settings.sync.jitter) + 1.0):
+            await asyncio.sleep(delay)
+            gc.collect()
+            gc.freeze()
 
     async def _lead(self) -> None:
         """Started-leading callback: reconcile for as long as this instance leads."""

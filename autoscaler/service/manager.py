@@ -109,6 +109,10 @@ class Manager:
             metrics=self.metrics, find_vpa=self._find_vpa, template_of=self._template_of, write_vpa=self._write_vpa,
             cache_problem=self._cache_problem)
         self.running: dict[Key, _Running] = {}
+        self._running_in: dict[str, dict[Key, _Running]] = {}  # the same, by namespace
+        # Per namespace: which running targets select each pod, valid for one pod membership version and
+        # one set of selectors (AmbiguousSelector checks read it instead of matching every selector again).
+        self._selecting: dict[str, tuple[int, tuple[tuple[Key, LabelSelector], ...], dict[str, list[Key]]]] = {}
         self.invalid: dict[Key, Target] = {}
         self.statuses: dict[Key, Mapping[str, Any]] = {}  # last status of every target (standalone: the only copy)
         self._targets: dict[Key, Target] = {t.key: t for t in static_targets or []}
@@ -205,7 +209,7 @@ class Manager:
                                       last_status=last_status or target.status or self.statuses.get(key))
         task = asyncio.create_task(reconciler.run(first_delay(self.services.period, at_startup=at_startup)),
                                    name=f"reconcile {key[0]}/{key[1]}")
-        self.running[key] = _Running(target, reconciler, task)
+        self.running[key] = self._running_in.setdefault(key[0], {})[key] = _Running(target, reconciler, task)
         log.info("reconciler started" if running is None else "reconciler restarted: spec changed",
                  namespace=key[0], name=key[1])
 
@@ -213,6 +217,11 @@ class Manager:
         running = self.running.pop(key, None)
         if running is None:
             return
+        in_namespace = self._running_in.get(key[0], {})
+        in_namespace.pop(key, None)
+        if not in_namespace:
+            self._running_in.pop(key[0], None)
+            self._selecting.pop(key[0], None)
         running.task.cancel()
         await asyncio.gather(running.task, return_exceptions=True)
         if running.reconciler.last_status is not None:
@@ -264,15 +273,29 @@ class Manager:
         await self.api.merge_patch(VPAS.item(namespace, name), patch, resource="verticalpodautoscalers")
 
     def _others_selecting(self, target: Target, pods: list[PodRecord]) -> list[str]:
-        """Other targets in the namespace whose selector also picks one of these pods (AmbiguousSelector)."""
-        others = []
-        for key, running in self.running.items():
-            selector: LabelSelector | None = running.reconciler.selector
-            if key == target.key or key[0] != target.namespace or selector is None:
-                continue
-            if any(selector.matches(p.labels) for p in pods):
-                others.append(f"{key[0]}/{key[1]}")
-        return sorted(others)
+        """Other targets in the namespace whose selector also picks one of these pods (AmbiguousSelector).
+
+        Exactly what matching every other selector against these pods would answer, but the
+        pod → selecting targets map of a namespace is rebuilt only when its pods come, go or change
+        labels, or a selector changes: a steady sync costs a lookup per pod, not a match per pod and
+        selector (which made a sync's cost grow with the number of targets)."""
+        namespace = target.namespace
+        running = self._running_in.get(namespace)
+        if not running or (len(running) == 1 and target.key in running):
+            return []
+        selectors = tuple((key, r.reconciler.selector) for key, r in running.items()
+                          if r.reconciler.selector is not None)
+        version = self.pods.membership_version(namespace)
+        memo = self._selecting.get(namespace)
+        if memo is None or memo[0] != version or memo[1] != selectors:
+            owners: dict[str, list[Key]] = {}
+            for key, selector in selectors:
+                for pod in self.pods.select(namespace, selector):
+                    owners.setdefault(pod.name, []).append(key)
+            memo = self._selecting[namespace] = (version, selectors, owners)
+        owners = memo[2]
+        others = {key for p in pods for key in owners.get(p.name, ()) if key != target.key}
+        return sorted(f"{key[0]}/{key[1]}" for key in others)
 
     def _involved(self, target: Target) -> InvolvedObject:
         if self.static and target.spec is not None:

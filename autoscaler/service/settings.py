@@ -43,7 +43,7 @@ class KubernetesSettings:
 @dataclass(frozen=True, slots=True)
 class SyncSettings:
     period_seconds: float = 15.0
-    jitter: float = 0.1               # each tick moves by up to ± this fraction of the period
+    jitter: float = 0.1               # each tick moves by up to ± this fraction of the period (per namespace)
     concurrency: int = 50             # syncs in progress at once, across all targets
     batch_window_seconds: float = 0.2  # metric reads arriving this close together share queries
 

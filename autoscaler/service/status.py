@@ -126,15 +126,19 @@ def restore_state(status: object, now: float) -> TargetState:
 
 
 def status_document(decision: Decision, *, generation: int | None, now: float,
-                    retention: float = MAX_WINDOW_SECONDS, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The status subresource's content after ``decision``."""
+                    retention: float = MAX_WINDOW_SECONDS, extra: Mapping[str, Any] | None = None,
+                    details: bool = True) -> dict[str, Any]:
+    """The status subresource's content after ``decision``. ``details=False`` leaves out what
+    :func:`significant` ignores (the metric values, the explanation): enough to tell whether the status
+    needs writing, at a fraction of the cost, for the many syncs where it does not."""
     doc: dict[str, Any] = {
         "currentReplicas": decision.current_replicas,
         "desiredReplicas": decision.status_desired_replicas,
-        "currentMetrics": [metric_status(o) for o in decision.metrics if not o.skipped],
+        "currentMetrics": [metric_status(o) for o in decision.metrics if not o.skipped] if details else [],
         "conditions": [condition_json(c, seconds_time) for c in decision.conditions],
         "history": history_document(compact_history(decision.history, now, retention)),
-        "lastDecision": last_decision_document(decision, now),
+        "lastDecision": (last_decision_document(decision, now) if details
+                         else {"limitedBy": limited_by(decision), "error": decision.error}),
     }
     if generation is not None:
         doc["observedGeneration"] = generation
@@ -145,12 +149,15 @@ def status_document(decision: Decision, *, generation: int | None, now: float,
     return doc
 
 
-def last_decision_document(decision: Decision, now: float) -> dict[str, Any]:
+def limited_by(decision: Decision) -> str | None:
+    """What held the decision back from the metrics' proposal (a limit or a stabilization), if anything."""
     norm = decision.normalization
-    limited_by = None
-    if norm is not None:
-        limited_by = norm.limit_reason if norm.limited else (
-            norm.able_reason if norm.stabilized != norm.proposal else None)
+    if norm is None:
+        return None
+    return norm.limit_reason if norm.limited else (norm.able_reason if norm.stabilized != norm.proposal else None)
+
+
+def last_decision_document(decision: Decision, now: float) -> dict[str, Any]:
     return {
         "time": rfc3339(now),
         "currentReplicas": decision.current_replicas,
@@ -158,7 +165,7 @@ def last_decision_document(decision: Decision, now: float) -> dict[str, Any]:
         "replicas": decision.replicas,
         "scaled": decision.scale,
         "reason": decision.rescale_reason or None,
-        "limitedBy": limited_by,
+        "limitedBy": limited_by(decision),
         "error": decision.error,
         "explanation": explain_lines(decision, now),
     }
@@ -199,7 +206,11 @@ def _freeze(value: Any) -> Any:
 def needs_write(previous: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
     """Whether ``new`` differs from ``previous`` in anything significant. A recommendation that merely
     aged out of the retention window is not worth a write: the next restore would drop it anyway."""
-    old, fresh = significant(previous), significant(new)
+    return significant_change(significant(previous), significant(new))
+
+
+def significant_change(old: Any, fresh: Any) -> bool:
+    """:func:`needs_write` on the :func:`significant` parts of the two statuses."""
     if old is None or fresh is None:
         return bool(old != fresh)
     recs_index = 5

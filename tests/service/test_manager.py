@@ -8,11 +8,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import structlog
 
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.emulator import KubeEmulator
 from autoscaler.emulator.controllers import PodLifecycle, WorkloadController
 from autoscaler.kube.api import KubeApi
+from autoscaler.kube.labels import parse_label_selector
 from autoscaler.service.manager import Manager
 from autoscaler.service.targets import load_targets_file, target_from_object
 from tests.service.cluster import (
@@ -169,6 +171,49 @@ async def test_steady_state_makes_no_list_calls_and_no_writes(emu: KubeEmulator)
             await manager.stop()
 
 
+async def test_the_targets_of_a_namespace_sync_together_and_share_reads(emu: KubeEmulator) -> None:
+    for name in ("a", "b", "c"):
+        emu.create(deployment(name, 1))
+        emu.create(target(name, name))
+    metrics = FakeMetrics()
+    metrics.set("queue", 10)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics, jitter=0.1)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            reconcilers = [manager.running[("default", n)].reconciler for n in ("a", "b", "c")]
+            await eventually(lambda: all(r.syncs >= 6 for r in reconcilers), what="six syncs each")
+            syncs = sum(r.syncs for r in reconcilers)
+            assert metrics.reads <= syncs / 3 + 2, (metrics.reads, syncs)  # one read per tick, not per target
+        finally:
+            await manager.stop()
+
+
+async def test_a_steady_decision_is_logged_at_debug_a_change_at_info(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 4))
+    emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)  # exactly 4 × 10: within tolerance
+    with structlog.testing.capture_logs() as logs:
+        async with emu.api_client() as api:
+            manager = make_manager(emu, api, metrics)
+            await manager.start_caches()
+            await manager.activate()
+            try:
+                reconciler = manager.running[("default", "web")].reconciler
+                await eventually(lambda: reconciler.syncs >= 3, what="three syncs")
+                metrics.set("queue", 80)
+                await eventually(lambda: any(line["event"] == "decision" and line["scaled"] for line in logs),
+                                 what="the scale-up decision")
+            finally:
+                await manager.stop()
+    decisions = [line for line in logs if line["event"] == "decision"]
+    assert decisions[0]["log_level"] == "info"  # the first status
+    assert [line["log_level"] for line in decisions[1:3]] == ["debug", "debug"]  # steady
+    assert all(line["log_level"] == "info" for line in decisions if line["scaled"])
+
+
 async def test_conflicting_writes_are_retried_on_fresh_state(emu: KubeEmulator) -> None:
     emu.create(deployment("web", 2))
     emu.create(target("web", "web"))
@@ -267,6 +312,39 @@ async def test_ambiguous_selector(emu: KubeEmulator) -> None:
             await eventually(lambda: (condition(status_of(emu, "two"), "ScalingActive") or {}).get("reason")
                              == "AmbiguousSelector" or (condition(status_of(emu, "one"), "ScalingActive") or {}
                                                         ).get("reason") == "AmbiguousSelector", what="ambiguity")
+        finally:
+            await manager.stop()
+
+
+async def test_ambiguity_follows_pod_labels(emu: KubeEmulator) -> None:
+    """The pod → selecting targets map is cached per namespace; a label change must still be seen."""
+    emu.create(deployment("web", 2))
+    backend = deployment("all", 1)
+    backend["spec"]["selector"] = {"matchLabels": {"tier": "backend"}}
+    backend["spec"]["template"]["metadata"]["labels"] = {"tier": "backend"}
+    emu.create(backend)
+    emu.create(target("web", "web"))
+    emu.create(target("all", "all"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 10)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: len(manager.pods.select("default", parse_label_selector("app=web"))) == 2
+                             and all(manager.running[("default", n)].reconciler.syncs >= 1 for n in ("web", "all")),
+                             what="both targets synced")
+            web = manager.running[("default", "web")].target
+
+            def others() -> list[str]:
+                return manager._others_selecting(web, manager.pods.select("default", parse_label_selector("app=web")))
+
+            assert others() == []
+            assert others() == []  # answered from the cache this time
+            name = manager.pods.select("default", parse_label_selector("app=web"))[0].name
+            emu.patch("pods", name, {"metadata": {"labels": {"tier": "backend"}}})
+            await eventually(lambda: others() == ["default/all"], what="the relabelled pod seen by both selectors")
         finally:
             await manager.stop()
 

@@ -28,7 +28,14 @@ from autoscaler.core.spec import (
     SelectPolicy,
     TargetSpec,
 )
-from autoscaler.service.status import compact_history, needs_write, restore_history, restore_state, status_document
+from autoscaler.service.status import (
+    compact_history,
+    needs_write,
+    restore_history,
+    restore_state,
+    significant,
+    status_document,
+)
 
 T0 = 1_800_000_000.0
 QUEUE = MetricSpec(MetricSourceType.EXTERNAL, "q", MetricTarget(MetricTargetType.AVERAGE_VALUE,
@@ -85,6 +92,29 @@ def test_a_restore_decides_exactly_as_the_writer_would_have(behavior: Behavior |
             document = status_document(decision, generation=1, now=now)
             restored = restore_state(document, now)
             restored_replicas = replicas
+
+
+@settings(max_examples=100, deadline=None)
+@given(behavior=behaviors, loads=st.lists(st.integers(0, 600), min_size=1, max_size=20),
+       extra=st.sampled_from([None, {"dryRun": True}]))
+def test_the_summary_tells_a_needed_write_as_the_full_document_does(behavior: Behavior | None, loads: list[int],
+                                                                     extra: dict[str, object] | None) -> None:
+    spec = spec_with(behavior)
+    state, replicas, now = TargetState(), 5, T0
+    previous = None
+    for load in loads:
+        now += 15
+        decision = decide(spec, observe(replicas, load, now), state, SETTINGS, now)
+        if decision.scale:
+            decision = apply_scale_result(decision, spec, True, now)
+        full = status_document(decision, generation=1, now=now, extra=extra)
+        summary = status_document(decision, generation=1, now=now, extra=extra, details=False)
+        assert significant(summary) == significant(full)
+        assert needs_write(previous, summary) == needs_write(previous, full)
+        previous = full if needs_write(previous, full) else previous
+        state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
+                            decision.last_scale_time)
+        replicas = decision.replicas
 
 
 def test_the_ongoing_count_is_held_until_the_restore() -> None:

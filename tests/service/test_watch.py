@@ -1,0 +1,46 @@
+"""Watch caches against the API emulator: a paged LIST, an optional resource that is not served yet."""
+
+from __future__ import annotations
+
+import asyncio
+
+from autoscaler.emulator import KubeEmulator
+from autoscaler.kube.api import DEPLOYMENTS, VPAS, KubeApi
+from autoscaler.kube.records import trim_deployment, trim_object
+from autoscaler.kube.watch import WatchCache
+from tests.service.cluster import VPA_CRD, deployment, eventually, vpa
+
+
+async def test_an_absent_optional_resource_is_looked_for_without_listing() -> None:
+    async with KubeEmulator(bookmark_interval=0.5) as emu, emu.api_client() as api:
+        cache = WatchCache(KubeApi(api), VPAS, trim_object, optional=True, recheck_seconds=0.05)
+        task = asyncio.create_task(cache.run())
+        try:
+            await asyncio.wait_for(cache.synced.wait(), 5)
+            assert cache.unavailable and not cache.records
+            await asyncio.sleep(0.5)  # ~10 rechecks: discovery GETs, never another LIST
+            assert emu.requests.count("list", "verticalpodautoscalers") == 1
+            emu.install_crd(VPA_CRD)
+            emu.seed(vpa("web", "web", cpu="100m", memory="128Mi"))
+            await eventually(lambda: ("default", "web") in cache.records, what="the VPA once its CRD is there")
+            assert not cache.unavailable
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_the_list_comes_in_pages_and_the_watch_follows_it() -> None:
+    async with KubeEmulator(bookmark_interval=0.5) as emu, emu.api_client() as api:
+        emu.seed(*(deployment(f"web-{i}", 1) for i in range(7)))
+        cache = WatchCache(KubeApi(api), DEPLOYMENTS, trim_deployment, page_size=3)
+        task = asyncio.create_task(cache.run())
+        try:
+            await asyncio.wait_for(cache.synced.wait(), 5)
+            assert sorted(name for _, name in cache.records) == [f"web-{i}" for i in range(7)]
+            assert cache.lists == emu.requests.count("list", "deployments") == 3
+            emu.patch("deployments", "web-6", {"spec": {"replicas": 4}})
+            await eventually(lambda: (record := cache.get("default", "web-6")) is not None
+                             and record.spec_replicas == 4, what="a change after the paged list")
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
