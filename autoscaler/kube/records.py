@@ -7,8 +7,10 @@ raw JSON object and returns an immutable record (or None for an object that cann
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from autoscaler.core.observation import ConditionStatus, ContainerInfo, PodInfo, PodPhase
@@ -19,6 +21,20 @@ from autoscaler.kube.times import parse_rfc3339
 parse_time = parse_rfc3339
 
 
+# Thousands of pods carry the same few names (namespace, label keys and values, container and
+# resource names, the owner's uid): interned, each is kept once instead of once per pod.
+intern = sys.intern
+
+
+@lru_cache(maxsize=4096)
+def _milli(text: str) -> int | None:
+    """A request's value in milli-units; pods share a handful of distinct request strings."""
+    try:
+        return Quantity.parse(text).milli_value()
+    except QuantityError:
+        return None  # the API server validated it; an unparseable one counts as absent
+
+
 def _requests(resources: object) -> dict[str, int]:
     if not isinstance(resources, Mapping):
         return {}
@@ -26,10 +42,9 @@ def _requests(resources: object) -> dict[str, int]:
     out: dict[str, int] = {}
     if isinstance(requests, Mapping):
         for name, text in requests.items():
-            try:
-                out[str(name)] = Quantity.parse(str(text)).milli_value()
-            except QuantityError:
-                continue  # the API server validated it; an unparseable one counts as absent
+            milli = _milli(str(text))
+            if milli is not None:
+                out[intern(str(name))] = milli
     return out
 
 
@@ -59,9 +74,9 @@ def trim_pod(obj: Mapping[str, Any]) -> PodRecord | None:
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
             ready = _STATUSES.get(str(condition.get("status")), ConditionStatus.UNKNOWN)
             ready_since = parse_time(condition.get("lastTransitionTime"))
-    containers = [ContainerInfo(str(c.get("name")), _requests(c.get("resources")))
+    containers = [ContainerInfo(intern(str(c.get("name"))), _requests(c.get("resources")))
                   for c in spec.get("containers") or [] if isinstance(c, Mapping)]
-    containers += [ContainerInfo(str(c.get("name")), _requests(c.get("resources")), sidecar=True)
+    containers += [ContainerInfo(intern(str(c.get("name"))), _requests(c.get("resources")), sidecar=True)
                    for c in spec.get("initContainers") or []
                    if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"]
     pod_requests = _requests(spec.get("resources")) or None
@@ -75,9 +90,9 @@ def trim_pod(obj: Mapping[str, Any]) -> PodRecord | None:
         containers=tuple(containers),
         pod_requests=pod_requests,
     )
-    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-    owners = tuple(str(o.get("uid")) for o in meta.get("ownerReferences") or [] if isinstance(o, Mapping))
-    return PodRecord(namespace, name, labels, info, owners)
+    labels = {intern(str(k)): intern(str(v)) for k, v in (meta.get("labels") or {}).items()}
+    owners = tuple(intern(str(o.get("uid"))) for o in meta.get("ownerReferences") or [] if isinstance(o, Mapping))
+    return PodRecord(intern(namespace), name, labels, info, owners)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,11 @@ from autoscaler.service.targets import API_VERSION, KIND, TARGETS, Target, error
 log = structlog.get_logger("autoscaler.manager")
 
 
+def _trim_target(obj: Mapping[str, Any]) -> Target | None:
+    """The target cache keeps parsed targets (spec validated once per change, status as compact text)."""
+    return target_from_object(obj) if isinstance((obj.get("metadata") or {}).get("name"), str) else None
+
+
 @dataclass
 class _Running:
     target: Target
@@ -99,7 +104,7 @@ class Manager:
             ns: WatchCache(api, DEPLOYMENTS, trim_deployment, namespace=ns) for ns in scopes}
         self.vpa_caches = {ns: WatchCache(api, VPAS, trim_object, namespace=ns, optional=True) for ns in scopes}
         self.target_caches = [] if self.static else [
-            WatchCache(api, TARGETS, trim_object, namespace=ns, on_change=self._target_event) for ns in scopes]
+            WatchCache(api, TARGETS, _trim_target, namespace=ns, on_change=self._target_event) for ns in scopes]
         self.scales = ClusterScales(self._deployment, ScaleAccess(api))
         self.services = Services(
             settings=settings, period=period, jitter=jitter, dry_run=dry_run,
@@ -164,11 +169,11 @@ class Manager:
 
     # -- targets ------------------------------------------------------------------------------------
 
-    def _target_event(self, key: Key, old: Any, new: Any) -> None:
+    def _target_event(self, key: Key, old: Target | None, new: Target | None) -> None:
         if new is None:
             self._targets.pop(key, None)
         else:
-            self._targets[key] = target_from_object(new)
+            self._targets[key] = new
         self._changes.put_nowait(key)
 
     async def _process_changes(self) -> None:
