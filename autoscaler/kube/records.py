@@ -35,6 +35,19 @@ def _milli(text: str) -> int | None:
         return None  # the API server validated it; an unparseable one counts as absent
 
 
+# Pods of one ReplicaSet carry equal labels and containers: equal ones share one (read-only) object.
+# Bounded, so that old templates drop out; a pod that misses the cache just gets its own copy.
+@lru_cache(maxsize=8192)
+def _shared_labels(items: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
+    return dict(items)
+
+
+@lru_cache(maxsize=8192)
+def _shared_containers(
+        specs: tuple[tuple[str, tuple[tuple[str, int], ...], bool], ...]) -> tuple[ContainerInfo, ...]:
+    return tuple(ContainerInfo(name, dict(requests), sidecar=sidecar) for name, requests, sidecar in specs)
+
+
 def _requests(resources: object) -> dict[str, int]:
     if not isinstance(resources, Mapping):
         return {}
@@ -74,9 +87,9 @@ def trim_pod(obj: Mapping[str, Any]) -> PodRecord | None:
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
             ready = _STATUSES.get(str(condition.get("status")), ConditionStatus.UNKNOWN)
             ready_since = parse_time(condition.get("lastTransitionTime"))
-    containers = [ContainerInfo(intern(str(c.get("name"))), _requests(c.get("resources")))
+    containers = [(intern(str(c.get("name"))), tuple(_requests(c.get("resources")).items()), False)
                   for c in spec.get("containers") or [] if isinstance(c, Mapping)]
-    containers += [ContainerInfo(intern(str(c.get("name"))), _requests(c.get("resources")), sidecar=True)
+    containers += [(intern(str(c.get("name"))), tuple(_requests(c.get("resources")).items()), True)
                    for c in spec.get("initContainers") or []
                    if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"]
     pod_requests = _requests(spec.get("resources")) or None
@@ -87,10 +100,10 @@ def trim_pod(obj: Mapping[str, Any]) -> PodRecord | None:
         ready_since=ready_since,
         started_at=parse_time(status.get("startTime")),
         deleting=meta.get("deletionTimestamp") is not None,
-        containers=tuple(containers),
+        containers=_shared_containers(tuple(containers)),
         pod_requests=pod_requests,
     )
-    labels = {intern(str(k)): intern(str(v)) for k, v in (meta.get("labels") or {}).items()}
+    labels = _shared_labels(tuple((intern(str(k)), intern(str(v))) for k, v in (meta.get("labels") or {}).items()))
     owners = tuple(intern(str(o.get("uid"))) for o in meta.get("ownerReferences") or [] if isinstance(o, Mapping))
     return PodRecord(intern(namespace), name, labels, info, owners)
 

@@ -36,7 +36,7 @@ class WatchCache(Generic[R]):
     def __init__(self, api: KubeApi, resource: ResourcePath, trim: Callable[[Mapping[str, Any]], R | None], *,
                  namespace: str | None = None, on_change: ChangeHandler | None = None,
                  min_watch_seconds: int = 300, max_watch_seconds: int = 600, optional: bool = False,
-                 recheck_seconds: float = 60.0, page_size: int = 500) -> None:
+                 recheck_seconds: float = 60.0, page_size: int = 100) -> None:
         self.api = api
         self.resource = resource
         self.namespace = namespace
@@ -119,8 +119,10 @@ class WatchCache(Generic[R]):
                 return
 
     async def _list(self) -> None:
-        """List in pages of ``page_size`` (client-go's reflector does the same with 500): only one page of
-        whole objects is ever in memory, not every pod of the cluster at once. A continue token that
+        """List in pages of ``page_size``: only one page of whole objects is ever in memory, not every pod
+        of the cluster at once. client-go's reflector pages by 500; here 100, because a page of 500
+        decoded pods is ~15 MB of short-lived objects whose freed memory the allocator keeps (measured:
+        ~4 MiB more RSS at 10,000 pods), and the extra requests happen only when a cache (re)lists. A continue token that
         expired (410) relists from the start, through :meth:`run`."""
         fresh: dict[Key, R] = {}
         token = ""

@@ -168,6 +168,7 @@ class TargetReconciler:
         self.last_decision: Decision | None = None
         self.hvpa_state: HvpaState | None = None
         self.selector: LabelSelector | None = None
+        self._selector_text: str | None = None  # the scale's selector that self.selector was parsed from
         self.syncs = 0
         self._significant: Any = None
         self._significant_of: Mapping[str, Any] | None = None
@@ -263,12 +264,16 @@ class TargetReconciler:
         problem: SelectorProblem | None = None
         pods: list[PodRecord] = []
         if scale.selector:
-            try:
-                self.selector = parse_label_selector(scale.selector)
-            except SelectorError as exc:
-                self.selector = None
-                problem = SelectorProblem("InvalidSelector", "couldn't convert selector into a corresponding "
-                                                             f"internal selector object: {exc}")
+            if scale.selector != self._selector_text or self.selector is None:
+                # Parsed once per selector, and the same object kept: the manager's AmbiguousSelector
+                # memo compares the selectors of a namespace's targets on every sync.
+                try:
+                    self.selector = parse_label_selector(scale.selector)
+                    self._selector_text = scale.selector
+                except SelectorError as exc:
+                    self.selector, self._selector_text = None, None
+                    problem = SelectorProblem("InvalidSelector", "couldn't convert selector into a "
+                                                                 f"corresponding internal selector object: {exc}")
             if self.selector is not None:
                 pods = self.services.select_pods(target.namespace, self.selector)
                 others = self.services.others_selecting(target, pods)
