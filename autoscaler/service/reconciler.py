@@ -10,6 +10,7 @@ one target's trouble never touches another.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import random
 import time
@@ -164,14 +165,31 @@ class TargetReconciler:
         self.spec: TargetSpec = target.spec
         self.services = services
         self.state = state
-        self.last_status: Mapping[str, Any] | None = last_status if last_status is not None else target.status
+        self._last_status_json: str | None = None
+        self.last_status = last_status if last_status is not None else target.status
         self.last_decision: Decision | None = None
         self.hvpa_state: HvpaState | None = None
         self.selector: LabelSelector | None = None
         self._selector_text: str | None = None  # the scale's selector that self.selector was parsed from
         self.syncs = 0
         self._significant: Any = None
-        self._significant_of: Mapping[str, Any] | None = None
+        self._significant_of: str | None = None
+
+    @property
+    def last_status(self) -> Mapping[str, Any] | None:
+        """The status last written (or found on the object): a fresh copy on every access.
+
+        Kept as compact JSON, a third of the parsed document's memory: a steady sync never reads it
+        (it compares a summary with the significant part kept in ``_significant``), only writes,
+        restarts and /api/targets do."""
+        if self._last_status_json is None:
+            return None
+        status: Mapping[str, Any] = json.loads(self._last_status_json)
+        return status
+
+    @last_status.setter
+    def last_status(self, document: Mapping[str, Any] | None) -> None:
+        self._last_status_json = None if document is None else json.dumps(document, separators=(",", ":"))
 
     @property
     def involved(self) -> InvolvedObject:
@@ -228,8 +246,11 @@ class TargetReconciler:
                 decision = hpa_off_decision(spec, scale.spec_replicas, state, now)
             hvpa: HvpaDecision | None = None
             if spec.hvpa is not None:
-                saved = (self.last_status or {}).get("hvpa") or {}
-                hvpa_state = self.hvpa_state or restore_hvpa_state(saved.get("state"))
+                if self.hvpa_state is not None:
+                    hvpa_state = self.hvpa_state
+                else:
+                    saved = (self.last_status or {}).get("hvpa") or {}
+                    hvpa_state = restore_hvpa_state(saved.get("state"))
                 hvpa = decide_hvpa(spec, HvpaObservation(
                     scale.spec_replicas, observation.pods, vpa_observation(self.services.find_vpa(target)),
                     template=self.services.template_of(target), clock=now), decision, hvpa_state, now)
@@ -358,8 +379,8 @@ class TargetReconciler:
 
     def _needs_write(self, document: Mapping[str, Any]) -> bool:
         """:func:`needs_write` against the last status written, whose significant part is kept."""
-        if self._significant_of is not self.last_status:
-            self._significant, self._significant_of = significant(self.last_status), self.last_status
+        if self._significant_of is not self._last_status_json:
+            self._significant, self._significant_of = significant(self.last_status), self._last_status_json
         return significant_change(self._significant, significant(document))
 
     async def _scale_unreadable(self, state: TargetState, error: str, now: float) -> None:
