@@ -518,22 +518,27 @@ class Window:
         return cpu / self.seconds * 1000
 
 
-async def observe(harness: Harness, service: ServiceProcess,
-                  seconds: float) -> tuple[Snapshot, Snapshot, int, int, int]:
-    """A measured window: snapshots at both ends, RSS sampled every second in between."""
+async def observe(harness: Harness, service: ServiceProcess, seconds: float,
+                  period: float | None = None) -> tuple[Snapshot, Snapshot, int, int, int, list[int]]:
+    """A measured window: snapshots at both ends, RSS sampled every second in between (and kept at the
+    end of each ``period``, to show whether memory settles or keeps growing)."""
     assert harness.prom.pid is not None
     first = await harness.snapshot(service, start=True)
     rss_max = 0
+    by_period: list[int] = []
     deadline = first.at + seconds
     while (left := deadline - time.monotonic()) > 0:
         await asyncio.sleep(min(1.0, left))
         if not service.alive():
             raise SystemExit(f"the service died; log: {service.log}")
-        rss_max = max(rss_max, memory_kib(service.pid)["VmRSS"])
+        rss = memory_kib(service.pid)["VmRSS"]
+        rss_max = max(rss_max, rss)
+        if period and time.monotonic() - first.at >= (len(by_period) + 1) * period - 0.5:
+            by_period.append(rss)
     rss_end = memory_kib(service.pid)["VmRSS"]
     prom_rss = memory_kib(harness.prom.pid)["VmRSS"]
     last = await harness.snapshot(service, start=False)
-    return first, last, max(rss_max, rss_end), rss_end, prom_rss
+    return first, last, max(rss_max, rss_end), rss_end, prom_rss, by_period
 
 
 async def scrape_cost(harness: Harness, service: ServiceProcess, times: int = 3) -> tuple[float, int, int]:
@@ -590,7 +595,7 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
         idle = h.launch("idle", kubeconfig)
         await h.wait_ready(idle, 60)
         await asyncio.sleep(5)
-        first, last, rss_max, rss_end, _ = await observe(h, idle, args.idle_seconds)
+        first, last, rss_max, rss_end, _, _ = await observe(h, idle, args.idle_seconds)
         window = Window.between(first, last, args.period, rss_max, rss_end, 0)
         result["idle"] = {"rss_mib": rss_end / 1024, "rss_max_mib": rss_max / 1024,
                           "mcpu": window.mcpu(window.service_cpu), "api": window.api}
@@ -636,9 +641,11 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
     # 3. the steady window.
     if args.settle:
         await asyncio.sleep(args.settle)
-    first, last, rss_max, rss_end, prom_rss = await observe(h, service, args.periods * args.period)
+    first, last, rss_max, rss_end, prom_rss, by_period = await observe(h, service, args.periods * args.period,
+                                                                       args.period)
     window = Window.between(first, last, args.period, rss_max, rss_end, prom_rss)
     result["steady"] = window
+    result["rss_by_period_mib"] = [round(kib / 1024, 1) for kib in by_period]
     result["peak_rss_mib"] = memory_kib(service.pid)["VmHWM"] / 1024
     cost, size, series = await scrape_cost(h, service)
     result["scrape"] = {"cpu_s": cost, "bytes": size, "series": series}
@@ -711,6 +718,8 @@ def report(result: dict[str, Any]) -> str:
         idle = result["idle"]
         row("idle service RSS (0 targets)", f"{idle['rss_mib']:.1f} MiB ({idle['mcpu']:.1f} mCPU)", "")
         row("RSS above idle", f"{w.rss_kib_end / 1024 - idle['rss_mib']:.1f} MiB", "≤ 40 MiB")
+    row("service RSS at the end of each period", " · ".join(f"{m:g}" for m in result["rss_by_period_mib"]) + " MiB",
+        "")
     row("service peak RSS (VmHWM, start-up included)", f"{result['peak_rss_mib']:.1f} MiB", "")
     row("Prometheus queries per sync (service)", f"{w.per_period(w.service_queries):.1f}", "")
     row("Prometheus /api/v1/query per sync (server)", f"{w.per_period(w.server_queries):.1f}", "")

@@ -22,7 +22,7 @@ parse_time = parse_rfc3339
 
 
 # Thousands of pods carry the same few names (namespace, label keys and values, container and
-# resource names, the owner's uid): interned, each is kept once instead of once per pod.
+# resource names): interned, each is kept once instead of once per pod.
 intern = sys.intern
 
 
@@ -67,7 +67,6 @@ class PodRecord:
     name: str
     labels: Mapping[str, str]
     info: PodInfo
-    owner_uids: tuple[str, ...] = ()
 
 
 _PHASES = {p.value: p for p in PodPhase}
@@ -104,8 +103,7 @@ def trim_pod(obj: Mapping[str, Any]) -> PodRecord | None:
         pod_requests=pod_requests,
     )
     labels = _shared_labels(tuple((intern(str(k)), intern(str(v))) for k, v in (meta.get("labels") or {}).items()))
-    owners = tuple(intern(str(o.get("uid"))) for o in meta.get("ownerReferences") or [] if isinstance(o, Mapping))
-    return PodRecord(intern(namespace), name, labels, info, owners)
+    return PodRecord(intern(namespace), name, labels, info)
 
 
 @dataclass(frozen=True, slots=True)

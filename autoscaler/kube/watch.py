@@ -122,8 +122,8 @@ class WatchCache(Generic[R]):
         """List in pages of ``page_size``: only one page of whole objects is ever in memory, not every pod
         of the cluster at once. client-go's reflector pages by 500; here 100, because a page of 500
         decoded pods is ~15 MB of short-lived objects whose freed memory the allocator keeps (measured:
-        ~4 MiB more RSS at 10,000 pods), and the extra requests happen only when a cache (re)lists. A continue token that
-        expired (410) relists from the start, through :meth:`run`."""
+        ~4 MiB more RSS at 10,000 pods), and the extra requests happen only when a cache (re)lists. A
+        continue token that expired (410) relists from the start, through :meth:`run`."""
         fresh: dict[Key, R] = {}
         token = ""
         version = ""

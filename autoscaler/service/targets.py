@@ -33,7 +33,7 @@ class Target:
     generation: int | None
     spec: TargetSpec | None
     errors: tuple[FieldError, ...] = ()
-    raw_spec: Any = None
+    spec_json: str = ""  # the spec as written (canonical JSON): an edit restarts the reconciler
     # The status the object carried, as compact JSON: it is read only when a reconciler starts (the
     # decision history of a restarted service), and as text it costs a fraction of the parsed document.
     status_json: str | None = field(default=None, compare=False, repr=False)
@@ -56,7 +56,7 @@ class Target:
 
     def same_spec(self, other: Target) -> bool:
         """Whether a change of ``other`` needs no restart of this target's reconciler."""
-        return (self.uid, self.generation, self.raw_spec) == (other.uid, other.generation, other.raw_spec)
+        return (self.uid, self.generation, self.spec_json) == (other.uid, other.generation, other.spec_json)
 
 
 def target_from_object(obj: Mapping[str, Any], *, default_namespace: str = "default") -> Target:
@@ -72,7 +72,8 @@ def target_from_object(obj: Mapping[str, Any], *, default_namespace: str = "defa
         spec, errors = None, exc.errors
     status = obj.get("status")
     return Target(namespace, name, str(meta.get("uid") or f"{namespace}/{name}"),
-                  generation if isinstance(generation, int) else None, spec, errors, raw_spec,
+                  generation if isinstance(generation, int) else None, spec, errors,
+                  json.dumps(raw_spec, sort_keys=True, separators=(",", ":"), default=str),
                   json.dumps(status, separators=(",", ":")) if isinstance(status, Mapping) else None)
 
 

@@ -25,8 +25,7 @@ def pod(name: str, labels: dict[str, str], cpu: str = "500m", *, ready: str = "T
 def test_a_pod_record_keeps_what_the_decision_reads() -> None:
     record = trim_pod(pod("web-1", {"app": "web"}))
     assert record is not None
-    assert (record.namespace, record.name, dict(record.labels), record.owner_uids) == (
-        "shop", "web-1", {"app": "web"}, ("rs-1",))
+    assert (record.namespace, record.name, dict(record.labels)) == ("shop", "web-1", {"app": "web"})
     info = record.info
     assert (info.phase, info.ready, info.deleting) == (PodPhase.RUNNING, ConditionStatus.TRUE, False)
     assert info.ready_since is not None and info.started_at is not None
