@@ -4,6 +4,7 @@ kubernetes-asyncio client, with a metrics source the test controls."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -46,6 +47,19 @@ def make_manager(emu: KubeEmulator, api: Any, metrics: FakeMetrics, **kwargs: An
     return Manager(KubeApi(api), metrics.read_many, **options)
 
 
+@contextlib.asynccontextmanager
+async def running(emu: KubeEmulator, metrics: FakeMetrics, **kwargs: Any) -> AsyncIterator[Manager]:
+    """A manager with its caches synced and its reconcilers started; stopped on the way out."""
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics, **kwargs)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            yield manager
+        finally:
+            await manager.stop()
+
+
 FAST_BEHAVIOR = {"scaleDown": {"stabilizationWindowSeconds": 0}}
 
 
@@ -54,25 +68,19 @@ async def test_scales_a_deployment_and_reports(emu: KubeEmulator) -> None:
     emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
     metrics = FakeMetrics()
     metrics.set("queue", 60)  # 60 / 10 per pod -> 6 replicas
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            # default scale-up policy: max(+4 pods, +100 %) per 15 s -> 2 -> 6
-            await eventually(lambda: replicas_of(emu, "web") == 6, what="scale-up to 6")
-            await eventually(lambda: status_of(emu, "web").get("currentReplicas") == 6, what="status")
-            status = status_of(emu, "web")
-            assert condition(status, "ScalingActive")["reason"] == "ValidMetricFound"  # type: ignore[index]
-            assert status["history"]["scaleUpEvents"][0]["change"] == 4
-            assert status["lastDecision"]["explanation"]
-            events = emu.events("default", involved_name="web", reason="SuccessfulRescale")
-            assert events and events[0]["message"].startswith("New size: 6; reason: external metric queue")
-            # the load falls: down to 1 (min)
-            metrics.set("queue", 5)
-            await eventually(lambda: replicas_of(emu, "web") == 1, what="scale-down")
-        finally:
-            await manager.stop()
+    async with running(emu, metrics):
+        # default scale-up policy: max(+4 pods, +100 %) per 15 s -> 2 -> 6
+        await eventually(lambda: replicas_of(emu, "web") == 6, what="scale-up to 6")
+        await eventually(lambda: status_of(emu, "web").get("currentReplicas") == 6, what="status")
+        status = status_of(emu, "web")
+        assert condition(status, "ScalingActive")["reason"] == "ValidMetricFound"  # type: ignore[index]
+        assert status["history"]["scaleUpEvents"][0]["change"] == 4
+        assert status["lastDecision"]["explanation"]
+        events = emu.events("default", involved_name="web", reason="SuccessfulRescale")
+        assert events and events[0]["message"].startswith("New size: 6; reason: external metric queue")
+        # the load falls: down to 1 (min)
+        metrics.set("queue", 5)
+        await eventually(lambda: replicas_of(emu, "web") == 1, what="scale-down")
 
 
 async def test_a_failed_metric_never_scales_down(emu: KubeEmulator) -> None:
@@ -80,25 +88,19 @@ async def test_a_failed_metric_never_scales_down(emu: KubeEmulator) -> None:
     emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
     metrics = FakeMetrics()
     metrics.set("queue", None)
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            await eventually(lambda: (condition(status_of(emu, "web"), "ScalingActive") or {}).get("reason")
-                             == "FailedGetExternalMetric", what="ScalingActive False")
-            reads = metrics.reads
-            await eventually(lambda: metrics.reads >= reads + 3, what="more syncs")
-            assert replicas_of(emu, "web") == 4
-            status = status_of(emu, "web")
-            assert condition(status, "ScalingActive")["status"] == "False"  # type: ignore[index]
-            assert emu.events("default", involved_name="web", reason="FailedGetExternalMetric")
-            # Prometheus comes back: the target recovers by itself
-            metrics.set("queue", 40)
-            await eventually(lambda: (condition(status_of(emu, "web"), "ScalingActive") or {}).get("status")
-                             == "True", what="recovery")
-        finally:
-            await manager.stop()
+    async with running(emu, metrics):
+        await eventually(lambda: (condition(status_of(emu, "web"), "ScalingActive") or {}).get("reason")
+                         == "FailedGetExternalMetric", what="ScalingActive False")
+        reads = metrics.reads
+        await eventually(lambda: metrics.reads >= reads + 3, what="more syncs")
+        assert replicas_of(emu, "web") == 4
+        status = status_of(emu, "web")
+        assert condition(status, "ScalingActive")["status"] == "False"  # type: ignore[index]
+        assert emu.events("default", involved_name="web", reason="FailedGetExternalMetric")
+        # Prometheus comes back: the target recovers by itself
+        metrics.set("queue", 40)
+        await eventually(lambda: (condition(status_of(emu, "web"), "ScalingActive") or {}).get("status")
+                         == "True", what="recovery")
 
 
 async def test_invalid_target_is_reported_and_others_go_on(emu: KubeEmulator) -> None:
@@ -155,20 +157,14 @@ async def test_steady_state_makes_no_list_calls_and_no_writes(emu: KubeEmulator)
     emu.create(target("web", "web"))
     metrics = FakeMetrics()
     metrics.set("queue", 40)  # exactly 4 × 10: within tolerance
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            await eventually(lambda: status_of(emu, "web").get("currentReplicas") == 4, what="first status")
-            counts = dict(emu.requests.counts())
-            reads = metrics.reads
-            await eventually(lambda: metrics.reads >= reads + 5, what="five more syncs")
-            after = dict(emu.requests.counts())
-            new = {k: after.get(k, 0) - counts.get(k, 0) for k in after if after.get(k, 0) != counts.get(k, 0)}
-            assert not any(str(k).startswith(("list", "patch", "create", "update", "post", "put")) for k in new), new
-        finally:
-            await manager.stop()
+    async with running(emu, metrics):
+        await eventually(lambda: status_of(emu, "web").get("currentReplicas") == 4, what="first status")
+        counts = dict(emu.requests.counts())
+        reads = metrics.reads
+        await eventually(lambda: metrics.reads >= reads + 5, what="five more syncs")
+        after = dict(emu.requests.counts())
+        new = {k: after.get(k, 0) - counts.get(k, 0) for k in after if after.get(k, 0) != counts.get(k, 0)}
+        assert not any(str(k).startswith(("list", "patch", "create", "update", "post", "put")) for k in new), new
 
 
 async def test_the_targets_of_a_namespace_sync_together_and_share_reads(emu: KubeEmulator) -> None:
@@ -177,17 +173,11 @@ async def test_the_targets_of_a_namespace_sync_together_and_share_reads(emu: Kub
         emu.create(target(name, name))
     metrics = FakeMetrics()
     metrics.set("queue", 10)
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics, jitter=0.1)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            reconcilers = [manager.running[("default", n)].reconciler for n in ("a", "b", "c")]
-            await eventually(lambda: all(r.syncs >= 6 for r in reconcilers), what="six syncs each")
-            syncs = sum(r.syncs for r in reconcilers)
-            assert metrics.reads <= syncs / 3 + 2, (metrics.reads, syncs)  # one read per tick, not per target
-        finally:
-            await manager.stop()
+    async with running(emu, metrics, jitter=0.1) as manager:
+        reconcilers = [manager.running[("default", n)].reconciler for n in ("a", "b", "c")]
+        await eventually(lambda: all(r.syncs >= 6 for r in reconcilers), what="six syncs each")
+        syncs = sum(r.syncs for r in reconcilers)
+        assert metrics.reads <= syncs / 3 + 2, (metrics.reads, syncs)  # one read per tick, not per target
 
 
 async def test_a_steady_decision_is_logged_at_debug_a_change_at_info(emu: KubeEmulator) -> None:
@@ -196,18 +186,12 @@ async def test_a_steady_decision_is_logged_at_debug_a_change_at_info(emu: KubeEm
     metrics = FakeMetrics()
     metrics.set("queue", 40)  # exactly 4 × 10: within tolerance
     with structlog.testing.capture_logs() as logs:
-        async with emu.api_client() as api:
-            manager = make_manager(emu, api, metrics)
-            await manager.start_caches()
-            await manager.activate()
-            try:
-                reconciler = manager.running[("default", "web")].reconciler
-                await eventually(lambda: reconciler.syncs >= 3, what="three syncs")
-                metrics.set("queue", 80)
-                await eventually(lambda: any(line["event"] == "decision" and line["scaled"] for line in logs),
-                                 what="the scale-up decision")
-            finally:
-                await manager.stop()
+        async with running(emu, metrics) as manager:
+            reconciler = manager.running[("default", "web")].reconciler
+            await eventually(lambda: reconciler.syncs >= 3, what="three syncs")
+            metrics.set("queue", 80)
+            await eventually(lambda: any(line["event"] == "decision" and line["scaled"] for line in logs),
+                             what="the scale-up decision")
     decisions = [line for line in logs if line["event"] == "decision"]
     assert decisions[0]["log_level"] == "info"  # the first status
     assert [line["log_level"] for line in decisions[1:3]] == ["debug", "debug"]  # steady
@@ -220,17 +204,11 @@ async def test_conflicting_writes_are_retried_on_fresh_state(emu: KubeEmulator) 
     metrics = FakeMetrics()
     metrics.set("queue", 40)
     emu.faults.conflicts(2, verb="patch", resource="deployments/scale")
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            await eventually(lambda: replicas_of(emu, "web") == 4, what="scale despite conflicts")
-            await eventually(lambda: (condition(status_of(emu, "web"), "AbleToScale") or {}).get("reason")
-                             == "SucceededRescale", what="SucceededRescale")
-            assert emu.requests.count("patch", "deployments/scale") == 3  # two conflicts, then success
-        finally:
-            await manager.stop()
+    async with running(emu, metrics):
+        await eventually(lambda: replicas_of(emu, "web") == 4, what="scale despite conflicts")
+        await eventually(lambda: (condition(status_of(emu, "web"), "AbleToScale") or {}).get("reason")
+                         == "SucceededRescale", what="SucceededRescale")
+        assert emu.requests.count("patch", "deployments/scale") == 3  # two conflicts, then success
 
 
 async def test_write_failures_become_conditions_and_events(emu: KubeEmulator) -> None:
@@ -239,18 +217,12 @@ async def test_write_failures_become_conditions_and_events(emu: KubeEmulator) ->
     metrics = FakeMetrics()
     metrics.set("queue", 40)
     emu.faults.error(500, verb="patch", resource="deployments/scale", times=1000)
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            await eventually(lambda: (condition(status_of(emu, "web"), "AbleToScale") or {}).get("reason")
-                             == "FailedUpdateScale", what="FailedUpdateScale")
-            assert emu.events("default", involved_name="web", reason="FailedRescale")
-            assert replicas_of(emu, "web") == 2
-            assert manager.running  # the reconciler goes on
-        finally:
-            await manager.stop()
+    async with running(emu, metrics) as manager:
+        await eventually(lambda: (condition(status_of(emu, "web"), "AbleToScale") or {}).get("reason")
+                         == "FailedUpdateScale", what="FailedUpdateScale")
+        assert emu.events("default", involved_name="web", reason="FailedRescale")
+        assert replicas_of(emu, "web") == 2
+        assert manager.running  # the reconciler goes on
 
 
 async def test_dry_run_writes_nothing_to_the_workload(emu: KubeEmulator) -> None:
@@ -258,17 +230,11 @@ async def test_dry_run_writes_nothing_to_the_workload(emu: KubeEmulator) -> None
     emu.create(target("web", "web"))
     metrics = FakeMetrics()
     metrics.set("queue", 40)
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics, dry_run=True)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            await eventually(lambda: status_of(emu, "web").get("desiredReplicas") == 4, what="dry-run status")
-            assert status_of(emu, "web")["dryRun"] is True
-            assert replicas_of(emu, "web") == 2
-            assert emu.requests.count("patch", "deployments/scale") == 0
-        finally:
-            await manager.stop()
+    async with running(emu, metrics, dry_run=True):
+        await eventually(lambda: status_of(emu, "web").get("desiredReplicas") == 4, what="dry-run status")
+        assert status_of(emu, "web")["dryRun"] is True
+        assert replicas_of(emu, "web") == 2
+        assert emu.requests.count("patch", "deployments/scale") == 0
 
 
 async def test_restart_keeps_the_stabilization_window(emu: KubeEmulator) -> None:
@@ -304,16 +270,10 @@ async def test_ambiguous_selector(emu: KubeEmulator) -> None:
     emu.create(target("two", "web"))
     metrics = FakeMetrics()
     metrics.set("queue", 20)
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            await eventually(lambda: (condition(status_of(emu, "two"), "ScalingActive") or {}).get("reason")
-                             == "AmbiguousSelector" or (condition(status_of(emu, "one"), "ScalingActive") or {}
-                                                        ).get("reason") == "AmbiguousSelector", what="ambiguity")
-        finally:
-            await manager.stop()
+    async with running(emu, metrics):
+        await eventually(lambda: (condition(status_of(emu, "two"), "ScalingActive") or {}).get("reason")
+                         == "AmbiguousSelector" or (condition(status_of(emu, "one"), "ScalingActive") or {}
+                                                    ).get("reason") == "AmbiguousSelector", what="ambiguity")
 
 
 async def test_ambiguity_follows_pod_labels(emu: KubeEmulator) -> None:
@@ -327,26 +287,20 @@ async def test_ambiguity_follows_pod_labels(emu: KubeEmulator) -> None:
     emu.create(target("all", "all"))
     metrics = FakeMetrics()
     metrics.set("queue", 10)
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            await eventually(lambda: len(manager.pods.select("default", parse_label_selector("app=web"))) == 2
-                             and all(manager.running[("default", n)].reconciler.syncs >= 1 for n in ("web", "all")),
-                             what="both targets synced")
-            web = manager.running[("default", "web")].target
+    async with running(emu, metrics) as manager:
+        await eventually(lambda: len(manager.pods.select("default", parse_label_selector("app=web"))) == 2
+                         and all(manager.running[("default", n)].reconciler.syncs >= 1 for n in ("web", "all")),
+                         what="both targets synced")
+        web = manager.running[("default", "web")].target
 
-            def others() -> list[str]:
-                return manager._others_selecting(web, manager.pods.select("default", parse_label_selector("app=web")))
+        def others() -> list[str]:
+            return manager._others_selecting(web, manager.pods.select("default", parse_label_selector("app=web")))
 
-            assert others() == []
-            assert others() == []  # answered from the cache this time
-            name = manager.pods.select("default", parse_label_selector("app=web"))[0].name
-            emu.patch("pods", name, {"metadata": {"labels": {"tier": "backend"}}})
-            await eventually(lambda: others() == ["default/all"], what="the relabelled pod seen by both selectors")
-        finally:
-            await manager.stop()
+        assert others() == []
+        assert others() == []  # answered from the cache this time
+        name = manager.pods.select("default", parse_label_selector("app=web"))[0].name
+        emu.patch("pods", name, {"metadata": {"labels": {"tier": "backend"}}})
+        await eventually(lambda: others() == ["default/all"], what="the relabelled pod seen by both selectors")
 
 
 async def test_standalone_targets_from_a_file(emu: KubeEmulator, tmp_path: Any) -> None:
@@ -358,17 +312,11 @@ async def test_standalone_targets_from_a_file(emu: KubeEmulator, tmp_path: Any) 
     targets = load_targets_file(str(path))
     metrics = FakeMetrics()
     metrics.set("queue", 40)
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics, static_targets=targets)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            await eventually(lambda: replicas_of(emu, "web") == 4, what="standalone scale")
-            await eventually(lambda: ("default", "web") in manager.target_documents(), what="in-memory status")
-            assert manager.target_documents()[("default", "web")]["currentReplicas"] in (2, 4)
-            assert emu.events("default", involved_name="web", involved_kind="Deployment", reason="SuccessfulRescale")
-        finally:
-            await manager.stop()
+    async with running(emu, metrics, static_targets=targets) as manager:
+        await eventually(lambda: replicas_of(emu, "web") == 4, what="standalone scale")
+        await eventually(lambda: ("default", "web") in manager.target_documents(), what="in-memory status")
+        assert manager.target_documents()[("default", "web")]["currentReplicas"] in (2, 4)
+        assert emu.events("default", involved_name="web", involved_kind="Deployment", reason="SuccessfulRescale")
 
 
 def test_target_objects_parse_with_errors_kept() -> None:
@@ -394,21 +342,15 @@ async def test_any_kind_with_a_scale_subresource_through_discovery(emu: KubeEmul
     emu.create(spec)
     metrics = FakeMetrics()
     metrics.set("queue", 40)
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            def replicas() -> int:
-                obj = emu.get("statefulsets", "db")
-                assert obj is not None
-                return int(obj["spec"]["replicas"])
+    async with running(emu, metrics):
+        def replicas() -> int:
+            obj = emu.get("statefulsets", "db")
+            assert obj is not None
+            return int(obj["spec"]["replicas"])
 
-            await eventually(lambda: replicas() == 4, what="the StatefulSet scales")
-            assert emu.requests.count("get", "statefulsets/scale") >= 1
-            assert emu.requests.count("patch", "statefulsets/scale") == 1
-        finally:
-            await manager.stop()
+        await eventually(lambda: replicas() == 4, what="the StatefulSet scales")
+        assert emu.requests.count("get", "statefulsets/scale") >= 1
+        assert emu.requests.count("patch", "statefulsets/scale") == 1
 
 
 async def test_only_the_listed_namespaces_are_watched(emu: KubeEmulator) -> None:
@@ -418,16 +360,10 @@ async def test_only_the_listed_namespaces_are_watched(emu: KubeEmulator) -> None
         emu.create(target("web", "web", namespace=ns))
     metrics = FakeMetrics()
     metrics.set("queue", 40)
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics, namespaces=["team-a"])
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            await eventually(lambda: replicas_of(emu, "web", "team-a") == 4, what="team-a scales")
-            assert replicas_of(emu, "web", "team-b") == 2
-            assert set(manager.running) == {("team-a", "web")}
-        finally:
-            await manager.stop()
+    async with running(emu, metrics, namespaces=["team-a"]) as manager:
+        await eventually(lambda: replicas_of(emu, "web", "team-a") == 4, what="team-a scales")
+        assert replicas_of(emu, "web", "team-b") == 2
+        assert set(manager.running) == {("team-a", "web")}
 
 
 async def test_a_throttled_api_slows_everyone_and_the_write_still_lands(emu: KubeEmulator) -> None:
@@ -453,20 +389,14 @@ async def test_decisions_pause_while_the_pod_watch_is_broken(emu: KubeEmulator) 
     emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
     metrics = FakeMetrics()
     metrics.set("queue", 40)
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            await eventually(lambda: status_of(emu, "web").get("currentReplicas") == 4, what="a first sync")
-            for cache in manager.pod_caches:
-                cache.failing_since = 0.0  # as if the watch had been failing since long ago
-            metrics.set("queue", 5)
-            reads = metrics.reads
-            await asyncio.sleep(4 * PERIOD)
-            assert metrics.reads == reads and replicas_of(emu, "web") == 4   # held, nothing read or written
-            for cache in manager.pod_caches:
-                cache.failing_since = None
-            await eventually(lambda: replicas_of(emu, "web") == 1, what="decisions resume")
-        finally:
-            await manager.stop()
+    async with running(emu, metrics) as manager:
+        await eventually(lambda: status_of(emu, "web").get("currentReplicas") == 4, what="a first sync")
+        for cache in manager.pod_caches:
+            cache.failing_since = 0.0  # as if the watch had been failing since long ago
+        metrics.set("queue", 5)
+        reads = metrics.reads
+        await asyncio.sleep(4 * PERIOD)
+        assert metrics.reads == reads and replicas_of(emu, "web") == 4   # held, nothing read or written
+        for cache in manager.pod_caches:
+            cache.failing_since = None
+        await eventually(lambda: replicas_of(emu, "web") == 1, what="decisions resume")
