@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import json
 import random
 import uuid
@@ -151,7 +152,9 @@ class ApiOperations:
             candidates = [stored for stored in candidates if accepts(stored)]
         if continue_token:
             resource_version, start_after = _decode_continue(continue_token)
-            candidates = [stored for stored in candidates if (stored.namespace, stored.name) > start_after]
+            # candidates are in (namespace, name) order: the page starts right after the last one sent
+            first = bisect.bisect_right(candidates, start_after, key=lambda stored: (stored.namespace, stored.name))
+            candidates = candidates[first:]
         token, remaining = None, None
         if limit and len(candidates) > limit:
             remaining = len(candidates) - limit

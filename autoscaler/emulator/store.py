@@ -42,14 +42,27 @@ class _Bucket:
     compacted_rv: int = 0
     """Events at or below this resourceVersion have left the window."""
     watchers: dict[str | None, set[Subscription]] = field(default_factory=dict)
+    order: list[ObjectKey] | None = None
+    """Every key, sorted; dropped when an object comes or goes (a paged LIST of 10,000 pods would
+    otherwise sort them all again for every page)."""
+
+    def sorted_keys(self) -> list[ObjectKey]:
+        if self.order is None:
+            self.order = sorted(self.objects)
+        return self.order
 
     def index(self, key: ObjectKey, stored: StoredObject) -> None:
+        if key not in self.objects:
+            self.order = None
         self.objects[key] = stored
         self.by_namespace.setdefault(key[0], {})[key[1]] = stored
         for label, value in stored.labels.items():
             self.label_index.setdefault(label, {}).setdefault(value, set()).add(key)
 
-    def unindex(self, key: ObjectKey, stored: StoredObject) -> None:
+    def unindex(self, key: ObjectKey, stored: StoredObject, *, replacing: bool = False) -> None:
+        """Remove ``stored`` from the indexes; ``replacing``: a new version of it is indexed next."""
+        if not replacing:
+            self.order = None
         del self.objects[key]
         names = self.by_namespace[key[0]]
         del names[key[1]]
@@ -112,6 +125,8 @@ class ObjectStore:
             return []
         candidates: Iterable[StoredObject]
         postings = self._narrowest_postings(bucket, labels)
+        if postings is None and namespace is None and labels.is_empty():
+            return [bucket.objects[key] for key in bucket.sorted_keys()]  # already in namespace/name order
         if postings is not None:
             candidates = (bucket.objects[key] for key in postings if namespace is None or key[0] == namespace)
         elif namespace is not None:
@@ -154,7 +169,7 @@ class ObjectStore:
         meta["resourceVersion"] = str(self._revision)
         stored = StoredObject(obj, self._revision)
         if previous is not None:
-            bucket.unindex(key, previous)
+            bucket.unindex(key, previous, replacing=True)
         bucket.index(key, stored)
         self._remember_version(storage_key, key, obj)
         self._publish(storage_key, bucket, WatchEvent("MODIFIED" if previous else "ADDED", stored, previous))

@@ -227,6 +227,31 @@ async def test_pagination_with_limit_and_continue(emulator: KubeEmulator, api: A
     assert seen == [f"p{i:02}" for i in range(7)]
 
 
+async def test_cluster_wide_pages_come_in_namespace_name_order_and_see_new_and_deleted_pods(
+        emulator: KubeEmulator, api: ApiClient) -> None:
+    for namespace in ("b", "a"):
+        await client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+    emulator.seed(*({**pod(f"p{i}"), "metadata": {"name": f"p{i}", "namespace": ns}}
+                    for ns in ("b", "a") for i in (3, 1, 2)))
+    core = client.CoreV1Api(api)
+
+    async def everything() -> list[tuple[str, str]]:
+        seen: list[tuple[str, str]] = []
+        token = None
+        while True:
+            page = await core.list_pod_for_all_namespaces(limit=2, _continue=token)
+            seen += [(item.metadata.namespace, item.metadata.name) for item in page.items]
+            token = page.metadata._continue
+            if not token:
+                return seen
+
+    assert await everything() == [(ns, f"p{i}") for ns in ("a", "b") for i in (1, 2, 3)]
+    await core.create_namespaced_pod("a", {**pod("p0"), "metadata": {"name": "p0", "namespace": "a"}})
+    assert (await everything())[:2] == [("a", "p0"), ("a", "p1")]
+    await core.delete_namespaced_pod("p2", "b", grace_period_seconds=0)
+    assert await everything() == [("a", "p0"), ("a", "p1"), ("a", "p2"), ("a", "p3"), ("b", "p1"), ("b", "p3")]
+
+
 async def test_finalizers_turn_delete_into_a_soft_delete(emulator: KubeEmulator, api: ApiClient) -> None:
     core = client.CoreV1Api(api)
     body = pod("guarded")
