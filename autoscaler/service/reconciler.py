@@ -167,7 +167,6 @@ class TargetReconciler:
         self.state = state
         self._last_status_json: str | None = None
         self.last_status = last_status if last_status is not None else target.status
-        self.last_decision: Decision | None = None
         self.hvpa_state: HvpaState | None = None
         self.selector: LabelSelector | None = None
         self._selector_text: str | None = None  # the scale's selector that self.selector was parsed from
@@ -263,7 +262,6 @@ class TargetReconciler:
             await self._report(decision, now, extra)
             self.state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
                                      decision.last_scale_time)
-            self.last_decision = decision
             self.syncs += 1
             result = ("dry_run" if decision.scale and decision.applied is None else
                       "scaled" if decision.applied else "error" if decision.error else "unchanged")
