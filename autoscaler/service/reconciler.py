@@ -178,7 +178,7 @@ class TargetReconciler:
     def last_status(self) -> Mapping[str, Any] | None:
         """The status last written (or found on the object): a fresh copy on every access.
 
-        Kept as compact JSON, a third of the parsed document's memory: a steady sync never reads it
+        Kept as compact JSON, a fraction of the parsed document's memory: a steady sync never reads it
         (it compares a summary with the significant part kept in ``_significant``), only writes,
         restarts and /api/targets do."""
         if self._last_status_json is None:
