@@ -1,16 +1,34 @@
 """Tests that need something optional (a server binary, the plot extra) skip locally without it, but
 fail with ``AUTOSCALER_REQUIRE_SERVERS=1`` (set by ``.ci/run``): CI never skips them quietly, nor lets
-them be deselected. A conftest makes one :class:`Guard` and forwards its hooks to it (the same rules
-as ``tests/prometheus/conftest.py``)."""
+them be deselected. A conftest makes one :class:`Guard` and installs its hooks::
+
+    _guard = Guard({"prometheus": missing_binaries("prometheus")}, str(Path(__file__).parent))
+    pytest_runtest_setup, pytest_runtest_logreport, pytest_deselected, pytest_sessionfinish = _guard.hooks()
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import pytest
 
+from autoscaler.sandbox import find_binary
+
 REQUIRE_SERVERS = os.environ.get("AUTOSCALER_REQUIRE_SERVERS") == "1"
+
+
+def missing_binaries(*names: str) -> list[str]:
+    """What is lacking of the Prometheus binaries ``names``, with how to get them."""
+    return [f"{name} is not installed (Debian package 'prometheus')" for name in names if find_binary(name) is None]
+
+
+def missing_modules(*names: str, extra: str) -> list[str]:
+    """What is lacking of the Python modules ``names``, installed with the package extra ``extra``."""
+    return [f"{name} is not installed (pip install '.[{extra}]')" for name in names
+            if importlib.util.find_spec(name) is None]
 
 
 class Guard:
@@ -21,6 +39,31 @@ class Guard:
         self.where = where
         self.skipped: list[str] = []
         self.deselected: list[str] = []
+
+    def hooks(self) -> tuple[Callable[..., Any], ...]:
+        """The four pytest hooks for a conftest: runtest_setup, runtest_logreport, deselected, sessionfinish."""
+        def pytest_runtest_setup(item: pytest.Item) -> None:
+            self.setup(item)
+
+        def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+            self.logreport(report)
+
+        def pytest_deselected(items: list[pytest.Item]) -> None:
+            # "-m 'not prometheus'" or "-k" would be a quiet way around the real-server tests.
+            self.deselect(items)
+
+        def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+            self.finish(session)
+
+        return pytest_runtest_setup, pytest_runtest_logreport, pytest_deselected, pytest_sessionfinish
+
+    def require(self, marker: str) -> None:
+        """For a fixture that needs what ``marker`` stands for: skip without it, or fail in CI."""
+        if self.missing.get(marker):
+            message = "; ".join(self.missing[marker])
+            if REQUIRE_SERVERS:
+                pytest.fail(f"{message}, and AUTOSCALER_REQUIRE_SERVERS=1 forbids skipping these tests")
+            pytest.skip(message)
 
     def _lacking(self, item: pytest.Item) -> list[str]:
         return [text for marker, items in self.missing.items() if item.get_closest_marker(marker)

@@ -18,31 +18,15 @@ import yaml
 
 from autoscaler.emulator import KubeEmulator
 from autoscaler.emulator.controllers import PodLifecycle, WorkloadController
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget, find_binary
-from tests.guard import Guard
+from autoscaler.sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
+from tests.guard import Guard, missing_binaries
 from tests.service.cluster import CRD
 
 ROOT = Path(__file__).resolve().parents[2]
 
-_guard = Guard({"prometheus": [f"{name} is not installed (Debian package 'prometheus')"
-                               for name in ("prometheus",) if find_binary(name) is None]},
-               str(Path(__file__).parent))
+_guard = Guard({"prometheus": missing_binaries("prometheus")}, str(Path(__file__).parent))
 
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    _guard.setup(item)
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    _guard.logreport(report)
-
-
-def pytest_deselected(items: list[pytest.Item]) -> None:
-    _guard.deselect(items)
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    _guard.finish(session)
+pytest_runtest_setup, pytest_runtest_logreport, pytest_deselected, pytest_sessionfinish = _guard.hooks()
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +37,7 @@ def exporter() -> Iterator[MetricsExporter]:
 
 @pytest.fixture(scope="module")
 def prometheus(exporter: MetricsExporter) -> Iterator[PrometheusSandbox]:
-    if find_binary("prometheus") is None:
-        pytest.skip("prometheus is not installed")
+    _guard.require("prometheus")
     exporter.set("queue_depth", {"queue": "jobs"}, 0)
     sandbox = PrometheusSandbox(scrape_targets=[ScrapeTarget(exporter.address)], scrape_interval=1.0)
     with sandbox:

@@ -2,28 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-import pytest
+from tests.guard import Guard, missing_modules
 
-from tests.guard import Guard
+_guard = Guard({"plot": missing_modules("matplotlib", "plotly", extra="plot")}, str(Path(__file__).parent))
 
-_guard = Guard({"plot": [f"{name} is not installed (pip install '.[plot]')" for name in ("matplotlib", "plotly")
-                         if importlib.util.find_spec(name) is None]}, str(Path(__file__).parent))
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    _guard.setup(item)
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    _guard.logreport(report)
-
-
-def pytest_deselected(items: list[pytest.Item]) -> None:
-    _guard.deselect(items)
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    _guard.finish(session)
+pytest_runtest_setup, pytest_runtest_logreport, pytest_deselected, pytest_sessionfinish = _guard.hooks()

@@ -12,38 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget, find_binary
-from tests.guard import REQUIRE_SERVERS, Guard
+from autoscaler.sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
+from tests.guard import Guard, missing_binaries
 from tests.prometheus import scenario
 
-_MISSING = [name for name in ("prometheus", "promtool") if find_binary(name) is None]
-_guard = Guard({"prometheus": [f"{name} is not installed (Debian package 'prometheus')" for name in _MISSING]},
-               str(Path(__file__).parent))
+_guard = Guard({"prometheus": missing_binaries("prometheus", "promtool")}, str(Path(__file__).parent))
 
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    _guard.setup(item)
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    _guard.logreport(report)
-
-
-def pytest_deselected(items: list[pytest.Item]) -> None:
-    # "-m 'not prometheus'" or "-k" would be a quiet way around the real-server tests.
-    _guard.deselect(items)
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    _guard.finish(session)
-
-
-def _require_binaries() -> None:
-    if _MISSING:
-        message = f"{' and '.join(_MISSING)} not installed"
-        if REQUIRE_SERVERS:
-            pytest.fail(message)
-        pytest.skip(message)
+pytest_runtest_setup, pytest_runtest_logreport, pytest_deselected, pytest_sessionfinish = _guard.hooks()
 
 
 @pytest.fixture(scope="session")
@@ -56,7 +31,7 @@ def exporter() -> Iterator[MetricsExporter]:
 @pytest.fixture(scope="session")
 def live_prometheus(exporter: MetricsExporter) -> Iterator[PrometheusSandbox]:
     """One Prometheus for the session, scraping the exporter every second."""
-    _require_binaries()
+    _guard.require("prometheus")
     with PrometheusSandbox(scrape_targets=[ScrapeTarget(exporter.address)], scrape_interval=1.0) as prom:
         # The first scrape lands ~6 s after start; rates need a few more samples in their window.
         prom.wait_for("http_rps", timeout=30)
@@ -69,7 +44,7 @@ def live_prometheus(exporter: MetricsExporter) -> Iterator[PrometheusSandbox]:
 @pytest.fixture(scope="session")
 def backfilled_prometheus() -> Iterator[PrometheusSandbox]:
     """A Prometheus holding fixed data at fixed times (promtool backfill), nothing scraped."""
-    _require_binaries()
+    _guard.require("prometheus")
     prom = PrometheusSandbox()
     try:
         prom.backfill(scenario.backfill_openmetrics())
@@ -82,7 +57,7 @@ def backfilled_prometheus() -> Iterator[PrometheusSandbox]:
 @pytest.fixture
 def make_prometheus() -> Iterator[Callable[[], PrometheusSandbox]]:
     """Private, empty Prometheus servers a test may stop, pause or restart."""
-    _require_binaries()
+    _guard.require("prometheus")
     started: list[PrometheusSandbox] = []
 
     def make() -> PrometheusSandbox:

@@ -28,8 +28,8 @@ from autoscaler.prometheus import (
 )
 from autoscaler.prometheus.auth import PrometheusCredentialsError
 from autoscaler.prometheus.settings import BasicAuth
+from tests.guard import REQUIRE_SERVERS
 from tests.prometheus import scenario as sc
-from tests.prometheus.conftest import REQUIRE_SERVERS
 from tests.prometheus.fake_server import (
     FakePrometheus,
     Request,

@@ -5,26 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+from tests.guard import Guard, missing_binaries
 
-from autoscaler.sandbox import find_binary
-from tests.guard import Guard
+_guard = Guard({"prometheus": missing_binaries("prometheus")}, str(Path(__file__).parent))
 
-_guard = Guard({"prometheus": ["prometheus is not installed (Debian package 'prometheus')"]
-                if find_binary("prometheus") is None else []}, str(Path(__file__).parent))
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    _guard.setup(item)
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    _guard.logreport(report)
-
-
-def pytest_deselected(items: list[pytest.Item]) -> None:
-    _guard.deselect(items)
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    _guard.finish(session)
+pytest_runtest_setup, pytest_runtest_logreport, pytest_deselected, pytest_sessionfinish = _guard.hooks()
