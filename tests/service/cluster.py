@@ -21,6 +21,7 @@ from autoscaler.core.observation import (
 from autoscaler.core.spec import MetricSourceType
 from autoscaler.emulator import KubeEmulator
 from autoscaler.prometheus.reader import TargetQuery
+from autoscaler.sandbox import demo_objects
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD = ROOT / "manifests" / "crd.yaml"
@@ -115,16 +116,7 @@ def condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None
     return next((c for c in status.get("conditions") or [] if c.get("type") == type_), None)
 
 
-VPA_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-    "metadata": {"name": "verticalpodautoscalers.autoscaling.k8s.io"},
-    "spec": {"group": "autoscaling.k8s.io", "scope": "Namespaced",
-             "names": {"kind": "VerticalPodAutoscaler", "plural": "verticalpodautoscalers",
-                       "singular": "verticalpodautoscaler", "shortNames": ["vpa"]},
-             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                           "schema": {"openAPIV3Schema": {"type": "object",
-                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
-}
+VPA_CRD = demo_objects.VPA_CRD  # the same stand-in for the VPA CRD the demo installs
 
 
 def vpa(name: str, workload: str, *, cpu: str, memory: str, namespace: str = "default") -> dict[str, Any]:
