@@ -4,8 +4,9 @@ metrics source the test controls."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,10 @@ from autoscaler.core.observation import (
 )
 from autoscaler.core.spec import MetricSourceType
 from autoscaler.emulator import KubeEmulator
+from autoscaler.kube.api import KubeApi
 from autoscaler.prometheus.reader import TargetQuery
 from autoscaler.sandbox import demo_objects
+from autoscaler.service.manager import Manager
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD = ROOT / "manifests" / "crd.yaml"
@@ -131,3 +134,17 @@ def vpa(name: str, workload: str, *, cpu: str, memory: str, namespace: str = "de
                        {"containerName": "main", "target": {"cpu": cpu, "memory": memory},
                         "uncappedTarget": {"cpu": cpu, "memory": memory}}]}},
     }
+
+
+@contextlib.asynccontextmanager
+async def running_manager(emu: KubeEmulator, read_many: Any, **options: Any) -> AsyncIterator[Manager]:
+    """A manager against ``emu`` with its caches synced and its reconcilers started; stopped on the way
+    out. ``options`` go to :class:`Manager`."""
+    async with emu.api_client() as api:
+        manager = Manager(KubeApi(api), read_many, **options)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            yield manager
+        finally:
+            await manager.stop()

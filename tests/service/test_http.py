@@ -168,7 +168,7 @@ async def test_metrics_in_both_exposition_formats(session: aiohttp.ClientSession
 
 
 async def test_target_status_documents(session: aiohttp.ClientSession) -> None:
-    documents = {
+    documents: dict[tuple[str, str], dict[str, Any]] = {
         ("shop", "web"): {"currentReplicas": 3, "lastScaleTime": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)},
         ("shop", "api"): {"currentReplicas": 1},
         ("blog", "web"): {"currentReplicas": 2},

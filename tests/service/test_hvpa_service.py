@@ -9,9 +9,16 @@ import pytest
 
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.emulator import KubeEmulator
-from autoscaler.kube.api import KubeApi
-from autoscaler.service.manager import Manager
-from tests.service.cluster import CRD, VPA_CRD, FakeMetrics, eventually, replicas_of, status_of, vpa
+from tests.service.cluster import (
+    CRD,
+    VPA_CRD,
+    FakeMetrics,
+    eventually,
+    replicas_of,
+    running_manager,
+    status_of,
+    vpa,
+)
 
 INTERVALS = [
     {"maxReplicas": 1, "maxResources": {"cpu": "500m", "memory": "2Gi"}},
@@ -54,12 +61,9 @@ async def test_hvpa_scales_out_and_pins_the_vpa(emu: KubeEmulator) -> None:
     # the VPA recommends 1.2 CPU per pod on 1 replica: 1.2 > MAX(1) = 500m -> 2 replicas of 600m
     emu.seed(vpa("api", "api", cpu="1200m", memory="1Gi"))  # seeded: a create would drop the status
     emu.create(hvpa_target())
-    async with emu.api_client() as api:
-        manager = Manager(KubeApi(api), FakeMetrics().read_many, settings=ControllerSettings(), period=0.3,
-                          jitter=0.0, batch_window=0.05)
-        await manager.start_caches()
-        await manager.activate()
-        try:
+    try:
+        async with running_manager(emu, FakeMetrics().read_many, settings=ControllerSettings(), period=0.3,
+                                   jitter=0.0, batch_window=0.05):
             await eventually(lambda: replicas_of(emu, "api") == 2, what="HVPA scale-out")
 
             def pinned() -> Any:
@@ -76,22 +80,15 @@ async def test_hvpa_scales_out_and_pins_the_vpa(emu: KubeEmulator) -> None:
             assert section["desiredReplicas"] == 2
             assert section["state"]["pins"]["main"]["cpu"] == "600m"
             assert section["explanation"]
-        finally:
-            await manager.stop()
-            await controller.stop()
+    finally:
+        await controller.stop()
 
 
 async def test_hvpa_without_a_vpa_reports_no_decision(emu: KubeEmulator) -> None:
     emu.create(api_deployment())
     emu.create(hvpa_target())
-    async with emu.api_client() as api:
-        manager = Manager(KubeApi(api), FakeMetrics().read_many, settings=ControllerSettings(), period=0.3,
-                          jitter=0.0, batch_window=0.05)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            await eventually(lambda: "hvpa" in status_of(emu, "api"), what="hvpa status")
-            assert replicas_of(emu, "api") == 1
-            assert "no recommendation" in str(status_of(emu, "api")["hvpa"].get("inactive"))
-        finally:
-            await manager.stop()
+    async with running_manager(emu, FakeMetrics().read_many, settings=ControllerSettings(), period=0.3, jitter=0.0,
+                               batch_window=0.05):
+        await eventually(lambda: "hvpa" in status_of(emu, "api"), what="hvpa status")
+        assert replicas_of(emu, "api") == 1
+        assert "no recommendation" in str(status_of(emu, "api")["hvpa"].get("inactive"))

@@ -26,6 +26,7 @@ from tests.service.cluster import (
     eventually,
     queue_metric,
     replicas_of,
+    running_manager,
     status_of,
     target,
 )
@@ -40,24 +41,19 @@ async def emu() -> AsyncIterator[KubeEmulator]:
         yield emulator
 
 
-def make_manager(emu: KubeEmulator, api: Any, metrics: FakeMetrics, **kwargs: Any) -> Manager:
+def manager_options(**kwargs: Any) -> dict[str, Any]:
     options: dict[str, Any] = {"settings": ControllerSettings(downscale_stabilization_window=1.0),
                                "period": PERIOD, "jitter": 0.0, "batch_window": 0.05}
-    options.update(kwargs)
-    return Manager(KubeApi(api), metrics.read_many, **options)
+    return {**options, **kwargs}
 
 
-@contextlib.asynccontextmanager
-async def running(emu: KubeEmulator, metrics: FakeMetrics, **kwargs: Any) -> AsyncIterator[Manager]:
-    """A manager with its caches synced and its reconcilers started; stopped on the way out."""
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics, **kwargs)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            yield manager
-        finally:
-            await manager.stop()
+def make_manager(emu: KubeEmulator, api: Any, metrics: FakeMetrics, **kwargs: Any) -> Manager:
+    return Manager(KubeApi(api), metrics.read_many, **manager_options(**kwargs))
+
+
+def running(emu: KubeEmulator, metrics: FakeMetrics, **kwargs: Any) -> contextlib.AbstractAsyncContextManager[Manager]:
+    """A started manager with this module's settings (see :func:`running_manager`)."""
+    return running_manager(emu, metrics.read_many, **manager_options(**kwargs))
 
 
 FAST_BEHAVIOR = {"scaleDown": {"stabilizationWindowSeconds": 0}}
