@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from autoscaler.core import conditions as c
 from autoscaler.core.gomath import MAX_INT32, MIN_INT32, clamp_int32, trunc_to_int32
@@ -157,7 +157,7 @@ def _record(history: DecisionHistory, old_index: int | None, rec: Recommendation
         recs.append(rec)
     else:
         recs[old_index] = rec
-    return replace(history, recommendations=tuple(recs))
+    return DecisionHistory(tuple(recs), history.scale_up_events, history.scale_down_events)
 
 
 def _changed_in_period(events: Sequence[ScaleEvent], period_seconds: int, now: float) -> int:

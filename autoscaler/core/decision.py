@@ -92,8 +92,7 @@ def tolerances_for(spec: TargetSpec, settings: ControllerSettings) -> Tolerances
 def decide(spec: TargetSpec, observation: Observation, state: TargetState, settings: ControllerSettings,
            now: float) -> Decision:
     """Compute one sync's decision. Pure: same inputs, same decision."""
-    decision = _decide(spec, observation, state, settings, now)
-    return replace(decision, previous_desired_replicas=state.desired_replicas)
+    return _decide(spec, observation, state, settings, now)
 
 
 def _decide(spec: TargetSpec, observation: Observation, state: TargetState, settings: ControllerSettings,
@@ -109,7 +108,8 @@ def _decide(spec: TargetSpec, observation: Observation, state: TargetState, sett
     def without_metrics(branch: str, desired: int, reason: str, conds: tuple[Condition, ...]) -> Decision:
         scale = branch in ("above-max", "below-min") and desired != current
         return Decision(current, desired, desired if scale else current, scale, branch, reason, skipped, None,
-                        None, conds, history, desired if scale else current, state.last_scale_time)
+                        None, conds, history, desired if scale else current, state.last_scale_time,
+                        previous_desired_replicas=state.desired_replicas)
 
     if current == 0:
         # At zero, metrics are read only if this autoscaler put the target there (ScaledToZero True) and it
@@ -132,7 +132,7 @@ def _decide(spec: TargetSpec, observation: Observation, state: TargetState, sett
         conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, reason, message, now)
         return Decision(current, None, current, False, "selector", "", skipped, None, None, conditions, history,
                         _previous_desired(state, current), state.last_scale_time, (event,),
-                        error=event.message)
+                        error=event.message, previous_desired_replicas=state.desired_replicas)
 
     tolerances = tolerances_for(spec, settings)
     outcomes = tuple(
@@ -149,7 +149,7 @@ def _decide(spec: TargetSpec, observation: Observation, state: TargetState, sett
         events.append(Event(WARNING, "FailedComputeMetricsReplicas", combined.error))
         return Decision(current, None, current, False, "metrics-failed", "", outcomes, combined, None, conditions,
                         history, _previous_desired(state, current), state.last_scale_time, tuple(events),
-                        error=combined.error)
+                        error=combined.error, previous_desired_replicas=state.desired_replicas)
     conditions = set_condition(conditions, c.SCALING_ACTIVE, c.TRUE, "ValidMetricFound",
                                c.MSG_VALID_METRIC_FOUND.format(combined.description), now)
 
@@ -176,7 +176,7 @@ def _decide(spec: TargetSpec, observation: Observation, state: TargetState, sett
     scale = final != current
     return Decision(current, desired, final if scale else current, scale, "metrics", rescale_reason, outcomes,
                     combined, norm, conditions, norm.history, final if scale else current, state.last_scale_time,
-                    tuple(events), error=combined.error)
+                    tuple(events), error=combined.error, previous_desired_replicas=state.desired_replicas)
 
 
 def _carries_scaled_to_zero(state: TargetState) -> bool:

@@ -113,18 +113,25 @@ def metric_description(spec: MetricSpec) -> str:
 def pod_samples(spec: MetricSpec, reading: ResourceReading) -> dict[str, Sample]:
     """Per-pod samples of a Resource/ContainerResource metric from per-container usage."""
     samples: dict[str, Sample] = {}
+    container = spec.container
     for pod_name, usage in reading.pods.items():
-        if spec.container is not None:
-            value = usage.containers.get(spec.container)
-            if value is None:
-                continue  # container not reported, or without this resource: the pod is missing
-        else:
-            values = list(usage.containers.values())
-            if not values or any(v is None for v in values):
-                continue
-            value = sum(v for v in values if v is not None)
-        samples[pod_name] = Sample(value, usage.timestamp, usage.window)
+        value = _usage_value(usage.containers, container)
+        if value is not None:
+            samples[pod_name] = Sample(value, usage.timestamp, usage.window)
     return samples
+
+
+def _usage_value(containers: Mapping[str, int | None], container: str | None) -> int | None:
+    """One container's value, or the sum over all; None (the pod is missing) when a container is
+    reported without the resource, or nothing is reported."""
+    if container is not None:
+        return containers.get(container)
+    total = 0
+    for value in containers.values():
+        if value is None:
+            return None
+        total += value
+    return total if containers else None
 
 
 def compute_metric(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: Sequence[PodInfo],

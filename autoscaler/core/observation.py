@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 # Sample windows default to 60 s for per-pod metrics that do not report one (upstream's custom
 # metrics client does the same).
@@ -64,17 +65,18 @@ class PodInfo:
     pod_requests: Mapping[str, int] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Sample:
-    """One per-pod sample: its milli value, when it was taken and over which window (seconds)."""
+class Sample(NamedTuple):
+    """One per-pod sample: its milli value, when it was taken and over which window (seconds).
+
+    A named tuple, as :class:`PodUsage`: a service makes one per pod and metric every sync, and a
+    tuple is made in a third of a frozen dataclass's time."""
 
     value: int
     timestamp: float
     window: float = DEFAULT_SAMPLE_WINDOW
 
 
-@dataclass(frozen=True, slots=True)
-class PodUsage:
+class PodUsage(NamedTuple):
     """A pod's usage of one resource, per reported container (milli), with the sample's time and window.
 
     Upstream sums the containers' ``MilliValue()``s. A container reported without the resource

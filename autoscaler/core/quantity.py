@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 MAX_INT64 = 2**63 - 1
@@ -61,6 +61,8 @@ class Quantity:
 
     value: Fraction
     format: Format = Format.DECIMAL_SI
+    # milli_value(), kept once computed: a metric target's is read every sync, and Fraction is slow.
+    _milli: int | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def parse(cls, text: str) -> Quantity:
@@ -99,7 +101,10 @@ class Quantity:
 
     def milli_value(self) -> int:
         """``Quantity.MilliValue()``: value × 1000, any remainder rounded away from zero."""
-        return _round_away_from_zero(self.value * 1000)
+        if self._milli is None:
+            object.__setattr__(self, "_milli", _round_away_from_zero(self.value * 1000))
+        assert self._milli is not None
+        return self._milli
 
     def int_value(self) -> int:
         """``Quantity.Value()``: the value in base units, rounded away from zero."""

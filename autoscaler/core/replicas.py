@@ -81,6 +81,11 @@ def _is_ready_true(pod: PodInfo) -> bool:
     return pod.ready is ConditionStatus.TRUE
 
 
+# Module constants: an enum member looked up through its class in the per-pod loop costs more than the test.
+_FAILED, _SUCCEEDED, _PENDING = PodPhase.FAILED, PodPhase.SUCCEEDED, PodPhase.PENDING
+_TRUE = ConditionStatus.TRUE
+
+
 def group_pods(pods: Sequence[PodInfo], samples: Mapping[str, Sample], resource: str,
                settings: ControllerSettings, now: float) -> PodGroups:
     """``groupPods``: ignored, unready, missing or ready — each pod exactly once, in that order."""
@@ -88,18 +93,23 @@ def group_pods(pods: Sequence[PodInfo], samples: Mapping[str, Sample], resource:
     unready: list[str] = []
     missing: list[str] = []
     ignored: list[str] = []
+    cpu = resource == "cpu"
+    initialization = settings.cpu_initialization_period
     for pod in pods:
-        if pod.deleting or pod.phase in (PodPhase.FAILED, PodPhase.SUCCEEDED):
+        phase = pod.phase
+        if pod.deleting or phase is _FAILED or phase is _SUCCEEDED:
             ignored.append(pod.name)
             continue
-        if pod.phase is PodPhase.PENDING:
+        if phase is _PENDING:
             unready.append(pod.name)
             continue
         sample = samples.get(pod.name)
         if sample is None:
             missing.append(pod.name)
             continue
-        if resource == "cpu" and _cpu_sample_unready(pod, sample, settings, now):
+        # Ready and past initialization is never unready: _cpu_sample_unready's common answer, inline.
+        settled = pod.ready is _TRUE and pod.started_at is not None and pod.started_at + initialization <= now
+        if cpu and not settled and _cpu_sample_unready(pod, sample, settings, now):
             unready.append(pod.name)
             continue
         ready += 1

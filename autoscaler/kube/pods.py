@@ -19,6 +19,11 @@ class PodIndex:
         self._pods: dict[str, dict[str, PodRecord]] = defaultdict(dict)
         self._by_label: dict[str, dict[tuple[str, str], set[str]]] = defaultdict(lambda: defaultdict(set))
         self._membership: dict[str, int] = defaultdict(int)
+        # Any change of a namespace's pods (status too) bumps its version; select() answers a selector
+        # asked again at the same version from memory: every target asks once per sync, and a pod
+        # changes far less often than that.
+        self._version: dict[str, int] = defaultdict(int)
+        self._selected: dict[str, tuple[int, dict[LabelSelector, list[PodRecord]]]] = {}
 
     def membership_version(self, namespace: str) -> int:
         """Changes whenever a pod of ``namespace`` appears, goes or changes its labels, i.e. whenever
@@ -28,6 +33,7 @@ class PodIndex:
     def on_change(self, key: Key, old: PodRecord | None, new: PodRecord | None) -> None:
         """The pod cache's change handler."""
         namespace, name = key
+        self._version[namespace] += 1
         if old is None or new is None or old.labels != new.labels:
             self._membership[namespace] += 1
         if old is not None:
@@ -46,7 +52,18 @@ class PodIndex:
                 labels[pair].add(name)
 
     def select(self, namespace: str, selector: LabelSelector) -> list[PodRecord]:
-        """The pods of ``namespace`` that ``selector`` matches, in name order."""
+        """The pods of ``namespace`` that ``selector`` matches, in name order (a shared list: do not
+        modify it)."""
+        version = self._version[namespace]
+        memo = self._selected.get(namespace)
+        if memo is None or memo[0] != version:
+            memo = self._selected[namespace] = (version, {})
+        selected = memo[1].get(selector)
+        if selected is None:
+            selected = memo[1][selector] = self._select(namespace, selector)
+        return selected
+
+    def _select(self, namespace: str, selector: LabelSelector) -> list[PodRecord]:
         pods = self._pods.get(namespace)
         if not pods:
             return []

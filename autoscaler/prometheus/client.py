@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from types import TracebackType
 from typing import Any
 
 import aiohttp
+import orjson
 
 from autoscaler.prometheus.auth import Credentials, build_ssl_context
 from autoscaler.prometheus.errors import (
@@ -208,7 +208,9 @@ class PrometheusClient:
     def _interpret(self, status: int, content_type: str, payload: bytes) -> Any:
         document: Any = None
         try:
-            document = json.loads(payload)
+            # orjson: Prometheus' answers are the service's largest input (tens of thousands of
+            # series a sync period), and it decodes them in less than half json's time.
+            document = orjson.loads(payload)
         except (ValueError, UnicodeDecodeError):
             document = None
         if 200 <= status < 300:

@@ -15,7 +15,6 @@ Values are converted exactly from Prometheus' text (``"0.3"`` → 300 milli, rou
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -39,9 +38,6 @@ class LabelNames:
     namespace: str = "namespace"
 
 
-_PLAIN_DECIMAL = re.compile(r"(-?)(\d+)(?:\.(\d*))?")
-
-
 def milli_or_none(text: str, *, truncate_to_nano: bool = False) -> int | None:
     """The exact milli value of a sample, or None for NaN/±Inf (and anything unparsable).
 
@@ -49,16 +45,21 @@ def milli_or_none(text: str, *, truncate_to_nano: bool = False) -> int | None:
     path for the plain decimals Prometheus prints most of the time ("0.3", "104857600"): a
     batched sync converts tens of thousands of values and ``Fraction`` costs ~7 µs each.
     """
-    match = _PLAIN_DECIMAL.fullmatch(text)
-    if match is not None:
-        sign, whole, fraction = match.groups()
-        fraction = fraction or ""
-        if truncate_to_nano:
-            fraction = fraction[:9]
-        milli = int(whole) * 1000 + int((fraction[:3] + "000")[:3])
-        if fraction[3:].strip("0"):
-            milli += 1  # a sub-milli remainder rounds away from zero, as MilliValue() does
-        return -milli if sign else milli
+    whole, _, fraction = text.partition(".")
+    negative = whole[:1] == "-"
+    if negative:
+        whole = whole[1:]
+    if whole.isdigit() and text.isascii() and (fraction.isdigit() or not fraction):
+        if not fraction:
+            milli = int(whole) * 1000
+        else:
+            if truncate_to_nano:
+                fraction = fraction[:9]
+            significant = fraction.rstrip("0")
+            milli = int(whole + significant[:3].ljust(3, "0"))
+            if len(significant) > 3:
+                milli += 1  # a sub-milli remainder rounds away from zero, as MilliValue() does
+        return -milli if negative else milli
     try:
         return milli_from_decimal_text(text, truncate_to_nano=truncate_to_nano)
     except ValueError:
@@ -78,47 +79,60 @@ def resource_reading(series: Sequence[Series], names: LabelNames, window: float,
     for a ContainerResource metric only when it is that container. A series without the container
     label counts as the pod's whole usage under the container name ``""`` (a pod-level query).
     ``nanocores`` (CPU) drops float noise below one nanocore first, as metrics-server's integers do."""
-    containers: dict[str, dict[str, int | None]] = {}
-    seen: dict[tuple[str, str], Mapping[str, str]] = {}
+    pod_label, container_label = names.pod, names.container
+    containers_of: dict[str, dict[str, int | None]] = {}
     timestamps: dict[str, float] = {}
     for item in series:
-        pod = item.labels.get(names.pod)
+        labels = item.labels
+        pod = labels.get(pod_label)
         if pod is None:
             continue
-        container = item.labels.get(names.container, "")
-        key = (pod, container)
-        if key in seen:
-            return MetricFailure(
-                f'duplicate series for pod "{pod}"' + (f' container "{container}"' if container else "")
-                + f": {describe(seen[key])} and {describe(item.labels)}; the query must return one "
-                f"series per pod and container (aggregate with sum by ({names.namespace}, {names.pod}, "
-                f"{names.container}))")
-        seen[key] = item.labels
-        containers.setdefault(pod, {})[container] = milli_or_none(item.value, truncate_to_nano=nanocores)
-        timestamps[pod] = item.timestamp
-    return ResourceReading(pods={
-        pod: PodUsage(containers=values, timestamp=timestamps[pod], window=window)
-        for pod, values in containers.items()
-    })
+        container = labels.get(container_label, "")
+        containers = containers_of.get(pod)
+        if containers is None:
+            containers = containers_of[pod] = {}
+            timestamps[pod] = item.timestamp
+        elif container in containers:
+            return _duplicate(series, names, pod, container)
+        containers[container] = milli_or_none(item.value, truncate_to_nano=nanocores)
+    return ResourceReading(pods={pod: PodUsage(containers, timestamps[pod], window)
+                                 for pod, containers in containers_of.items()})
 
 
 def pods_reading(series: Sequence[Series], names: LabelNames, window: float) -> PodsReading | MetricFailure:
+    pod_label = names.pod
     samples: dict[str, Sample] = {}
-    seen: dict[str, Mapping[str, str]] = {}
+    unusable: set[str] = set()  # pods whose value is NaN or infinite
     for item in series:
-        pod = item.labels.get(names.pod)
+        pod = item.labels.get(pod_label)
         if pod is None:
             continue
-        if pod in seen:
-            return MetricFailure(
-                f'duplicate series for pod "{pod}": {describe(seen[pod])} and {describe(item.labels)}; '
-                f"the query must return one series per pod (aggregate with sum by ({names.namespace}, "
-                f"{names.pod}))")
-        seen[pod] = item.labels
+        if pod in samples or pod in unusable:
+            return _duplicate(series, names, pod, None)
         value = milli_or_none(item.value)
-        if value is not None:
+        if value is None:
+            unusable.add(pod)
+        else:
             samples[pod] = Sample(value=value, timestamp=item.timestamp, window=window)
     return PodsReading(pods=samples)
+
+
+def _duplicate(series: Sequence[Series], names: LabelNames, pod: str, container: str | None) -> MetricFailure:
+    """The failure for two series of one pod (and container, for resources): named by their labels."""
+    def same(item: Series) -> bool:
+        return (item.labels.get(names.pod) == pod
+                and (container is None or item.labels.get(names.container, "") == container))
+    first, second = [item.labels for item in series if same(item)][:2]
+    if container is None:
+        return MetricFailure(
+            f'duplicate series for pod "{pod}": {describe(first)} and {describe(second)}; '
+            f"the query must return one series per pod (aggregate with sum by ({names.namespace}, "
+            f"{names.pod}))")
+    return MetricFailure(
+        f'duplicate series for pod "{pod}"' + (f' container "{container}"' if container else "")
+        + f": {describe(first)} and {describe(second)}; the query must return one "
+        f"series per pod and container (aggregate with sum by ({names.namespace}, {names.pod}, "
+        f"{names.container}))")
 
 
 def no_value_failure(pod_count: int, returned: int, matched: int, names: LabelNames) -> MetricFailure:

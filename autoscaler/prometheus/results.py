@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from autoscaler.prometheus.errors import PrometheusMalformedResponse
 
 
-@dataclass(frozen=True, slots=True)
-class Series:
-    """One element of an instant vector (or the single value of a scalar, with no labels)."""
+class Series(NamedTuple):
+    """One element of an instant vector (or the single value of a scalar, with no labels).
+
+    A named tuple, not a frozen dataclass: a batched sync makes tens of thousands of them, and a
+    tuple is made in half the time."""
 
     labels: Mapping[str, str]
     timestamp: float

@@ -18,7 +18,7 @@ import gc
 import os
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
@@ -39,6 +39,9 @@ from autoscaler.service.settings import ServiceSettings
 from autoscaler.service.targets import Target
 
 log = structlog.get_logger("autoscaler.service")
+
+# The cyclic collector's young-generation threshold once start-up is over (see _freeze_long_lived).
+GC_YOUNG_THRESHOLD = 20_000
 
 SHUTDOWN_SECONDS = 5.0
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -168,6 +171,10 @@ class Service:
             await asyncio.sleep(delay)
             gc.collect()
             gc.freeze()
+        # A steady sync allocates many short-lived containers (decoded answers, readings, decisions) that
+        # reference counting frees; the default threshold (700) ran a young collection ~8 times a second
+        # at 1,000 targets to find nothing. Fewer, larger ones cost less in all (bench/service.py).
+        gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
     async def _lead(self) -> None:
         """Started-leading callback: reconcile for as long as this instance leads."""
@@ -255,5 +262,21 @@ def identity_from_environment() -> str | None:
     return f"{name}_{os.getpid()}" if name else None
 
 
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop where it is installed (a dependency on Linux and macOS), else asyncio's.
+
+    The service is a loop of many small steps (a thousand targets' timers, futures and requests a
+    period), and uvloop runs each step in a fraction of asyncio's pure-Python scheduling time
+    (BENCHMARKS.md, "Service"). Everything the service uses (aiohttp, kubernetes-asyncio, signal
+    handlers, timeouts) runs on it unchanged."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
 def run_blocking(settings: ServiceSettings, *, static_targets: list[Target] | None = None) -> Any:
-    return asyncio.run(serve(settings, static_targets=static_targets, identity=identity_from_environment()))
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        return runner.run(serve(settings, static_targets=static_targets, identity=identity_from_environment()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,6 @@ from autoscaler.core.observation import ContainerInfo, MetricReading
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.kube.api import DEPLOYMENTS, PODS, VPAS, KubeApi, KubeError
 from autoscaler.kube.events import EventRecorder, InvolvedObject
-from autoscaler.kube.labels import LabelSelector
 from autoscaler.kube.pods import PodIndex
 from autoscaler.kube.records import PodRecord, WorkloadRecord, trim_deployment, trim_object, trim_pod
 from autoscaler.kube.scale import DEFAULT_API_VERSIONS, Scale, ScaleAccess, ScaleError
@@ -109,7 +109,8 @@ class Manager:
         self.services = Services(
             settings=settings, period=period, jitter=jitter, dry_run=dry_run,
             semaphore=asyncio.Semaphore(concurrency), scales=self.scales, select_pods=self.pods.select,
-            others_selecting=self._others_selecting, involved=self._involved, read_metrics=self._read_metrics,
+            others_selecting=self._others_selecting, selector_changed=self._selector_changed,
+            involved=self._involved, read_metrics=self._read_metrics,
             record_event=self.events.record, write_status=self._write_status, may_write=may_write,
             metrics=self.metrics, find_vpa=self._find_vpa, template_of=self._template_of, write_vpa=self._write_vpa,
             cache_problem=self._cache_problem)
@@ -117,7 +118,10 @@ class Manager:
         self._running_in: dict[str, dict[Key, _Running]] = {}  # the same, by namespace
         # Per namespace: which running targets select each pod, valid for one pod membership version and
         # one set of selectors (AmbiguousSelector checks read it instead of matching every selector again).
-        self._selecting: dict[str, tuple[int, tuple[tuple[Key, LabelSelector], ...], dict[str, list[Key]]]] = {}
+        # AmbiguousSelector: per namespace, which targets select each pod, as of (pod membership version,
+        # selectors version); the selectors version moves when a target starts, stops or changes selector.
+        self._selecting: dict[str, tuple[tuple[int, int], dict[str, list[Key]]]] = {}
+        self._selectors_version: dict[str, int] = defaultdict(int)
         self.invalid: dict[Key, Target] = {}
         self.statuses: dict[Key, Mapping[str, Any]] = {}  # last status of every target (standalone: the only copy)
         self._targets: dict[Key, Target] = {t.key: t for t in static_targets or []}
@@ -215,6 +219,7 @@ class Manager:
         task = asyncio.create_task(reconciler.run(first_delay(self.services.period, at_startup=at_startup)),
                                    name=f"reconcile {key[0]}/{key[1]}")
         self.running[key] = self._running_in.setdefault(key[0], {})[key] = _Running(target, reconciler, task)
+        self._selectors_version[key[0]] += 1
         log.info("reconciler started" if running is None else "reconciler restarted: spec changed",
                  namespace=key[0], name=key[1])
 
@@ -224,6 +229,7 @@ class Manager:
             return
         in_namespace = self._running_in.get(key[0], {})
         in_namespace.pop(key, None)
+        self._selectors_version[key[0]] += 1
         if not in_namespace:
             self._running_in.pop(key[0], None)
             self._selecting.pop(key[0], None)
@@ -282,25 +288,27 @@ class Manager:
 
         Exactly what matching every other selector against these pods would answer, but the
         pod → selecting targets map of a namespace is rebuilt only when its pods come, go or change
-        labels, or a selector changes: a steady sync costs a lookup per pod, not a match per pod and
-        selector (which made a sync's cost grow with the number of targets)."""
+        labels, or its targets or their selectors change: a steady sync costs a lookup per pod, not a
+        match per pod and selector (which made a sync's cost grow with the number of targets)."""
         namespace = target.namespace
         running = self._running_in.get(namespace)
         if not running or (len(running) == 1 and target.key in running):
             return []
-        selectors = tuple((key, r.reconciler.selector) for key, r in running.items()
-                          if r.reconciler.selector is not None)
-        version = self.pods.membership_version(namespace)
+        version = (self.pods.membership_version(namespace), self._selectors_version[namespace])
         memo = self._selecting.get(namespace)
-        if memo is None or memo[0] != version or memo[1] != selectors:
+        if memo is None or memo[0] != version:
             owners: dict[str, list[Key]] = {}
-            for key, selector in selectors:
-                for pod in self.pods.select(namespace, selector):
-                    owners.setdefault(pod.name, []).append(key)
-            memo = self._selecting[namespace] = (version, selectors, owners)
-        owners = memo[2]
+            for key, r in running.items():
+                if r.reconciler.selector is not None:
+                    for pod in self.pods.select(namespace, r.reconciler.selector):
+                        owners.setdefault(pod.name, []).append(key)
+            memo = self._selecting[namespace] = (version, owners)
+        owners = memo[1]
         others = {key for p in pods for key in owners.get(p.name, ()) if key != target.key}
         return sorted(f"{key[0]}/{key[1]}" for key in others)
+
+    def _selector_changed(self, target: Target) -> None:
+        self._selectors_version[target.namespace] += 1
 
     def _involved(self, target: Target) -> InvolvedObject:
         if self.static and target.spec is not None:

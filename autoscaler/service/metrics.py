@@ -291,7 +291,10 @@ class ServiceMetrics:
         self._targets.pop((namespace, name), None)
 
     def _series(self, namespace: str, name: str) -> _TargetSeries:
-        return self._targets.setdefault((namespace, name), _TargetSeries())
+        series = self._targets.get((namespace, name))
+        if series is None:
+            series = self._targets[namespace, name] = _TargetSeries()
+        return series
 
     # ---- the process ----------------------------------------------------------------------------
 

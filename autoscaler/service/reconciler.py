@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import random
 import time
@@ -46,10 +47,12 @@ from autoscaler.service.status import (
     significant,
     significant_change,
     status_document,
+    status_fingerprint,
 )
 from autoscaler.service.targets import Target, error_text
 
 log = structlog.get_logger("autoscaler.reconciler")
+_stdlib_log = logging.getLogger("autoscaler.reconciler")  # the level structlog's filter_by_level reads
 
 
 class LeadershipLost(Exception):
@@ -140,6 +143,7 @@ class Services:
     scales: ScaleSource
     select_pods: Callable[[str, LabelSelector], list[PodRecord]]
     others_selecting: Callable[[Target, list[PodRecord]], list[str]]
+    selector_changed: Callable[[Target], None]  # a reconciler's selector was (re)parsed or dropped
     involved: Callable[[Target], InvolvedObject]
     read_metrics: Callable[[TargetQuery], Awaitable[list[Any]]]
     record_event: Callable[[InvolvedObject, str, str, str], Awaitable[None]]
@@ -173,6 +177,8 @@ class TargetReconciler:
         self.syncs = 0
         self._significant: Any = None
         self._significant_of: str | None = None
+        self._quiet: tuple[Any, ...] | None = None  # a fingerprint that needed no write against…
+        self._quiet_of: str | None = None           # …this last status (see _unchanged)
 
     @property
     def last_status(self) -> Mapping[str, Any] | None:
@@ -293,6 +299,7 @@ class TargetReconciler:
                     self.selector, self._selector_text = None, None
                     problem = SelectorProblem("InvalidSelector", "couldn't convert selector into a "
                                                                  f"corresponding internal selector object: {exc}")
+                self.services.selector_changed(target)
             if self.selector is not None:
                 pods = self.services.select_pods(target.namespace, self.selector)
                 others = self.services.others_selecting(target, pods)
@@ -301,6 +308,9 @@ class TargetReconciler:
                         "AmbiguousSelector",
                         f"pods by selector {scale.selector} are controlled by more than one HPA "
                         f"(e.g. [{' '.join(others)}])")
+        elif self.selector is not None:  # the scale no longer has a selector: this target selects nothing
+            self.selector, self._selector_text = None, None
+            self.services.selector_changed(target)
         readings: list[Any]
         if (read_metrics and problem is None and scale.selector
                 and (scale.spec_replicas > 0 or spec.has_object_or_external_metric)):
@@ -354,8 +364,10 @@ class TargetReconciler:
         extra = dict(extra or {})
         if self.services.dry_run:
             extra["dryRun"] = True
-        summary = status_document(decision, generation=target.generation, now=now, extra=extra, details=False)
-        changed = self._needs_write(summary)
+        changed = not self._unchanged(status_fingerprint(decision, generation=target.generation, now=now,
+                                                         extra=extra),
+                                      lambda: status_document(decision, generation=target.generation, now=now,
+                                                              extra=extra, details=False))
         if changed:
             document = status_document(decision, generation=target.generation, now=now, extra=extra)
             await self.services.write_status(target, document, self.last_status)
@@ -365,15 +377,26 @@ class TargetReconciler:
         # service would otherwise log every target every period.
         quiet = not (changed or decision.scale or decision.events or limited or decision.error
                      or decision.replicas != decision.current_replicas)
-        (log.debug if quiet else log.info)(
-            "decision", current_replicas=decision.current_replicas, proposal=decision.desired_replicas,
-            replicas=decision.replicas, scaled=decision.scale, applied=decision.applied,
-            reason=decision.rescale_reason or None, limited_by=limited, error=decision.error,
-            dry_run=self.services.dry_run or None)
+        if not quiet or _stdlib_log.isEnabledFor(logging.DEBUG):  # a dropped debug line still costs structlog's chain
+            (log.debug if quiet else log.info)(
+                "decision", current_replicas=decision.current_replicas, proposal=decision.desired_replicas,
+                replicas=decision.replicas, scaled=decision.scale, applied=decision.applied,
+                reason=decision.rescale_reason or None, limited_by=limited, error=decision.error,
+                dry_run=self.services.dry_run or None)
         self.services.metrics.set_target(
             target.namespace, target.name, current=decision.current_replicas, proposal=decision.desired_replicas,
             final=decision.replicas, limited_reason=limited,
             metrics=[(o.spec.name, _current_value(o), _target_value(o)) for o in decision.metrics])
+
+    def _unchanged(self, fingerprint: tuple[Any, ...], summary: Callable[[], Mapping[str, Any]]) -> bool:
+        """Whether the status needs no write: at once when the fingerprint equals the last one that
+        needed none against the same last status (the steady state), else by comparing ``summary()``."""
+        if self._quiet_of is self._last_status_json and self._quiet == fingerprint:
+            return True
+        if self._needs_write(summary()):
+            return False
+        self._quiet, self._quiet_of = fingerprint, self._last_status_json
+        return True
 
     def _needs_write(self, document: Mapping[str, Any]) -> bool:
         """:func:`needs_write` against the last status written, whose significant part is kept."""

@@ -195,6 +195,31 @@ def significant(status: Mapping[str, Any] | None) -> Any:
     )
 
 
+def status_fingerprint(decision: Decision, *, generation: int | None, now: float,
+                       extra: Mapping[str, Any] | None = None) -> tuple[Any, ...]:
+    """Everything :func:`significant` reads from ``status_document(decision, …)``, taken from the
+    decision itself, finer where it differs (exact times instead of formatted ones, every earlier
+    count's recommendations instead of the latest per count): two decisions with equal fingerprints
+    have statuses that need no write one after the other. A steady sync compares this with the last
+    one that needed no write instead of building and comparing a document (a test checks the rule).
+    """
+    history = decision.history
+    ongoing: int | None = None
+    latest_at = -math.inf
+    for rec in history.recommendations:
+        if rec.at > latest_at:  # strictly later: the first of equal times wins, as in compact_history
+            ongoing, latest_at = rec.replicas, rec.at
+    events_since = now - 1800
+    return (
+        generation, decision.current_replicas, decision.status_desired_replicas, decision.last_scale_time,
+        decision.conditions, ongoing,
+        tuple((r.replicas, r.at) for r in history.recommendations if r.replicas != ongoing),
+        tuple(e for e in history.scale_up_events if e.at >= events_since),
+        tuple(e for e in history.scale_down_events if e.at >= events_since),
+        limited_by(decision), decision.error, _freeze(extra) if extra else None,
+    )
+
+
 def _freeze(value: Any) -> Any:
     if isinstance(value, Mapping):
         return tuple(sorted((k, _freeze(v)) for k, v in value.items()))

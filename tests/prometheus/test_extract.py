@@ -20,9 +20,9 @@ from autoscaler.prometheus.extract import (
 from autoscaler.prometheus.results import InstantResult, Series
 
 
-def reference(text: str) -> int | None:
+def reference(text: str, truncate_to_nano: bool = False) -> int | None:
     try:
-        return milli_from_decimal_text(text)
+        return milli_from_decimal_text(text, truncate_to_nano=truncate_to_nano)
     except ValueError:
         return None
 
@@ -34,6 +34,7 @@ def test_fast_path_equals_the_core_conversion(number: Decimal | float) -> None:
         texts.add(format(number, "f"))  # the plain form the fast path takes
     for text in texts:
         assert milli_or_none(text) == reference(text), text
+        assert milli_or_none(text, truncate_to_nano=True) == reference(text, truncate_to_nano=True), text
 
 
 @pytest.mark.parametrize("text, milli", [("0.3", 300), ("0.0001", 1), ("-0.0001", -1), ("1e-3", 1),

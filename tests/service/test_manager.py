@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -176,7 +177,10 @@ async def test_the_targets_of_a_namespace_sync_together_and_share_reads(emu: Kub
         assert metrics.reads <= syncs / 3 + 2, (metrics.reads, syncs)  # one read per tick, not per target
 
 
-async def test_a_steady_decision_is_logged_at_debug_a_change_at_info(emu: KubeEmulator) -> None:
+@pytest.mark.parametrize("level", [logging.DEBUG, logging.INFO])
+async def test_a_steady_decision_is_logged_at_debug_a_change_at_info(emu: KubeEmulator, level: int,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(level, logger="autoscaler.reconciler")
     emu.create(deployment("web", 4))
     emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
     metrics = FakeMetrics()
@@ -190,7 +194,11 @@ async def test_a_steady_decision_is_logged_at_debug_a_change_at_info(emu: KubeEm
                              what="the scale-up decision")
     decisions = [line for line in logs if line["event"] == "decision"]
     assert decisions[0]["log_level"] == "info"  # the first status
-    assert [line["log_level"] for line in decisions[1:3]] == ["debug", "debug"]  # steady
+    if level == logging.DEBUG:
+        assert [line["log_level"] for line in decisions[1:3]] == ["debug", "debug"]  # steady
+    else:  # at info, a steady decision is not even handed to structlog
+        assert [line["log_level"] for line in decisions] == ["info"] * len(decisions)
+        assert decisions[1]["scaled"]
     assert all(line["log_level"] == "info" for line in decisions if line["scaled"])
 
 

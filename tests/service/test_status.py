@@ -4,12 +4,13 @@ and a steady sync writes nothing."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.core.decision import TargetState, apply_scale_result, decide
-from autoscaler.core.history import DecisionHistory, Recommendation
+from autoscaler.core.decision import Decision, TargetState, apply_scale_result, decide
+from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.observation import ExternalReading, Observation, ScaleInfo
 from autoscaler.core.quantity import Quantity
 from autoscaler.core.settings import ControllerSettings
@@ -35,6 +36,7 @@ from autoscaler.service.status import (
     restore_state,
     significant,
     status_document,
+    status_fingerprint,
 )
 
 T0 = 1_800_000_000.0
@@ -115,6 +117,80 @@ def test_the_summary_tells_a_needed_write_as_the_full_document_does(behavior: Be
         state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
                             decision.last_scale_time)
         replicas = decision.replicas
+
+
+@settings(max_examples=150, deadline=None)
+@given(behavior=behaviors, loads=st.lists(st.integers(0, 600), min_size=2, max_size=30),
+       gaps=st.lists(st.sampled_from([15, 15, 15, 30, 200, 900]), min_size=30, max_size=30),
+       extra=st.sampled_from([None, {"dryRun": True}]))
+def test_equal_fingerprints_never_hide_a_needed_write(behavior: Behavior | None, loads: list[int], gaps: list[int],
+                                                     extra: dict[str, object] | None) -> None:
+    """A later sync whose fingerprint equals an earlier one's needs no write after that one's status
+    (what lets a steady sync skip building its status)."""
+    spec = spec_with(behavior)
+    state, replicas, now = TargetState(), 5, T0
+    seen: list[tuple[tuple[object, ...], dict[str, object]]] = []
+    for load, gap in zip(loads, gaps, strict=False):
+        now += gap
+        decision = decide(spec, observe(replicas, load, now), state, SETTINGS, now)
+        if decision.scale:
+            decision = apply_scale_result(decision, spec, True, now)
+        fingerprint = status_fingerprint(decision, generation=1, now=now, extra=extra)
+        document = status_document(decision, generation=1, now=now, extra=extra)
+        for earlier_fingerprint, earlier in seen:
+            if earlier_fingerprint == fingerprint:
+                assert not needs_write(earlier, document)
+        seen.append((fingerprint, document))
+        state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
+                            decision.last_scale_time)
+        replicas = decision.replicas
+    # A steady run repeats its fingerprint (or the rule would never save anything).
+    steady = spec_with(None)
+    state, now = TargetState(), T0
+    fingerprints = []
+    for _ in range(4):
+        now += 15
+        decision = decide(steady, observe(5, 50, now), state, SETTINGS, now)
+        state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
+                            decision.last_scale_time)
+        fingerprints.append(status_fingerprint(decision, generation=1, now=now))
+    assert fingerprints[1:] == [fingerprints[1]] * 3
+
+
+def test_every_significant_change_changes_the_fingerprint() -> None:
+    """One change at a time to each part of a status that is worth a write: the fingerprint must see it."""
+    spec = spec_with(Behavior(DEFAULT_SCALE_UP_RULES, DEFAULT_SCALE_DOWN_RULES))
+    state, now = TargetState(), T0
+    for load in (50, 50, 50):
+        now += 15
+        base = decide(spec, observe(5, load, now), state, SETTINGS, now)
+        state = TargetState(base.history, base.conditions, base.status_desired_replicas, base.last_scale_time)
+    first = base.conditions[0]
+    history = base.history
+    variants: dict[str, tuple[Decision, dict[str, object] | None, int]] = {
+        "generation": (base, None, 2),
+        "current": (replace(base, current_replicas=6), None, 1),
+        "desired": (replace(base, status_desired_replicas=7), None, 1),
+        "last scale time": (replace(base, last_scale_time=now - 100), None, 1),
+        "condition transition": (replace(base, conditions=(replace(first, last_transition_time=now - 5000),
+                                                           *base.conditions[1:])), None, 1),
+        "condition message": (replace(base, conditions=(replace(first, message="other"), *base.conditions[1:])),
+                              None, 1),
+        "a closed count": (replace(base, history=replace(history, recommendations=(
+            *history.recommendations, Recommendation(9, now - 20)))), None, 1),
+        "the ongoing count": (replace(base, history=replace(history, recommendations=(
+            *history.recommendations, Recommendation(9, now + 1)))), None, 1),
+        "a scale event": (replace(base, history=replace(history, scale_up_events=(ScaleEvent(2, now - 10),))),
+                          None, 1),
+        "error": (replace(base, error="boom"), None, 1),
+        "extra": (base, {"dryRun": True}, 1),
+    }
+    before = status_document(base, generation=1, now=now)
+    fingerprint = status_fingerprint(base, generation=1, now=now)
+    for what, (variant, extra, generation) in variants.items():
+        after = status_document(variant, generation=generation, now=now, extra=extra)
+        assert needs_write(before, after), what
+        assert status_fingerprint(variant, generation=generation, now=now, extra=extra) != fingerprint, what
 
 
 def test_the_ongoing_count_is_held_until_the_restore() -> None:
