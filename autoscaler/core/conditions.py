@@ -63,6 +63,8 @@ def set_condition(conditions: tuple[Condition, ...], type_: str, status: str, re
     """``setConditionInList``: update in place (transition time only on a status flip) or append."""
     for index, existing in enumerate(conditions):
         if existing.type == type_:
+            if existing.status == status and existing.reason == reason and existing.message == message:
+                return conditions  # unchanged: the same tuple, not an equal copy (a steady sync's case)
             transition = existing.last_transition_time if existing.status == status else now
             updated = Condition(type_, status, reason, message, transition)
             return (*conditions[:index], updated, *conditions[index + 1:])

@@ -103,11 +103,13 @@ def _decide(spec: TargetSpec, observation: Observation, state: TargetState, sett
     history = with_initial_recommendation(state.history, current, now)
     min_replicas = spec.min_replicas
     scaled_to_zero = _carries_scaled_to_zero(state)
-    skipped = tuple(MetricOutcome(m, skipped=True) for m in spec.metrics)
+
+    def skipped() -> tuple[MetricOutcome, ...]:  # only the branches that read no metric need these
+        return tuple(MetricOutcome(m, skipped=True) for m in spec.metrics)
 
     def without_metrics(branch: str, desired: int, reason: str, conds: tuple[Condition, ...]) -> Decision:
         scale = branch in ("above-max", "below-min") and desired != current
-        return Decision(current, desired, desired if scale else current, scale, branch, reason, skipped, None,
+        return Decision(current, desired, desired if scale else current, scale, branch, reason, skipped(), None,
                         None, conds, history, desired if scale else current, state.last_scale_time,
                         previous_desired_replicas=state.desired_replicas)
 
@@ -130,7 +132,7 @@ def _decide(spec: TargetSpec, observation: Observation, state: TargetState, sett
     if selector_failure is not None:
         event, reason, message = selector_failure
         conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, reason, message, now)
-        return Decision(current, None, current, False, "selector", "", skipped, None, None, conditions, history,
+        return Decision(current, None, current, False, "selector", "", skipped(), None, None, conditions, history,
                         _previous_desired(state, current), state.last_scale_time, (event,),
                         error=event.message, previous_desired_replicas=state.desired_replicas)
 

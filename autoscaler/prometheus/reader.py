@@ -63,6 +63,9 @@ from autoscaler.prometheus.templates import (
 log = logging.getLogger(__name__)
 
 _QUERY_IN_MESSAGE_LIMIT = 300
+# Placeholders whose values do not depend on the target or metric: a template using only these renders
+# to the same text for every target.
+_SHARED_PLACEHOLDERS = frozenset({"scope", "window", "pod_label", "namespace_label", "container_label"})
 
 
 class InstantQuerier(Protocol):
@@ -132,6 +135,7 @@ class MetricsReader:
         self._names = LabelNames(pod=settings.pod_label, container=settings.container_label,
                                  namespace=settings.namespace_label)
         self._templates: dict[str, QueryTemplate | TemplateError] = {}
+        self._rendered: dict[tuple[str, str], str] = {}  # see _render
         # Batch keys whose results lack the namespace label where pod names collide across
         # namespaces: such queries are sent per namespace from then on.
         self._per_namespace_keys: set[str] = set()
@@ -233,6 +237,19 @@ class MetricsReader:
         return cached
 
     def _render(self, template: QueryTemplate, member: _Member, *, scope: str) -> str:
+        if template.placeholders <= _SHARED_PLACEHOLDERS:
+            # The same text for every target (the built-in queries, and most <<scope>> ones): rendered
+            # once, not once per target and sync.
+            key = (template.text, scope)
+            rendered = self._rendered.get(key)
+            if rendered is None:
+                if len(self._rendered) > 1000:
+                    self._rendered.clear()
+                rendered = self._rendered[key] = self._render_for(template, member, scope=scope)
+            return rendered
+        return self._render_for(template, member, scope=scope)
+
+    def _render_for(self, template: QueryTemplate, member: _Member, *, scope: str) -> str:
         target, spec, names = member.target, member.spec, self._names
         values: dict[str, str] = {}
         for name in template.placeholders:
