@@ -8,8 +8,9 @@ down when any metric failed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, ValuesView
 from dataclasses import dataclass
+from typing import cast
 
 from autoscaler.core.gomath import saturating_sum_int64
 from autoscaler.core.observation import (
@@ -111,27 +112,24 @@ def metric_description(spec: MetricSpec) -> str:
 
 
 def pod_samples(spec: MetricSpec, reading: ResourceReading) -> dict[str, Sample]:
-    """Per-pod samples of a Resource/ContainerResource metric from per-container usage."""
+    """Per-pod samples of a Resource/ContainerResource metric from per-container usage: one container's
+    value, or the sum over all of them. A pod is missing (left out) when that container is not
+    reported, when any container is reported without the resource (``None``), or when none is."""
     samples: dict[str, Sample] = {}
     container = spec.container
     for pod_name, usage in reading.pods.items():
-        value = _usage_value(usage.containers, container)
-        if value is not None:
-            samples[pod_name] = Sample(value, usage.timestamp, usage.window)
+        containers = usage.containers
+        if container is not None:
+            value = containers.get(container)
+            if value is None:
+                continue
+        else:
+            values = containers.values()
+            if not values or None in values:
+                continue
+            value = sum(cast("ValuesView[int]", values))
+        samples[pod_name] = Sample(value, usage.timestamp, usage.window)
     return samples
-
-
-def _usage_value(containers: Mapping[str, int | None], container: str | None) -> int | None:
-    """One container's value, or the sum over all; None (the pod is missing) when a container is
-    reported without the resource, or nothing is reported."""
-    if container is not None:
-        return containers.get(container)
-    total = 0
-    for value in containers.values():
-        if value is None:
-            return None
-        total += value
-    return total if containers else None
 
 
 def compute_metric(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: Sequence[PodInfo],

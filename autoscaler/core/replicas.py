@@ -107,11 +107,13 @@ def group_pods(pods: Sequence[PodInfo], samples: Mapping[str, Sample], resource:
         if sample is None:
             missing.append(pod.name)
             continue
-        # Ready and past initialization is never unready: _cpu_sample_unready's common answer, inline.
-        settled = pod.ready is _TRUE and pod.started_at is not None and pod.started_at + initialization <= now
-        if cpu and not settled and _cpu_sample_unready(pod, sample, settings, now):
-            unready.append(pod.name)
-            continue
+        if cpu:
+            # Ready and past initialization is never unready: _cpu_sample_unready's common answer, inline.
+            started = pod.started_at
+            settled = pod.ready is _TRUE and started is not None and started + initialization <= now
+            if not settled and _cpu_sample_unready(pod, sample, settings, now):
+                unready.append(pod.name)
+                continue
         ready += 1
     return PodGroups(ready, tuple(unready), tuple(missing), tuple(ignored))
 
@@ -241,6 +243,8 @@ def plain_replicas(current_replicas: int, target: int, resource: str, pods: Sequ
 
 def _usable_values(samples: Mapping[str, Sample], groups: PodGroups) -> dict[str, int]:
     """``removeMetricsForPods`` for ignored and unready pods; other samples (even of unlisted pods) stay."""
+    if not groups.ignored and not groups.unready:
+        return {name: sample.value for name, sample in samples.items()}
     dropped = set(groups.ignored) | set(groups.unready)
     return {name: sample.value for name, sample in samples.items() if name not in dropped}
 

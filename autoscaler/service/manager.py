@@ -123,7 +123,7 @@ class Manager:
         self._selecting: dict[str, tuple[tuple[int, int], dict[str, list[Key]]]] = {}
         self._selectors_version: dict[str, int] = defaultdict(int)
         self.invalid: dict[Key, Target] = {}
-        self.statuses: dict[Key, Mapping[str, Any]] = {}  # last status of every target (standalone: the only copy)
+        self.statuses: dict[Key, Mapping[str, Any]] = {}  # last status of targets without a running reconciler
         self._targets: dict[Key, Target] = {t.key: t for t in static_targets or []}
         self._tasks: list[asyncio.Task[None]] = []
         self._active = False
@@ -323,7 +323,10 @@ class Manager:
 
     async def _write_status(self, target: Target, document: Mapping[str, Any],
                             previous: Mapping[str, Any] | None) -> None:
-        self.statuses[target.key] = document
+        if target.key not in self.running:
+            # A running reconciler keeps its own last status (as text); this copy is for the others
+            # (invalid targets), and _stop keeps a stopped reconciler's.
+            self.statuses[target.key] = document
         if self.static:
             return
         body = {"status": {**{k: None for k in (previous or {}) if k not in document}, **document}}

@@ -175,8 +175,6 @@ class TargetReconciler:
         self.selector: LabelSelector | None = None
         self._selector_text: str | None = None  # the scale's selector that self.selector was parsed from
         self.syncs = 0
-        self._significant: Any = None
-        self._significant_of: str | None = None
         self._quiet: tuple[Any, ...] | None = None  # a fingerprint that needed no write against…
         self._quiet_of: str | None = None           # …this last status (see _unchanged)
 
@@ -185,8 +183,8 @@ class TargetReconciler:
         """The status last written (or found on the object): a fresh copy on every access.
 
         Kept as compact JSON, a fraction of the parsed document's memory: a steady sync never reads it
-        (it compares a summary with the significant part kept in ``_significant``), only writes,
-        restarts and /api/targets do."""
+        (it compares the decision's fingerprint, see ``_unchanged``), only writes, restarts and
+        /api/targets do."""
         if self._last_status_json is None:
             return None
         status: Mapping[str, Any] = json.loads(self._last_status_json)
@@ -399,10 +397,8 @@ class TargetReconciler:
         return True
 
     def _needs_write(self, document: Mapping[str, Any]) -> bool:
-        """:func:`needs_write` against the last status written, whose significant part is kept."""
-        if self._significant_of is not self._last_status_json:
-            self._significant, self._significant_of = significant(self.last_status), self._last_status_json
-        return significant_change(self._significant, significant(document))
+        """:func:`needs_write` against the last status written."""
+        return significant_change(significant(self.last_status), significant(document))
 
     async def _scale_unreadable(self, state: TargetState, error: str, now: float) -> None:
         """AbleToScale False / FailedGetScale: the status keeps everything else as it was."""
