@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 import orjson
@@ -40,6 +41,7 @@ from autoscaler.prometheus.results import InstantResult, RangeResult, parse_inst
 from autoscaler.prometheus.settings import PrometheusSettings
 
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+_NO_COMPRESSION = ("Accept-Encoding",)  # see _attempt
 _BACKOFF_BASE = 0.05
 _BACKOFF_CAP = 1.0
 _ERROR_TEXT_LIMIT = 500
@@ -177,10 +179,15 @@ class PrometheusClient:
         # Tell Prometheus our budget so it abandons the query when we do.
         body["timeout"] = format_duration(max(remaining, 0.001))
         headers = self._credentials.headers()
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
         self.stats.http_requests += 1
         try:
             async with asyncio.timeout(remaining):
-                async with session.post(url, data=body, headers=headers) as response:
+                # The form encoded here, not by aiohttp's FormData (a third of a small query's client
+                # CPU); and no Accept-Encoding: compressing an answer costs Prometheus and us more CPU
+                # than the few kB a second it saves between a cluster's pods.
+                async with session.post(url, data=urlencode(body).encode(), headers=headers,
+                                        skip_auto_headers=_NO_COMPRESSION) as response:
                     payload = await response.read()
                     status = response.status
                     content_type = response.headers.get("Content-Type", "")

@@ -98,19 +98,24 @@ def parse_instant(document: object) -> InstantResult:
 
 def _vector(result: list[Any]) -> tuple[Series, ...]:
     # The hot loop of a batched sync (tens of thousands of elements): checks are kept to what
-    # would otherwise let a wrong type through silently.
-    vector = []
+    # would otherwise let a wrong type through silently, and a Series is made without its
+    # constructor's Python-level frame.
+    vector: list[Series] = []
+    append, make = vector.append, tuple.__new__
     try:
         for item in result:
-            labels = item.get("metric", {})
+            labels = item.get("metric", _NO_LABELS)
             timestamp, value = item["value"]
             if type(value) is not str or type(labels) is not dict or isinstance(timestamp, bool):
                 raise TypeError
-            vector.append(Series(labels, float(timestamp), value))
+            append(make(Series, (labels, float(timestamp), value)))
     except (AttributeError, KeyError, TypeError, ValueError):
         raise _fail(f"a vector element is not {{\"metric\": {{…}}, \"value\": [<time>, \"<value>\"]}}: "
                     f"{str(item)[:120]}") from None
     return tuple(vector)
+
+
+_NO_LABELS: dict[str, str] = {}  # a series without "metric" (never modified)
 
 
 def parse_range(document: object) -> RangeResult:

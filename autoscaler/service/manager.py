@@ -120,7 +120,7 @@ class Manager:
         # one set of selectors (AmbiguousSelector checks read it instead of matching every selector again).
         # AmbiguousSelector: per namespace, which targets select each pod, as of (pod membership version,
         # selectors version); the selectors version moves when a target starts, stops or changes selector.
-        self._selecting: dict[str, tuple[tuple[int, int], dict[str, list[Key]]]] = {}
+        self._selecting: dict[str, tuple[tuple[int, int], dict[str, list[Key]], dict[Key, list[str]]]] = {}
         self._selectors_version: dict[str, int] = defaultdict(int)
         self.invalid: dict[Key, Target] = {}
         self.statuses: dict[Key, Mapping[str, Any]] = {}  # last status of targets without a running reconciler
@@ -302,10 +302,13 @@ class Manager:
                 if r.reconciler.selector is not None:
                     for pod in self.pods.select(namespace, r.reconciler.selector):
                         owners.setdefault(pod.name, []).append(key)
-            memo = self._selecting[namespace] = (version, owners)
-        owners = memo[1]
-        others = {key for p in pods for key in owners.get(p.name, ()) if key != target.key}
-        return sorted(f"{key[0]}/{key[1]}" for key in others)
+            memo = self._selecting[namespace] = (version, owners, {})
+        # The same version means the same pods for this target's selector: its answer is kept too.
+        answer = memo[2].get(target.key)
+        if answer is None:
+            others = {key for p in pods for key in memo[1].get(p.name, ()) if key != target.key}
+            answer = memo[2][target.key] = sorted(f"{key[0]}/{key[1]}" for key in others)
+        return answer
 
     def _selector_changed(self, target: Target) -> None:
         self._selectors_version[target.namespace] += 1

@@ -10,6 +10,7 @@ one target's trouble never touches another.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import math
@@ -93,6 +94,12 @@ def _fraction(text: str) -> float:
     return zlib.crc32(text.encode()) / 2**32
 
 
+@functools.lru_cache(maxsize=4096)
+def _phase(namespace: str) -> float:
+    """A namespace's place in the period (asked at every tick of every target)."""
+    return _fraction(namespace)
+
+
 class Schedule:
     """When targets sync: once a period, every target of a namespace on the same tick.
 
@@ -116,11 +123,11 @@ class Schedule:
 
     def tick(self, namespace: str, k: int) -> float:
         shift = self.jitter * (2 * _fraction(f"{namespace}#{k}") - 1) if self.jitter else 0.0
-        return self.origin + (k + _fraction(namespace) + shift) * self.period
+        return self.origin + (k + _phase(namespace) + shift) * self.period
 
     def next_tick(self, namespace: str, after: float) -> float:
         """The first tick of ``namespace`` later than ``after``."""
-        k = math.floor((after - self.origin) / self.period - _fraction(namespace) - self.jitter) - 1
+        k = math.floor((after - self.origin) / self.period - _phase(namespace) - self.jitter) - 1
         while (when := self.tick(namespace, k)) <= after:
             k += 1
         return when
