@@ -169,6 +169,7 @@ class ServiceMetrics:
                                             "Time one target's sync took, from start to decision written.",
                                             buckets=FAST_BUCKETS, registry=r)
         self.reconciles = Counter("autoscaler_reconciles_total", "Target syncs by result.", ["result"], registry=r)
+        self._reconciles_by_result: dict[str, Counter] = {}
         self.reconcile_errors = Counter("autoscaler_reconcile_errors_total", "Failed target syncs by reason.",
                                         ["reason"], registry=r)
         self.schedule_lag = Histogram("autoscaler_schedule_lag_seconds",
@@ -229,7 +230,10 @@ class ServiceMetrics:
         ``error``) must come from a small set, e.g. the Prometheus error kind or ``FailedGetScale``."""
         result = _bounded(result, RECONCILE_RESULTS)
         self.reconcile_duration.observe(max(0.0, seconds))
-        self.reconciles.labels(result).inc()
+        counter = self._reconciles_by_result.get(result)
+        if counter is None:  # labels() is a lookup under a lock: done once per result, not per sync
+            counter = self._reconciles_by_result[result] = self.reconciles.labels(result)
+        counter.inc()
         if result == "error":
             self.reconcile_errors.labels(error_reason or "unknown").inc()
         elif result != OTHER:

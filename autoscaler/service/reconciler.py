@@ -29,7 +29,14 @@ from autoscaler.core.decision import Decision, TargetState, apply_scale_result, 
 from autoscaler.core.hvpa.decision import HvpaDecision, HvpaObservation, HvpaState, decide_hvpa
 from autoscaler.core.hvpa.hpa_link import adopt_hvpa, hpa_off_decision
 from autoscaler.core.hvpa.spec import Source
-from autoscaler.core.observation import ContainerInfo, MetricFailure, Observation, ScaleInfo, SelectorProblem
+from autoscaler.core.observation import (
+    ContainerInfo,
+    MetricFailure,
+    Observation,
+    PodInfo,
+    ScaleInfo,
+    SelectorProblem,
+)
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
 from autoscaler.core.status import condition_json
@@ -182,6 +189,9 @@ class TargetReconciler:
         self.selector: LabelSelector | None = None
         self._selector_text: str | None = None  # the scale's selector that self.selector was parsed from
         self.syncs = 0
+        self._pods_seen: list[PodRecord] | None = None  # see _remember_pods
+        self._names_of_pods: list[str] = []
+        self._infos_of_pods: list[PodInfo] = []
         self._quiet: tuple[Any, ...] | None = None  # a fingerprint that needed no write against…
         self._quiet_of: str | None = None           # …this last status (see _unchanged)
 
@@ -321,11 +331,27 @@ class TargetReconciler:
                 and (scale.spec_replicas > 0 or spec.has_object_or_external_metric)):
             readings = await self.services.read_metrics(TargetQuery(
                 namespace=target.namespace, name=target.name, scale_target=spec.scale_target_ref,
-                selector=scale.selector, pod_names=[p.name for p in pods], metrics=spec.metrics))
+                selector=scale.selector, pod_names=self._pod_names(pods), metrics=spec.metrics))
         else:
             readings = [MetricFailure("not read") for _ in spec.metrics]
         return Observation(ScaleInfo(scale.spec_replicas, scale.status_replicas, scale.selector),
-                           [p.info for p in pods], readings, problem)
+                           self._pod_infos(pods), readings, problem)
+
+    def _pod_names(self, pods: list[PodRecord]) -> list[str]:
+        self._remember_pods(pods)
+        return self._names_of_pods
+
+    def _pod_infos(self, pods: list[PodRecord]) -> list[PodInfo]:
+        self._remember_pods(pods)
+        return self._infos_of_pods
+
+    def _remember_pods(self, pods: list[PodRecord]) -> None:
+        """The pods' names and infos, made again only when the selection is a new list (the pod index
+        hands out the same list until the namespace's pods change)."""
+        if pods is not self._pods_seen:
+            self._pods_seen = pods
+            self._names_of_pods = [p.name for p in pods]
+            self._infos_of_pods = [p.info for p in pods]
 
     async def _apply(self, decision: Decision, scale: Scale, now: float) -> Decision:
         if not decision.scale or self.services.dry_run:
