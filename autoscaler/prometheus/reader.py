@@ -41,6 +41,7 @@ from autoscaler.prometheus.extract import (
     no_value_failure,
     object_reading,
     pods_reading,
+    readings_in_one_pass,
     resource_reading,
 )
 from autoscaler.prometheus.promql import (
@@ -362,6 +363,14 @@ class MetricsReader:
         vector = await self._query(group.key_text.replace(SCOPE_SLOT, scope), members, at, out)
         if vector is None:
             return
+        fast = readings_in_one_pass(vector, [(m.target.namespace, m.pods) for m in members], self._names,
+                                    group.window, per_container=group.per_container, nanocores=group.nanocores)
+        if fast is not None:
+            for member, (found, matched) in zip(members, fast, strict=True):
+                checked = self._checked(found, member, len(vector), matched)
+                out[member.target_index][member.metric_index] = (
+                    _failure(member.spec, checked.message) if isinstance(checked, MetricFailure) else checked)
+            return
         buckets, ambiguous = self._split(vector, members)
         if ambiguous and len(namespaces) > 1 and SCOPE_SLOT in group.key_text:
             # Series without a namespace label whose pod names exist in several of the batched
@@ -443,8 +452,12 @@ class MetricsReader:
             reading = resource_reading(series, self._names, group.window, nanocores=group.nanocores)
         else:
             reading = pods_reading(series, self._names, group.window)
+        return self._checked(reading, member, returned, len(series))
+
+    def _checked(self, reading: MetricReading, member: _Member, returned: int, matched: int) -> MetricReading:
+        """A reading without a single usable pod fails, saying why."""
         if isinstance(reading, PodsReading) and not reading.pods and member.pods:
-            return no_value_failure(len(member.pods), returned, len(series), self._names)
+            return no_value_failure(len(member.pods), returned, matched, self._names)
         if isinstance(reading, ResourceReading) and not reading.pods and member.pods:
             return no_value_failure(len(member.pods), returned, 0, self._names)
         return reading

@@ -86,7 +86,7 @@ class ClusterScales:
 
 class Manager:
     def __init__(self, api: KubeApi, read_many: ReadMany, *, settings: ControllerSettings, period: float = 15.0,
-                 jitter: float = 0.1, concurrency: int = 50, batch_window: float = 0.2, dry_run: bool = False,
+                 jitter: float = 0.1, concurrency: int = 50, batch_window: float = 1.0, dry_run: bool = False,
                  namespaces: Iterable[str] = (), static_targets: list[Target] | None = None,
                  metrics: MetricsSink | None = None, may_write: Callable[[], bool] = lambda: True,
                  identity: str = "", on_targets: Callable[[int, int], None] | None = None) -> None:

@@ -7,7 +7,7 @@ and start-up stops; secrets are never echoed. The file's layout (all optional bu
 
     prometheus: {url: http://prometheus:9090, timeoutSeconds: 5}   # see docs/prometheus.md
     kubernetes: {kubeconfig: null, context: null, namespaces: []}
-    sync: {periodSeconds: 15, jitter: 0.1, concurrency: 50, batchWindowSeconds: 0.2}
+    sync: {periodSeconds: 15, jitter: 0.1, concurrency: 50, batchWindowSeconds: 1}
     controller: {tolerance: 0.1, cpuInitializationPeriodSeconds: 300,
                  initialReadinessDelaySeconds: 30, downscaleStabilizationWindowSeconds: 300}
     targets: null        # a YAML file of targets: standalone mode, without the CRD
@@ -45,7 +45,7 @@ class SyncSettings:
     period_seconds: float = 15.0
     jitter: float = 0.1               # each tick moves by up to ± this fraction of the period (per namespace)
     concurrency: int = 50             # syncs in progress at once, across all targets
-    batch_window_seconds: float = 0.2  # metric reads arriving this close together share queries
+    batch_window_seconds: float = 1.0  # metric reads arriving this close together share queries
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.core.observation import ExternalReading, MetricFailure, ObjectReading, PodsReading
+from autoscaler.core.observation import (
+    ExternalReading,
+    MetricFailure,
+    ObjectReading,
+    PodsReading,
+    PodUsage,
+    ResourceReading,
+)
 from autoscaler.core.quantity import milli_from_decimal_text
 from autoscaler.prometheus.extract import (
     LabelNames,
@@ -16,6 +23,8 @@ from autoscaler.prometheus.extract import (
     milli_or_none,
     object_reading,
     pods_reading,
+    readings_in_one_pass,
+    resource_reading,
 )
 from autoscaler.prometheus.results import InstantResult, Series
 
@@ -74,3 +83,44 @@ def test_cpu_rates_drop_float_noise_below_a_nanocore() -> None:
     assert milli_or_none("0.25000000000000006", truncate_to_nano=True) == 250
     assert milli_or_none("0.250000001", truncate_to_nano=True) == 251
     assert milli_or_none("2.5000000000000006e-01", truncate_to_nano=True) == 250
+
+
+_label_values = st.one_of(st.none(), st.sampled_from(["a", "b"]))
+_series = st.builds(
+    lambda pod, namespace, container, value, at: Series(
+        {k: v for k, v in (("pod", pod), ("namespace", namespace), ("container", container)) if v is not None},
+        at, value),
+    st.one_of(st.none(), st.sampled_from(["p0", "p1", "p2", "x"])), _label_values,
+    st.one_of(st.none(), st.sampled_from(["app", "side", ""])),
+    st.sampled_from(["1", "0.25", "NaN", "+Inf", "3.0000001", "0.2500000001"]), st.sampled_from([5.0, 6.0]))
+_wanted = st.lists(st.tuples(st.sampled_from(["a", "b"]), st.frozensets(st.sampled_from(["p0", "p1", "p2"]))),
+                   min_size=1, max_size=3)
+
+
+@given(vector=st.lists(_series, max_size=12), wanted=_wanted, per_container=st.booleans(), nanocores=st.booleans())
+def test_the_one_pass_readings_equal_the_general_path(vector: list[Series], wanted: list[tuple[str, frozenset[str]]],
+                                                      per_container: bool, nanocores: bool) -> None:
+    names = LabelNames()
+    fast = readings_in_one_pass(vector, wanted, names, 30.0, per_container=per_container, nanocores=nanocores)
+    if fast is None:
+        return  # the reader takes the general path (split, then a reading per target)
+    expected = []
+    for namespace, pods in wanted:
+        bucket = [s for s in vector if s.labels.get("pod") in pods and s.labels.get("namespace") == namespace]
+        reading = (resource_reading(bucket, names, 30.0, nanocores=nanocores) if per_container
+                   else pods_reading(bucket, names, 30.0))
+        assert not isinstance(reading, MetricFailure)  # a duplicate must have sent it to the general path
+        expected.append((reading, len(bucket)))
+    assert fast == expected
+
+
+def test_the_one_pass_leaves_the_odd_cases_to_the_general_path() -> None:
+    names = LabelNames()
+    one = Series({"namespace": "a", "pod": "p0", "container": "app"}, 5.0, "0.25")
+    assert readings_in_one_pass([one], [("a", frozenset({"p0"}))], names, 30.0, per_container=True) == [
+        (ResourceReading({"p0": PodUsage({"app": 250}, 5.0, 30.0)}), 1)]
+    no_namespace = Series({"pod": "p0", "container": "app"}, 5.0, "0.25")
+    assert readings_in_one_pass([no_namespace], [("a", frozenset({"p0"}))], names, 30.0, per_container=True) is None
+    assert readings_in_one_pass([one, one], [("a", frozenset({"p0"}))], names, 30.0, per_container=True) is None
+    shared = [("a", frozenset({"p0"})), ("a", frozenset({"p0", "p1"}))]
+    assert readings_in_one_pass([one], shared, names, 30.0, per_container=False) is None
