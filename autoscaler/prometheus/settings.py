@@ -74,6 +74,9 @@ class PrometheusSettings:
     cpu_query: str | None = None
     memory_query: str | None = None
     max_query_length: int = DEFAULT_MAX_QUERY_LENGTH
+    # Ask for gzip-compressed answers: off by default, because between a cluster's pods the bandwidth
+    # saved costs more CPU (Prometheus compressing, the service decompressing) than it is worth.
+    compression: bool = False
 
     def __repr__(self) -> str:
         shown = {
@@ -142,6 +145,7 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
     window = _duration(obj, "cpuRateWindow", DEFAULT_CPU_RATE_WINDOW)
     queries = _queries(obj.obj("queries"))
     max_length = obj.integer("maxQueryLength", default=DEFAULT_MAX_QUERY_LENGTH, minimum=1024)
+    compression = obj.boolean("compression", default=False)
     obj.finish()
     if len(errors.items) > before:
         return None
@@ -156,6 +160,7 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
         pod_label=labels["podLabel"] or "pod", container_label=labels["containerLabel"] or "container",
         namespace_label=labels["namespaceLabel"] or "namespace", cpu_rate_window=window,
         cpu_query=queries.get("cpu"), memory_query=queries.get("memory"), max_query_length=max_length,
+        compression=bool(compression),
     )
 
 

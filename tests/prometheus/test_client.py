@@ -65,6 +65,22 @@ async def test_request_is_a_form_post_with_explicit_time_and_budget(fake: FakePr
     assert request.form["timeout"].endswith("ms") or request.form["timeout"].endswith("s")
     assert request.headers["X-Scope-OrgID"] == "team-a"
     assert request.headers["Content-Type"] == "application/x-www-form-urlencoded"
+    assert "Accept-Encoding" not in request.headers  # uncompressed unless asked for
+
+
+async def test_compressed_answers_only_when_asked_for(fake: FakePrometheus) -> None:
+    def gzipped() -> web.StreamResponse:
+        response = json_response(vector("7"))
+        response.enable_compression(web.ContentCoding.gzip)
+        return response
+
+    fake.handler = constant(gzipped)
+    async with PrometheusClient(settings_for(fake.url, compression=True)) as client:
+        assert (await client.query("x", 1.0)).vector[0].value == "7"
+    assert "gzip" in fake.requests[-1].headers["Accept-Encoding"]
+    async with PrometheusClient(settings_for(fake.url)) as client:
+        assert (await client.query("x", 1.0)).vector[0].value == "7"
+    assert "Accept-Encoding" not in fake.requests[-1].headers
 
 
 async def test_5xx_is_retried_with_backoff_then_succeeds(fake: FakePrometheus) -> None:

@@ -20,6 +20,7 @@ def test_defaults() -> None:
     assert (settings.timeout_seconds, settings.concurrency, settings.retries) == (5.0, 20, 2)
     assert (settings.pod_label, settings.container_label, settings.namespace_label) == ("pod", "container", "namespace")
     assert settings.cpu_rate_window == 120.0
+    assert settings.compression is False
 
 
 def test_everything() -> None:
@@ -33,7 +34,7 @@ def test_everything() -> None:
         "podLabel": "kpod", "containerLabel": "ctr", "namespaceLabel": "ns",
         "cpuRateWindow": "1m30s",
         "queries": {"cpu": "sum by (ns, kpod, ctr) (rate(x{<<scope>>}[<<window>>]))", "memory": "y{<<scope>>}"},
-        "maxQueryLength": 4096,
+        "maxQueryLength": 4096, "compression": True,
     })
     assert settings.basic_auth == BasicAuth("me", "pw")
     assert settings.headers == {"X-Scope-OrgID": "team-a"}
@@ -43,6 +44,7 @@ def test_everything() -> None:
     assert (settings.timeout_seconds, settings.concurrency, settings.retries) == (2.5, 8, 0)
     assert settings.cpu_rate_window == 90.0 and settings.cpu_rate_window_text == "90s"
     assert settings.memory_query == "y{<<scope>>}" and settings.max_query_length == 4096
+    assert settings.compression is True
     assert parse_prometheus_settings({"url": "http://p", "cpuRateWindow": 45}).cpu_rate_window == 45.0
 
 
