@@ -10,6 +10,7 @@ one target's trouble never touches another.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -17,7 +18,7 @@ import math
 import random
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -140,6 +141,45 @@ class Schedule:
         return when
 
 
+class ConcurrencySlot:
+    """One sync's place under the service's concurrency limit (``sync.concurrency``).
+
+    The limit bounds the syncs doing work at once. A sync waiting for its batched metrics (up to
+    ``sync.batchWindowSeconds``, then the query) does none, so it gives its slot back meanwhile:
+    otherwise a thousand targets' waits alone would fill the limit and push syncs past their ticks.
+    Cancellation-safe: a sync cancelled while waiting to get its slot back holds none and releases none.
+    """
+
+    def __init__(self, semaphore: asyncio.Semaphore) -> None:
+        self._semaphore = semaphore
+        self._held = False
+
+    async def __aenter__(self) -> ConcurrencySlot:
+        await self._semaphore.acquire()
+        self._held = True
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._held:
+            self._held = False
+            self._semaphore.release()
+
+    @staticmethod
+    @contextlib.asynccontextmanager
+    async def given_back(slot: ConcurrencySlot | None) -> AsyncIterator[None]:
+        """Without the slot for the body (a no-op for None, or a slot not held)."""
+        if slot is None or not slot._held:
+            yield
+            return
+        slot._held = False
+        slot._semaphore.release()
+        try:
+            yield
+        finally:
+            await slot._semaphore.acquire()
+            slot._held = True
+
+
 class ScaleSource(Protocol):
     async def read(self, target: Target) -> Scale: ...
     async def write(self, target: Target, replicas: int, decided_on: Scale) -> None: ...
@@ -226,9 +266,9 @@ class TargetReconciler:
         while True:
             await asyncio.sleep(max(0.0, planned - time.monotonic()))
             self.services.metrics.observe_schedule_lag(max(0.0, time.monotonic() - planned))
-            async with self.services.semaphore:
+            async with ConcurrencySlot(self.services.semaphore) as slot:
                 try:
-                    await self.sync_once()
+                    await self.sync_once(slot=slot)
                 except LeadershipLost:
                     log.info("leadership lost: reconciler stops", namespace=self.target.namespace,
                              name=self.target.name)
@@ -237,7 +277,9 @@ class TargetReconciler:
             if planned < time.monotonic():  # overloaded: skip missed ticks instead of bursting
                 planned = time.monotonic()
 
-    async def sync_once(self, now: float | None = None) -> Decision | None:
+    async def sync_once(self, now: float | None = None, *, slot: ConcurrencySlot | None = None) -> Decision | None:
+        """One sync. ``slot``: the concurrency slot this sync holds, given back while it waits for its
+        metrics (see :class:`ConcurrencySlot`)."""
         started = time.monotonic()
         now = time.time() if now is None else now
         target, spec = self.target, self.spec
@@ -259,7 +301,7 @@ class TargetReconciler:
                                                         "error", "FailedGetScale")
                 return None
             hpa_reads = spec.hvpa is None or Source.HPA in spec.hvpa.sources
-            observation = await self._observe(scale, read_metrics=hpa_reads)
+            observation = await self._observe(scale, read_metrics=hpa_reads, slot=slot)
             if hpa_reads:
                 decision = decide(spec, observation, state, self.services.settings, now)
             else:
@@ -299,7 +341,8 @@ class TargetReconciler:
         finally:
             structlog.contextvars.unbind_contextvars("namespace", "name")
 
-    async def _observe(self, scale: Scale, *, read_metrics: bool = True) -> Observation:
+    async def _observe(self, scale: Scale, *, read_metrics: bool = True,
+                       slot: ConcurrencySlot | None = None) -> Observation:
         target, spec = self.target, self.spec
         problem: SelectorProblem | None = None
         pods: list[PodRecord] = []
@@ -329,9 +372,10 @@ class TargetReconciler:
         readings: list[Any]
         if (read_metrics and problem is None and scale.selector
                 and (scale.spec_replicas > 0 or spec.has_object_or_external_metric)):
-            readings = await self.services.read_metrics(TargetQuery(
-                namespace=target.namespace, name=target.name, scale_target=spec.scale_target_ref,
-                selector=scale.selector, pod_names=self._pod_names(pods), metrics=spec.metrics))
+            query = TargetQuery(namespace=target.namespace, name=target.name, scale_target=spec.scale_target_ref,
+                                selector=scale.selector, pod_names=self._pod_names(pods), metrics=spec.metrics)
+            async with ConcurrencySlot.given_back(slot):
+                readings = await self.services.read_metrics(query)
         else:
             readings = [MetricFailure("not read") for _ in spec.metrics]
         return Observation(ScaleInfo(scale.spec_replicas, scale.status_replicas, scale.selector),
