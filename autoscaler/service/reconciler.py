@@ -223,7 +223,7 @@ class TargetReconciler:
         self.spec: TargetSpec = target.spec
         self.services = services
         self.state = state
-        self._last_status_json: str | None = None
+        self._last_status_packed: bytes | None = None  # see last_status
         self.last_status = last_status if last_status is not None else target.status
         self.hvpa_state: HvpaState | None = None
         self.selector: LabelSelector | None = None
@@ -233,23 +233,25 @@ class TargetReconciler:
         self._names_of_pods: list[str] = []
         self._infos_of_pods: list[PodInfo] = []
         self._quiet: tuple[Any, ...] | None = None  # a fingerprint that needed no write against…
-        self._quiet_of: str | None = None           # …this last status (see _unchanged)
+        self._quiet_of: bytes | None = None           # …this last status (see _unchanged)
 
     @property
     def last_status(self) -> Mapping[str, Any] | None:
         """The status last written (or found on the object): a fresh copy on every access.
 
-        Kept as compact JSON, a fraction of the parsed document's memory: a steady sync never reads it
-        (it compares the decision's fingerprint, see ``_unchanged``), only writes, restarts and
+        Kept as compressed compact JSON, a fraction of the parsed document's memory (~0.7 KiB instead of
+        ~1.6 KiB of text, and far less than the parsed document): a steady sync never reads it (it
+        compares the decision's fingerprint, see ``_unchanged``), only writes, restarts and
         /api/targets do."""
-        if self._last_status_json is None:
+        if self._last_status_packed is None:
             return None
-        status: Mapping[str, Any] = json.loads(self._last_status_json)
+        status: Mapping[str, Any] = json.loads(zlib.decompress(self._last_status_packed))
         return status
 
     @last_status.setter
     def last_status(self, document: Mapping[str, Any] | None) -> None:
-        self._last_status_json = None if document is None else json.dumps(document, separators=(",", ":"))
+        self._last_status_packed = (None if document is None
+                                  else zlib.compress(json.dumps(document, separators=(",", ":")).encode()))
 
     @property
     def involved(self) -> InvolvedObject:
@@ -466,11 +468,11 @@ class TargetReconciler:
     def _unchanged(self, fingerprint: tuple[Any, ...], summary: Callable[[], Mapping[str, Any]]) -> bool:
         """Whether the status needs no write: at once when the fingerprint equals the last one that
         needed none against the same last status (the steady state), else by comparing ``summary()``."""
-        if self._quiet_of is self._last_status_json and self._quiet == fingerprint:
+        if self._quiet_of is self._last_status_packed and self._quiet == fingerprint:
             return True
         if self._needs_write(summary()):
             return False
-        self._quiet, self._quiet_of = fingerprint, self._last_status_json
+        self._quiet, self._quiet_of = fingerprint, self._last_status_packed
         return True
 
     def _needs_write(self, document: Mapping[str, Any]) -> bool:
