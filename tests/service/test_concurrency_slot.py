@@ -34,10 +34,9 @@ async def test_cancelled_while_taking_the_slot_back_leaks_nothing() -> None:
     given_back, metrics_ready = asyncio.Event(), asyncio.Event()
 
     async def sync() -> None:
-        async with ConcurrencySlot(semaphore) as slot:
-            async with ConcurrencySlot.given_back(slot):
-                given_back.set()
-                await metrics_ready.wait()
+        async with ConcurrencySlot(semaphore) as slot, ConcurrencySlot.given_back(slot):
+            given_back.set()
+            await metrics_ready.wait()
 
     task = asyncio.create_task(sync())
     await given_back.wait()
