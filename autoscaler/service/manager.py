@@ -116,10 +116,9 @@ class Manager:
             cache_problem=self._cache_problem)
         self.running: dict[Key, _Running] = {}
         self._running_in: dict[str, dict[Key, _Running]] = {}  # the same, by namespace
-        # Per namespace: which running targets select each pod, valid for one pod membership version and
-        # one set of selectors (AmbiguousSelector checks read it instead of matching every selector again).
-        # AmbiguousSelector: per namespace, which targets select each pod, as of (pod membership version,
-        # selectors version); the selectors version moves when a target starts, stops or changes selector.
+        # AmbiguousSelector: per namespace, which targets select each pod (and each target's answer), as of
+        # (pod membership version, selectors version); the selectors version moves when a target starts,
+        # stops or changes selector. Checks read it instead of matching every selector again.
         self._selecting: dict[str, tuple[tuple[int, int], dict[str, list[Key]], dict[Key, list[str]]]] = {}
         self._selectors_version: dict[str, int] = defaultdict(int)
         self.invalid: dict[Key, Target] = {}
@@ -327,7 +326,7 @@ class Manager:
     async def _write_status(self, target: Target, document: Mapping[str, Any],
                             previous: Mapping[str, Any] | None) -> None:
         if target.key not in self.running:
-            # A running reconciler keeps its own last status (as text); this copy is for the others
+            # A running reconciler keeps its own last status (compressed); this copy is for the others
             # (invalid targets), and _stop keeps a stopped reconciler's.
             self.statuses[target.key] = document
         if self.static:

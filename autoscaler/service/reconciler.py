@@ -229,9 +229,8 @@ class TargetReconciler:
         self.selector: LabelSelector | None = None
         self._selector_text: str | None = None  # the scale's selector that self.selector was parsed from
         self.syncs = 0
-        self._pods_seen: list[PodRecord] | None = None  # see _remember_pods
-        self._names_of_pods: list[str] = []
-        self._infos_of_pods: list[PodInfo] = []
+        self._pods_seen: list[PodRecord] | None = None  # see _pod_lists
+        self._pod_lists_seen: tuple[list[str], list[PodInfo]] = ([], [])
         self._quiet: tuple[Any, ...] | None = None  # a fingerprint that needed no write against…
         self._quiet_of: bytes | None = None           # …this last status (see _unchanged)
 
@@ -375,29 +374,20 @@ class TargetReconciler:
         if (read_metrics and problem is None and scale.selector
                 and (scale.spec_replicas > 0 or spec.has_object_or_external_metric)):
             query = TargetQuery(namespace=target.namespace, name=target.name, scale_target=spec.scale_target_ref,
-                                selector=scale.selector, pod_names=self._pod_names(pods), metrics=spec.metrics)
+                                selector=scale.selector, pod_names=self._pod_lists(pods)[0], metrics=spec.metrics)
             async with ConcurrencySlot.given_back(slot):
                 readings = await self.services.read_metrics(query)
         else:
             readings = [MetricFailure("not read") for _ in spec.metrics]
         return Observation(ScaleInfo(scale.spec_replicas, scale.status_replicas, scale.selector),
-                           self._pod_infos(pods), readings, problem)
+                           self._pod_lists(pods)[1], readings, problem)
 
-    def _pod_names(self, pods: list[PodRecord]) -> list[str]:
-        self._remember_pods(pods)
-        return self._names_of_pods
-
-    def _pod_infos(self, pods: list[PodRecord]) -> list[PodInfo]:
-        self._remember_pods(pods)
-        return self._infos_of_pods
-
-    def _remember_pods(self, pods: list[PodRecord]) -> None:
+    def _pod_lists(self, pods: list[PodRecord]) -> tuple[list[str], list[PodInfo]]:
         """The pods' names and infos, made again only when the selection is a new list (the pod index
         hands out the same list until the namespace's pods change)."""
         if pods is not self._pods_seen:
-            self._pods_seen = pods
-            self._names_of_pods = [p.name for p in pods]
-            self._infos_of_pods = [p.info for p in pods]
+            self._pods_seen, self._pod_lists_seen = pods, ([p.name for p in pods], [p.info for p in pods])
+        return self._pod_lists_seen
 
     async def _apply(self, decision: Decision, scale: Scale, now: float) -> Decision:
         if not decision.scale or self.services.dry_run:

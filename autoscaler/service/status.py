@@ -44,10 +44,20 @@ class CompactHistory:
     scale_down_events: tuple[ScaleEvent, ...]
 
 
+def _latest(history: DecisionHistory) -> Recommendation | None:
+    """The recommendation of the last sync (the ongoing count); the first of equal times."""
+    return max(history.recommendations, key=lambda r: r.at, default=None)
+
+
+def _recent(events: tuple[ScaleEvent, ...], now: float) -> tuple[ScaleEvent, ...]:
+    """The scale events a status keeps (the longest policy period allowed is 1800 s)."""
+    return tuple(e for e in events if e.at >= now - 1800)
+
+
 def compact_history(history: DecisionHistory, now: float, retention: float = MAX_WINDOW_SECONDS) -> CompactHistory:
     """The decision-relevant content of ``history`` (see the module docstring)."""
     cutoff = now - retention
-    latest = max(history.recommendations, key=lambda r: r.at, default=None)
+    latest = _latest(history)
     by_count: dict[int, float] = {}
     for rec in history.recommendations:
         if rec.at >= cutoff and (latest is None or rec.replicas != latest.replicas):
@@ -57,8 +67,8 @@ def compact_history(history: DecisionHistory, now: float, retention: float = MAX
         closed=closed,
         ongoing=latest.replicas if latest is not None else None,
         ongoing_at=latest.at if latest is not None else None,
-        scale_up_events=tuple(e for e in history.scale_up_events if e.at >= now - 1800),
-        scale_down_events=tuple(e for e in history.scale_down_events if e.at >= now - 1800),
+        scale_up_events=_recent(history.scale_up_events, now),
+        scale_down_events=_recent(history.scale_down_events, now),
     )
 
 
@@ -204,18 +214,13 @@ def status_fingerprint(decision: Decision, *, generation: int | None, now: float
     one that needed no write instead of building and comparing a document (a test checks the rule).
     """
     history = decision.history
-    ongoing: int | None = None
-    latest_at = -math.inf
-    for rec in history.recommendations:
-        if rec.at > latest_at:  # strictly later: the first of equal times wins, as in compact_history
-            ongoing, latest_at = rec.replicas, rec.at
-    events_since = now - 1800
+    latest = _latest(history)
+    ongoing = latest.replicas if latest is not None else None
     return (
         generation, decision.current_replicas, decision.status_desired_replicas, decision.last_scale_time,
         decision.conditions, ongoing,
         tuple((r.replicas, r.at) for r in history.recommendations if r.replicas != ongoing),
-        tuple(e for e in history.scale_up_events if e.at >= events_since),
-        tuple(e for e in history.scale_down_events if e.at >= events_since),
+        _recent(history.scale_up_events, now), _recent(history.scale_down_events, now),
         limited_by(decision), decision.error, _freeze(extra) if extra else None,
     )
 
