@@ -21,7 +21,7 @@ from typing import Any
 
 from autoscaler.convert.adapter_config import AdapterConfig, DiscoveryRule, ResourceMapping
 from autoscaler.convert.gotemplate import TemplateProblem, render
-from autoscaler.convert.naming import group_of, label_for_resource, series_for
+from autoscaler.convert.naming import group_of, label_for_resource, series_candidates, series_for
 from autoscaler.prometheus.promql import string_literal
 
 
@@ -34,6 +34,7 @@ class AdapterQuery:
     query: str
     rule: str          # where the rule is written: rules[1], resourceRules.cpu
     series: str        # the Prometheus series it reads ("" for resource rules)
+    checked: bool = True   # whether Prometheus was asked that the series exists
 
 
 def selector_matchers(selector: Mapping[str, Any] | None) -> list[str]:
@@ -96,36 +97,40 @@ def _fill(template: str, rule: str, values: Mapping[str, str]) -> str:
 
 
 def _serving_rule(rules: Sequence[DiscoveryRule], metric: str, resource: tuple[str, str] | None,
-                  what: str, source: str) -> tuple[DiscoveryRule, str]:
+                  what: str, source: str, known: frozenset[str] | None) -> tuple[DiscoveryRule, str]:
     """The rule that serves ``metric`` (for ``resource``, a (group, kind) pair; None for external
-    rules) and its series. The adapter keeps the last rule that registers a name, so the last wins."""
+    rules) and its series. The adapter keeps the last rule that registers a name, so the last wins;
+    ``known`` (the metric names Prometheus holds, when it was asked) rules out series it lacks."""
     for rule in reversed(rules):
         if resource is not None and label_for_resource(rule.resources, *resource) is None:
             continue
-        series = series_for(rule, metric)
+        series = series_for(rule, metric, known)
         if series is not None:
             return rule, series
+    held = " that Prometheus holds" if known is not None else ""
     raise AdapterProblem(
-        f"no rule in {source} serves {what} {metric!r}: none both names a series {metric!r} (name.matches/as, "
-        f"seriesFilters and the metric name in seriesQuery) and maps a label to its resource "
+        f"no rule in {source} serves {what} {metric!r}: none both names a series{held} {metric!r} "
+        "(name.matches/as, seriesFilters and the metric name in seriesQuery) and maps a label to its resource "
         f"({len(rules)} rule{'s' if len(rules) != 1 else ''} checked)")
 
 
-def pods_query(config: AdapterConfig, metric: str, selector: Mapping[str, Any] | None) -> AdapterQuery:
-    rule, series = _serving_rule(config.rules, metric, ("", "pods"), "pods metric", config.source)
+def pods_query(config: AdapterConfig, metric: str, selector: Mapping[str, Any] | None,
+               known: frozenset[str] | None = None) -> AdapterQuery:
+    rule, series = _serving_rule(config.rules, metric, ("", "pods"), "pods metric", config.source, known)
     pod_label = label_for_resource(rule.resources, "", "pods")
     assert pod_label is not None
     ns_label = _namespace_label(rule.resources, rule.path)
     matchers = [*selector_matchers(selector), _scope(ns_label)]
     query = _fill(rule.metrics_query, rule.path, {"Series": series, "LabelMatchers": ",".join(matchers),
                                                   "GroupBy": f"{ns_label},{pod_label}"})
-    return AdapterQuery(_renamed(query, [(pod_label, "pod"), (ns_label, "namespace")]), rule.path, series)
+    return AdapterQuery(_renamed(query, [(pod_label, "pod"), (ns_label, "namespace")]), rule.path, series,
+                        known is not None)
 
 
 def object_query(config: AdapterConfig, metric: str, selector: Mapping[str, Any] | None, kind: str,
-                 api_version: str, name: str) -> AdapterQuery:
+                 api_version: str, name: str, known: frozenset[str] | None = None) -> AdapterQuery:
     group = group_of(api_version)
-    rule, series = _serving_rule(config.rules, metric, (group, kind), f"{kind} metric", config.source)
+    rule, series = _serving_rule(config.rules, metric, (group, kind), f"{kind} metric", config.source, known)
     label = label_for_resource(rule.resources, group, kind)
     assert label is not None
     matchers = selector_matchers(selector)
@@ -134,17 +139,18 @@ def object_query(config: AdapterConfig, metric: str, selector: Mapping[str, Any]
     matchers.append(f"{label}={string_literal(name)}")
     query = _fill(rule.metrics_query, rule.path, {"Series": series, "LabelMatchers": ",".join(matchers),
                                                   "GroupBy": label})
-    return AdapterQuery(query, rule.path, series)
+    return AdapterQuery(query, rule.path, series, known is not None)
 
 
-def external_query(config: AdapterConfig, metric: str, selector: Mapping[str, Any] | None) -> AdapterQuery:
-    rule, series = _serving_rule(config.external_rules, metric, None, "external metric", config.source)
+def external_query(config: AdapterConfig, metric: str, selector: Mapping[str, Any] | None,
+                   known: frozenset[str] | None = None) -> AdapterQuery:
+    rule, series = _serving_rule(config.external_rules, metric, None, "external metric", config.source, known)
     matchers = selector_matchers(selector)
     if rule.resources.namespaced:
         matchers.append(f"{_namespace_label(rule.resources, rule.path)}=<<namespace>>")
     query = _fill(rule.metrics_query, rule.path, {"Series": series, "LabelMatchers": ",".join(matchers),
                                                   "GroupBy": ""})
-    return AdapterQuery(query, rule.path, series)
+    return AdapterQuery(query, rule.path, series, known is not None)
 
 
 def resource_query(config: AdapterConfig, resource: str) -> AdapterQuery | None:
@@ -164,3 +170,8 @@ def resource_query(config: AdapterConfig, resource: str) -> AdapterQuery | None:
                    "GroupBy": f"{ns_label},{pod_label},{rule.container_label}"})
     return AdapterQuery(_renamed(query, [(pod_label, "pod"), (ns_label, "namespace"),
                                          (rule.container_label, "container")]), rule.path, "")
+
+
+def candidate_series(config: AdapterConfig, metric: str) -> list[str]:
+    """Every series some rule could serve as ``metric``: what to ask Prometheus about."""
+    return [c for rule in (*config.rules, *config.external_rules) for c in series_candidates(rule, metric)]

@@ -25,6 +25,7 @@ from autoscaler.convert.model import Conversion
 from autoscaler.convert.output import file_name, render_all, render_target, stderr_lines
 from autoscaler.core.fields import SpecError
 from autoscaler.files import load_yaml_documents
+from autoscaler.prometheus.errors import PrometheusError
 
 EXIT_DISAGREES = 1
 HPA_SYNC_PERIOD = "15s"  # the controller's --horizontal-pod-autoscaler-sync-period default
@@ -43,8 +44,8 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
             return "--compare needs --from (e.g. --from -7d)"
         if not (args.prometheus or args.config or os.environ.get("AUTOSCALER_PROMETHEUS_URL")):
             return "--compare needs --prometheus URL (or --config with prometheus.url)"
-    elif args.prometheus or args.start or args.plot_dir:
-        return "--prometheus, --from and --plot-dir belong to --compare"
+    elif args.start or args.plot_dir:
+        return "--from and --plot-dir belong to --compare"
     if args.adapter_configmap and "/" not in args.adapter_configmap:
         return f"--adapter-configmap {args.adapter_configmap!r}: write it as NAMESPACE/NAME"
     return None
@@ -112,7 +113,16 @@ def cmd_convert(args: argparse.Namespace) -> int:
         print(f"autoscaler convert: {line}", file=sys.stderr)
     if adapter_problems:  # every HPA would be converted without its queries: stop here
         return EXIT_INVALID
-    conversions = convert_all(inputs, adapter)
+    known: frozenset[str] | None = None
+    if adapter is not None and (args.prometheus or args.compare):
+        try:
+            known = _known_series(args, inputs, adapter)
+        except SpecError as exc:
+            return _fail("settings: " + "; ".join(str(e) for e in exc.errors))
+        except PrometheusError as exc:  # convert nothing on a guess
+            print(f"autoscaler convert: asking Prometheus which series exist failed: {exc}", file=sys.stderr)
+            return EXIT_DISAGREES
+    conversions = convert_all(inputs, adapter, known)
     failed = False
     for conversion in conversions:
         for line in stderr_lines(conversion, strict=args.strict):
@@ -128,6 +138,30 @@ def cmd_convert(args: argparse.Namespace) -> int:
         compared = _compare(args, written)
         code = code or compared
     return code
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from autoscaler.service.settings import load_service_settings
+
+    flags: dict[tuple[str, ...], Any] = {("prometheus", "url"): args.prometheus} if args.prometheus else {}
+    return load_service_settings(args.config, flags=flags)
+
+
+def _known_series(args: argparse.Namespace, inputs: Inputs, adapter: AdapterConfig) -> frozenset[str] | None:
+    """The candidate series that Prometheus holds (None when no HPA asks for an adapter metric)."""
+    from autoscaler.convert.discover import known_series, metric_names, presence_query
+    from autoscaler.prometheus.client import PrometheusClient
+
+    query = presence_query(adapter, metric_names(inputs.objects))
+    if query is None:
+        return None
+    settings = _settings(args)
+
+    async def ask() -> frozenset[str]:
+        async with PrometheusClient(settings.prometheus) as client:
+            return await known_series(client, query, time.time())
+
+    return asyncio.run(ask())
 
 
 def _write(conversions: list[Conversion], adapter_source: str | None, directory: str | None, *,
@@ -146,11 +180,9 @@ def _write(conversions: list[Conversion], adapter_source: str | None, directory:
 def _compare(args: argparse.Namespace, conversions: list[Conversion]) -> int:
     from autoscaler.backtest.replay import BacktestError, BacktestOptions
     from autoscaler.backtest.times import TimeError, parse_step, parse_time
-    from autoscaler.service.settings import load_service_settings
 
-    flags: dict[tuple[str, ...], Any] = {("prometheus", "url"): args.prometheus} if args.prometheus else {}
     try:
-        settings = load_service_settings(args.config, flags=flags)
+        settings = _settings(args)
     except SpecError as exc:
         return _fail("settings: " + "; ".join(str(e) for e in exc.errors))
     now = time.time()

@@ -80,11 +80,12 @@ def sort_documents(documents: Iterable[tuple[object, str]], inputs: Inputs) -> N
                                       "prometheus-adapter's configuration: ignored")
 
 
-def convert_all(inputs: Inputs, adapter: AdapterConfig | None) -> list[Conversion]:
+def convert_all(inputs: Inputs, adapter: AdapterConfig | None,
+                known_series: frozenset[str] | None = None) -> list[Conversion]:
     conversions = []
     for document, source in inputs.objects:
         if document.get("kind") == "ScaledObject":
             conversions.append(convert_scaled_object(document, source))
         else:
-            conversions.append(convert_hpa(document, source, adapter))
+            conversions.append(convert_hpa(document, source, adapter, known_series))
     return conversions

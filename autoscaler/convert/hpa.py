@@ -31,7 +31,9 @@ API_VERSIONS = ("autoscaling/v2", "autoscaling/v2beta2", "autoscaling/v1")
 V1_DEFAULT_CPU = 80
 
 
-def convert_hpa(document: Mapping[str, Any], source: str, adapter: AdapterConfig | None) -> Conversion:
+def convert_hpa(document: Mapping[str, Any], source: str, adapter: AdapterConfig | None,
+                known_series: frozenset[str] | None = None) -> Conversion:
+    """``known_series``: the metric names Prometheus holds, when it was asked (``--prometheus``)."""
     errors = ErrorList()
     namespace, name = metadata_of(document, errors)
     conversion = Conversion(Origin("HorizontalPodAutoscaler", namespace, name, source), old_hpa=name)
@@ -56,7 +58,7 @@ def convert_hpa(document: Mapping[str, Any], source: str, adapter: AdapterConfig
         return conversion
     metrics = []
     for index, metric in enumerate(spec.get("metrics") or []):
-        converted = _metric(metric, f"spec.metrics[{index}]", adapter, conversion)
+        converted = _metric(metric, f"spec.metrics[{index}]", adapter, conversion, known_series)
         if converted is not None:
             metrics.append(converted)
     if spec.get("metrics") and not metrics:
@@ -87,14 +89,14 @@ def _v2_spec(spec: Mapping[str, Any], conversion: Conversion) -> dict[str, Any] 
     return out
 
 
-def _metric(metric: Mapping[str, Any], path: str, adapter: AdapterConfig | None,
-            conversion: Conversion) -> dict[str, Any] | None:
+def _metric(metric: Mapping[str, Any], path: str, adapter: AdapterConfig | None, conversion: Conversion,
+            known: frozenset[str] | None) -> dict[str, Any] | None:
     kind = metric["type"]
     key = kind[0].lower() + kind[1:]
     out = copy.deepcopy(dict(metric))
     source = out[key]
     try:
-        found = _query(kind, source, adapter)
+        found = _query(kind, source, adapter, known)
     except AdapterProblem as exc:
         conversion.lost(path, f"{kind} metric not converted: {exc}")
         return None
@@ -112,10 +114,13 @@ def _metric(metric: Mapping[str, Any], path: str, adapter: AdapterConfig | None,
                               "prometheus-adapter's configuration; pass it with --adapter-config")
         return None
     source["query"] = found.query
-    if kind != "Pods" and kind != "Object" and kind != "External" and adapter is not None and adapter.window:
+    if kind in ("Resource", "ContainerResource") and adapter is not None and adapter.window:
         conversion.changed(f"{path}.{key}", f"the adapter reported resource samples with a {adapter.window} window "
                                             "(resourceRules.window); the HPA's CPU readiness rules use it: set "
                                             f"prometheus.cpuRateWindow: {adapter.window} to keep them as they were")
+    if found.series and not found.checked:
+        conversion.changed(f"{path}.{key}.query", f"series {found.series} is assumed to exist: pass --prometheus "
+                                                  "to have the converter check which series the adapter serves")
     what = f"series {found.series}, " if found.series else ""
     conversion.changed(f"{path}.{key}.query", f"the PromQL of the adapter's {found.rule} ({what}namespace scoped by "
                                               f"<<scope>>/<<namespace>>{_pods_note(kind)})")
@@ -132,16 +137,17 @@ def _metric_name(source: Mapping[str, Any]) -> str:
     return str(metric.get("name")) if isinstance(metric, Mapping) else "?"
 
 
-def _query(kind: str, source: Mapping[str, Any], adapter: AdapterConfig | None) -> AdapterQuery | None:
+def _query(kind: str, source: Mapping[str, Any], adapter: AdapterConfig | None,
+           known: frozenset[str] | None) -> AdapterQuery | None:
     if adapter is None:
         return None
     if kind in ("Resource", "ContainerResource"):
         return resource_query(adapter, source["name"])
     metric = source["metric"]
     if kind == "Pods":
-        return pods_query(adapter, metric["name"], metric.get("selector"))
+        return pods_query(adapter, metric["name"], metric.get("selector"), known)
     if kind == "Object":
         described = source["describedObject"]
         return object_query(adapter, metric["name"], metric.get("selector"), described["kind"],
-                            described.get("apiVersion", ""), described["name"])
-    return external_query(adapter, metric["name"], metric.get("selector"))
+                            described.get("apiVersion", ""), described["name"], known)
+    return external_query(adapter, metric["name"], metric.get("selector"), known)

@@ -220,6 +220,8 @@ def _resource(kind: str, trigger: Mapping[str, Any], metadata: Mapping[str, Any]
             return None
     else:
         target = {"type": "AverageValue", "averageValue": str(value)}
+    conversion.changed(path, f"{kind} usage is read with the built-in cAdvisor query (KEDA's HPA read "
+                             "metrics-server)")
     container = metadata.get("containerName")
     if container:
         return {"type": "ContainerResource", "containerResource": {"name": kind, "container": str(container),

@@ -191,11 +191,18 @@ def _name_matcher_holds(op: str, value: str, series: str) -> bool:
     return full if op == "=~" else not full
 
 
-def series_for(rule: DiscoveryRule, metric: str) -> str | None:
-    """The Prometheus series ``rule`` serves as API metric ``metric``, if it can be told without
-    asking Prometheus (see the module's docstring); None otherwise."""
-    for candidate in _candidates(rule, metric):
-        if api_name(rule, candidate) == metric:
+def series_candidates(rule: DiscoveryRule, metric: str) -> list[str]:
+    """Series ``rule`` would serve as API metric ``metric`` if Prometheus has them (see the module's
+    docstring), most likely first."""
+    found = [c for c in _candidates(rule, metric) if api_name(rule, c) == metric]
+    return list(dict.fromkeys(found))
+
+
+def series_for(rule: DiscoveryRule, metric: str, known: frozenset[str] | None = None) -> str | None:
+    """The series ``rule`` serves as ``metric``: the first candidate Prometheus has (``known``: the
+    metric names it holds), or without ``known`` the first candidate at all; None if there is none."""
+    for candidate in series_candidates(rule, metric):
+        if known is None or candidate in known:
             return candidate
     return None
 
