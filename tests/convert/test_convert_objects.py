@@ -46,7 +46,11 @@ def converted(conversion: Conversion, tmp_path: Path) -> dict[str, Any]:
 
 
 def notes(conversion: Conversion) -> dict[str, str]:
-    return {n.path: f"{n.kind.value}: {n.message}" for n in conversion.notes}
+    """Each path's notes, joined."""
+    out: dict[str, str] = {}
+    for n in conversion.notes:
+        out[n.path] = (out[n.path] + " | " if n.path in out else "") + f"{n.kind.value}: {n.message}"
+    return out
 
 
 def test_hpa_v2_with_every_metric_type(tmp_path: Path) -> None:
