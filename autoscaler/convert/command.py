@@ -149,17 +149,25 @@ def _settings(args: argparse.Namespace) -> Any:
 
 def _known_series(args: argparse.Namespace, inputs: Inputs, adapter: AdapterConfig) -> frozenset[str] | None:
     """The candidate series that Prometheus holds (None when no HPA asks for an adapter metric)."""
-    from autoscaler.convert.discover import known_series, metric_names, presence_query
+    from autoscaler.backtest.times import TimeError, parse_time
+    from autoscaler.convert.discover import LOOKBACK_SECONDS, known_series, metric_names, presence_query
     from autoscaler.prometheus.client import PrometheusClient
 
-    query = presence_query(adapter, metric_names(inputs.objects))
+    at, lookback = time.time(), LOOKBACK_SECONDS
+    if args.compare:  # the series the history holds: anywhere in the range compared
+        try:
+            start, at = parse_time(args.start, at), parse_time(args.end, at)
+            lookback = max(lookback, at - start)
+        except TimeError:
+            pass  # said when --compare reads the times
+    query = presence_query(adapter, metric_names(inputs.objects), lookback)
     if query is None:
         return None
     settings = _settings(args)
 
     async def ask() -> frozenset[str]:
         async with PrometheusClient(settings.prometheus) as client:
-            return await known_series(client, query, time.time())
+            return await known_series(client, query, at)
 
     return asyncio.run(ask())
 

@@ -3,7 +3,7 @@
 The adapter only serves a metric for series its ``seriesQuery`` finds; without asking, the
 converter can only assume the series behind a name exists. One instant query settles it for every
 candidate at once: the metric names that had samples within the last hour (the adapter itself
-lists series over a recent window)."""
+lists series over a recent window), or, for ``--compare``, anywhere in the range compared."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 
 from autoscaler.convert.adapter_config import AdapterConfig
 from autoscaler.convert.adapter_query import candidate_series
-from autoscaler.prometheus.promql import regex_literal
+from autoscaler.prometheus.promql import format_duration, regex_literal
 
-LOOKBACK = "1h"
+LOOKBACK_SECONDS = 3600.0
 
 
 def metric_names(objects: Iterable[tuple[Mapping[str, Any], str]]) -> list[str]:
@@ -34,11 +34,12 @@ def metric_names(objects: Iterable[tuple[Mapping[str, Any], str]]) -> list[str]:
     return names
 
 
-def presence_query(config: AdapterConfig, names: Iterable[str]) -> str | None:
+def presence_query(config: AdapterConfig, names: Iterable[str], lookback: float = LOOKBACK_SECONDS) -> str | None:
     candidates = sorted({c for name in names for c in candidate_series(config, name)})
     if not candidates:
         return None
-    return f"group by (__name__) (last_over_time({{__name__=~{regex_literal(candidates)}}}[{LOOKBACK}]))"
+    return (f"group by (__name__) (last_over_time({{__name__=~{regex_literal(candidates)}}}"
+            f"[{format_duration(lookback)}]))")
 
 
 async def known_series(client: Any, query: str, at: float) -> frozenset[str]:
