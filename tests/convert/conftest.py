@@ -3,6 +3,7 @@ backfill), and the guard that keeps real-Prometheus and plot tests from being sk
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,9 @@ from tests.convert import series_data
 from tests.guard import Guard, missing_binaries, missing_modules
 
 _guard = Guard({"prometheus": missing_binaries("prometheus", "promtool"),
-                "plot": missing_modules("matplotlib", "plotly", extra="plot")}, str(Path(__file__).parent))
+                "plot": missing_modules("matplotlib", "plotly", extra="plot"),
+                "kubectl": [] if shutil.which("kubectl") else ["kubectl is not installed (.ci/run installs it)"]},
+               str(Path(__file__).parent))
 
 pytest_runtest_setup, pytest_runtest_logreport, pytest_deselected, pytest_sessionfinish = _guard.hooks()
 
