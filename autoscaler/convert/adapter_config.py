@@ -162,10 +162,10 @@ def _rule(obj: Obj, where: str) -> DiscoveryRule | None:
             continue
         is_ = _regex(flt, "is", flt.string("is"))
         is_not = _regex(flt, "isNot", flt.string("isNot"))
-        if (is_ is None) == (is_not is None) and not (flt.has("is") and flt.has("isNot")):
-            flt.errors.add(path, "must have either an `is` or `isNot` expression")
-        elif flt.has("is") and flt.has("isNot"):
+        if flt.has("is") and flt.has("isNot"):
             flt.errors.add(path, "cannot have both an `is` and an `isNot` expression in a single filter")
+        elif not flt.has("is") and not flt.has("isNot"):
+            flt.errors.add(path, "must have either an `is` or `isNot` expression")
         elif is_ is not None:
             filters.append((True, is_))
         elif is_not is not None:

@@ -24,6 +24,7 @@ class ClusterQuery:
     namespace: str | None            # None: every namespace
     selector: str | None             # label selector for HPAs and ScaledObjects
     adapter_configmap: str | None    # NAMESPACE/NAME; None: find it by its label
+    find_adapter: bool = True        # False when the configuration was given as a file
 
 
 @dataclass
@@ -62,7 +63,8 @@ async def read_cluster(query: ClusterQuery, request_seconds: float = 15.0) -> Cl
             if not exc.not_found:
                 raise
             notes.append("the cluster serves no ScaledObjects (KEDA is not installed): none converted")
-        documents.extend(await _adapter_configmaps(api, query.adapter_configmap, notes))
+        if query.find_adapter or query.adapter_configmap:
+            documents.extend(await _adapter_configmaps(api, query.adapter_configmap, notes))
         notes.append(f"read {len(documents)} object(s) from {where}")
     return ClusterObjects(documents, notes)
 

@@ -68,7 +68,8 @@ def _read_cluster(args: argparse.Namespace, inputs: Inputs) -> str | None:
     from autoscaler.kube.api import KubeError
     from autoscaler.kube.client import ConnectionSettingsError
 
-    query = ClusterQuery(args.kubeconfig, args.context, args.namespace, args.selector, args.adapter_configmap)
+    query = ClusterQuery(args.kubeconfig, args.context, args.namespace, args.selector, args.adapter_configmap,
+                         find_adapter=not args.adapter_config)
     try:
         found = asyncio.run(read_cluster(query))
     except (KubeError, ConnectionSettingsError) as exc:

@@ -176,3 +176,10 @@ async def test_from_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         code = await asyncio.to_thread(convert, "--from-cluster", "--kubeconfig", str(config), "-n", "jobs")
         assert code == 0
         assert [d["metadata"]["name"] for d in documents(capsys.readouterr().out)] == ["worker"]
+        # a configuration given as a file is the one used: the cluster's ConfigMap is not looked for
+        code = await asyncio.to_thread(convert, "--from-cluster", "--kubeconfig", str(config), "-n", "shop",
+                                       "--adapter-config", str(ADAPTER_CONFIG))
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        assert "found prometheus-adapter's ConfigMap" not in captured.err
+        assert sorted(d["metadata"]["name"] for d in documents(captured.out)) == ["api", "web"]
