@@ -43,7 +43,9 @@ def add_parser(sub: Any) -> None:
     compare = parser.add_argument_group("proof before cut-over (--compare)")
     compare.add_argument("--compare", action="store_true",
                          help="backtest each converted target beside the old autoscaler's recorded decisions")
-    compare.add_argument("--prometheus", metavar="URL", help="the Prometheus holding the history")
+    compare.add_argument("--prometheus", metavar="URL",
+                         help="Prometheus: which series exist (the adapter's rules are checked against it), and with "
+                              "--compare the history")
     compare.add_argument("--from", dest="start", metavar="T1", help="start: -7d, RFC 3339, a date, Unix seconds")
     compare.add_argument("--to", dest="end", default="now", metavar="T2", help="end (default now)")
     compare.add_argument("--step", metavar="DURATION", help="the sync period replayed (default: the HPA's 15s)")

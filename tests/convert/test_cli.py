@@ -145,6 +145,7 @@ async def test_from_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         emu.install_crd(SCALED_OBJECT_CRD)
         config = emu.write_kubeconfig(tmp_path / "kubeconfig")
         hpas = [d for d in documents(HPAS.read_text()) if d["apiVersion"] == "autoscaling/v2"]
+        hpas[0]["metadata"]["labels"] = {"team": "storefront"}
         keda_made = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
                      "metadata": {"name": "keda-hpa-worker", "namespace": "jobs", "ownerReferences": [
                          {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "name": "worker", "uid": "u1"}]},
@@ -176,6 +177,9 @@ async def test_from_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         code = await asyncio.to_thread(convert, "--from-cluster", "--kubeconfig", str(config), "-n", "jobs")
         assert code == 0
         assert [d["metadata"]["name"] for d in documents(capsys.readouterr().out)] == ["worker"]
+        code = await asyncio.to_thread(convert, "--from-cluster", "--kubeconfig", str(config), "-l", "team=storefront")
+        assert code == 0
+        assert [d["metadata"]["name"] for d in documents(capsys.readouterr().out)] == ["web"]
         # a configuration given as a file is the one used: the cluster's ConfigMap is not looked for
         code = await asyncio.to_thread(convert, "--from-cluster", "--kubeconfig", str(config), "-n", "shop",
                                        "--adapter-config", str(ADAPTER_CONFIG))
