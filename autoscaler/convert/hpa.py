@@ -114,7 +114,8 @@ def _metric(metric: Mapping[str, Any], path: str, adapter: AdapterConfig | None,
                               "prometheus-adapter's configuration; pass it with --adapter-config")
         return None
     source["query"] = found.query
-    if kind in ("Resource", "ContainerResource") and adapter is not None and adapter.window:
+    if kind in ("Resource", "ContainerResource") and source["name"] == "cpu" and adapter is not None \
+            and adapter.window:
         conversion.changed(f"{path}.{key}", f"the adapter reported resource samples with a {adapter.window} window "
                                             "(resourceRules.window); the HPA's CPU readiness rules use it: set "
                                             f"prometheus.cpuRateWindow: {adapter.window} to keep them as they were")
