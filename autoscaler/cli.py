@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from autoscaler.backtest.arguments import add_parser as add_backtest_parser
+from autoscaler.convert.arguments import add_parser as add_convert_parser
 from autoscaler.core.fields import SpecError
 from autoscaler.files import load_yaml_file
 from autoscaler.sandbox.demo import add_parser as add_demo_parser
@@ -83,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="write a plot: FILE.png and/or FILE.html (repeatable; needs the plot extra)")
     simulate.set_defaults(func=cmd_simulate)
     add_backtest_parser(sub)
+    add_convert_parser(sub)
     add_service_parsers(sub)
     add_demo_parser(sub)
     return parser
