@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -91,8 +94,28 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+        sys.stdout.flush()  # a reader that went away is found out here, not at exit
+    except BrokenPipeError:
+        # `autoscaler simulate … | head -1`: the reader has what it wanted. End quietly, as Python's
+        # documentation recommends (signal.html, "Note on SIGPIPE"): what is still buffered goes to
+        # /dev/null instead of raising again when the interpreter flushes at exit.
+        _discard_standard_output()
+        return EXIT_BROKEN_PIPE
     return result
+
+
+EXIT_BROKEN_PIPE = 1  # Python's own exit code on EPIPE
+
+
+def _discard_standard_output() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        # A stream without a file descriptor (a test's capture) flushes to no pipe at exit.
+        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -98,8 +98,8 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
     root = Obj.of(data, "", errors)
     if root is None:
         return None
-    spec = read_target_spec(root.raw("spec", required=True), "spec", errors, require_queries=False) \
-        if root.has("spec") else None
+    raw_spec = root.raw("spec", required=True)
+    spec = read_target_spec(raw_spec, "spec", errors, require_queries=False) if raw_spec is not None else None
     settings = _settings(root.obj("settings"))
     history = _history(root.obj("history"))
     conditions = _status(root.obj("status"))
