@@ -141,9 +141,14 @@ def parse_yaml_documents(text: str, source: str, *, separate: bool) -> list[Any]
 
 def load_yaml_file(path: str) -> Any:
     """One YAML document (None for an empty file); ``SpecError`` when the file cannot be read or parsed."""
-    documents = parse_yaml_documents(_read_text(path), path, separate=False)
+    return parse_yaml_text(_read_text(path), path)
+
+
+def parse_yaml_text(text: str, source: str) -> Any:
+    """The one YAML document of ``text`` (None when empty), from ``source`` (a file, a variable)."""
+    documents = parse_yaml_documents(text, source, separate=False)
     if len(documents) > 1:
-        raise SpecError([FieldError(path, f"{len(documents)} YAML documents: expected one")])
+        raise SpecError([FieldError(source, f"{len(documents)} YAML documents: expected one")])
     return documents[0] if documents else None
 
 

@@ -31,9 +31,11 @@ def join_path(path: str, key: str) -> str:
     return f"{path}.{shown}" if path else shown
 
 
-def check_document(value: object, path: str, errors: ErrorList, *, max_depth: int = MAX_DEPTH,
+def check_document(value: object, path: str, errors: ErrorList, *, level: int = 1, max_depth: int = MAX_DEPTH,
                    max_values: int = MAX_VALUES) -> bool:
     """Add an error for each place where ``value`` breaks a limit; True when it breaks none.
+
+    ``level`` is the level of ``value`` itself: 1 for a whole document, 2 for an object's ``spec``.
 
     The walk uses its own stack, so the document's depth cannot exhaust Python's; and it counts
     values as it goes, so a document of shared references (YAML aliases) costs at most
@@ -41,7 +43,7 @@ def check_document(value: object, path: str, errors: ErrorList, *, max_depth: in
     """
     before = len(errors.items)
     count = 0
-    stack: list[tuple[Any, str, int]] = [(value, path, 1)]
+    stack: list[tuple[Any, str, int]] = [(value, path, level)]
     while stack:
         node, where, depth = stack.pop()
         count += 1

@@ -20,6 +20,8 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
+from autoscaler.kube.decode import loads
+
 JSON_CONTENT = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -147,7 +149,7 @@ class KubeApi:
             error = _error_from(status, payload, f"{method} {path}")
             error.retry_after = _seconds(retry_after)
             raise error
-        return json.loads(payload) if payload else None
+        return loads(payload) if payload else None
 
     async def get(self, path: str, *, resource: str = "", query: Sequence[tuple[str, str]] = ()) -> Any:
         return await self.request("GET", path, query=query, resource=resource)
@@ -187,7 +189,7 @@ class KubeApi:
             async for line in response.content:
                 if not line.strip():
                     continue
-                event = json.loads(line)
+                event = loads(line)
                 if event.get("type") == "ERROR":
                     obj = event.get("object") or {}
                     raise KubeError(int(obj.get("code") or 500), str(obj.get("reason") or "Error"),

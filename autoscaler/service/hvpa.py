@@ -61,7 +61,8 @@ def restore_hvpa_state(document: object) -> HvpaState:
     if not isinstance(document, Mapping):
         return HvpaState()
     pins: dict[str, dict[str, Fraction]] = {}
-    for container, amounts in (document.get("pins") or {}).items():
+    pinned = document.get("pins")
+    for container, amounts in (pinned.items() if isinstance(pinned, Mapping) else ()):
         if not isinstance(amounts, Mapping):
             continue
         for resource, text in amounts.items():

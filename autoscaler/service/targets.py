@@ -78,8 +78,9 @@ def target_from_object(obj: Mapping[str, Any], *, default_namespace: str = "defa
     problems = ErrorList()
     if raw_meta is not None and not isinstance(raw_meta, Mapping):
         problems.add("metadata", f"must be an object, not {type_name(raw_meta)}")
-    spec_fits = check_document(raw_spec, "spec", problems)
-    status_fits = check_document(status, "status", problems)
+    # Levels counted from the object, as in a file of targets (its metadata is the API server's).
+    spec_fits = check_document(raw_spec, "spec", problems, level=2)
+    status_fits = check_document(status, "status", problems, level=2)
     spec: TargetSpec | None = None
     errors: tuple[FieldError, ...] = tuple(problems.items)
     if not problems:
