@@ -69,11 +69,26 @@ class DocumentLoader(yaml.SafeLoader):
         return mapping
 
     def construct_yaml_int(self, node: ScalarNode) -> int:
-        try:
-            return super().construct_yaml_int(node)
-        except ValueError:  # Python refuses to convert more than sys.get_int_max_str_digits() digits
+        if sum(c.isdigit() for c in str(node.value)) > sys.get_int_max_str_digits():  # Python would refuse
             raise ConstructorError(None, None, f"integer too long: more than {sys.get_int_max_str_digits()} "
-                                               f"digits", node.start_mark) from None
+                                               f"digits", node.start_mark)
+        return self._of_tag(node, super().construct_yaml_int)  # type: ignore[no-any-return]
+
+    def construct_yaml_float(self, node: ScalarNode) -> float:
+        return self._of_tag(node, super().construct_yaml_float)  # type: ignore[no-any-return]
+
+    def construct_yaml_bool(self, node: ScalarNode) -> bool:
+        return self._of_tag(node, super().construct_yaml_bool)  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _of_tag(node: ScalarNode, construct: Any) -> Any:
+        """A value under an explicit tag it does not fit (``!!float ""``, ``!!bool maybe``, ``!!int 0b``)
+        makes PyYAML's constructors raise IndexError, KeyError or ValueError: an error at the value here."""
+        try:
+            return construct(node)
+        except (ValueError, IndexError, KeyError):
+            raise ConstructorError(None, None, f"{node.value!r:.40} is not a valid {node.tag.rsplit(':', 1)[-1]}",
+                                   node.start_mark) from None
 
     def construct_as_text(self, node: ScalarNode) -> str:
         """A date or time stays the text it was written as (as JSON, and Kubernetes, have no dates)."""
@@ -87,6 +102,8 @@ class DocumentLoader(yaml.SafeLoader):
 
 
 DocumentLoader.add_constructor("tag:yaml.org,2002:int", DocumentLoader.construct_yaml_int)
+DocumentLoader.add_constructor("tag:yaml.org,2002:float", DocumentLoader.construct_yaml_float)
+DocumentLoader.add_constructor("tag:yaml.org,2002:bool", DocumentLoader.construct_yaml_bool)
 DocumentLoader.add_constructor("tag:yaml.org,2002:timestamp", DocumentLoader.construct_as_text)
 for _tag in ("binary", "set", "omap", "pairs"):
     DocumentLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", DocumentLoader.refuse)
@@ -120,17 +137,23 @@ def parse_yaml_documents(text: str, source: str, *, separate: bool) -> list[Any]
 
     The paths of limit errors start at the document (``spec.hvpa``), or with ``separate`` at the file and
     the document's index in it (``targets.yaml[2].spec.hvpa``), as a file of several objects reports."""
-    loader = DocumentLoader(text)
     documents: list[Any] = []
     try:
-        while loader.check_data():  # type: ignore[no-untyped-call]
-            document = loader.get_data()
-            if document is not None:
-                documents.append(document)
+        loader = DocumentLoader(text)  # which refuses control characters at once
+        try:
+            while loader.check_data():  # type: ignore[no-untyped-call]
+                document = loader.get_data()
+                if document is not None:
+                    documents.append(document)
+        finally:
+            loader.dispose()
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        raise SpecError([FieldError(source, f"invalid YAML at line {line}, column {column}: character "
+                                            f"#x{exc.character:04x} is not allowed")]) from None
     except yaml.YAMLError as exc:
         raise SpecError([FieldError(source, yaml_problem(exc))]) from None
-    finally:
-        loader.dispose()
     errors = ErrorList()
     for index, document in enumerate(documents):
         check_document(document, f"{source}[{index}]" if separate else "", errors)

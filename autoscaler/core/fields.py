@@ -36,7 +36,7 @@ class FieldError:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
+        return f"{self.path}: {self.message}" if self.path else self.message  # no path: the whole document
 
 
 class SpecError(ValueError):
@@ -116,7 +116,8 @@ class Obj:
         return None
 
     def at(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path else key
+        shown = key or '""'  # an empty key, visible in a path
+        return f"{self.path}.{shown}" if self.path else shown
 
     def error(self, key: str, message: str) -> None:
         self.errors.add(self.at(key), message)
