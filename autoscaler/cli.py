@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from autoscaler.backtest.arguments import add_parser as add_backtest_parser
-from autoscaler.core.fields import SpecError
+from autoscaler.core.fields import SpecError, problem_report
 from autoscaler.files import load_yaml_file
 from autoscaler.sandbox.demo import add_parser as add_demo_parser
 from autoscaler.service.cli import add_parsers as add_service_parsers
@@ -21,10 +21,7 @@ EXIT_INVALID = 2
 
 
 def _print_errors(source: str, error: SpecError) -> None:
-    print(f"{source}: invalid ({len(error.errors)} problem{'s' if len(error.errors) != 1 else ''}):",
-          file=sys.stderr)
-    for item in error.errors:
-        print(f"  {item}", file=sys.stderr)
+    print(problem_report(source, error), file=sys.stderr)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -53,7 +50,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         print(render_table(results, explain=args.explain))
     if args.plot:
-        _plot_simulation(args.scenario, scenario.spec, [step_json(r) for r in results], args.plot)
+        try:
+            _plot_simulation(args.scenario, scenario.spec, [step_json(r) for r in results], args.plot)
+        except PlotError as exc:  # checked up front; this is the disk failing meanwhile
+            print(f"autoscaler simulate: {exc}", file=sys.stderr)
+            return 1
     return 0
 
 

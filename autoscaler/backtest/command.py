@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from autoscaler.backtest.arguments import DEFAULT_CHUNK_POINTS, MAX_POINTS_PER_QUERY
 from autoscaler.backtest.target import BacktestTarget, load_target
 from autoscaler.backtest.times import TimeError, format_seconds, parse_duration_option, parse_step, parse_time
-from autoscaler.core.fields import SpecError
+from autoscaler.core.fields import SpecError, problem_report
 from autoscaler.service.settings import ServiceSettings, load_service_settings
 
 if TYPE_CHECKING:  # the replay (aiohttp and all) is imported only when the command runs
@@ -39,10 +39,7 @@ def _fail(message: str) -> int:
 
 
 def _print_spec_errors(source: str, error: SpecError) -> None:
-    count = len(error.errors)
-    print(f"{source}: invalid ({count} problem{'s' if count != 1 else ''}):", file=sys.stderr)
-    for item in error.errors:
-        print(f"  {item}", file=sys.stderr)
+    print(problem_report(source, error), file=sys.stderr)
 
 
 def _settings(args: argparse.Namespace) -> ServiceSettings:
@@ -142,7 +139,11 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         return 130
     _print(result, args.output)
     if args.plot:
-        _plot(result, args.plot)
+        try:
+            _plot(result, args.plot)
+        except PlotError as exc:  # checked up front; this is the disk failing meanwhile
+            print(f"autoscaler backtest: {exc}", file=sys.stderr)
+            return 1
     return 0
 
 

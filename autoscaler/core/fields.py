@@ -47,6 +47,19 @@ class SpecError(ValueError):
         super().__init__("\n".join(str(e) for e in self.errors))
 
 
+MAX_REPORTED = 100  # problems printed; a list of thousands of bad values is summed up after these
+
+
+def problem_report(source: str, error: SpecError, limit: int = MAX_REPORTED) -> str:
+    """What the command line prints for ``error`` in ``source``: a count, then one problem a line."""
+    count = len(error.errors)
+    lines = [f"{source}: invalid ({count} problem{'s' if count != 1 else ''}):"]
+    lines += [f"  {item}" for item in error.errors[:limit]]
+    if count > limit:
+        lines.append(f"  … and {count - limit} more")
+    return "\n".join(lines)
+
+
 class ErrorList:
     """Collects :class:`FieldError`s during one parse."""
 
@@ -183,7 +196,8 @@ class Obj:
             self.error(key, f"must be an integer, not {type_name(value)}")
             return None
         # Every integer of these documents is an int64 (or narrower) in the API: that is the widest range.
-        problem = range_problem(value, minimum, maximum) or range_problem(value, -MAX_INT64 - 1, MAX_INT64)
+        problem = (range_problem(value, minimum, maximum) or range_problem(value, None, MAX_INT64)
+                   or range_problem(value, -MAX_INT64 - 1, None))
         if problem:
             self.error(key, problem)
             return None

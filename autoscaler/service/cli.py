@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autoscaler.core.fields import SpecError
+from autoscaler.core.fields import SpecError, problem_report
 
 if TYPE_CHECKING:  # the service loads only when a command runs
     from autoscaler.service.settings import ServiceSettings
@@ -99,10 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _print_errors(source: str, error: SpecError) -> None:
-    print(f"{source}: invalid ({len(error.errors)} problem{'s' if len(error.errors) != 1 else ''}):",
-          file=sys.stderr)
-    for item in error.errors:
-        print(f"  {item}", file=sys.stderr)
+    print(problem_report(source, error), file=sys.stderr)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:

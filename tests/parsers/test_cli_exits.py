@@ -66,3 +66,41 @@ def test_bad_input_exits_2_with_a_message(tmp_path: Path, case: str) -> None:
     assert result.returncode == 2, result.stderr
     assert expected.replace("{file}", str(file)) in result.stderr
     assert "Traceback" not in result.stderr
+
+
+QUICKSTART = ROOT / "config" / "scenarios" / "quickstart.yaml"
+
+
+def run_in_process(*args: str) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    from autoscaler.cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, err.getvalue()
+
+
+@pytest.mark.parametrize("command", [["simulate", str(QUICKSTART)],
+                                     ["backtest", str(ROOT / "manifests" / "examples" / "worker-queue-to-zero.yaml"),
+                                      "--prometheus", "http://127.0.0.1:9", "--from", "-1h"]])
+def test_a_plot_that_cannot_be_written_is_refused_before_any_work(command: list[str]) -> None:
+    """Found out before the scenario runs or history is read, not by a traceback at the end."""
+    code, err = run_in_process(*command, "--plot", "/nonexistent/directory/plot.html")
+    assert code == 2
+    assert "/nonexistent/directory/plot.html: there is no directory '/nonexistent/directory'" in err
+
+
+def test_thousands_of_problems_are_summed_up(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("spec: {scaleTargetRef: {kind: Deployment, name: web}, maxReplicas: 3}\n"
+                        "steps: [" + ", ".join(["{at: x}"] * 1000) + "]\n")
+    code, err = run_in_process("simulate", str(scenario))
+    assert code == 2
+    lines = err.splitlines()
+    assert lines[0] == f"{scenario}: invalid (1001 problems):"  # each step's time, and the first's replicas
+    assert lines[1:4] == ["  steps[0].at: must be a number, not string", "  steps[0].replicas: Required value",
+                          "  steps[1].at: must be a number, not string"]
+    assert len(lines) == 1 + 100 + 1 and lines[-1] == "  … and 901 more"
