@@ -1,7 +1,7 @@
 """Reading YAML files with errors a person can act on (never a traceback).
 
-Every file the command line reads (a scenario, a target, a targets file, the settings) goes through
-:func:`load_yaml_file` or :func:`load_yaml_documents`, which read the data model JSON has, as
+Every file the command line reads (a scenario, a target, a targets file, the settings, a kubeconfig)
+goes through :func:`load_yaml_file` or :func:`load_yaml_documents`, which read the data model JSON has, as
 Kubernetes does: objects with string keys, lists, strings, numbers, booleans and null. Anything else
 is refused with its line and column (binary data, sets, a key that is not a string, a key written
 twice), and so is a file that breaks the limits of :mod:`autoscaler.core.limits` (its size, its
