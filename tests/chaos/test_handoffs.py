@@ -1,0 +1,130 @@
+"""Leadership changing hands (D3, F14, F15): the decision history survives every handoff and restart,
+and an instance that lost its Lease writes nothing.
+
+The promise: a new leader (or a restarted one) restores each target's history from the status as it is
+on the API server when it takes over — never from its own memory of an earlier term — so no scale-down
+comes before the scale-down window, measured from the last high recommendation *any* leader made.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from autoscaler.emulator import KubeEmulator
+from autoscaler.sandbox import MetricsExporter, PrometheusSandbox
+from tests.chaos.conftest import Chaos
+from tests.chaos.relay import requests_matching
+from tests.chaos.service import ServiceProcess, wait_until
+from tests.chaos.world import replicas_of, set_load, status_of, target
+from tests.service.cluster import deployment
+
+WINDOW = 12.0  # the scale-down stabilization window of these tests' targets
+BEHAVIOR = {"scaleDown": {"stabilizationWindowSeconds": int(WINDOW)},
+            "scaleUp": {"policies": [{"type": "Pods", "value": 10, "periodSeconds": 1}]}}
+# What an instance sends that changes the cluster, the Lease aside.
+WRITES = requests_matching(r"^(POST|PUT|PATCH|DELETE) (?!.*/leases)")
+
+
+def leading(instance: ServiceProcess) -> bool:
+    started, stopped = instance.events("leader.started"), instance.events("leader.stopped")
+    return len(started) > len(stopped)
+
+
+async def leader_of(instances: list[ServiceProcess], seconds: float = 30.0) -> ServiceProcess:
+    found: list[ServiceProcess] = []
+
+    def one_leads() -> bool:
+        found[:] = [i for i in instances if i.alive() and leading(i)]
+        return len(found) == 1
+
+    await wait_until(one_leads, seconds, "one leader")
+    return found[0]
+
+
+async def synced(instance: ServiceProcess) -> None:
+    await wait_until(lambda: instance.events("caches synced"), 30, f"{instance.name}'s caches")
+
+
+def recommendations(cluster: KubeEmulator, name: str) -> list[dict[str, Any]]:
+    return list(((status_of(cluster, name).get("history") or {}).get("recommendations")) or [])
+
+
+async def scaled_up(chaos: Chaos, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    """web at 2 replicas with a status that says so, then the load of 8 pods, and 8 replicas."""
+    await set_load(exporter, prometheus, 20)
+    chaos.cluster.create(deployment("web", 2))
+    chaos.cluster.create(target("web", behavior=BEHAVIOR, max_replicas=10))
+
+
+async def test_d3_a_leader_again_restores_the_history_its_successor_wrote(
+        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    """D3 exactly: A leads, B takes over (A paused past its lease) and scales up, A resumes as a standby,
+    the load drops, B dies and A leads again: A must hold B's 8 replicas for the window measured from
+    B's last high recommendation. Before the fix A restored the history of its own first term and
+    scaled 8 → 2 at once."""
+    await scaled_up(chaos, exporter, prometheus)
+    a = await chaos.service("a")
+    assert await leader_of([a]) is a
+    await wait_until(lambda: status_of(cluster, "web").get("desiredReplicas") == 2, 30, "A's first decision")
+    b = await chaos.service("b")
+    await synced(b)
+    timeline = chaos.timeline("web")
+
+    a.pause()  # past its lease: B takes over
+    assert await leader_of([b], 30) is b
+    await set_load(exporter, prometheus, 80)
+    await wait_until(lambda: replicas_of(cluster, "web") == 8, 30, "B scales to 8")
+    a.resume()
+    await wait_until(lambda: a.events("leader.stopped"), 15, "A notices it lost the Lease")
+
+    dropped = time.monotonic()
+    await set_load(exporter, prometheus, 20)
+    await wait_until(lambda: any(r.get("replicas") == 2 and r.get("ongoing") for r in recommendations(cluster, "web")),
+                     15, "B recommends 2 (held at 8 by the window)")
+    b.kill()
+    assert await leader_of([a], 30) is a
+    await wait_until(lambda: replicas_of(cluster, "web") == 2, 40, "A scales down after the window")
+
+    # B's last recommendation of 8 came at the earliest one period before the load dropped.
+    earliest = dropped - 1.0 + WINDOW
+    down = timeline.first(lambda s: s.replicas is not None and s.replicas < 8, since=dropped)
+    assert down is not None
+    assert down.at >= earliest - 0.5, (
+        f"A scaled down {down.at - dropped:.1f}s after the load dropped; the window is {WINDOW:g}s")
+    assert a.relay.requests(requests_matching(r"^PATCH .*/deployments/web/scale"), since=dropped), \
+        "the scale-down was A's"
+    assert not a.tracebacks() and not b.tracebacks()
+
+
+async def test_d3_any_number_of_handoffs_keep_the_history(
+        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    """Three instances; the load drops and two leaders die one after the other: each new leader holds
+    the replicas until the window measured from the last high recommendation, whoever made it. Before
+    the fix each standby restored the status it read when it started (2 replicas) and scaled down at once."""
+    await scaled_up(chaos, exporter, prometheus)
+    instances = [await chaos.service("a")]
+    first = await leader_of(instances)
+    await wait_until(lambda: status_of(cluster, "web").get("desiredReplicas") == 2, 30, "the first decision")
+    instances += [await chaos.service("b"), await chaos.service("c")]
+    for instance in instances[1:]:
+        await synced(instance)
+    timeline = chaos.timeline("web")
+    await set_load(exporter, prometheus, 80)
+    await wait_until(lambda: replicas_of(cluster, "web") == 8, 30, "the leader scales to 8")
+
+    dropped = time.monotonic()
+    await set_load(exporter, prometheus, 20)
+    leader = first
+    for _ in range(2):
+        leader.kill()
+        leader = await leader_of(instances, 30)
+    await wait_until(lambda: replicas_of(cluster, "web") == 2, 40, "the last leader scales down after the window")
+
+    earliest = dropped - 1.0 + WINDOW
+    down = timeline.first(lambda s: s.replicas is not None and s.replicas < 8, since=dropped)
+    assert down is not None
+    assert down.at >= earliest - 0.5, (
+        f"scaled down {down.at - dropped:.1f}s after the load dropped; the window is {WINDOW:g}s")
+    assert leader.relay.requests(requests_matching(r"^PATCH .*/deployments/web/scale"), since=dropped)
+    assert not any(i.tracebacks() for i in instances)
