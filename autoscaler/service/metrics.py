@@ -198,6 +198,10 @@ class ServiceMetrics:
 
         # The process.
         self.leader = Gauge("autoscaler_leader", "1 while this instance is the leader.", registry=r)
+        self.leader_renew_late = Histogram("autoscaler_leader_renew_late_seconds",
+                                           "How much later than planned each Lease renewal attempt started "
+                                           "(a stalled or overloaded process renews late before it loses the lease).",
+                                           buckets=LAG_BUCKETS, registry=r)
         self.targets = Gauge("autoscaler_targets", "Targets known, by state.", ["state"], registry=r)
         self.cache_synced = Gauge("autoscaler_cache_synced", "1 when the watch cache of a resource is synced.",
                                   ["resource"], registry=r)
@@ -304,6 +308,9 @@ class ServiceMetrics:
 
     def set_leader(self, leading: bool) -> None:
         self.leader.set(1 if leading else 0)
+
+    def observe_leader_renew_late(self, seconds: float) -> None:
+        self.leader_renew_late.observe(max(0.0, seconds))
 
     def set_targets(self, active: int, invalid: int) -> None:
         self.targets.labels("active").set(active)
