@@ -300,7 +300,10 @@ class Manager:
             return
         await self.events.record(self._involved(target), "Warning", "InvalidSpec", error_text(target.errors))
         document = build_invalid_status(target, time.time(), target.status)
-        await self._write_status(target, document, target.status)
+        try:
+            await self._write_status(target, document, target.status)
+        except KubeError as exc:
+            log.warning("could not write status", namespace=target.namespace, name=target.name, error=str(exc))
 
     # -- services for reconcilers ---------------------------------------------------------------
 
@@ -377,6 +380,8 @@ class Manager:
 
     async def _write_status(self, target: Target, document: Mapping[str, Any],
                             previous: Mapping[str, Any] | None) -> None:
+        """Write a target's status; a failure raises :class:`KubeError` (the reconciler backs off), except
+        for a target deleted meanwhile, which needs no status."""
         if target.key not in self.running:
             # A running reconciler keeps its own last status (compressed); this copy is for the others
             # (invalid targets), and _stop keeps a stopped reconciler's.
@@ -388,8 +393,8 @@ class Manager:
             await self.api.merge_patch(TARGETS.item(target.namespace, target.name, "status"), body,
                                        resource="scalingtargets/status")
         except KubeError as exc:
-            if not exc.not_found:  # a target deleted meanwhile needs no status
-                log.warning("could not write status", namespace=target.namespace, name=target.name, error=str(exc))
+            if not exc.not_found:
+                raise
 
     # -- introspection ------------------------------------------------------------------------------
 

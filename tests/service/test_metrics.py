@@ -58,6 +58,8 @@ def test_families_follow_the_naming_conventions() -> None:
         "autoscaler_target_last_sync_timestamp_seconds": "gauge",
         "autoscaler_leader": "gauge",
         "autoscaler_leader_renew_late_seconds": "histogram",
+        "autoscaler_write_failures": "counter",
+        "autoscaler_target_write_backoff_seconds": "gauge",
         "autoscaler_targets": "gauge",
         "autoscaler_cache_synced": "gauge",
         "autoscaler_event_loop_lag_seconds": "histogram",
