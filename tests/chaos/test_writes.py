@@ -3,8 +3,8 @@
 - F8: a concurrent writer (the real ``kubectl scale``) changes the replicas between the service's read and
   its write: the write carries the resourceVersion it decided on, gets 409, re-reads, sees the other
   writer's count and decides again at the next sync, with an Event; never a blind overwrite.
-- F9: 5xx answers (the emulator answers what a real server would) and connection resets (the relay) on
-  writes: the target backs off exponentially, says so in AbleToScale (FailedUpdateScale, the error, the
+- F9: 5xx answers (the emulator answers what a real server would), connection resets and timeouts (the
+  relay) on writes: the target backs off exponentially, says so in AbleToScale (FailedUpdateScale, the error, the
   next attempt) and in ``autoscaler_target_write_backoff_seconds``, sends no write storm, stays up, and
   recovers by itself once the server does.
 - F10: a 429 with Retry-After on a write: honoured, and the instance's other requests wait too.
@@ -102,6 +102,21 @@ async def test_f9_connection_resets_on_writes_back_off_and_recover(
     scale_writes = instance.relay.requests(SCALE_WRITES, since=started)
     assert 2 <= len(scale_writes) <= 5, f"{len(scale_writes)} scale writes in 10 s of resets"
     instance.relay.reset_requests(None)
+    await recovers(chaos, instance)
+
+
+async def test_f9_a_scale_write_that_times_out_backs_off_and_recovers(
+        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    """The network swallows the scale write (the relay freezes that connection: no answer, no error):
+    the request times out after the API client's 10 s, AbleToScale says so with the next attempt, and
+    the write lands once the network forwards again. Nothing else of the instance waits meanwhile."""
+    instance = await steady_at_two(chaos, exporter, prometheus)
+    instance.relay.freeze(SCALE_WRITES)
+    await set_load(exporter, prometheus, 40)
+    await wait_until(lambda: backing_off(cluster), 25, "AbleToScale False / FailedUpdateScale after the timeout")
+    assert "no answer within 10s" in able_to_scale(cluster)["message"], able_to_scale(cluster)["message"]
+    assert (await instance.ready())[0], "the instance stays ready (its caches and Lease are fine)"
+    instance.relay.thaw()
     await recovers(chaos, instance)
 
 
