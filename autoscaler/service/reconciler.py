@@ -4,7 +4,8 @@ The decision itself is the pure engine's (:func:`autoscaler.core.decision.decide
 gathers what the engine observes (the scale, the pods from the cache, the metrics from Prometheus),
 applies what it decides (the scale subresource, Events, the status) and keeps the state the next sync
 starts from. A failure of any step becomes a condition and an Event, never an exception that escapes:
-one target's trouble never touches another.
+one target's trouble never touches another. Writes that keep failing back off per target (see
+:mod:`autoscaler.service.write_backoff`); every write is fenced on leadership right before it is sent.
 """
 
 from __future__ import annotations
@@ -210,6 +211,7 @@ class Services:
     involved: Callable[[Target], InvolvedObject]
     read_metrics: Callable[[TargetQuery], Awaitable[list[Any]]]
     record_event: Callable[[InvolvedObject, str, str, str], Awaitable[None]]
+    # Raises KubeError when the write fails (the reconciler backs off); a deleted target is no failure.
     write_status: Callable[[Target, Mapping[str, Any], Mapping[str, Any] | None], Awaitable[None]]
     may_write: Callable[[], bool]          # leadership fencing: False once leadership may be lost
     metrics: MetricsSink
