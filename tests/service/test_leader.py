@@ -352,9 +352,10 @@ async def test_retry_after_is_honoured_by_a_candidate_and_by_the_leader(
         emulator: KubeEmulator, api: ApiClient) -> None:
     """429 with Retry-After: 1 on every Lease request: no request comes sooner after one (the retry period
     is 0.1 s); the leader, told to wait past its renew deadline, steps down; both come back after."""
-    leader, standby = Candidate(api, "a"), Candidate(api, "b")
-    async with running(leader, standby):
-        await eventually(lambda: bool(leader.started))
+    first, second = Candidate(api, "a"), Candidate(api, "b")
+    async with running(first, second):
+        await eventually(lambda: bool(first.started or second.started))
+        leader, standby = (first, second) if first.started else (second, first)
         rule = emulator.faults.throttle(retry_after=1, resource="leases")
         since = time.monotonic()
         await asyncio.sleep(3.5)
