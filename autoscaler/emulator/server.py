@@ -13,6 +13,7 @@ optional controllers.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import random
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -93,7 +94,7 @@ class KubeEmulator:
             token=token,
             server_version=server_version,
         )
-        handler = ApiHandler(
+        handler = self._handler = ApiHandler(
             self.api, self.faults, self.requests, self.settings, lambda: f"{self.host}:{self.port}"
         )
         self.app = build_app(handler)
@@ -146,6 +147,12 @@ class KubeEmulator:
             await controller.start(self)
 
     # --- connecting clients ----------------------------------------------------------------------
+
+    def rotate_token(self, token: str) -> None:
+        """Require ``token`` from now on; the previous one is rejected (401) at once — the harshest
+        rotation: a real server keeps accepting a rotated service-account token until it expires."""
+        self.settings = dataclasses.replace(self.settings, token=token)
+        self._handler.settings = self.settings
 
     def client_configuration(self) -> Configuration:
         """A kubernetes-asyncio ``Configuration`` for this emulator (global defaults untouched)."""

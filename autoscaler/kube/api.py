@@ -114,7 +114,9 @@ class KubeApi:
         """One JSON request; returns the decoded body or raises :class:`KubeError`.
 
         A 429 is retried after its Retry-After (at most ``THROTTLE_RETRIES`` times, each wait capped),
-        and holds back this client's other requests meanwhile."""
+        and holds back this client's other requests meanwhile. A 401 is retried once if the token file
+        holds a new token (a rotation, see :mod:`autoscaler.kube.client`)."""
+        reauthenticated = False
         for attempt in range(THROTTLE_RETRIES + 1):
             wait = self._throttled_until - time.monotonic()
             if wait > 0:
@@ -122,12 +124,20 @@ class KubeApi:
             try:
                 return await self._request_once(method, path, query, body, content_type, seconds, resource)
             except KubeError as exc:
+                if exc.status == 401 and not reauthenticated and self._token_rotated():
+                    reauthenticated = True
+                    continue
                 if exc.status != 429 or attempt == THROTTLE_RETRIES:
                     raise
                 self.throttled += 1
                 delay = min(MAX_RETRY_AFTER, max(0.1, exc.retry_after or 1.0))
                 self._throttled_until = max(self._throttled_until, time.monotonic() + delay)
         raise AssertionError("unreachable")
+
+    def _token_rotated(self) -> bool:
+        hook = getattr(self.api_client.configuration, "refresh_api_key_hook", None)
+        reload = getattr(hook, "reload", None)
+        return bool(reload()) if callable(reload) else False
 
     async def _request_once(self, method: str, path: str, query: Sequence[tuple[str, str]], body: Any,
                             content_type: str, seconds: float | None, resource: str) -> Any:

@@ -2,15 +2,23 @@
 
 Order, as kubectl and client-go do it: an explicit ``--kubeconfig``; else, when running in a pod
 (``KUBERNETES_SERVICE_HOST`` set and the service-account token mounted), the in-cluster
-configuration (whose token kubernetes-asyncio re-reads as it rotates); else ``$KUBECONFIG``; else
-``~/.kube/config``. ``--context`` picks a kubeconfig context.
+configuration; else ``$KUBECONFIG``; else ``~/.kube/config``. ``--context`` picks a kubeconfig context.
+
+**Rotating tokens.** A bearer token read from a file — the in-cluster service-account token, or a
+kubeconfig user's ``tokenFile`` — is read again when the file changes (kubelet rotates projected
+tokens by swapping the file in), checked at most once a second and at once after a 401
+(:meth:`TokenFile.reload`, called by :class:`~autoscaler.kube.api.KubeApi`), so a rotation causes no
+outage. client-go re-reads such files every minute; kubernetes-asyncio reads a kubeconfig's
+``tokenFile`` only once. The token itself never goes into a log line or an exception message.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
@@ -19,6 +27,7 @@ from autoscaler.core.fields import SpecError, type_name
 from autoscaler.files import load_yaml_file
 
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+TOKEN_RECHECK_SECONDS = 1.0
 
 
 class ConnectionSettingsError(Exception):
@@ -39,10 +48,74 @@ def kubeconfig_path(explicit: str | None) -> str:
     return first
 
 
+class TokenFile:
+    """A ``Configuration.refresh_api_key_hook`` that keeps the bearer token equal to a file's content.
+
+    kubernetes-asyncio calls the hook before every request; the file is looked at (one ``stat``) at
+    most every ``recheck`` seconds and read only when it changed (or vanished and came back)."""
+
+    def __init__(self, path: Path, *, recheck: float = TOKEN_RECHECK_SECONDS) -> None:
+        self.path = path
+        self.recheck = recheck
+        self._checked = -float("inf")
+        self._signature: tuple[int, int, int] | None = None
+        self._token: str | None = None
+        self.reloads = 0
+
+    def __call__(self, configuration: Configuration) -> None:
+        now = time.monotonic()
+        if now - self._checked >= self.recheck:
+            self._checked = now
+            self._refresh()
+        if self._token is not None:
+            configuration.api_key["BearerToken"] = f"Bearer {self._token}"
+            configuration.api_key_prefix.pop("BearerToken", None)
+
+    def reload(self) -> bool:
+        """Look at the file now (after a 401); True when it held a different token."""
+        self._checked = time.monotonic()
+        return self._refresh()
+
+    def _refresh(self) -> bool:
+        try:
+            info = self.path.stat()
+            signature = (info.st_ino, info.st_mtime_ns, info.st_size)
+            if signature == self._signature:
+                return False
+            token = self.path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return False  # keep the token we have; the server will say if it is no good
+        self._signature = signature
+        changed = bool(token) and token != self._token
+        if token:
+            self._token = token
+            self.reloads += changed
+        return changed
+
+
+def kubeconfig_token_file(document: Mapping[str, Any], path: str, context: str | None) -> Path | None:
+    """The ``tokenFile`` of the kubeconfig user that ``context`` (or the current context) selects, in the
+    kubeconfig ``document`` read from ``path``."""
+    name = context or document.get("current-context")
+    contexts = {c.get("name"): c.get("context") or {} for c in _items(document.get("contexts"))}
+    user_name = (contexts.get(name) or {}).get("user")
+    users = {u.get("name"): u.get("user") or {} for u in _items(document.get("users"))}
+    user = users.get(user_name) or {}
+    token_file = user.get("tokenFile") if isinstance(user, Mapping) else None
+    if not isinstance(token_file, str) or not token_file or user.get("token"):
+        return None  # an inline token wins over the file, as in kubectl
+    return Path(path).parent / token_file if not os.path.isabs(token_file) else Path(token_file)
+
+
+def _items(value: Any) -> list[Mapping[str, Any]]:
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
 async def make_api_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
     configuration = Configuration()
     if kubeconfig is None and running_in_cluster():
         config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        configuration.refresh_api_key_hook = TokenFile(SERVICE_ACCOUNT_TOKEN)
         return ApiClient(configuration=configuration)
     first = kubeconfig_path(kubeconfig)
     try:
@@ -65,4 +138,7 @@ async def make_api_client(kubeconfig: str | None = None, context: str | None = N
         # surfaces as one of these from inside it.
         raise ConnectionSettingsError(f"kubeconfig {first}: not a valid Config (a section has the wrong "
                                       f"shape: {type(exc).__name__}: {exc})") from exc
+    token_file = kubeconfig_token_file(document, first, context)
+    if token_file is not None and configuration.refresh_api_key_hook is None:
+        configuration.refresh_api_key_hook = TokenFile(token_file)
     return ApiClient(configuration=configuration)

@@ -13,6 +13,18 @@ The loop is client-go's ``tools/leaderelection`` (leaseDuration 15 s, renewDeadl
   holderIdentity "", leaseDurationSeconds 1, acquireTime = renewTime = now, so a standby takes over at its
   next poll instead of waiting out the lease.
 
+**An unhappy API server.** A 429 (API priority and fairness) or a 503 may carry ``Retry-After``: no
+Lease request goes out before it has passed (so a leader that is told to wait past its renew deadline
+loses the lease: the server asked for it). Errors (5xx, timeouts, resets) back off exponentially:
+retryPeriod doubling with each consecutive failure, capped at leaseDuration for a candidate (so a
+takeover is at most one lease duration late once the server recovers); a leader's backoff is bounded by
+its renew deadline anyway. A conflict or a lease held by another is not an error.
+
+**Late renewals.** Each renewal attempt records how much later than planned it started
+(``observe_renew_late``, the ``autoscaler_leader_renew_late_seconds`` histogram): a process starved of
+CPU, paused or blocking its loop renews late long before it loses the lease; past half a retry period
+late, a ``leader.renew_late`` warning says how much of the renew deadline was left.
+
 Unlike kubernetes-asyncio's ``leaderelection`` module, :meth:`LeaderElector.run` loops for ever
 (acquire → lead → lost → acquire…), releases on shutdown, and writes MicroTimes in UTC.
 
@@ -126,6 +138,7 @@ class LeaderElector:
         jitter_factor: float = JITTER_FACTOR,
         request_timeout: float | None = None,
         callback_timeout: float | None = None,
+        observe_renew_late: Callable[[float], None] | None = None,
     ) -> None:
         if not identity:
             raise ValueError("identity must not be empty")
@@ -145,6 +158,9 @@ class LeaderElector:
         self.callback_timeout = callback_timeout if callback_timeout is not None else renew_deadline
         self._clock = clock
         self._random = random.Random()
+        self._observe_renew_late = observe_renew_late
+        self._failures = 0  # consecutive failed attempts (errors, not lost races)
+        self._not_before = -math.inf  # our clock: no Lease request before this (the server's Retry-After)
 
         self._started: list[StateCallback] = []
         self._stopped: list[StateCallback] = []
@@ -251,8 +267,15 @@ class LeaderElector:
             await self._report_new_leader()
             if acquired:
                 return
-            spread = self.retry_period * self.jitter_factor
-            await asyncio.sleep(self.retry_period + self._random.uniform(0, spread))
+            base = self._backoff(self.lease_duration)
+            await asyncio.sleep(max(base + self._random.uniform(0, base * self.jitter_factor),
+                                    self._not_before - self._clock()))
+
+    def _backoff(self, cap: float) -> float:
+        """The pause before the next attempt: retryPeriod, doubled for each consecutive error, capped."""
+        if self._failures <= 1:
+            return self.retry_period
+        return min(max(cap, self.retry_period), self.retry_period * 2.0 ** min(self._failures - 1, 30))
 
     async def _lead(self) -> None:
         self._start_leading()
@@ -270,8 +293,12 @@ class LeaderElector:
             left = self._valid_until - self._clock()
             if left <= 0:
                 return "renew deadline passed"
-            await asyncio.sleep(min(self.retry_period, left))
-            left = self._valid_until - self._clock()
+            pause = min(max(self._backoff(self.renew_deadline), self._not_before - self._clock()), left)
+            planned = self._clock() + pause
+            await asyncio.sleep(pause)
+            started = self._clock()
+            left = self._valid_until - started
+            self._renewal_started(started - planned, left)
             if left <= 0:
                 return "renew deadline passed"
             renewed = await self._attempt(min(self.request_timeout, left), renewing=True)
@@ -283,26 +310,47 @@ class LeaderElector:
 
     async def _attempt(self, budget: float, *, renewing: bool = False) -> bool:
         """One round of client-go's ``tryAcquireOrRenew``; True when this process holds the lease after it."""
+        wait = self._not_before - self._clock()
+        if wait > 0:  # e.g. the first attempt of a candidate that just lost the lease to a 429
+            await asyncio.sleep(wait)
         try:
-            async with asyncio.timeout(budget):
-                if renewing and self._lease is not None and self._observed is not None \
-                        and self._observed.holder == self.identity:
-                    # Fast path: overwrite what we wrote last (one request); a 409 means someone else wrote.
-                    try:
-                        await self._write(self._lease, replace(self._observed, renew_time=_now()))
-                        return True
-                    except ApiException as exc:
-                        if exc.status != 409:
-                            raise
-                return await self._acquire_or_renew()
-        except Exception as exc:  # ApiException, timeouts, aiohttp.ClientError…: retried next period
+            outcome = await self._attempt_once(budget, renewing)
+        except Exception as exc:  # ApiException, timeouts, aiohttp.ClientError…: retried after a backoff
             return self._failed(exc, renewing)
+        self._failures = 0
+        return outcome
+
+    async def _attempt_once(self, budget: float, renewing: bool) -> bool:
+        async with asyncio.timeout(budget):
+            if renewing and self._lease is not None and self._observed is not None \
+                    and self._observed.holder == self.identity:
+                # Fast path: overwrite what we wrote last (one request); a 409 means someone else wrote.
+                try:
+                    await self._write(self._lease, replace(self._observed, renew_time=_now()))
+                    return True
+                except ApiException as exc:
+                    if exc.status != 409:
+                        raise
+            return await self._acquire_or_renew()
+
+    def _renewal_started(self, late: float, left: float) -> None:
+        late = max(0.0, late)
+        if self._observe_renew_late is not None:
+            self._observe_renew_late(late)
+        if late >= self.retry_period / 2:
+            log.warning("leader.renew_late", lease=f"{self.namespace}/{self.name}", identity=self.identity,
+                        late_seconds=round(late, 3), lease_left_seconds=round(max(0.0, left), 3),
+                        renew_deadline_seconds=self.renew_deadline)
 
     def _failed(self, exc: BaseException, renewing: bool) -> bool:
         status = getattr(exc, "status", None)
+        self._failures += 1
+        wait = retry_after(exc)
+        if wait is not None:
+            self._not_before = self._clock() + wait
         log.warning("leader.renew_failed" if renewing else "leader.acquire_failed",
                     lease=f"{self.namespace}/{self.name}", identity=self.identity,
-                    error=type(exc).__name__, status=status)
+                    error=type(exc).__name__, status=status, failures=self._failures, retry_after=wait)
         return False
 
     async def _acquire_or_renew(self) -> bool:
@@ -472,3 +520,14 @@ class LeaderElector:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """The seconds of an answer's ``Retry-After`` (429, or a 5xx that sends it), capped at a minute."""
+    headers = getattr(exc, "headers", None)
+    value = headers.get("Retry-After") if headers is not None and hasattr(headers, "get") else None
+    try:
+        seconds = float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+    return min(60.0, seconds) if seconds is not None and math.isfinite(seconds) and seconds > 0 else None

@@ -134,7 +134,8 @@ class Service:
                     self.elector = LeaderElector(
                         elector_client, namespace=lease_namespace(election.lease_namespace), name=election.lease_name,
                         identity=self.identity, lease_duration=election.lease_duration_seconds,
-                        renew_deadline=election.renew_deadline_seconds, retry_period=election.retry_period_seconds)
+                        renew_deadline=election.renew_deadline_seconds, retry_period=election.retry_period_seconds,
+                        observe_renew_late=self.metrics.observe_leader_renew_late)
                     self.elector.on_started_leading(self._lead)
                     self.elector.on_stopped_leading(self._follow)
                     elector_task = asyncio.create_task(self.elector.run(), name="leader-election")

@@ -9,6 +9,7 @@ and an Event listing every problem, and no reconciler; the others go on.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -33,6 +34,9 @@ from autoscaler.service.reconciler import invalid_status as build_invalid_status
 from autoscaler.service.targets import API_VERSION, KIND, TARGETS, Target, error_text, target_from_object
 
 log = structlog.get_logger("autoscaler.manager")
+
+TAKEOVER_READ_BACKOFF = (0.5, 10.0)  # seconds: first retry, cap (the read of statuses at takeover)
+TAKEOVER_PAGE = 100
 
 
 def _trim_target(obj: Mapping[str, Any]) -> Target | None:
@@ -129,7 +133,9 @@ class Manager:
         self._selecting: dict[str, tuple[tuple[int, int], dict[str, list[Key]], dict[Key, list[str]]]] = {}
         self._selectors_version: dict[str, int] = defaultdict(int)
         self.invalid: dict[Key, Target] = {}
-        self.statuses: dict[Key, Mapping[str, Any]] = {}  # last status of targets without a running reconciler
+        # The last status of targets without a running reconciler, for /api/targets only: a new term
+        # restores from the server, never from here (an older term's memory, see activate).
+        self.statuses: dict[Key, Mapping[str, Any]] = {}
         self._targets: dict[Key, Target] = {t.key: t for t in static_targets or []}
         self._tasks: list[asyncio.Task[None]] = []
         self._cache_tasks: list[asyncio.Task[None]] = []
@@ -161,15 +167,56 @@ class Manager:
         await asyncio.gather(*(cache.synced.wait() for cache in self.caches))
 
     async def activate(self) -> None:
-        """Start reconciling every known target (on becoming leader, or at once without election)."""
+        """Start reconciling every known target (on becoming leader, or at once without election).
+
+        Each reconciler starts from the target's status as it is on the API server *now*, read with one
+        LIST (paged) per watched scope: the cache may lag (a watch relisting after a partition, events
+        still buffered after a pause), and this instance's memory of an earlier term is older than what
+        the leaders since then wrote (D3). A failed read is retried with backoff; no target is
+        reconciled from older state meanwhile."""
         await self.wait_synced()
         if self._active:
             return
+        statuses = await self._statuses_at_takeover()
         self._active = True
         for target in list(self._targets.values()):
-            await self._apply_target(target, at_startup=True)
+            fresh = statuses.get(target.key)
+            await self._apply_target(target, at_startup=True,
+                                     server_status=fresh.status if fresh is not None else target.status)
         self._report_counts()
         self._tasks.append(asyncio.create_task(self._process_changes(), name="target changes"))
+
+    async def _statuses_at_takeover(self) -> dict[Key, Target]:
+        """Every target as the API server has it now (nothing for targets from a file: they have no
+        status on the server, so a new term starts as upstream does after a restart)."""
+        if self.static:
+            return {}
+        delay = TAKEOVER_READ_BACKOFF[0]
+        while True:
+            try:
+                fresh: dict[Key, Target] = {}
+                for namespace in self.namespaces or (None,):
+                    fresh.update(await self._list_targets(namespace))
+                return fresh
+            except KubeError as exc:
+                log.warning("could not read the targets at takeover: retrying", error=str(exc),
+                            retry_in=round(delay, 2))
+            await asyncio.sleep(delay * (1 + random.random()) / 2)
+            delay = min(TAKEOVER_READ_BACKOFF[1], delay * 2)
+
+    async def _list_targets(self, namespace: str | None) -> dict[Key, Target]:
+        found: dict[Key, Target] = {}
+        token = ""
+        while True:
+            query = [("limit", str(TAKEOVER_PAGE))] + ([("continue", token)] if token else [])
+            body = await self.api.get(TARGETS.collection(namespace), resource=TARGETS.label, query=query)
+            for obj in (body or {}).get("items") or []:
+                target = _trim_target(obj) if isinstance(obj, Mapping) else None
+                if target is not None:
+                    found[target.key] = target
+            token = str(((body or {}).get("metadata") or {}).get("continue") or "")
+            if not token:
+                return found
 
     async def deactivate(self) -> None:
         """Stop every reconciler now (leadership lost or shutting down); caches keep running."""
@@ -213,7 +260,11 @@ class Manager:
         if self._on_targets is not None:
             self._on_targets(len(self.running), len(self.invalid))
 
-    async def _apply_target(self, target: Target, *, at_startup: bool) -> None:
+    async def _apply_target(self, target: Target, *, at_startup: bool,
+                            server_status: Mapping[str, Any] | None = None) -> None:
+        """Start, restart or update ``target``'s reconciler. A restart (spec changed) keeps this term's
+        state; a start restores it from ``server_status`` (read at takeover) or the status the cache
+        has, which follows every status write (never from this instance's memory of an older term)."""
         key = target.key
         running = self.running.get(key)
         if running is not None and running.target.same_spec(target):
@@ -228,8 +279,9 @@ class Manager:
             await self._report_invalid(target)
             return
         self.invalid.pop(key, None)
-        reconciler = TargetReconciler(target, self.services, state=state,
-                                      last_status=last_status or target.status or self.statuses.get(key))
+        if last_status is None:
+            last_status = server_status if server_status is not None else target.status
+        reconciler = TargetReconciler(target, self.services, state=state, last_status=last_status)
         task = asyncio.create_task(reconciler.run(first_delay(self.services.period, at_startup=at_startup)),
                                    name=f"reconcile {key[0]}/{key[1]}")
         self.running[key] = self._running_in.setdefault(key[0], {})[key] = _Running(target, reconciler, task)
@@ -263,7 +315,10 @@ class Manager:
             return
         await self.events.record(self._involved(target), "Warning", "InvalidSpec", error_text(target.errors))
         document = build_invalid_status(target, time.time(), target.status)
-        await self._write_status(target, document, target.status)
+        try:
+            await self._write_status(target, document, target.status)
+        except KubeError as exc:
+            log.warning("could not write status", namespace=target.namespace, name=target.name, error=str(exc))
 
     # -- services for reconcilers ---------------------------------------------------------------
 
@@ -350,6 +405,8 @@ class Manager:
 
     async def _write_status(self, target: Target, document: Mapping[str, Any],
                             previous: Mapping[str, Any] | None) -> None:
+        """Write a target's status; a failure raises :class:`KubeError` (the reconciler backs off), except
+        for a target deleted meanwhile, which needs no status."""
         if target.key not in self.running:
             # A running reconciler keeps its own last status (compressed); this copy is for the others
             # (invalid targets), and _stop keeps a stopped reconciler's.
@@ -361,8 +418,8 @@ class Manager:
             await self.api.merge_patch(TARGETS.item(target.namespace, target.name, "status"), body,
                                        resource="scalingtargets/status")
         except KubeError as exc:
-            if not exc.not_found:  # a target deleted meanwhile needs no status
-                log.warning("could not write status", namespace=target.namespace, name=target.name, error=str(exc))
+            if not exc.not_found:
+                raise
 
     # -- introspection ------------------------------------------------------------------------------
 

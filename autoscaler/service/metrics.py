@@ -38,6 +38,8 @@ PROMETHEUS_ERROR_KINDS = frozenset({"unreachable", "timeout", "http", "bad_query
 LIMIT_REASONS = ("ScaleUpLimit", "ScaleDownLimit", "TooManyReplicas", "TooFewReplicas")
 NOT_LIMITED = frozenset({"", "DesiredWithinRange"})
 DIRECTIONS = frozenset({"up", "down"})
+WRITE_PATHS = ("horizontal", "vpa")  # what a target's write backoff holds: scale + status, or the VPA
+WRITE_KINDS = frozenset({"scale", "status", "vpa"})
 OTHER = "other"
 
 # Seconds. A sync is a few milliseconds when it only reads caches; Prometheus queries and API calls take
@@ -80,7 +82,8 @@ class _TargetSeries:
     ~12 MiB for 1,000 targets. These fields hold the same numbers in ~1 KiB per target.
     """
 
-    __slots__ = ("conditions", "last_sync", "limited", "metrics", "reasons", "replicas", "scale_events")
+    __slots__ = ("conditions", "last_sync", "limited", "metrics", "reasons", "replicas", "scale_events",
+                 "write_backoff")
 
     def __init__(self) -> None:
         self.replicas: tuple[int | None, int | None, int | None] = (None, None, None)  # current, desired, final
@@ -90,6 +93,7 @@ class _TargetSeries:
         self.conditions: dict[str, int] = {}
         self.scale_events: dict[str, int] = {}
         self.last_sync: float | None = None
+        self.write_backoff: dict[str, float] = {}  # path -> seconds (only paths that ever failed)
 
 
 _REPLICA_FAMILIES = (
@@ -133,6 +137,10 @@ class _TargetCollector:
                                        labels=[*labels, "condition"])
         last_sync = GaugeMetricFamily("autoscaler_target_last_sync_timestamp_seconds",
                                       "Unix time of the target's last successful sync.", labels=labels)
+        backoff = GaugeMetricFamily("autoscaler_target_write_backoff_seconds",
+                                    "The delay before the next write of a target whose writes keep failing "
+                                    "(path horizontal: scale and status; vpa); 0 once a write succeeds.",
+                                    labels=[*labels, "path"])
         for (namespace, name), series in targets:
             for reason in series.reasons:
                 limited.add_metric([namespace, name, reason], 1 if reason == series.limited else 0)
@@ -147,7 +155,9 @@ class _TargetCollector:
                 conditions.add_metric([namespace, name, condition], status)
             if series.last_sync is not None:
                 last_sync.add_metric([namespace, name], series.last_sync)
-        yield from (limited, values, goals, events, conditions, last_sync)
+            for path, seconds in series.write_backoff.items():
+                backoff.add_metric([namespace, name, path], seconds)
+        yield from (limited, values, goals, events, conditions, last_sync, backoff)
 
 
 CacheState = tuple[str, bool, float, int, int]  # resource, synced, stale seconds, incidents, relists
@@ -231,6 +241,9 @@ class ServiceMetrics:
         self.kubernetes_requests = Counter("autoscaler_kubernetes_requests_total",
                                            "Kubernetes API requests by verb, resource and HTTP status code.",
                                            ["verb", "resource", "code"], registry=r)
+        self.write_failures = Counter("autoscaler_write_failures_total",
+                                      "Failed writes of targets by kind (scale, status, vpa); each backs off.",
+                                      ["kind"], registry=r)
         self.kubernetes_request_duration = Histogram("autoscaler_kubernetes_request_duration_seconds",
                                                      "Duration of Kubernetes API requests (watches excluded).",
                                                      ["verb"], buckets=FAST_BUCKETS, registry=r)
@@ -240,6 +253,10 @@ class ServiceMetrics:
 
         # The process.
         self.leader = Gauge("autoscaler_leader", "1 while this instance is the leader.", registry=r)
+        self.leader_renew_late = Histogram("autoscaler_leader_renew_late_seconds",
+                                           "How much later than planned each Lease renewal attempt started "
+                                           "(a stalled or overloaded process renews late before it loses the lease).",
+                                           buckets=LAG_BUCKETS, registry=r)
         self.targets = Gauge("autoscaler_targets", "Targets known, by state.", ["state"], registry=r)
         r.register(_CacheCollector(self._cache_source))
         self.event_loop_lag = Histogram("autoscaler_event_loop_lag_seconds",
@@ -331,6 +348,15 @@ class ServiceMetrics:
         events = self._series(namespace, name).scale_events
         events[direction] = events.get(direction, 0) + 1
 
+    def set_write_backoff(self, namespace: str, name: str, path: str, seconds: float) -> None:
+        """A target's writes on ``path`` (horizontal | vpa) back off ``seconds``; 0 when they work again."""
+        if path in WRITE_PATHS:
+            self._series(namespace, name).write_backoff[path] = max(0.0, seconds)
+
+    def count_write_failure(self, kind: str) -> None:
+        """A failed write of a target: ``kind`` scale | status | vpa."""
+        self.write_failures.labels(_bounded(kind, WRITE_KINDS)).inc()
+
     def forget_target(self, namespace: str, name: str) -> None:
         """Remove every series of a target (deleted, or no longer ours)."""
         self._targets.pop((namespace, name), None)
@@ -345,6 +371,9 @@ class ServiceMetrics:
 
     def set_leader(self, leading: bool) -> None:
         self.leader.set(1 if leading else 0)
+
+    def observe_leader_renew_late(self, seconds: float) -> None:
+        self.leader_renew_late.observe(max(0.0, seconds))
 
     def set_targets(self, active: int, invalid: int) -> None:
         self.targets.labels("active").set(active)

@@ -4,7 +4,8 @@ The decision itself is the pure engine's (:func:`autoscaler.core.decision.decide
 gathers what the engine observes (the scale, the pods from the cache, the metrics from Prometheus),
 applies what it decides (the scale subresource, Events, the status) and keeps the state the next sync
 starts from. A failure of any step becomes a condition and an Event, never an exception that escapes:
-one target's trouble never touches another.
+one target's trouble never touches another. Writes that keep failing back off per target (see
+:mod:`autoscaler.service.write_backoff`); every write is fenced on leadership right before it is sent.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from autoscaler.kube.api import KubeError
 from autoscaler.kube.events import InvolvedObject
 from autoscaler.kube.labels import LabelSelector, SelectorError, parse_label_selector
 from autoscaler.kube.records import PodRecord
-from autoscaler.kube.scale import Scale, ScaleError
+from autoscaler.kube.scale import Scale, ScaleError, StaleScale
 from autoscaler.prometheus.reader import TargetQuery
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
 from autoscaler.service.status import (
@@ -59,6 +60,7 @@ from autoscaler.service.status import (
     status_fingerprint,
 )
 from autoscaler.service.targets import Target, error_text
+from autoscaler.service.write_backoff import WriteBackoff
 
 log = structlog.get_logger("autoscaler.reconciler")
 _stdlib_log = logging.getLogger("autoscaler.reconciler")  # the level structlog's filter_by_level reads
@@ -78,6 +80,8 @@ class MetricsSink(Protocol):
                    final: int | None, limited_reason: str | None = None,
                    metrics: Sequence[tuple[str, float | None, float | None]] = ()) -> None: ...
     def count_scale_event(self, namespace: str, name: str, direction: str) -> None: ...
+    def set_write_backoff(self, namespace: str, name: str, path: str, seconds: float) -> None: ...
+    def count_write_failure(self, kind: str) -> None: ...
 
 
 class NullMetrics:
@@ -94,6 +98,12 @@ class NullMetrics:
         pass
 
     def count_scale_event(self, namespace: str, name: str, direction: str) -> None:
+        pass
+
+    def set_write_backoff(self, namespace: str, name: str, path: str, seconds: float) -> None:
+        pass
+
+    def count_write_failure(self, kind: str) -> None:
         pass
 
 
@@ -201,6 +211,7 @@ class Services:
     involved: Callable[[Target], InvolvedObject]
     read_metrics: Callable[[TargetQuery], Awaitable[list[Any]]]
     record_event: Callable[[InvolvedObject, str, str, str], Awaitable[None]]
+    # Raises KubeError when the write fails (the reconciler backs off); a deleted target is no failure.
     write_status: Callable[[Target, Mapping[str, Any], Mapping[str, Any] | None], Awaitable[None]]
     may_write: Callable[[], bool]          # leadership fencing: False once leadership may be lost
     metrics: MetricsSink
@@ -233,6 +244,11 @@ class TargetReconciler:
         self._pod_lists_seen: tuple[list[str], list[PodInfo]] = ([], [])
         self._quiet: tuple[Any, ...] | None = None  # a fingerprint that needed no write against…
         self._quiet_of: bytes | None = None           # …this last status (see _unchanged)
+        # Writes that keep failing back off (see write_backoff): the scale and the status together (a
+        # sync waits), the VPA on its own (HVPA's vertical path fails in isolation, horizontal goes on).
+        self.writes = WriteBackoff(services.period)
+        self.vpa_writes = WriteBackoff(services.period)
+        self._sync_failed = False  # a write of the current sync failed (one failure per sync counts)
 
     @property
     def last_status(self) -> Mapping[str, Any] | None:
@@ -294,11 +310,18 @@ class TargetReconciler:
                 self.services.metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started,
                                                         "error", "StaleCache")
                 return None
+            clock = time.monotonic()
+            if self.writes.holding(clock):
+                log.debug("sync held: writes are backing off", failures=self.writes.failures,
+                          next_attempt_in=round(self.writes.remaining(clock), 1))
+                return None
+            self._sync_failed = False
             state = self.state if self.state is not None else restore_state(self.last_status, now)
             try:
                 scale = await self.services.scales.read(target)
             except ScaleError as exc:
                 await self._scale_unreadable(state, str(exc), now)
+                self._settle_writes()
                 self.services.metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started,
                                                         "error", "FailedGetScale")
                 return None
@@ -325,6 +348,7 @@ class TargetReconciler:
                 self.hvpa_state = await self._apply_hvpa(hvpa, decision, hvpa_state)
                 extra["hvpa"] = hvpa_status(hvpa, self.hvpa_state)
             await self._report(decision, now, extra)
+            self._settle_writes()
             self.state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
                                      decision.last_scale_time)
             self.syncs += 1
@@ -393,12 +417,14 @@ class TargetReconciler:
     async def _apply(self, decision: Decision, scale: Scale, now: float) -> Decision:
         if not decision.scale or self.services.dry_run:
             return decision
-        if not self.services.may_write():
-            raise LeadershipLost  # never write without it
+        self._fence()
         try:
             await self.services.scales.write(self.target, decision.replicas, scale)
-        except ScaleError as exc:
+        except StaleScale as exc:  # another writer changed the replicas: decide again, no backoff (F8)
             return apply_scale_result(decision, self.spec, False, now, str(exc))
+        except ScaleError as exc:
+            return apply_scale_result(decision, self.spec, False, now,
+                                      f"{exc}; {self._write_failed('scale', str(exc))}")
         applied = apply_scale_result(decision, self.spec, True, now)
         self.services.metrics.count_scale_event(self.target.namespace, self.target.name,
                                                 "up" if decision.replicas > decision.current_replicas else "down")
@@ -412,22 +438,55 @@ class TargetReconciler:
             name = str(((self.services.find_vpa(self.target) or {}).get("metadata") or {}).get("name") or "")
             if not name or self.services.write_vpa is None:
                 return before
-            if not self.services.may_write():
-                raise LeadershipLost
+            clock = time.monotonic()
+            if self.vpa_writes.holding(clock):
+                return before
+            self._fence()
             try:
                 await self.services.write_vpa(self.target.namespace, name, hvpa.vpa_patch)
             except KubeError as exc:
-                log.warning("could not pin the VPA", vpa=name, error=str(exc))
+                delay = self.vpa_writes.failed(str(exc), clock)
+                self.services.metrics.count_write_failure("vpa")
+                self.services.metrics.set_write_backoff(self.target.namespace, self.target.name, "vpa", delay)
+                log.warning("could not pin the VPA", vpa=name, error=str(exc), failures=self.vpa_writes.failures,
+                            retry_in=round(delay, 1))
+                self._fence()
                 await self.services.record_event(self.involved, "Warning", "FailedUpdateVPA",
-                                                 f"could not pin VPA {name}: {exc}")
+                                                 f"could not pin VPA {name}: {exc}; next attempt in {delay:.0f}s")
                 return before
+            if self.vpa_writes.succeeded():
+                self.services.metrics.set_write_backoff(self.target.namespace, self.target.name, "vpa", 0.0)
+                log.info("the VPA can be pinned again", vpa=name)
         return hvpa.state
+
+    def _fence(self) -> None:
+        """Checked right before every write: an instance whose lease may have run out writes nothing."""
+        if not self.services.may_write():
+            raise LeadershipLost
+
+    def _write_failed(self, kind: str, error: str) -> str:
+        """Count a failed write (once per sync) and back off; returns when the next attempt comes, as
+        the AbleToScale message says it."""
+        self.services.metrics.count_write_failure(kind)
+        if not self._sync_failed:
+            self._sync_failed = True
+            delay = self.writes.failed(error, time.monotonic())
+            self.services.metrics.set_write_backoff(self.target.namespace, self.target.name, "horizontal", delay)
+            log.warning("write failed: backing off", write=kind, error=error, failures=self.writes.failures,
+                        retry_in=round(delay, 1))
+        return (f"next attempt in {self.writes.delay:.0f}s "
+                f"({self.writes.failures} failed write{'s' if self.writes.failures > 1 else ''} in a row)")
+
+    def _settle_writes(self) -> None:
+        """After a sync whose writes all went through: a backoff in progress ends (recovery)."""
+        if not self._sync_failed and self.writes.succeeded():
+            self.services.metrics.set_write_backoff(self.target.namespace, self.target.name, "horizontal", 0.0)
+            log.info("writes succeed again: backoff over")
 
     async def _report(self, decision: Decision, now: float, extra: dict[str, Any] | None = None) -> None:
         target = self.target
-        if not self.services.may_write():
-            raise LeadershipLost
         for event in decision.events:
+            self._fence()
             await self.services.record_event(self.involved, event.type, event.reason, event.message)
         extra = dict(extra or {})
         if self.services.dry_run:
@@ -438,8 +497,12 @@ class TargetReconciler:
                                                               extra=extra, details=False))
         if changed:
             document = status_document(decision, generation=target.generation, now=now, extra=extra)
-            await self.services.write_status(target, document, self.last_status)
-            self.last_status = document
+            self._fence()
+            try:
+                await self.services.write_status(target, document, self.last_status)
+                self.last_status = document
+            except KubeError as exc:
+                self._write_failed("status", str(exc))
         limited = limited_by(decision)
         # info, but debug when nothing changed and nothing is limited (docs/operations.md): a steady
         # service would otherwise log every target every period.
@@ -484,8 +547,12 @@ class TargetReconciler:
         if self.target.generation is not None:
             document["observedGeneration"] = self.target.generation
         if self._needs_write(document):
-            await self.services.write_status(self.target, document, self.last_status)
-            self.last_status = document
+            self._fence()
+            try:
+                await self.services.write_status(self.target, document, self.last_status)
+                self.last_status = document
+            except KubeError as exc:
+                self._write_failed("status", str(exc))
 
 
 def first_delay(period: float, *, at_startup: bool) -> float | None:

@@ -36,8 +36,10 @@ class Target:
     errors: tuple[FieldError, ...] = ()
     spec_json: str = ""  # the spec as written (canonical JSON): an edit restarts the reconciler
     # The status the object carried, as compact JSON: it is read only when a reconciler starts (the
-    # decision history of a restarted service), and as text it costs a fraction of the parsed document.
-    status_json: str | None = field(default=None, compare=False, repr=False)
+    # decision history of a restarted service or a new leader), and as text it costs a fraction of the
+    # parsed document. It takes part in equality: a status-only change (another leader's write) must
+    # reach the manager, or a later leader would start from a history older than the server's (D3).
+    status_json: str | None = field(default=None, repr=False)
 
     @property
     def status(self) -> Mapping[str, Any] | None:

@@ -102,11 +102,15 @@ class Chaos:
         return settings
 
     async def service(self, name: str, *, clock_offset: float | None = None, start: bool = True,
-                      **overrides: Any) -> ServiceProcess:
+                      token_file: Path | None = None, **overrides: Any) -> ServiceProcess:
+        """One ``autoscaler run`` behind its own relay. ``token_file``: the kubeconfig's user reads its
+        bearer token from this file (``tokenFile``), as a projected service-account token is read."""
         relay = await TcpRelay("127.0.0.1", self.cluster.port).start()
         self.relays.append(relay)
         kubeconfig = self.cluster.kubeconfig()
         kubeconfig["clusters"][0]["cluster"]["server"] = relay.url
+        if token_file is not None:
+            kubeconfig["users"][0]["user"] = {"tokenFile": str(token_file)}
         path = self.workdir / f"{name}.kubeconfig"
         path.write_text(yaml.safe_dump(kubeconfig))
         settings = self.settings(**overrides)

@@ -8,7 +8,12 @@ Faults act on real connections, as a load balancer, a dying API server or a brok
   :meth:`TcpRelay.thaw` lets the held bytes through again;
 - :meth:`TcpRelay.slow` delays every chunk in both directions;
 - :meth:`TcpRelay.refuse` closes the listening socket (connection refused) until :meth:`accept`;
-- :meth:`TcpRelay.reset_new` answers every new connection with an RST.
+- :meth:`TcpRelay.reset_new` answers every new connection with an RST;
+- :meth:`TcpRelay.reset_requests` resets each connection that carries a matching request, before the
+  request reaches the server (every scale write reset, for as long as the test wants).
+
+Every request line forwarded is kept with its moment in :attr:`TcpRelay.sent`, so a test can tell what
+one instance sent and when (:meth:`TcpRelay.requests`).
 
 The relay reads the first line of each HTTP/1.1 request it forwards (client to server), so a fault can
 pick the connection now carrying a watch, a Lease update or a scale patch. Nothing else is parsed.
@@ -21,6 +26,7 @@ import contextlib
 import re
 import socket
 import struct
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -69,6 +75,10 @@ class TcpRelay:
         self.connections: set[_Connection] = set()
         self.accepted = 0
         self.cuts = 0
+        # Every request line forwarded, with the (monotonic) moment it was seen, closed connections
+        # included: what this instance sent, and when (e.g. "no write after its lease ran out").
+        self.sent: list[tuple[float, str]] = []
+        self._reset_match: Match | None = None
         self._server: asyncio.Server | None = None
         self._freeze_match: Match | None = None
         self._reset_new = False
@@ -142,6 +152,15 @@ class TcpRelay:
         """Answer every new connection with an RST before any byte is exchanged."""
         self._reset_new = on
 
+    def reset_requests(self, match: Match | None) -> None:
+        """Abort (RST) every connection as soon as it carries a request that matches, before the request
+        reaches the server (``None`` stops): a network that resets, e.g., every scale write."""
+        self._reset_match = match
+
+    def requests(self, match: Match | None = None, since: float = 0.0) -> list[tuple[float, str]]:
+        """(moment, request line) of every request sent since ``since`` that matches."""
+        return [(at, line) for at, line in self.sent if at >= since and (match is None or match(line))]
+
     def matching(self, match: Match) -> list[str]:
         """The current requests of open connections that match (e.g. which watches are open)."""
         return [c.request for c in self.connections if match(c.request)]
@@ -180,6 +199,10 @@ class TcpRelay:
                     for found in _REQUEST_LINE.finditer(chunk):
                         connection.request = f"{found.group(1).decode()} {found.group(2).decode()}"
                         connection.requests.append(connection.request)
+                        self.sent.append((time.monotonic(), connection.request))
+                        if self._reset_match is not None and self._reset_match(connection.request):
+                            connection.abort()
+                            return
                         if self._freeze_match is not None and self._freeze_match(connection.request):
                             connection.frozen = True
                 while connection.frozen:

@@ -153,7 +153,7 @@ class ServiceProcess:
         return {(s.name, tuple(sorted(s.labels.items()))): s.value
                 for family in text_string_to_metric_families(text) for s in family.samples}
 
-    async def metric(self, name: str, **labels: str) -> float | None:
+    async def metric(self, name: str, /, **labels: str) -> float | None:
         wanted = tuple(sorted(labels.items()))
         samples = await self.metrics()
         if labels:

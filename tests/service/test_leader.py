@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -341,3 +342,50 @@ async def test_timings_are_validated_and_identities_are_unique(api: ApiClient) -
     with pytest.raises(ValueError, match="identity"):
         LeaderElector(api, namespace="n", name="l", identity="")
     assert default_identity() != default_identity()
+
+
+def lease_requests(emulator: KubeEmulator, since: float) -> list[float]:
+    return [r.started for r in emulator.requests.records if r.resource == "leases" and r.started >= since]
+
+
+async def test_retry_after_is_honoured_by_a_candidate_and_by_the_leader(
+        emulator: KubeEmulator, api: ApiClient) -> None:
+    """429 with Retry-After: 1 on every Lease request: no request comes sooner after one (the retry period
+    is 0.1 s); the leader, told to wait past its renew deadline, steps down; both come back after."""
+    first, second = Candidate(api, "a"), Candidate(api, "b")
+    async with running(first, second):
+        await eventually(lambda: bool(first.started or second.started))
+        leader, standby = (first, second) if first.started else (second, first)
+        rule = emulator.faults.throttle(retry_after=1, resource="leases")
+        since = time.monotonic()
+        await asyncio.sleep(3.5)
+        emulator.faults.remove(rule)
+        moments = lease_requests(emulator, since)
+        # two clients, each at most one request a second: ≤ 4 each in 3.5 s, instead of ~25 each
+        assert len(moments) <= 9, f"{len(moments)} Lease requests in 3.5 s of Retry-After: 1"
+        assert leader.stopped, "a leader that may not renew before its deadline steps down"
+        await eventually(lambda: leader.elector.is_leader or standby.elector.is_leader, within=5.0)
+
+
+async def test_errors_back_off_exponentially_up_to_the_lease_duration(
+        emulator: KubeEmulator, api: ApiClient) -> None:
+    candidate = Candidate(api, "a", lease_duration=1.0, renew_deadline=0.6, retry_period=0.1, jitter_factor=0.0)
+    rule = emulator.faults.error(503, resource="leases")
+    since = time.monotonic()
+    async with running(candidate):
+        await asyncio.sleep(3.0)
+        moments = lease_requests(emulator, since)
+        gaps = [b - a for a, b in itertools.pairwise(moments)]
+        # 0.1, 0.2, 0.4, 0.8, then the 1 s cap: 7 or 8 attempts in 3 s instead of 30
+        assert 5 <= len(moments) <= 9, gaps
+        assert gaps[0] < 0.3 and max(gaps) >= 0.9 and all(g <= 1.3 for g in gaps), gaps
+        emulator.faults.remove(rule)
+        await eventually(lambda: bool(candidate.started), within=3.0)
+
+
+async def test_each_renewal_reports_how_late_it_started(emulator: KubeEmulator, api: ApiClient) -> None:
+    late: list[float] = []
+    candidate = Candidate(api, "a", observe_renew_late=late.append)
+    async with running(candidate):
+        await eventually(lambda: len(late) >= 3)
+    assert all(0 <= seconds < 0.1 for seconds in late), late  # an idle loop renews on time
