@@ -53,7 +53,8 @@ def test_the_token_file_of_the_selected_user(tmp_path: Path) -> None:
     path = kubeconfig(tmp_path, {"tokenFile": "token"})
     assert kubeconfig_token_file(yaml.safe_load(path.read_text()), str(path), None) == tmp_path / "token"
     assert kubeconfig_token_file(yaml.safe_load(path.read_text()), str(path), "second") == Path("/elsewhere")
-    assert kubeconfig_token_file(yaml.safe_load((inline := kubeconfig(tmp_path, {"token": "inline"})).read_text()), str(inline), None) is None
+    inline = kubeconfig(tmp_path, {"token": "inline"})
+    assert kubeconfig_token_file(yaml.safe_load(inline.read_text()), str(inline), None) is None
 
 
 async def test_a_client_from_a_kubeconfig_with_a_token_file_rereads_it(tmp_path: Path) -> None:
