@@ -47,6 +47,7 @@ from autoscaler.kube.labels import LabelSelector, SelectorError, parse_label_sel
 from autoscaler.kube.records import PodRecord
 from autoscaler.kube.scale import Scale, ScaleError
 from autoscaler.prometheus.reader import TargetQuery
+from autoscaler.service.clock import PROCESS_CLOCK
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
 from autoscaler.service.status import (
     limited_by,
@@ -209,6 +210,7 @@ class Services:
     write_vpa: Callable[[str, str, Mapping[str, Any]], Awaitable[None]] | None = None
     cache_problem: Callable[[], str | None] = lambda: None  # why cached state cannot be trusted now
     schedule: Schedule | None = None  # None: Schedule(period, jitter), made on first use
+    clock: Callable[[], float] = PROCESS_CLOCK.now  # decisions' "now": Unix time that never steps
 
     def __post_init__(self) -> None:
         if self.schedule is None:
@@ -282,7 +284,7 @@ class TargetReconciler:
         """One sync. ``slot``: the concurrency slot this sync holds, given back while it waits for its
         metrics (see :class:`ConcurrencySlot`)."""
         started = time.monotonic()
-        now = time.time() if now is None else now
+        now = self.services.clock() if now is None else now
         target, spec = self.target, self.spec
         structlog.contextvars.bind_contextvars(namespace=target.namespace, name=target.name)
         try:

@@ -20,7 +20,7 @@ class FakeClient:
         self.answer = answer
         self.queries: list[str] = []
 
-    async def query(self, promql: str, at: float) -> InstantResult:
+    async def query(self, promql: str, at: float | None, **_options: object) -> InstantResult:
         self.queries.append(promql)
         return self.answer(promql)
 
