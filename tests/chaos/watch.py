@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from dataclasses import dataclass, field
 
@@ -54,7 +55,7 @@ class SyncWatch:
         count as syncs only when one was seen there: a target that never synced has a gap of it all)."""
         until = time.monotonic() if until is None else until
         moments = [since, *(m for m in self.moves.get(key, []) if since <= m <= until), until]
-        return max(b - a for a, b in zip(moments, moments[1:], strict=False))
+        return max(b - a for a, b in itertools.pairwise(moments))
 
     def worst(self, since: float, until: float | None = None) -> tuple[float, Key]:
         return max((self.longest_gap(key, since, until), key) for key in self.targets)
