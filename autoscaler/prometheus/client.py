@@ -182,7 +182,7 @@ class PrometheusClient:
             raise RuntimeError("PrometheusClient used before start() (use it as an async context manager)")
         return self._session
 
-    async def _call(self, path: str, form: Mapping[str, str], deadline: float | None) -> tuple[bytes, str]:
+    async def _call(self, path: str, form: Mapping[str, str], deadline: float | None) -> tuple[bytearray, str]:
         """The body and content type of a successful answer; raises a :class:`PrometheusError` otherwise."""
         self._require_session()
         self.stats.calls += 1
@@ -206,7 +206,7 @@ class PrometheusClient:
             self.stats.failures[error.kind] = self.stats.failures.get(error.kind, 0) + 1
             raise
 
-    async def _call_with_retries(self, path: str, form: Mapping[str, str], deadline: float) -> tuple[bytes, str]:
+    async def _call_with_retries(self, path: str, form: Mapping[str, str], deadline: float) -> tuple[bytearray, str]:
         loop = asyncio.get_running_loop()
         attempt = 0
         refreshed_credentials = False
@@ -236,7 +236,7 @@ class PrometheusClient:
                 self.stats.retries += 1
                 await asyncio.sleep(delay)
 
-    async def _attempt(self, path: str, form: Mapping[str, str], deadline: float) -> tuple[bytes, str]:
+    async def _attempt(self, path: str, form: Mapping[str, str], deadline: float) -> tuple[bytearray, str]:
         session = self._require_session()
         url = self.settings.url + path
         remaining = deadline - asyncio.get_running_loop().time()
@@ -276,22 +276,21 @@ class PrometheusClient:
                 f"{type(exc).__name__}: {_reason(exc)}")), dropped_connection=dropped) from None
         return self._interpret(status, content_type, payload)
 
-    async def _read_capped(self, response: aiohttp.ClientResponse) -> bytes:
-        """The body, read no further than ``maxResponseBytes``."""
+    async def _read_capped(self, response: aiohttp.ClientResponse) -> bytearray:
+        """The body, read no further than ``maxResponseBytes``. Grown chunk by chunk: joining a large
+        answer's chunks at the end would copy it all in one step on the event loop."""
         cap = self.settings.max_response_bytes
         length = response.content_length
         if length is not None and length > cap and not response.headers.get("Content-Encoding"):
             response.close()
             raise self._too_large(f"{length} bytes")
-        chunks: list[bytes] = []
-        size = 0
+        body = bytearray()
         async for chunk in response.content.iter_any():
-            size += len(chunk)
-            if size > cap:
+            if len(body) + len(chunk) > cap:
                 response.close()  # the rest is never read: the connection is dropped, not reused
                 raise self._too_large(f"more than {cap} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
+            body += chunk
+        return body
 
     def _too_large(self, size: str) -> PrometheusResponseTooLarge:
         return PrometheusResponseTooLarge(
@@ -314,7 +313,7 @@ class PrometheusClient:
     def _redact(self, text: str) -> str:
         return self._credentials.redact(text)
 
-    def _decode(self, payload: bytes, content_type: str) -> Any:
+    def _decode(self, payload: bytearray, content_type: str) -> Any:
         try:
             # orjson: Prometheus' answers are the service's largest input (tens of thousands of
             # series a sync period), and it decodes them in less than half json's time.
@@ -324,7 +323,7 @@ class PrometheusClient:
                 f"malformed Prometheus response from {self.settings.display_url}: not JSON "
                 f"({content_type or 'no content type'}): {_snippet(payload)!r}")) from None
 
-    def _interpret(self, status: int, content_type: str, payload: bytes) -> tuple[bytes, str]:
+    def _interpret(self, status: int, content_type: str, payload: bytearray) -> tuple[bytearray, str]:
         """The payload of a 2xx answer; the error an error answer stands for."""
         if 200 <= status < 300:
             return payload, content_type
@@ -354,7 +353,7 @@ class PrometheusClient:
         raise error
 
 
-def _snippet(payload: bytes) -> str:
+def _snippet(payload: bytes | bytearray) -> str:
     text = payload[:200].decode("utf-8", errors="replace")
     return " ".join(text.split()) or "(empty body)"
 

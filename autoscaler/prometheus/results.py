@@ -131,7 +131,7 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 _NEXT = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 
 
-def parse_instant_in_pieces(payload: bytes, keep: SeriesFilter | None = None) -> InstantResult:
+def parse_instant_in_pieces(payload: bytes | bytearray, keep: SeriesFilter | None = None) -> InstantResult:
     """:func:`parse_instant` of a raw answer, one series at a time, leaving out the series ``keep``
     rejects; for a worker thread.
 
@@ -186,7 +186,7 @@ def parse_instant_in_pieces(payload: bytes, keep: SeriesFilter | None = None) ->
     return InstantResult("vector", vector=_vector(kept), warnings=warnings, left_out=left_out)
 
 
-def _loads(payload: bytes) -> object:
+def _loads(payload: bytes | bytearray) -> object:
     try:
         return orjson.loads(payload)
     except ValueError:
