@@ -48,10 +48,6 @@ class ProcessClock:
         self._last, self._last_monotonic = base, current
         return base
 
-    def wall_offset(self) -> float:
-        """How far the wall clock is ahead of this clock now (a step not yet slewed away)."""
-        return self._wall() - self.now()
-
 
 class SkewMonitor:
     """The skew of one peer's clock: ``ours - peer`` in seconds (positive: this service is ahead).
