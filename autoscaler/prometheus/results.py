@@ -126,7 +126,7 @@ def _vector(result: list[Any]) -> tuple[Series, ...]:
 
 _NO_LABELS: dict[str, str] = {}  # a series without "metric" (never modified)
 
-_RESULT_KEY = '"result":['
+_RESULT_KEY = re.compile(r'"result"[ \t\n\r]*:[ \t\n\r]*\[')
 _SPACE = re.compile(r"[ \t\n\r]*")
 _NEXT = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 
@@ -140,7 +140,7 @@ def parse_instant_in_pieces(payload: bytes | bytearray, keep: SeriesFilter | Non
     with the decoding in a thread. Decoding one series per call lets the loop take the lock between
     series, and a series left out is freed at once (no large heap for the cyclic collector to walk).
 
-    The vector is found by its key: in valid JSON an unescaped ``"result":[`` can only be an object's
+    The vector is found by its key: in valid JSON an unescaped ``"result": [`` can only be an object's
     ``result`` key holding an array, and the envelope around it is then checked to be a ``vector``
     answer whose ``data.result`` is exactly that array. Anything else (another result type, a layout
     this does not expect, malformed JSON) is decoded whole by :func:`parse_instant`, which also gives
@@ -150,14 +150,14 @@ def parse_instant_in_pieces(payload: bytes | bytearray, keep: SeriesFilter | Non
         text = payload.decode("utf-8")
     except UnicodeDecodeError:
         raise _fail("the answer is not UTF-8") from None
-    start = text.find(_RESULT_KEY)
-    if start < 0:
+    found_key = _RESULT_KEY.search(text)
+    if found_key is None:
         return parse_instant(_loads(payload))
     scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the raw_decode step, without its checks
     kept: list[Any] = []
     left_out = 0
     try:
-        position = _SPACE.match(text, start + len(_RESULT_KEY)).end()  # type: ignore[union-attr]
+        position = _SPACE.match(text, found_key.end()).end()  # type: ignore[union-attr]
         if text.startswith("]", position):
             position += 1
         else:
@@ -175,9 +175,9 @@ def parse_instant_in_pieces(payload: bytes | bytearray, keep: SeriesFilter | Non
                 if found.group(1) == "]":
                     break
         rest = text[position:]
-        if _RESULT_KEY in rest:  # another "result" array: not the layout expected
+        if _RESULT_KEY.search(rest):  # another "result" array: not the layout expected
             return parse_instant(_loads(payload))
-        envelope = orjson.loads(text[:start + len(_RESULT_KEY)] + "]" + rest)
+        envelope = orjson.loads(text[:found_key.end()] + "]" + rest)
     except (ValueError, StopIteration):  # JSONDecodeError is a ValueError; the scanner raises StopIteration
         return parse_instant(_loads(payload))
     data, warnings = success_data(envelope)

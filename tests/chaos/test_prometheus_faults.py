@@ -230,3 +230,43 @@ async def test_f19_a_prometheus_restart_redials_a_handful_without_errors(
     for index, name in enumerate(names):
         assert scaling_active(cluster, name, f"ns{index % 4}").get("status") == "True"
 
+
+
+def pod_names(cluster: KubeEmulator, app: str) -> list[str]:
+    return sorted(str(p["metadata"]["name"]) for p in cluster.list("pods", "default", f"app={app}")
+                  if not p["metadata"].get("deletionTimestamp"))
+
+
+async def test_f6_partial_pod_coverage_is_dampened_as_upstream(
+        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    """Already held (upstream's rule, a test that proves it end to end): pods without a sample count as 0
+    on a scale-up and as the target on a scale-down, so 2 of 4 pods at 3× the target give 6 replicas, not
+    12, and the same 2 at a tenth of it (of 6 pods) give 5, not 1."""
+    cluster.create(deployment("web", 4))
+    await wait_until(lambda: len(pod_names(cluster, "web")) == 4, 20, "four pods")
+    pods = pod_names(cluster, "web")
+    for pod in pods:
+        exporter.set("pod_load", {"namespace": "default", "pod": pod}, 10)
+    await asyncio.to_thread(prometheus.wait_for, 'pod_load{namespace="default"}', lambda r: len(r) == 4, 15)
+    per_pod = {"type": "Pods", "pods": {"metric": {"name": "pod_load"},
+                                        "query": "sum by (namespace, pod) (pod_load{<<scope>>})",
+                                        "target": {"type": "AverageValue", "averageValue": "10"}}}
+    cluster.create(target("web", metrics=[per_pod]))
+    await chaos.service("one")
+    timeline = chaos.timeline("web")
+    await wait_until(lambda: scaling_active(cluster, "web").get("reason") == "ValidMetricFound", 30, "a decision")
+    for pod in pods[:2]:
+        exporter.set("pod_load", {"namespace": "default", "pod": pod}, 30)
+    for pod in pods[2:]:
+        exporter.remove("pod_load", {"namespace": "default", "pod": pod})
+    rose = monotonic()
+    await asyncio.to_thread(prometheus.wait_for, 'pod_load{namespace="default"}', lambda r: len(r) == 2, 15)
+    await wait_until(lambda: replicas_of(cluster, "web") == 6, 20, "the dampened scale-up to 6")
+    await asyncio.sleep(3.0)  # the 4 new pods have no samples either: 6 holds
+    assert max(r or 0 for r in timeline.replicas_between(rose)) == 6, timeline.describe()
+    for pod in pods[:2]:
+        exporter.set("pod_load", {"namespace": "default", "pod": pod}, 1)
+    fell = monotonic()
+    await wait_until(lambda: (replicas_of(cluster, "web") or 6) < 6, 20, "the scale-down")
+    first_down = next(r for at, r in timeline.changes() if at >= fell)
+    assert first_down == 5, timeline.describe()
