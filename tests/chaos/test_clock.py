@@ -97,10 +97,13 @@ async def window_after_a_step(chaos: Chaos, cluster: KubeEmulator, exporter: Met
 
 async def test_d4_a_wall_clock_step_forward_does_not_shorten_the_window(
         chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
-    """Failed before: a step of +10 min ended the 4 s window at once (the scale-down came with the next
-    sync). The last high recommendation came at most one period before the load fell."""
+    """Failed before: with the step the queries' time= jumped 10 min ahead and found no data, so nothing
+    scaled down within 30 s; with time= gone but "now" from the wall clock, the step would end the 4 s
+    window at once (the next sync, ≤ 1 s). The last high recommendation came at most a period (1 s)
+    before the service could read the low load, which set_load sees up to a scrape (1 s) late: 2 s of
+    margin."""
     took = await window_after_a_step(chaos, cluster, exporter, prometheus, +600)
-    assert took >= 4.0 - 1.0, f"scaled down {took:.1f}s after the load fell, inside the 4 s window"
+    assert took >= 4.0 - 2.0, f"scaled down {took:.1f}s after the load fell, inside the 4 s window"
 
 
 async def test_d4_a_wall_clock_step_back_does_not_lengthen_the_window(
