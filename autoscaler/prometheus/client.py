@@ -145,14 +145,14 @@ class PrometheusClient:
         without the others (counted in ``left_out``), a small one keeps everything."""
         form = {"query": promql} if at is None else {"query": promql, "time": format_time(at)}
         payload, content_type = await self._call("/api/v1/query", form, deadline)
-        if len(payload) > self.settings.large_response_bytes:
-            self.stats.large_answers += 1
-            try:
+        try:
+            if len(payload) > self.settings.large_response_bytes:
+                self.stats.large_answers += 1
                 return await asyncio.to_thread(parse_instant_in_pieces, payload, keep)
-            except PrometheusMalformedResponse as exc:
-                raise PrometheusMalformedResponse(self._redact(
-                    f"malformed Prometheus response from {self.settings.display_url}: {exc}")) from None
-        return parse_instant(self._decode(payload, content_type))
+            return parse_instant(self._decode(payload, content_type))
+        except PrometheusMalformedResponse:
+            self.stats.failures["malformed"] = self.stats.failures.get("malformed", 0) + 1
+            raise
 
     async def query_range(self, promql: str, start: float, end: float, step: float) -> RangeResult:
         """Evaluate ``promql`` over ``[start, end]`` every ``step`` seconds (``/api/v1/query_range``)."""
@@ -195,9 +195,9 @@ class PrometheusClient:
                     await self._slots.acquire()
             except TimeoutError:
                 raise PrometheusTimeout(
-                    f"no free slot for a query to Prometheus at {self.settings.display_url} within "
-                    f"{self.settings.timeout_seconds:g}s ({self.settings.concurrency} queries in flight; "
-                    "prometheus.concurrency)") from None
+                    f"no free slot for a query to Prometheus at {self.settings.display_url} before the "
+                    f"query's deadline (at most {self.settings.timeout_seconds:g}s): all "
+                    f"{self.settings.concurrency} slots (prometheus.concurrency) were busy") from None
             try:
                 return await self._call_with_retries(path, form, deadline)
             finally:

@@ -485,15 +485,17 @@ class MetricsReader:
 
     def _pods_filter(self, members: Sequence[_Member]) -> SeriesFilter:
         """The series a per-pod query's members can use: their pods' (a large answer is parsed without
-        the others). A series without the namespace label is kept when its pod name is wanted anywhere."""
-        wanted: dict[str, frozenset[str]] = {}
-        for member in members:
-            namespace = member.target.namespace
-            wanted[namespace] = wanted.get(namespace, frozenset()) | member.pods
-        anywhere = frozenset().union(*wanted.values())
+        the others). A series without the namespace label is kept when its pod name is wanted anywhere.
+        The sets are made on the filter's first use: a small answer never uses it."""
+        wanted: dict[str, set[str]] = {}
+        anywhere: set[str] = set()
         pod_label, namespace_label = self._names.pod, self._names.namespace
 
         def keep(labels: Mapping[str, str]) -> bool:
+            if not anywhere:
+                for member in members:
+                    wanted.setdefault(member.target.namespace, set()).update(member.pods)
+                    anywhere.update(member.pods)
             pod = labels.get(pod_label)
             if pod is None:
                 return False

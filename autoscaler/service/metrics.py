@@ -35,7 +35,7 @@ from prometheus_client.process_collector import ProcessCollector
 RECONCILE_RESULTS = frozenset({"scaled", "unchanged", "error", "dry_run"})
 QUERY_OUTCOMES = frozenset({"ok", "empty", "error"})
 PROMETHEUS_ERROR_KINDS = frozenset({"unreachable", "timeout", "http", "bad_query", "malformed", "too_large"})
-CLOCK_PEERS = frozenset({"prometheus", "kubernetes"})
+CLOCK_PEERS = frozenset({"prometheus"})
 LIMIT_REASONS = ("ScaleUpLimit", "ScaleDownLimit", "TooManyReplicas", "TooFewReplicas")
 NOT_LIMITED = frozenset({"", "DesiredWithinRange"})
 DIRECTIONS = frozenset({"up", "down"})

@@ -90,9 +90,11 @@ async def window_after_a_step(chaos: Chaos, cluster: KubeEmulator, exporter: Met
     await set_load(exporter, prometheus, 10)
     service.set_clock_offset(step)
     dropped = monotonic()
-    await wait_until(lambda: (replicas_of(cluster, "web") or 8) < 8, 30, "the scale-down")
+    await wait_until(lambda: timeline.first(lambda s: (s.replicas or 8) < 8, dropped) is not None, 30,
+                     "the scale-down")
     scaled = timeline.first(lambda s: (s.replicas or 8) < 8, dropped)
-    return (scaled.at if scaled is not None else monotonic()) - dropped
+    assert scaled is not None
+    return scaled.at - dropped
 
 
 async def test_d4_a_wall_clock_step_forward_does_not_shorten_the_window(

@@ -267,6 +267,6 @@ async def test_f6_partial_pod_coverage_is_dampened_as_upstream(
     for pod in pods[:2]:
         exporter.set("pod_load", {"namespace": "default", "pod": pod}, 1)
     fell = monotonic()
-    await wait_until(lambda: (replicas_of(cluster, "web") or 6) < 6, 20, "the scale-down")
-    first_down = next(r for at, r in timeline.changes() if at >= fell)
-    assert first_down == 5, timeline.describe()
+    await wait_until(lambda: timeline.first(lambda s: (s.replicas or 6) < 6, fell) is not None, 20, "the scale-down")
+    first_down = timeline.first(lambda s: (s.replicas or 6) < 6, fell)
+    assert first_down is not None and first_down.replicas == 5, timeline.describe()
