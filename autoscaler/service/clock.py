@@ -8,7 +8,10 @@ step back would hold the old recommendations for as long as the step (no scale-d
 :class:`ProcessClock` is Unix time that runs at the monotonic clock's rate: it starts at the wall
 clock's reading and moves by the monotonic time elapsed, so a step of the wall clock does not move it.
 It follows a wall clock that was corrected after start-up only by slewing, at most ``slew`` seconds a
-second (500 ppm, the most ``adjtime`` slews): a 5 min window is then off by 0.15 s at worst.
+second (500 ppm, the most ``adjtime`` slews): a 5 min window is then off by 0.15 s at worst. A large
+correction is followed only slowly (a minute takes 33 hours), so a gap of more than ``report_after``
+seconds between the two is logged once (``wall clock stepped``): restart the service after fixing a badly
+wrong clock if its status times should follow at once.
 
 :class:`SkewMonitor` estimates how far this clock is from a peer's (Prometheus' ``Date`` header),
 exports it as ``autoscaler_clock_skew_seconds{peer}``, logs a warning once when it passes the bound
@@ -31,12 +34,14 @@ MAX_SLEW = 0.0005  # seconds per second
 
 class ProcessClock:
     def __init__(self, *, wall: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
-                 slew: float = MAX_SLEW) -> None:
+                 slew: float = MAX_SLEW, report_after: float = 10.0) -> None:
         self._wall = wall
         self._monotonic = monotonic
         self.slew = slew
+        self.report_after = report_after
         self._last_monotonic = monotonic()
         self._last = wall()
+        self.stepped = False  # the wall clock is more than report_after away (logged once per incident)
 
     def now(self) -> float:
         """Unix time, never stepping; non-decreasing."""
@@ -44,8 +49,16 @@ class ProcessClock:
         elapsed = max(0.0, current - self._last_monotonic)
         base = self._last + elapsed
         limit = self.slew * elapsed
-        base += max(-limit, min(limit, self._wall() - base))
+        gap = self._wall() - base
+        base += max(-limit, min(limit, gap))
         self._last, self._last_monotonic = base, current
+        if not self.stepped and abs(gap) > self.report_after:
+            self.stepped = True
+            log.warning("wall clock stepped", seconds=round(gap, 1),
+                        message="decisions keep the monotonic clock's time and follow the wall clock by "
+                                f"slewing at most {self.slew * 1000:g} ms a second")
+        elif self.stepped and abs(gap) <= self.report_after / 2:
+            self.stepped = False
         return base
 
 

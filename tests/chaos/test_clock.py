@@ -94,6 +94,8 @@ async def window_after_a_step(chaos: Chaos, cluster: KubeEmulator, exporter: Met
                      "the scale-down")
     scaled = timeline.first(lambda s: (s.replicas or 8) < 8, dropped)
     assert scaled is not None
+    [stepped] = service.events("wall clock stepped")  # said once
+    assert abs(stepped["seconds"] - step) < 5 and stepped["level"] == "warning"
     return scaled.at - dropped
 
 
