@@ -19,7 +19,7 @@ from typing import Protocol
 
 from autoscaler.backtest.arguments import MAX_POINTS_PER_QUERY
 from autoscaler.prometheus.errors import PrometheusError
-from autoscaler.prometheus.results import InstantResult, RangeResult, Series
+from autoscaler.prometheus.results import InstantResult, RangeResult, Series, SeriesFilter
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +144,12 @@ class HistoryClient:
         matrix = self._matrices.get(text)
         return matrix.at(t_ms) if matrix is not None else []
 
-    async def query(self, promql: str, at: float) -> InstantResult:
+    async def query(self, promql: str, at: float | None, *, deadline: float | None = None,
+                    keep: SeriesFilter | None = None) -> InstantResult:
+        """The fetched value at ``at`` (a replay always asks for a time; ``deadline`` and ``keep`` are
+        the live client's, not used here)."""
+        if at is None:
+            raise ValueError("HistoryClient.query needs a time")
         t_ms = round(at * 1000)
         matrix = self._matrices.get(promql)
         if matrix is None or t_ms < matrix.start_ms:

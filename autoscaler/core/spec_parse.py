@@ -111,11 +111,20 @@ def _scale_target_ref(obj: Obj | None) -> CrossVersionObjectReference | None:
     return CrossVersionObjectReference(kind=kind, name=name, api_version=api_version)
 
 
+# Each metric is a Prometheus query every period. A target with hundreds of them (the HPA has no limit)
+# would take a large share of Prometheus' concurrency by itself, and no real workload scales on that many
+# signals: the cap keeps one target's cost bounded and is checked like any other field.
+MAX_METRICS_PER_TARGET = 30
+
+
 def _metrics(obj: Obj, require_queries: bool) -> tuple[MetricSpec, ...] | None:
     raw = obj.raw("metrics")
     if raw is None or raw == []:
         obj.mark_known("metrics")
         return default_metrics()
+    if isinstance(raw, list | tuple) and len(raw) > MAX_METRICS_PER_TARGET:
+        obj.error("metrics", f"Too many: {len(raw)}: must have at most {MAX_METRICS_PER_TARGET} items")
+        return None
     result: list[MetricSpec] = []
     ok = True
     for path, element in obj.items("metrics"):

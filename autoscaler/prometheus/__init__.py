@@ -7,6 +7,7 @@ from autoscaler.prometheus.errors import (
     PrometheusError,
     PrometheusHTTPError,
     PrometheusMalformedResponse,
+    PrometheusResponseTooLarge,
     PrometheusTimeout,
     PrometheusUnreachable,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "PrometheusError",
     "PrometheusHTTPError",
     "PrometheusMalformedResponse",
+    "PrometheusResponseTooLarge",
     "PrometheusSettings",
     "PrometheusTimeout",
     "PrometheusUnreachable",

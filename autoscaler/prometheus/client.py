@@ -4,22 +4,34 @@
   does not grow with the number of targets (KEDA's per-scaler transports re-dialled O(N)).
 * At most ``concurrency`` requests in flight (Prometheus runs 20 queries at once and queues the
   rest, so more only adds latency).
-* Every call has a deadline of ``timeout_seconds`` from the moment it gets a slot, covering all
-  its retries; Prometheus is told the same budget (``timeout=``) so it stops working when we stop
-  waiting. aiohttp's own default (300 s) would be 20 sync periods.
+* Every call has a deadline of ``timeout_seconds`` from the moment it is made (or the caller's
+  earlier ``deadline``), covering the wait for a free slot and all its retries: waiting for a slot
+  behind another target's slow queries is bounded too. Prometheus is told the budget that is left
+  (``timeout=``) so it stops working when we stop waiting. aiohttp's own default (300 s) would be 20
+  sync periods.
 * Retries only where they are safe and can help: the queries are reads, so repeating one is
   harmless, but only a refused/reset connection, 429, 500, 502, 503 (not a query timeout) and 504
   are retried, with exponential backoff and full jitter, and never past the deadline. A 400/422
-  (the query is wrong), a timeout (the budget is spent) or a TLS failure is final at once.
-* Queries are POSTed as a form (no URL length limit) with an explicit ``time=``.
+  (the query is wrong), a timeout (the budget is spent) or a TLS failure is final at once. A kept-alive
+  connection the server closed (a Prometheus restart drops them all) is re-dialled once at once, as
+  Go's transport does for idempotent requests, without counting as a retry.
+* Queries are POSTed as a form (no URL length limit). A live query (``at=None``) sends no ``time=``:
+  Prometheus evaluates it at its own time, so a skewed clock here cannot make the data stale or
+  absent. Each answer's ``Date`` header is handed to ``observe_server_time`` to measure the skew.
+* Answers are read up to ``maxResponseBytes`` (past it the call fails with
+  :class:`PrometheusResponseTooLarge`); one larger than ``largeResponseBytes`` is decoded in a worker
+  thread a series at a time (see :func:`parse_instant_in_pieces`), so it never stalls the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import random
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode
@@ -33,11 +45,19 @@ from autoscaler.prometheus.errors import (
     PrometheusError,
     PrometheusHTTPError,
     PrometheusMalformedResponse,
+    PrometheusResponseTooLarge,
     PrometheusTimeout,
     PrometheusUnreachable,
 )
 from autoscaler.prometheus.promql import format_duration, format_time
-from autoscaler.prometheus.results import InstantResult, RangeResult, parse_instant, parse_range
+from autoscaler.prometheus.results import (
+    InstantResult,
+    RangeResult,
+    SeriesFilter,
+    parse_instant,
+    parse_instant_in_pieces,
+    parse_range,
+)
 from autoscaler.prometheus.settings import PrometheusSettings
 
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -45,6 +65,13 @@ _BACKOFF_BASE = 0.05
 _BACKOFF_CAP = 1.0
 _ERROR_TEXT_LIMIT = 500
 USER_AGENT = "autoscaler-prometheus/0.1"
+# Errors of a connection the server closed or reset before answering: re-dialled once without counting
+# as a retry (a restarted Prometheus drops every kept-alive connection of the pool at once).
+_RESET_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED})
+
+# (the server's time from its Date header, and this client's clock when the request was sent and when
+# the answer's headers arrived), all Unix seconds.
+ServerTimeObserver = Callable[[float, float, float], None]
 
 
 @dataclass
@@ -54,26 +81,33 @@ class ClientStats:
     calls: int = 0
     http_requests: int = 0
     retries: int = 0
+    redials: int = 0
+    large_answers: int = 0
     failures: dict[str, int] = field(default_factory=dict)
 
 
 class _Retry(Exception):
     """An attempt failed in a way another attempt may fix; carries the error to raise otherwise."""
 
-    def __init__(self, error: PrometheusError) -> None:
+    def __init__(self, error: PrometheusError, *, dropped_connection: bool = False) -> None:
         super().__init__(str(error))
         self.error = error
+        self.dropped_connection = dropped_connection
 
 
 class PrometheusClient:
     """Use as ``async with PrometheusClient(settings) as client:`` (or :meth:`start`/:meth:`close`)."""
 
     def __init__(self, settings: PrometheusSettings, *,
-                 rng: Callable[[], float] = random.random) -> None:
+                 rng: Callable[[], float] = random.random,
+                 observe_server_time: ServerTimeObserver | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
         self.settings = settings
         self.stats = ClientStats()
         self._credentials = Credentials(settings)
         self._rng = rng
+        self._observe_server_time = observe_server_time
+        self._clock = clock or time.time
         self._session: aiohttp.ClientSession | None = None
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._skip_headers: tuple[str, ...] = () if settings.compression else ("Accept-Encoding",)
@@ -103,16 +137,31 @@ class PrometheusClient:
 
     # -- public API -----------------------------------------------------------------------------
 
-    async def query(self, promql: str, at: float) -> InstantResult:
-        """Evaluate ``promql`` at Unix time ``at`` (``POST /api/v1/query``)."""
-        document = await self._call("/api/v1/query", {"query": promql, "time": format_time(at)})
-        return parse_instant(document)
+    async def query(self, promql: str, at: float | None = None, *, deadline: float | None = None,
+                    keep: SeriesFilter | None = None) -> InstantResult:
+        """Evaluate ``promql`` at Unix time ``at``, or at Prometheus' own "now" when ``at`` is None
+        (``POST /api/v1/query``). ``deadline`` (event-loop time) ends the call earlier than
+        ``timeoutSeconds`` would. ``keep``: the series the caller wants; a large answer is parsed
+        without the others (counted in ``left_out``), a small one keeps everything."""
+        form = {"query": promql} if at is None else {"query": promql, "time": format_time(at)}
+        payload, content_type = await self._call("/api/v1/query", form, deadline)
+        try:
+            if len(payload) > self.settings.large_response_bytes:
+                self.stats.large_answers += 1
+                return await asyncio.to_thread(parse_instant_in_pieces, payload, keep)
+            return parse_instant(self._decode(payload, content_type))
+        except PrometheusMalformedResponse:
+            self.stats.failures["malformed"] = self.stats.failures.get("malformed", 0) + 1
+            raise
 
     async def query_range(self, promql: str, start: float, end: float, step: float) -> RangeResult:
         """Evaluate ``promql`` over ``[start, end]`` every ``step`` seconds (``/api/v1/query_range``)."""
         form = {"query": promql, "start": format_time(start), "end": format_time(end),
                 "step": format_duration(step)}
-        return parse_range(await self._call("/api/v1/query_range", form))
+        payload, content_type = await self._call("/api/v1/query_range", form, None)
+        if len(payload) > self.settings.large_response_bytes:
+            return await asyncio.to_thread(lambda: parse_range(self._decode(payload, content_type)))
+        return parse_range(self._decode(payload, content_type))
 
     async def ready(self) -> bool:
         """Whether ``/-/ready`` answers 200 within the timeout; never raises."""
@@ -133,26 +182,45 @@ class PrometheusClient:
             raise RuntimeError("PrometheusClient used before start() (use it as an async context manager)")
         return self._session
 
-    async def _call(self, path: str, form: Mapping[str, str]) -> Any:
+    async def _call(self, path: str, form: Mapping[str, str], deadline: float | None) -> tuple[bytearray, str]:
+        """The body and content type of a successful answer; raises a :class:`PrometheusError` otherwise."""
         self._require_session()
         self.stats.calls += 1
+        loop = asyncio.get_running_loop()
+        own = loop.time() + self.settings.timeout_seconds
+        deadline = own if deadline is None else min(own, deadline)
         try:
-            async with self._slots:
-                return await self._call_with_retries(path, form)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await self._slots.acquire()
+            except TimeoutError:
+                raise PrometheusTimeout(
+                    f"no free slot for a query to Prometheus at {self.settings.display_url} before the "
+                    f"query's deadline (at most {self.settings.timeout_seconds:g}s): all "
+                    f"{self.settings.concurrency} slots (prometheus.concurrency) were busy") from None
+            try:
+                return await self._call_with_retries(path, form, deadline)
+            finally:
+                self._slots.release()
         except PrometheusError as error:
             self.stats.failures[error.kind] = self.stats.failures.get(error.kind, 0) + 1
             raise
 
-    async def _call_with_retries(self, path: str, form: Mapping[str, str]) -> Any:
+    async def _call_with_retries(self, path: str, form: Mapping[str, str], deadline: float) -> tuple[bytearray, str]:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.settings.timeout_seconds
         attempt = 0
         refreshed_credentials = False
+        redialled = False
         while True:
             try:
                 return await self._attempt(path, form, deadline)
             except _Retry as retry:
                 error = retry.error
+                if retry.dropped_connection and not redialled:
+                    # The server closed a kept-alive connection (a restart): a new one, now, once.
+                    redialled = True
+                    self.stats.redials += 1
+                    continue
                 if (isinstance(error, PrometheusHTTPError) and error.status == 401
                         and self._credentials.refreshable and not refreshed_credentials):
                     # The token may have rotated under us: re-read it once and try again now.
@@ -168,7 +236,7 @@ class PrometheusClient:
                 self.stats.retries += 1
                 await asyncio.sleep(delay)
 
-    async def _attempt(self, path: str, form: Mapping[str, str], deadline: float) -> Any:
+    async def _attempt(self, path: str, form: Mapping[str, str], deadline: float) -> tuple[bytearray, str]:
         session = self._require_session()
         url = self.settings.url + path
         remaining = deadline - asyncio.get_running_loop().time()
@@ -181,15 +249,17 @@ class PrometheusClient:
         headers = self._credentials.headers()
         headers["Content-Type"] = "application/x-www-form-urlencoded"
         self.stats.http_requests += 1
+        sent = self._clock()
         try:
             async with asyncio.timeout(remaining):
                 # The form encoded here, not by aiohttp's FormData (a third of a small query's client
                 # CPU); Accept-Encoding only with the compression setting (see PrometheusSettings).
                 async with session.post(url, data=urlencode(body).encode(), headers=headers,
                                         skip_auto_headers=self._skip_headers) as response:
-                    payload = await response.read()
+                    self._server_time(response.headers.get("Date"), sent)
                     status = response.status
                     content_type = response.headers.get("Content-Type", "")
+                    payload = await self._read_capped(response)
         except TimeoutError:
             raise self._timeout() from None
         except aiohttp.ClientSSLError as exc:
@@ -199,10 +269,42 @@ class PrometheusClient:
             raise _Retry(PrometheusUnreachable(self._redact(
                 f"Prometheus at {self.settings.display_url} is unreachable: {_reason(exc)}"))) from None
         except (aiohttp.ClientError, OSError) as exc:
+            dropped = isinstance(exc, aiohttp.ServerDisconnectedError) or (
+                isinstance(exc, OSError) and exc.errno in _RESET_ERRNOS)
             raise _Retry(PrometheusUnreachable(self._redact(
                 f"connection to Prometheus at {self.settings.display_url} failed: "
-                f"{type(exc).__name__}: {_reason(exc)}"))) from None
+                f"{type(exc).__name__}: {_reason(exc)}")), dropped_connection=dropped) from None
         return self._interpret(status, content_type, payload)
+
+    async def _read_capped(self, response: aiohttp.ClientResponse) -> bytearray:
+        """The body, read no further than ``maxResponseBytes``. Grown chunk by chunk: joining a large
+        answer's chunks at the end would copy it all in one step on the event loop."""
+        cap = self.settings.max_response_bytes
+        length = response.content_length
+        if length is not None and length > cap and not response.headers.get("Content-Encoding"):
+            response.close()
+            raise self._too_large(f"{length} bytes")
+        body = bytearray()
+        async for chunk in response.content.iter_any():
+            if len(body) + len(chunk) > cap:
+                response.close()  # the rest is never read: the connection is dropped, not reused
+                raise self._too_large(f"more than {cap} bytes")
+            body += chunk
+        return body
+
+    def _too_large(self, size: str) -> PrometheusResponseTooLarge:
+        return PrometheusResponseTooLarge(
+            f"Prometheus at {self.settings.display_url} answered {size}, more than prometheus.maxResponseBytes "
+            f"({self.settings.max_response_bytes}): the query selects too many series; narrow or aggregate it")
+
+    def _server_time(self, date: str | None, sent: float) -> None:
+        if self._observe_server_time is None or not date:
+            return
+        try:
+            server = parsedate_to_datetime(date).timestamp()
+        except (TypeError, ValueError, IndexError):
+            return
+        self._observe_server_time(server, sent, self._clock())
 
     def _timeout(self) -> PrometheusTimeout:
         return PrometheusTimeout(f"Prometheus at {self.settings.display_url} did not answer within "
@@ -211,21 +313,25 @@ class PrometheusClient:
     def _redact(self, text: str) -> str:
         return self._credentials.redact(text)
 
-    def _interpret(self, status: int, content_type: str, payload: bytes) -> Any:
-        document: Any = None
+    def _decode(self, payload: bytearray, content_type: str) -> Any:
         try:
             # orjson: Prometheus' answers are the service's largest input (tens of thousands of
             # series a sync period), and it decodes them in less than half json's time.
+            return orjson.loads(payload)
+        except (ValueError, UnicodeDecodeError):
+            raise PrometheusMalformedResponse(self._redact(
+                f"malformed Prometheus response from {self.settings.display_url}: not JSON "
+                f"({content_type or 'no content type'}): {_snippet(payload)!r}")) from None
+
+    def _interpret(self, status: int, content_type: str, payload: bytearray) -> tuple[bytearray, str]:
+        """The payload of a 2xx answer; the error an error answer stands for."""
+        if 200 <= status < 300:
+            return payload, content_type
+        document: Any = None
+        try:
             document = orjson.loads(payload)
         except (ValueError, UnicodeDecodeError):
             document = None
-        if 200 <= status < 300:
-            if document is None:
-                snippet = _snippet(payload)
-                raise PrometheusMalformedResponse(self._redact(
-                    f"malformed Prometheus response from {self.settings.display_url}: not JSON "
-                    f"({content_type or 'no content type'}): {snippet!r}"))
-            return document
         error_type = error_text = ""
         if isinstance(document, dict):
             error_type = str(document.get("errorType") or "")
@@ -247,7 +353,7 @@ class PrometheusClient:
         raise error
 
 
-def _snippet(payload: bytes) -> str:
+def _snippet(payload: bytes | bytearray) -> str:
     text = payload[:200].decode("utf-8", errors="replace")
     return " ".join(text.split()) or "(empty body)"
 

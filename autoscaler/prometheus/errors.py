@@ -55,6 +55,13 @@ class PrometheusBadQuery(PrometheusHTTPError):
     kind = "bad_query"
 
 
+class PrometheusResponseTooLarge(PrometheusError):
+    """An answer larger than ``prometheus.maxResponseBytes``: it was not read past the cap. The query
+    selects too many series (an unaggregated selector, a missing label matcher); retrying cannot help."""
+
+    kind = "too_large"
+
+
 class PrometheusMalformedResponse(PrometheusError):
     """An answer that is not the Prometheus API's JSON envelope (or not the result type asked for)."""
 

@@ -16,13 +16,24 @@ metrics are one query per target (identical rendered queries are sent once per s
 :meth:`MetricsReader.read` never raises for a metric's failure: each failed metric gets a
 :class:`~autoscaler.core.observation.MetricFailure` saying why, which the engine treats as "this
 metric cannot vote for a scale-down".
+
+Isolation, so that one target's trouble stays its own:
+
+* a target's readings are handed over (``on_ready``) as soon as its own queries are done, not when the
+  slowest query of the batch is: a slow External query costs only the targets that read it;
+* a target's own queries (Object/External) take at most ``targetConcurrency`` of the client's slots at
+  once, and waiting for one counts against the query's deadline;
+* a query Prometheus rejects as invalid (HTTP 400/422) is not sent again until a slow, jittered backoff
+  has passed (``invalidQueryBackoffSeconds``, doubling up to ``invalidQueryBackoffMaxSeconds``); until
+  then its metrics fail at once with Prometheus' text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Sequence
+import random
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -34,7 +45,7 @@ from autoscaler.core.observation import (
     ResourceReading,
 )
 from autoscaler.core.spec import CrossVersionObjectReference, MetricSourceType, MetricSpec
-from autoscaler.prometheus.errors import PrometheusBadQuery, PrometheusError
+from autoscaler.prometheus.errors import PrometheusBadQuery, PrometheusError, PrometheusTimeout
 from autoscaler.prometheus.extract import (
     LabelNames,
     external_reading,
@@ -51,7 +62,7 @@ from autoscaler.prometheus.promql import (
     selector_matchers,
     string_literal,
 )
-from autoscaler.prometheus.results import InstantResult, Series
+from autoscaler.prometheus.results import InstantResult, Series, SeriesFilter
 from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.prometheus.templates import (
     CPU_TEMPLATE,
@@ -73,7 +84,12 @@ class InstantQuerier(Protocol):
     """What the reader needs from a client: :class:`PrometheusClient`, or a stand-in that answers
     from data fetched beforehand (``autoscaler backtest`` answers from range queries)."""
 
-    async def query(self, promql: str, at: float) -> InstantResult: ...
+    async def query(self, promql: str, at: float | None, *, deadline: float | None = None,
+                    keep: SeriesFilter | None = None) -> InstantResult: ...
+
+
+# Told each target's readings (its index in the read's list) as soon as all its metrics have one.
+OnReady = Callable[[int, list[MetricReading]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,12 +143,53 @@ class _Skip(Exception):
     """The metric cannot be planned; the message is its failure."""
 
 
+@dataclass
+class _Rejected:
+    """A query Prometheus rejected as invalid, and when it may be sent again (event-loop time)."""
+
+    message: str
+    retry_at: float
+    failures: int
+
+
+class _TargetShares:
+    """Each target's share of the client's query slots (``targetConcurrency``), made on first use and
+    dropped when the target has nothing in flight."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._shares: dict[tuple[str, str], tuple[asyncio.Semaphore, list[int]]] = {}
+
+    async def acquire(self, key: tuple[str, str], deadline: float) -> None:
+        semaphore, users = self._shares.setdefault(key, (asyncio.Semaphore(self._size), [0]))
+        users[0] += 1
+        try:
+            async with asyncio.timeout_at(deadline):
+                await semaphore.acquire()
+        except BaseException:
+            self._leave(key, users)
+            raise
+
+    def release(self, key: tuple[str, str]) -> None:
+        semaphore, users = self._shares[key]
+        semaphore.release()
+        self._leave(key, users)
+
+    def _leave(self, key: tuple[str, str], users: list[int]) -> None:
+        users[0] -= 1
+        if users[0] == 0:
+            del self._shares[key]
+
+
 class MetricsReader:
     def __init__(self, client: InstantQuerier, settings: PrometheusSettings, *,
-                 batch: bool = True) -> None:
+                 batch: bool = True, rng: Callable[[], float] = random.random) -> None:
         self._client = client
         self._settings = settings
         self._batch = batch
+        self._rng = rng
+        self._shares = _TargetShares(settings.per_target_concurrency)
+        self._rejected: dict[str, _Rejected] = {}  # by query text (see _send)
         self._names = LabelNames(pod=settings.pod_label, container=settings.container_label,
                                  namespace=settings.namespace_label)
         self._templates: dict[str, QueryTemplate | TemplateError] = {}
@@ -141,8 +198,11 @@ class MetricsReader:
         # namespaces: such queries are sent per namespace from then on.
         self._per_namespace_keys: set[str] = set()
 
-    async def read(self, targets: Sequence[TargetQuery], at: float) -> list[list[MetricReading]]:
-        """``result[i][j]`` is the reading or failure of ``targets[i].metrics[j]`` at time ``at``."""
+    async def read(self, targets: Sequence[TargetQuery], at: float | None,
+                   on_ready: OnReady | None = None) -> list[list[MetricReading]]:
+        """``result[i][j]`` is the reading or failure of ``targets[i].metrics[j]`` at Unix time ``at``
+        (None: now, by Prometheus' clock). ``on_ready(i, row)`` is called for each target as soon as
+        all its metrics have their reading, before slower targets' queries are done."""
         out: list[list[MetricReading | None]] = [[None] * len(t.metrics) for t in targets]
         pod_groups: dict[tuple[object, ...], _PodGroup] = {}
         value_queries: dict[str, list[_Member]] = {}
@@ -154,14 +214,30 @@ class MetricsReader:
                     self._plan(member, pod_groups, value_queries, out)
                 except _Skip as skip:
                     out[i][j] = _failure(spec, str(skip))
+        pending = [sum(r is None for r in row) for row in out]
+
+        def deliver(index: int) -> None:
+            if on_ready is not None:
+                on_ready(index, _complete(out[index]))
+
+        def finished(members: Sequence[_Member]) -> None:
+            for member in members:
+                pending[member.target_index] -= 1
+                if pending[member.target_index] == 0:
+                    deliver(member.target_index)
+
+        for index, count in enumerate(pending):
+            if count == 0:
+                deliver(index)
+        deadline = asyncio.get_running_loop().time() + self._settings.timeout_seconds
         jobs: list[Awaitable[None]] = []
         for group in pod_groups.values():
-            jobs.extend(self._pod_group_jobs(group, at, out))
+            jobs.extend(self._pod_group_jobs(group, at, out, finished))
         for query, members in value_queries.items():
-            jobs.append(self._guard(self._run_value_query(query, members, at, out), members, out))
+            jobs.append(self._guard(self._run_value_query(query, members, at, deadline, out), members, out,
+                                    finished))
         await asyncio.gather(*jobs)
-        return [[r if r is not None else MetricFailure("internal error: metric was not read")
-                 for r in row] for row in out]
+        return [_complete(row) for row in out]
 
     def planned_queries(self, target: TargetQuery) -> list[PlannedQuery]:
         """The query text each metric of ``target`` is read with when it is the only target of a
@@ -318,21 +394,23 @@ class MetricsReader:
 
     # -- running --------------------------------------------------------------------------------
 
-    def _pod_group_jobs(self, group: _PodGroup, at: float,
-                        out: list[list[MetricReading | None]]) -> list[Awaitable[None]]:
+    def _pod_group_jobs(self, group: _PodGroup, at: float | None, out: list[list[MetricReading | None]],
+                        finished: Callable[[Sequence[_Member]], None]) -> list[Awaitable[None]]:
         if group.fixed_scope is not None:
             return [self._guard(self._run_pod_chunk(group, [group.members[0].target.namespace],
-                                                    group.members, at, out), group.members, out)]
+                                                    group.members, at, out), group.members, out, finished)]
         jobs: list[Awaitable[None]] = []
         for chunk in self._namespace_chunks(group):
             in_chunk = set(chunk)
             members = [m for m in group.members if m.target.namespace in in_chunk]
-            jobs.append(self._guard(self._run_pod_chunk(group, chunk, members, at, out), members, out))
+            jobs.append(self._guard(self._run_pod_chunk(group, chunk, members, at, out), members, out, finished))
         return jobs
 
     async def _guard(self, job: Awaitable[None], members: Sequence[_Member],
-                     out: list[list[MetricReading | None]]) -> None:
-        """Run a job; a bug in it fails its metrics rather than the whole sync."""
+                     out: list[list[MetricReading | None]],
+                     finished: Callable[[Sequence[_Member]], None] | None = None) -> None:
+        """Run a job; a bug in it fails its metrics rather than the whole sync. ``finished`` is told the
+        job's members once they have their readings."""
         try:
             await job
         except Exception as exc:  # reported as the metrics' failure, and logged
@@ -341,33 +419,103 @@ class MetricsReader:
                 if out[member.target_index][member.metric_index] is None:
                     out[member.target_index][member.metric_index] = _failure(
                         member.spec, f"internal error while reading: {type(exc).__name__}: {exc}")
+        if finished is not None:
+            finished(members)
 
-    async def _query(self, query: str, members: Sequence[_Member], at: float,
-                     out: list[list[MetricReading | None]]) -> Sequence[Series] | None:
+    async def _send(self, query: str, at: float | None, *, deadline: float | None = None,
+                    keep: SeriesFilter | None = None, share: tuple[str, str] | None = None) -> InstantResult:
+        """Send one query, unless Prometheus rejected it as invalid and its backoff has not passed (then
+        fail at once with the same message). ``share``: the one target the query is read for, whose
+        share of the slots it must wait for (within ``deadline``)."""
+        loop = asyncio.get_running_loop()
+        rejected = self._rejected.get(query)
+        if rejected is not None and loop.time() < rejected.retry_at:
+            raise _StillRejected(rejected.message)
+        if share is not None:
+            assert deadline is not None
+            try:
+                await self._shares.acquire(share, deadline)
+            except TimeoutError:
+                raise PrometheusTimeout(
+                    f"no query slot within {self._settings.timeout_seconds:g}s: this target's own queries "
+                    f"may use {self._settings.per_target_concurrency} at once (prometheus.targetConcurrency), "
+                    "and its other queries held them") from None
+        try:
+            result = await self._client.query(query, at, deadline=deadline, keep=keep)
+        except PrometheusBadQuery as error:
+            self._reject(query, _query_error_message(error, query), rejected)
+            raise
+        finally:
+            if share is not None:
+                self._shares.release(share)
+        if rejected is not None:
+            del self._rejected[query]
+        return result
+
+    def _reject(self, query: str, message: str, before: _Rejected | None) -> None:
+        settings = self._settings
+        failures = before.failures + 1 if before is not None else 1
+        delay = min(settings.invalid_query_backoff_max_seconds,
+                    settings.invalid_query_backoff_seconds * 2 ** (failures - 1))
+        delay *= 0.75 + 0.25 * self._rng()  # jittered below the cap: many rejected queries do not align
+        now = asyncio.get_running_loop().time()
+        if len(self._rejected) > 10_000:  # queries no target reads any more: forget the expired ones
+            self._rejected = {q: r for q, r in self._rejected.items() if r.retry_at > now}
+        self._rejected[query] = _Rejected(message + _BACKOFF_NOTE, now + delay, failures)
+        log.warning("Prometheus rejected a query as invalid; it is retried after %.0f s: %s", delay, message)
+
+    async def _query(self, query: str, members: Sequence[_Member], at: float | None,
+                     out: list[list[MetricReading | None]]) -> InstantResult | None:
         """Run a per-pod query; on failure fail every member and return None."""
         try:
-            result = await self._client.query(query, at)
+            result = await self._send(query, at, keep=self._pods_filter(members))
+        except _StillRejected as still:
+            _fail_all(members, still.message, out)
+            return None
         except PrometheusError as error:
-            _fail_all(members, _query_error_message(error, query), out)
+            message = _query_error_message(error, query)
+            _fail_all(members, message + (_BACKOFF_NOTE if isinstance(error, PrometheusBadQuery) else ""), out)
             return None
         if result.result_type != "vector":
             _fail_all(members, f"the query returned a {result.result_type}; a per-pod metric needs an "
                       f"instant vector with one series per pod (labels {self._names.namespace}, "
                       f"{self._names.pod})", out)
             return None
-        return result.vector
+        return result
+
+    def _pods_filter(self, members: Sequence[_Member]) -> SeriesFilter:
+        """The series a per-pod query's members can use: their pods' (a large answer is parsed without
+        the others). A series without the namespace label is kept when its pod name is wanted anywhere.
+        The sets are made on the filter's first use: a small answer never uses it."""
+        wanted: dict[str, set[str]] = {}
+        anywhere: set[str] = set()
+        pod_label, namespace_label = self._names.pod, self._names.namespace
+
+        def keep(labels: Mapping[str, str]) -> bool:
+            if not anywhere:
+                for member in members:
+                    wanted.setdefault(member.target.namespace, set()).update(member.pods)
+                    anywhere.update(member.pods)
+            pod = labels.get(pod_label)
+            if pod is None:
+                return False
+            namespace = labels.get(namespace_label)
+            return pod in (anywhere if namespace is None else wanted.get(namespace, ()))
+        return keep
 
     async def _run_pod_chunk(self, group: _PodGroup, namespaces: list[str], members: list[_Member],
-                             at: float, out: list[list[MetricReading | None]]) -> None:
+                             at: float | None, out: list[list[MetricReading | None]]) -> None:
         scope = group.fixed_scope or self._namespace_scope(namespaces)
-        vector = await self._query(group.key_text.replace(SCOPE_SLOT, scope), members, at, out)
-        if vector is None:
+        result = await self._query(group.key_text.replace(SCOPE_SLOT, scope), members, at, out)
+        if result is None:
             return
+        vector = result.vector
+        returned = len(vector) + result.left_out
         fast = readings_in_one_pass(vector, [(m.target.namespace, m.pods) for m in members], self._names,
                                     group.window, per_container=group.per_container, nanocores=group.nanocores)
         if fast is not None:
             for member, (found, matched) in zip(members, fast, strict=True):
-                checked = self._checked(found, member, len(vector), matched)
+                checked = self._checked(found, member, returned, matched)
                 out[member.target_index][member.metric_index] = (
                     _failure(member.spec, checked.message) if isinstance(checked, MetricFailure) else checked)
             return
@@ -386,7 +534,7 @@ class MetricsReader:
                     f'series without a "{self._names.namespace}" label name pods that exist in '
                     f"several namespaces; the query must keep the {self._names.namespace} label")
             else:
-                reading = self._pod_reading(group, member, buckets[index], len(vector))
+                reading = self._pod_reading(group, member, buckets[index], returned)
             out[member.target_index][member.metric_index] = (
                 _failure(member.spec, reading.message) if isinstance(reading, MetricFailure) else reading)
 
@@ -462,18 +610,39 @@ class MetricsReader:
             return no_value_failure(len(member.pods), returned, 0, self._names)
         return reading
 
-    async def _run_value_query(self, query: str, members: list[_Member], at: float,
+    async def _run_value_query(self, query: str, members: list[_Member], at: float | None, deadline: float,
                                out: list[list[MetricReading | None]]) -> None:
+        owners = {(m.target.namespace, m.target.name) for m in members}
+        share = next(iter(owners)) if len(owners) == 1 else None  # a query shared by targets is nobody's own
         try:
-            result = await self._client.query(query, at)
+            result = await self._send(query, at, deadline=deadline, share=share)
+        except _StillRejected as still:
+            _fail_all(members, still.message, out)
+            return
         except PrometheusError as error:
-            _fail_all(members, _query_error_message(error, query), out)
+            message = _query_error_message(error, query)
+            _fail_all(members, message + (_BACKOFF_NOTE if isinstance(error, PrometheusBadQuery) else ""), out)
             return
         for member in members:
             external = member.spec.type is MetricSourceType.EXTERNAL
             reading: MetricReading = external_reading(result) if external else object_reading(result)
             out[member.target_index][member.metric_index] = (
                 _failure(member.spec, reading.message) if isinstance(reading, MetricFailure) else reading)
+
+
+_BACKOFF_NOTE = "; the query is invalid: it is sent again only after a slow backoff"
+
+
+class _StillRejected(Exception):
+    """The query was rejected as invalid and its backoff has not passed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _complete(row: list[MetricReading | None]) -> list[MetricReading]:
+    return [r if r is not None else MetricFailure("internal error: metric was not read") for r in row]
 
 
 def _failure(spec: MetricSpec, message: str) -> MetricFailure:

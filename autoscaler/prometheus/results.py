@@ -6,11 +6,18 @@ reader's job, exactly and without a float (:func:`autoscaler.core.quantity.milli
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import orjson
+
 from autoscaler.prometheus.errors import PrometheusMalformedResponse
+
+# Which series of an answer the caller wants (by labels); the others may be left out while parsing.
+SeriesFilter = Callable[[Mapping[str, str]], bool]
 
 
 class Series(NamedTuple):
@@ -34,12 +41,14 @@ class RangeSeries:
 class InstantResult:
     """``result_type`` is ``vector``, ``scalar``, ``string`` or ``matrix`` (a range selector
     evaluated as an instant query). ``vector`` holds the series of a vector; ``scalar`` the value
-    of a scalar or string result."""
+    of a scalar or string result. ``left_out`` counts the series a :data:`SeriesFilter` left out of
+    ``vector`` (they were in the answer)."""
 
     result_type: str
     vector: tuple[Series, ...] = ()
     scalar: Series | None = None
     warnings: tuple[str, ...] = field(default=())
+    left_out: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +125,72 @@ def _vector(result: list[Any]) -> tuple[Series, ...]:
 
 
 _NO_LABELS: dict[str, str] = {}  # a series without "metric" (never modified)
+
+_RESULT_KEY = re.compile(r'"result"[ \t\n\r]*:[ \t\n\r]*\[')
+_SPACE = re.compile(r"[ \t\n\r]*")
+_NEXT = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
+
+
+def parse_instant_in_pieces(payload: bytes | bytearray, keep: SeriesFilter | None = None) -> InstantResult:
+    """:func:`parse_instant` of a raw answer, one series at a time, leaving out the series ``keep``
+    rejects; for a worker thread.
+
+    A single ``orjson.loads`` of a 27 MB answer holds the interpreter lock for half a second or more, and
+    so does freeing the 200,000 decoded series at once: the event loop would stall for all of it, even
+    with the decoding in a thread. Decoding one series per call lets the loop take the lock between
+    series, and a series left out is freed at once (no large heap for the cyclic collector to walk).
+
+    The vector is found by its key: in valid JSON an unescaped ``"result": [`` can only be an object's
+    ``result`` key holding an array, and the envelope around it is then checked to be a ``vector``
+    answer whose ``data.result`` is exactly that array. Anything else (another result type, a layout
+    this does not expect, malformed JSON) is decoded whole by :func:`parse_instant`, which also gives
+    the error message for a malformed answer.
+    """
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _fail("the answer is not UTF-8") from None
+    found_key = _RESULT_KEY.search(text)
+    if found_key is None:
+        return parse_instant(_loads(payload))
+    scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the raw_decode step, without its checks
+    kept: list[Any] = []
+    left_out = 0
+    try:
+        position = _SPACE.match(text, found_key.end()).end()  # type: ignore[union-attr]
+        if text.startswith("]", position):
+            position += 1
+        else:
+            while True:
+                item, position = scan(text, position)
+                labels = item.get("metric") if isinstance(item, dict) else None
+                if keep is not None and isinstance(labels, dict) and not keep(labels):
+                    left_out += 1
+                else:
+                    kept.append(item)
+                found = _NEXT.match(text, position)
+                if found is None:
+                    raise ValueError("no ',' or ']' after a series")
+                position = found.end()
+                if found.group(1) == "]":
+                    break
+        rest = text[position:]
+        if _RESULT_KEY.search(rest):  # another "result" array: not the layout expected
+            return parse_instant(_loads(payload))
+        envelope = orjson.loads(text[:found_key.end()] + "]" + rest)
+    except (ValueError, StopIteration):  # JSONDecodeError is a ValueError; the scanner raises StopIteration
+        return parse_instant(_loads(payload))
+    data, warnings = success_data(envelope)
+    if data.get("resultType") != "vector" or data.get("result") != []:
+        return parse_instant(_loads(payload))
+    return InstantResult("vector", vector=_vector(kept), warnings=warnings, left_out=left_out)
+
+
+def _loads(payload: bytes | bytearray) -> object:
+    try:
+        return orjson.loads(payload)
+    except ValueError:
+        raise _fail(f"not JSON: {payload[:120]!r}") from None
 
 
 def parse_range(document: object) -> RangeResult:

@@ -11,6 +11,11 @@ Example (all keys but ``url`` optional)::
       concurrency: 20
       retries: 2
       cpuRateWindow: 2m
+      targetConcurrency: 5          # one target's queries in flight at once (default: concurrency / 4)
+      maxResponseBytes: 67108864    # a larger answer fails its query
+      largeResponseBytes: 1048576   # a larger answer is decoded in a worker thread
+      invalidQueryBackoffSeconds: 30       # a query rejected with 400/422 waits this long, doubling…
+      invalidQueryBackoffMaxSeconds: 600   # …up to this
       queries:
         cpu: sum by (namespace, pod, container) (rate(my_cpu_seconds{<<scope>>}[<<window>>]))
 
@@ -37,6 +42,15 @@ DEFAULT_CPU_RATE_WINDOW = 120.0
 # prometheus-adapter's pod regexes broke at 25 kB (VictoriaMetrics caps at 16 kB): batched
 # queries split their namespace list to stay below this many bytes of PromQL.
 DEFAULT_MAX_QUERY_LENGTH = 8192
+# Answers past this are not read (a clear per-query error): a selector without its label matchers can
+# return millions of series, and decoding 64 MiB of JSON takes ~0.5 GB of memory.
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20
+# Answers past this are decoded in a worker thread, a series at a time (the loop never stalls on one).
+DEFAULT_LARGE_RESPONSE_BYTES = 2**20
+# A query Prometheus rejects as invalid (400/422) is sent again after this, doubling up to the maximum
+# (jittered): not every period, but a fixed template or a Prometheus upgrade is still noticed.
+DEFAULT_INVALID_QUERY_BACKOFF = 30.0
+DEFAULT_INVALID_QUERY_BACKOFF_MAX = 600.0
 REDACTED = "<redacted>"
 
 # RFC 9110 token characters for header names.
@@ -77,6 +91,19 @@ class PrometheusSettings:
     # Ask for gzip-compressed answers: off by default, because between a cluster's pods the bandwidth
     # saved costs more CPU (Prometheus compressing, the service decompressing) than it is worth.
     compression: bool = False
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    large_response_bytes: int = DEFAULT_LARGE_RESPONSE_BYTES
+    # At most this many of one target's queries in flight at once (None: a quarter of ``concurrency``,
+    # at least 1), so one target's many slow queries leave the other slots to the other targets.
+    target_concurrency: int | None = None
+    invalid_query_backoff_seconds: float = DEFAULT_INVALID_QUERY_BACKOFF
+    invalid_query_backoff_max_seconds: float = DEFAULT_INVALID_QUERY_BACKOFF_MAX
+
+    @property
+    def per_target_concurrency(self) -> int:
+        if self.target_concurrency is not None:
+            return min(self.target_concurrency, self.concurrency)
+        return max(1, self.concurrency // 4)
 
     def __repr__(self) -> str:
         shown = {
@@ -90,6 +117,7 @@ class PrometheusSettings:
             "insecure_skip_verify": self.insecure_skip_verify,
             "timeout_seconds": self.timeout_seconds, "concurrency": self.concurrency,
             "retries": self.retries, "cpu_rate_window": self.cpu_rate_window,
+            "max_response_bytes": self.max_response_bytes, "target_concurrency": self.per_target_concurrency,
         }
         return "PrometheusSettings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
@@ -146,11 +174,25 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
     queries = _queries(obj.obj("queries"))
     max_length = obj.integer("maxQueryLength", default=DEFAULT_MAX_QUERY_LENGTH, minimum=1024)
     compression = obj.boolean("compression", default=False)
+    max_response = obj.integer("maxResponseBytes", default=DEFAULT_MAX_RESPONSE_BYTES, minimum=4096,
+                               maximum=2**31)
+    large_response = obj.integer("largeResponseBytes", default=DEFAULT_LARGE_RESPONSE_BYTES, minimum=0,
+                                 maximum=2**31)
+    target_concurrency = obj.integer("targetConcurrency", minimum=1, maximum=1000)
+    if target_concurrency is not None and concurrency is not None and target_concurrency > concurrency:
+        obj.error("targetConcurrency", f"must be at most concurrency ({concurrency})")
+    backoff = obj.number("invalidQueryBackoffSeconds", default=DEFAULT_INVALID_QUERY_BACKOFF, minimum=0.1,
+                         maximum=86400)
+    backoff_max = obj.number("invalidQueryBackoffMaxSeconds", default=DEFAULT_INVALID_QUERY_BACKOFF_MAX,
+                             minimum=0.1, maximum=86400)
+    if backoff is not None and backoff_max is not None and backoff_max < backoff:
+        obj.error("invalidQueryBackoffMaxSeconds", f"must be at least invalidQueryBackoffSeconds ({backoff:g})")
     obj.finish()
     if len(errors.items) > before:
         return None
     assert url is not None and timeout is not None and concurrency is not None and retries is not None
-    assert window is not None and max_length is not None
+    assert window is not None and max_length is not None and max_response is not None
+    assert large_response is not None and backoff is not None and backoff_max is not None
     return PrometheusSettings(
         url=url, bearer_token=token, bearer_token_file=token_file, basic_auth=basic,
         headers=headers or {}, query_parameters=query_parameters or {},
@@ -160,7 +202,9 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
         pod_label=labels["podLabel"] or "pod", container_label=labels["containerLabel"] or "container",
         namespace_label=labels["namespaceLabel"] or "namespace", cpu_rate_window=window,
         cpu_query=queries.get("cpu"), memory_query=queries.get("memory"), max_query_length=max_length,
-        compression=bool(compression),
+        compression=bool(compression), max_response_bytes=max_response, large_response_bytes=large_response,
+        target_concurrency=target_concurrency, invalid_query_backoff_seconds=backoff,
+        invalid_query_backoff_max_seconds=backoff_max,
     )
 
 

@@ -23,14 +23,15 @@ from typing import Any
 
 import structlog
 
-from autoscaler.core.observation import MetricReading
+from autoscaler.core.observation import MetricFailure, MetricReading
 from autoscaler.kube.api import KubeApi
 from autoscaler.kube.client import make_api_client
 from autoscaler.kube.leader import LeaderElector, default_identity
 from autoscaler.prometheus.client import PrometheusClient
 from autoscaler.prometheus.errors import PrometheusError
-from autoscaler.prometheus.reader import MetricsReader, TargetQuery
-from autoscaler.prometheus.results import InstantResult
+from autoscaler.prometheus.reader import MetricsReader, OnReady, TargetQuery
+from autoscaler.prometheus.results import InstantResult, SeriesFilter
+from autoscaler.service.clock import PROCESS_CLOCK, SkewMonitor
 from autoscaler.service.http import HttpServer, ReadinessCheck
 from autoscaler.service.logs import configure_logging
 from autoscaler.service.manager import Manager
@@ -56,19 +57,39 @@ class TimedQuerier:
         self.last_success: float | None = None
         self.last_error: str | None = None
 
-    async def query(self, promql: str, at: float) -> InstantResult:
+    async def query(self, promql: str, at: float | None, *, deadline: float | None = None,
+                    keep: SeriesFilter | None = None) -> InstantResult:
         started = time.monotonic()
+        large_before = self.client.stats.large_answers
         try:
-            result = await self.client.query(promql, at)
+            result = await self.client.query(promql, at, deadline=deadline, keep=keep)
         except PrometheusError as exc:
             self.metrics.observe_prometheus_query(time.monotonic() - started, "error", exc.kind)
             self.last_error = str(exc)
             raise
-        outcome = "ok" if result.vector or result.scalar is not None else "empty"
+        finally:
+            if self.client.stats.large_answers != large_before:
+                self.metrics.large_answers.inc()
+        outcome = "ok" if result.vector or result.scalar is not None or result.left_out else "empty"
         self.metrics.observe_prometheus_query(time.monotonic() - started, outcome)
         self.last_success = time.monotonic()
         self.last_error = None
         return result
+
+
+# Failures that say data was absent: the ones a disagreement of clocks can explain.
+_ABSENT_DATA = ("returned no series", "no usable sample")
+
+
+def with_clock_note(row: list[MetricReading], skew: SkewMonitor) -> list[MetricReading]:
+    """``row`` with the clock-skew note on every failure for absent data, while the skew is beyond its
+    bound: ScalingActive then says the clock may be why."""
+    note = skew.note()
+    if note is None:
+        return row
+    return [MetricFailure(f"{r.message}; {note}")
+            if isinstance(r, MetricFailure) and any(text in r.message for text in _ABSENT_DATA) else r
+            for r in row]
 
 
 def lease_namespace(configured: str | None) -> str:
@@ -88,6 +109,8 @@ class Service:
         self.static_targets = static_targets
         self.identity = identity or default_identity()
         self.metrics = ServiceMetrics()
+        self.prometheus_skew = SkewMonitor("prometheus", settings.sync.clock_skew_warning_seconds,
+                                           self.metrics.set_clock_skew)
         self.manager: Manager | None = None
         self.elector: LeaderElector | None = None
         self.http: HttpServer | None = None
@@ -107,12 +130,20 @@ class Service:
         elector_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
         elector_task: asyncio.Task[None] | None = None
         try:
-            async with api_client, elector_client, PrometheusClient(settings.prometheus) as prometheus:
+            async with api_client, elector_client, PrometheusClient(
+                    settings.prometheus, observe_server_time=self.prometheus_skew.observe,
+                    clock=PROCESS_CLOCK.now) as prometheus:
                 self.querier = TimedQuerier(prometheus, self.metrics)
                 reader = MetricsReader(self.querier, settings.prometheus)
+                skew = self.prometheus_skew
 
-                async def read_many(queries: Sequence[TargetQuery], at: float) -> list[list[MetricReading]]:
-                    return await reader.read(queries, at)
+                async def read_many(queries: Sequence[TargetQuery], at: float | None, *,
+                                    on_ready: OnReady | None = None) -> list[list[MetricReading]]:
+                    def ready(index: int, row: list[MetricReading]) -> None:
+                        if on_ready is not None:
+                            on_ready(index, with_clock_note(row, skew))
+                    rows = await reader.read(queries, at, ready)
+                    return [with_clock_note(row, skew) for row in rows]
 
                 kube = KubeApi(api_client, observe=self.metrics.observe_kubernetes_request)
                 self.manager = manager = Manager(

@@ -5,22 +5,31 @@ window and hands them to the Prometheus layer in one ``MetricsReader.read`` call
 targets sharing a query template into one query. A namespace's targets sync on the same tick, so a
 window holds whole namespaces (and the other namespaces whose ticks fall inside it): with 1,000
 targets in 50 namespaces and a 1 s window, ~15 reads and ~30 queries a period instead of 1,000 reads.
+
+Sharing a read never means waiting for the slowest target in it: the reader hands each target its
+readings as soon as its own queries are done, and the batcher passes them on at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
+from typing import Protocol
 
 import structlog
 
 from autoscaler.core.observation import MetricFailure, MetricReading
-from autoscaler.prometheus.reader import TargetQuery
+from autoscaler.prometheus.reader import OnReady, TargetQuery
 
 log = structlog.get_logger("autoscaler.batcher")
 
-ReadMany = Callable[[Sequence[TargetQuery], float], Awaitable[list[list[MetricReading]]]]
+
+class ReadMany(Protocol):
+    """Read targets' metrics now (``at`` None: by Prometheus' clock); ``on_ready(i, row)`` as soon as
+    target ``i``'s readings are complete (a reader that cannot tell may only return them all)."""
+
+    def __call__(self, queries: Sequence[TargetQuery], at: float | None, *,
+                 on_ready: OnReady | None = None) -> Awaitable[list[list[MetricReading]]]: ...
 
 
 class MetricsBatcher:
@@ -51,8 +60,14 @@ class MetricsBatcher:
         if not live:
             return
         self.batches += 1
+
+        def ready(index: int, row: list[MetricReading]) -> None:
+            future = live[index][1]
+            if not future.done():
+                future.set_result(row)
+
         try:
-            rows = await self._read_many([q for q, _ in live], time.time())
+            rows = await self._read_many([q for q, _ in live], None, on_ready=ready)
         except Exception as exc:  # the reader should not raise; if it does, every metric failed
             log.exception("metrics read failed")
             rows = [[MetricFailure(f"reading metrics failed: {exc}") for _ in q.metrics] for q, _ in live]

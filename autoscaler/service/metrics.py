@@ -34,7 +34,8 @@ from prometheus_client.process_collector import ProcessCollector
 
 RECONCILE_RESULTS = frozenset({"scaled", "unchanged", "error", "dry_run"})
 QUERY_OUTCOMES = frozenset({"ok", "empty", "error"})
-PROMETHEUS_ERROR_KINDS = frozenset({"unreachable", "timeout", "http", "bad_query", "malformed"})
+PROMETHEUS_ERROR_KINDS = frozenset({"unreachable", "timeout", "http", "bad_query", "malformed", "too_large"})
+CLOCK_PEERS = frozenset({"prometheus"})
 LIMIT_REASONS = ("ScaleUpLimit", "ScaleDownLimit", "TooManyReplicas", "TooFewReplicas")
 NOT_LIMITED = frozenset({"", "DesiredWithinRange"})
 DIRECTIONS = frozenset({"up", "down"})
@@ -262,6 +263,12 @@ class ServiceMetrics:
         self.event_loop_lag = Histogram("autoscaler_event_loop_lag_seconds",
                                         "How late the event loop ran a timer (blocked or overloaded loop).",
                                         buckets=LAG_BUCKETS, registry=r)
+        self.clock_skew = Gauge("autoscaler_clock_skew_seconds",
+                                "How far this service's clock is ahead of a peer's (negative: behind), "
+                                "estimated from the peer's Date headers.", ["peer"], registry=r)
+        self.large_answers = Counter("autoscaler_prometheus_large_answers_total",
+                                     "Prometheus answers larger than largeResponseBytes, decoded off the event loop.",
+                                     registry=r)
         self.build_info = Gauge("autoscaler_build_info", "Always 1; the labels say what is running.",
                                 ["version", "python"], registry=r)
         self.build_info.labels(_version(), platform.python_version()).set(1)
@@ -385,6 +392,9 @@ class ServiceMetrics:
 
     def _cache_source(self) -> Iterable[CacheState]:
         return self._caches()
+
+    def set_clock_skew(self, peer: str, seconds: float) -> None:
+        self.clock_skew.labels(_bounded(peer, CLOCK_PEERS)).set(seconds)
 
     async def monitor_event_loop_lag(self, interval: float = 0.5) -> None:
         """Run until cancelled: sleep ``interval`` and record how much later than asked the loop woke us.

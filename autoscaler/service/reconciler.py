@@ -48,6 +48,7 @@ from autoscaler.kube.labels import LabelSelector, SelectorError, parse_label_sel
 from autoscaler.kube.records import PodRecord
 from autoscaler.kube.scale import Scale, ScaleError, StaleScale
 from autoscaler.prometheus.reader import TargetQuery
+from autoscaler.service.clock import PROCESS_CLOCK
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
 from autoscaler.service.status import (
     limited_by,
@@ -220,6 +221,7 @@ class Services:
     write_vpa: Callable[[str, str, Mapping[str, Any]], Awaitable[None]] | None = None
     cache_problem: Callable[[Target], str | None] = lambda _target: None  # why cached state can't be trusted
     schedule: Schedule | None = None  # None: Schedule(period, jitter), made on first use
+    clock: Callable[[], float] = PROCESS_CLOCK.now  # decisions' "now": Unix time that never steps
 
     def __post_init__(self) -> None:
         if self.schedule is None:
@@ -298,7 +300,7 @@ class TargetReconciler:
         """One sync. ``slot``: the concurrency slot this sync holds, given back while it waits for its
         metrics (see :class:`ConcurrencySlot`)."""
         started = time.monotonic()
-        now = time.time() if now is None else now
+        now = self.services.clock() if now is None else now
         target, spec = self.target, self.spec
         structlog.contextvars.bind_contextvars(namespace=target.namespace, name=target.name)
         try:

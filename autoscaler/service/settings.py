@@ -7,7 +7,7 @@ and start-up stops; secrets are never echoed. The file's layout (all optional bu
 
     prometheus: {url: http://prometheus:9090, timeoutSeconds: 5}   # see docs/prometheus.md
     kubernetes: {kubeconfig: null, context: null, namespaces: [], watchSilenceSeconds: 90}
-    sync: {periodSeconds: 15, jitter: 0.1, concurrency: 50, batchWindowSeconds: 1}
+    sync: {periodSeconds: 15, jitter: 0.1, concurrency: 50, batchWindowSeconds: 1, clockSkewWarningSeconds: 10}
     controller: {tolerance: 0.1, cpuInitializationPeriodSeconds: 300,
                  initialReadinessDelaySeconds: 30, downscaleStabilizationWindowSeconds: 300}
     targets: null        # a YAML file of targets: standalone mode, without the CRD
@@ -47,6 +47,9 @@ class SyncSettings:
     jitter: float = 0.1               # each tick moves by up to ± this fraction of the period (per namespace)
     concurrency: int = 50             # syncs in progress at once, across all targets
     batch_window_seconds: float = 1.0  # metric reads arriving this close together share queries
+    # A peer's clock (Prometheus') further than this from ours is reported: a warning, and a note on
+    # failed metrics' messages (autoscaler_clock_skew_seconds always says how far).
+    clock_skew_warning_seconds: float = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,10 +216,12 @@ def _sync(obj: Obj | None) -> SyncSettings | None:
     jitter = obj.number("jitter", default=default.jitter, minimum=0, maximum=0.5)
     concurrency = obj.integer("concurrency", default=default.concurrency, minimum=1, maximum=10_000)
     batch = obj.number("batchWindowSeconds", default=default.batch_window_seconds, minimum=0, maximum=5)
+    skew = obj.number("clockSkewWarningSeconds", default=default.clock_skew_warning_seconds, minimum=1,
+                      maximum=86400)
     obj.finish()
-    if period is None or jitter is None or concurrency is None or batch is None:
+    if period is None or jitter is None or concurrency is None or batch is None or skew is None:
         return None
-    return SyncSettings(period, jitter, concurrency, batch)
+    return SyncSettings(period, jitter, concurrency, batch, skew)
 
 
 def _controller(obj: Obj | None) -> ControllerSettings | None:

@@ -52,6 +52,7 @@ class Seen:
     started: float
     seconds: float
     rule: Rule | None = None
+    connection: int = 0  # which TCP connection carried it (the client's port)
 
 
 @dataclass
@@ -69,6 +70,8 @@ class PrometheusProxy:
         self.in_flight = _Concurrency()
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._site: web.TCPSite | None = None
+        self._transports: dict[int, asyncio.BaseTransport] = {}  # client connections, by the client's port
         self.port = 0
 
     @property
@@ -79,12 +82,38 @@ class PrometheusProxy:
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120))
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
+        # shutdown_timeout: a test that ends while a delayed answer is pending must not wait for it
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
-        await site.start()
+        self._site = web.TCPSite(self._runner, "127.0.0.1", self.port)
+        await self._site.start()
         self.port = int(self._runner.addresses[0][1])
         return self
+
+    async def refuse(self) -> None:
+        """Stop listening and drop every open connection: Prometheus is down (connection refused)."""
+        if self._site is not None:
+            await self._site.stop()
+            self._site = None
+        self.drop_connections()
+
+    async def accept(self) -> None:
+        """Listen again on the same port (Prometheus is back)."""
+        if self._site is None and self._runner is not None:
+            self._site = web.TCPSite(self._runner, "127.0.0.1", self.port)
+            await self._site.start()
+
+    def drop_connections(self) -> int:
+        """Abort every open client connection at once (what a Prometheus restart does); returns how many."""
+        victims = [t for t in self._transports.values() if not t.is_closing()]
+        for transport in victims:
+            transport.abort()  # type: ignore[attr-defined]
+        self._transports.clear()
+        return len(victims)
+
+    def connections(self, since: float = 0.0) -> set[int]:
+        """The connections that carried queries since ``since`` (monotonic)."""
+        return {s.connection for s in self.seen if s.started >= since and s.path.endswith("/query")}
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -125,6 +154,11 @@ class PrometheusProxy:
         if request.method == "POST":
             params.update(parse_qsl(body.decode("utf-8", "replace")))
         promql = params.get("query", "")
+        connection = 0
+        if request.transport is not None:
+            peer = request.transport.get_extra_info("peername")
+            connection = int(peer[1]) if peer else 0  # the client's port: one per connection
+            self._transports[connection] = request.transport
         rule = next((r for r in self.rules if r.matches(promql)), None)
         self.in_flight.now += 1
         self.in_flight.peak = max(self.in_flight.peak, self.in_flight.now)
@@ -157,7 +191,8 @@ class PrometheusProxy:
             return self._answer(payload, status)
         finally:
             self.in_flight.now -= 1
-            self.seen.append(Seen(request.path, promql, status, started, time.monotonic() - started, rule))
+            self.seen.append(Seen(request.path, promql, status, started, time.monotonic() - started, rule,
+                                  connection))
 
     async def _forward(self, request: web.Request, body: bytes) -> tuple[int, bytes, str]:
         assert self._session is not None

@@ -197,3 +197,14 @@ def test_queries_can_be_optional_for_simulation() -> None:
 @pytest.mark.parametrize("data", [None, [], "spec", 3, {"scaleTargetRef": []}, {"metrics": {}}])
 def test_wrong_shapes_are_errors_not_exceptions(data: object) -> None:
     assert errors_of(data)
+
+
+def test_metrics_per_target_are_capped_with_a_path_precise_error() -> None:
+    def with_metrics(count: int) -> dict[str, Any]:
+        metric = {"type": "External", "external": {"metric": {"name": "q"}, "query": "sum(q)",
+                                                   "target": {"type": "Value", "value": "1"}}}
+        return {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "w"},
+                "maxReplicas": 5, "metrics": [metric] * count}
+
+    assert len(parse_target_spec(with_metrics(30)).metrics) == 30
+    assert errors_of(with_metrics(31)) == ["spec.metrics: Too many: 31: must have at most 30 items"]

@@ -41,6 +41,7 @@ class FakePrometheus:
         self.in_flight = 0
         self.max_in_flight = 0
         self.handler: Handler = self._ok
+        self.transport: asyncio.Transport | None = None
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -67,6 +68,7 @@ class FakePrometheus:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         form = {k: str(v) for k, v in (await request.post()).items()}
         recorded = Request(request.path, dict(request.headers), form)
+        self.transport = request.transport  # the connection of the latest request (a test may abort it)
         self.requests.append(recorded)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)

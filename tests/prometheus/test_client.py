@@ -22,6 +22,7 @@ from autoscaler.prometheus import (
     PrometheusError,
     PrometheusHTTPError,
     PrometheusMalformedResponse,
+    PrometheusResponseTooLarge,
     PrometheusSettings,
     PrometheusTimeout,
     PrometheusUnreachable,
@@ -319,3 +320,64 @@ async def test_unreadable_tls_files_fail_at_start(tmp_path: Path) -> None:
     client = PrometheusClient(settings_for("https://127.0.0.1:1", ca_file=str(tmp_path / "missing.crt")))
     with pytest.raises(PrometheusCredentialsError, match="cannot load the TLS files"):
         await client.start()
+
+
+async def test_a_live_query_sends_no_time_and_hands_over_the_date(fake: FakePrometheus) -> None:
+    seen: list[tuple[float, float, float]] = []
+    async with PrometheusClient(settings_for(fake.url), observe_server_time=lambda *s: seen.append(s),
+                                clock=lambda: 5000.0) as client:
+        await client.query("up")
+    assert "time" not in fake.requests[0].form
+    [(server, sent, received)] = seen
+    assert abs(server - time.time()) < 5 and sent == received == 5000.0
+
+
+async def test_the_deadline_covers_the_wait_for_a_slot(fake: FakePrometheus) -> None:
+    fake.handler = constant(lambda: json_response(vector("1")), delay=3)
+    async with PrometheusClient(settings_for(fake.url, concurrency=1, timeout_seconds=1.0)) as client:
+        first = asyncio.create_task(client.query("slow"))
+        await asyncio.sleep(0.05)
+        started = time.monotonic()
+        with pytest.raises(PrometheusTimeout, match="no free slot"):
+            await client.query("queued", deadline=asyncio.get_running_loop().time() + 0.3)
+        assert time.monotonic() - started < 0.9
+        with pytest.raises(PrometheusTimeout):
+            await first
+    assert len(fake.requests) == 1  # the queued query was never sent
+
+
+async def test_an_answer_past_the_cap_fails_its_query(fake: FakePrometheus) -> None:
+    fake.handler = constant(lambda: json_response(vector(*["1"] * 2000)))
+    async with PrometheusClient(settings_for(fake.url, max_response_bytes=4096)) as client:
+        with pytest.raises(PrometheusResponseTooLarge, match="maxResponseBytes"):
+            await client.query("x")
+        fake.handler = constant(lambda: json_response(vector("7")))
+        assert (await client.query("x")).vector[0].value == "7"  # the pool is still usable
+
+
+async def test_a_large_answer_is_parsed_in_pieces_without_the_series_left_out(fake: FakePrometheus) -> None:
+    fake.handler = constant(lambda: json_response(vector(*[str(i) for i in range(500)])))
+    async with PrometheusClient(settings_for(fake.url, large_response_bytes=1000)) as client:
+        result = await client.query("x", keep=lambda labels: int(labels["i"]) % 100 == 0)
+        everything = await client.query("x")
+        assert client.stats.large_answers == 2
+    assert [s.value for s in result.vector] == ["0", "100", "200", "300", "400"] and result.left_out == 495
+    assert len(everything.vector) == 500 and everything.left_out == 0
+
+
+async def test_a_connection_dropped_mid_request_is_redialled_once(fake: FakePrometheus) -> None:
+    dropped = 0
+
+    async def drop_first(request: Request) -> web.StreamResponse:
+        nonlocal dropped
+        if dropped == 0:
+            dropped += 1
+            assert fake.transport is not None
+            fake.transport.abort()  # the connection dies without an answer, as in a restart
+            await asyncio.sleep(1)
+        return json_response(vector("3"))
+
+    fake.handler = drop_first
+    async with PrometheusClient(settings_for(fake.url, retries=0)) as client:
+        assert (await client.query("x")).vector[0].value == "3"
+        assert client.stats.redials == 1 and client.stats.retries == 0

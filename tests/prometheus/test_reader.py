@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable
 from typing import cast
 
 from autoscaler.core.observation import MetricFailure, PodsReading, ResourceReading
 from autoscaler.prometheus import MetricsReader, PrometheusClient, PrometheusSettings, TargetQuery
-from autoscaler.prometheus.errors import PrometheusUnreachable
+from autoscaler.prometheus.errors import PrometheusBadQuery, PrometheusUnreachable
 from autoscaler.prometheus.results import InstantResult, Series
 from tests.prometheus import scenario as sc
 
@@ -20,7 +21,7 @@ class FakeClient:
         self.answer = answer
         self.queries: list[str] = []
 
-    async def query(self, promql: str, at: float) -> InstantResult:
+    async def query(self, promql: str, at: float | None, **_options: object) -> InstantResult:
         self.queries.append(promql)
         return self.answer(promql)
 
@@ -189,3 +190,82 @@ async def test_custom_label_names_and_global_template_override() -> None:
     reading = rows[0][0]
     assert isinstance(reading, ResourceReading) and reading.pods["p"].containers == {"app": 2000}
     assert reading.pods["p"].window == 120.0
+
+
+class SlowClient:
+    """Answers queries containing "slow" after ``delay`` seconds, others at once; counts what is in flight."""
+
+    def __init__(self, delay: float = 0.3) -> None:
+        self.delay = delay
+        self.queries: list[str] = []
+        self.in_flight = self.peak = 0
+
+    async def query(self, promql: str, at: float | None, **_options: object) -> InstantResult:
+        self.queries.append(promql)
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            if "slow" in promql:
+                await asyncio.sleep(self.delay)
+            return vector(series("4"))
+        finally:
+            self.in_flight -= 1
+
+
+async def test_each_target_gets_its_readings_when_its_own_queries_are_done() -> None:
+    client = SlowClient()
+    reader = MetricsReader(cast(PrometheusClient, client), PrometheusSettings(url="http://prom"))
+    ready: list[tuple[str, float]] = []
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    targets = [target("a", "slow", ("p",), [sc.external_metric("sum(slow)")]),
+               target("a", "fast", ("p",), [sc.external_metric("sum(fast)")])]
+    rows = await reader.read(targets, None, lambda i, row: ready.append((targets[i].name, loop.time() - started)))
+    assert [name for name, _ in ready] == ["fast", "slow"]
+    assert ready[0][1] < 0.2 <= ready[1][1]
+    assert all(not isinstance(r, MetricFailure) for row in rows for r in row)
+
+
+async def test_one_targets_own_queries_take_only_its_share_of_the_slots() -> None:
+    client = SlowClient(delay=0.1)
+    reader = MetricsReader(cast(PrometheusClient, client),
+                           PrometheusSettings(url="http://prom", concurrency=8, timeout_seconds=5))
+    hog = target("a", "hog", ("p",), [sc.external_metric(f"sum(slow_{i})", f"m{i}") for i in range(6)])
+    rows = await reader.read([hog], None)
+    assert client.peak == 2  # a quarter of 8
+    assert all(not isinstance(r, MetricFailure) for r in rows[0])
+
+
+async def test_waiting_for_the_share_counts_against_the_deadline() -> None:
+    client = SlowClient(delay=0.6)  # longer than the timeout (this stand-in does not keep deadlines)
+    reader = MetricsReader(cast(PrometheusClient, client),
+                           PrometheusSettings(url="http://prom", concurrency=4, timeout_seconds=0.5))
+    hog = target("a", "hog", ("p",), [sc.external_metric(f"sum(slow_{i})", f"m{i}") for i in range(3)])
+    [row] = await reader.read([hog], None)
+    assert not isinstance(row[0], MetricFailure)
+    assert all(isinstance(r, MetricFailure) and "prometheus.targetConcurrency" in r.message for r in row[1:])
+    assert len(client.queries) == 1
+
+
+async def test_a_rejected_query_waits_its_backoff_then_is_sent_again() -> None:
+    sent: list[str] = []
+
+    async def reject(promql: str, at: float | None, **_options: object) -> InstantResult:
+        sent.append(promql)
+        raise PrometheusBadQuery("Prometheus rejected the query (HTTP 400, bad_data: parse error)", status=400,
+                                 error_type="bad_data", error="parse error")
+
+    client = FakeClient(lambda q: vector())
+    client.query = reject  # type: ignore[method-assign]
+    reader = MetricsReader(cast(PrometheusClient, client),
+                           PrometheusSettings(url="http://prom", invalid_query_backoff_seconds=0.3,
+                                              invalid_query_backoff_max_seconds=0.3), rng=lambda: 1.0)
+    broken = [target("a", "x", ("p",), [sc.external_metric("sum(broken")])]
+    first = await reader.read(broken, None)
+    second = await reader.read(broken, None)
+    assert len(sent) == 1
+    assert first == second and isinstance(first[0][0], MetricFailure)
+    assert "HTTP 400" in first[0][0].message and "slow backoff" in first[0][0].message
+    await asyncio.sleep(0.35)
+    await reader.read(broken, None)
+    assert len(sent) == 2

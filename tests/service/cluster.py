@@ -74,7 +74,9 @@ class FakeMetrics:
     def set(self, name: str, value: float | None) -> None:
         self.external[name] = None if value is None else int(value * 1000)
 
-    async def read_many(self, queries: Sequence[TargetQuery], at: float) -> list[list[MetricReading]]:
+    async def read_many(self, queries: Sequence[TargetQuery], at: float | None, *,
+                        on_ready: object = None) -> list[list[MetricReading]]:
+        at = time.time() if at is None else at  # "now": this stand-in's clock is the test's
         self.reads += 1
         self.queries.extend(queries)
         rows: list[list[MetricReading]] = []

@@ -66,6 +66,8 @@ def test_families_follow_the_naming_conventions() -> None:
         "autoscaler_cache_watch_failures": "counter",
         "autoscaler_cache_relists": "counter",
         "autoscaler_event_loop_lag_seconds": "histogram",
+        "autoscaler_clock_skew_seconds": "gauge",
+        "autoscaler_prometheus_large_answers": "counter",
         "autoscaler_build_info": "gauge",
     }
     assert {name: kind for name, (kind, _) in families.items() if name.startswith("autoscaler_")} == expected

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,7 +82,8 @@ class FakePrometheus:
 
     async def _query(self, request: web.Request) -> web.Response:
         form = await request.post()
-        query, at = str(form["query"]), float(str(form["time"]))
+        # A live query has no time=: Prometheus answers at its own "now".
+        query, at = str(form["query"]), float(str(form.get("time") or time.time()))
         self.queries.append(query)
         value = QUEUES.get(query)
         result = [] if value is None else [{"metric": {}, "value": [at, value]}]

@@ -1,0 +1,69 @@
+"""Decoding a large answer a series at a time gives what decoding it whole gives (less what the filter
+leaves out), and falls back to the whole decode for anything else."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autoscaler.prometheus.errors import PrometheusMalformedResponse
+from autoscaler.prometheus.results import parse_instant, parse_instant_in_pieces
+
+label_values = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12)
+series = st.fixed_dictionaries({
+    "metric": st.dictionaries(st.sampled_from(["pod", "namespace", "result", "metric", "x"]), label_values,
+                              max_size=4),
+    "value": st.tuples(st.floats(0, 2e9, allow_nan=False), st.sampled_from(["1", "NaN", "0.25", "+Inf"])).map(list),
+})
+
+
+def vector_answer(items: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"status": "success", "data": {"resultType": "vector", "result": items}, **extra}
+
+
+@given(st.lists(series, max_size=8), st.booleans(), st.booleans())
+def test_pieces_equal_the_whole(items: list[dict[str, Any]], pretty: bool, warnings: bool) -> None:
+    document = vector_answer(items, **({"warnings": ['a "result":[ in text']} if warnings else {}))
+    payload = json.dumps(document, indent=1 if pretty else None).encode()
+    assert parse_instant_in_pieces(payload) == parse_instant(orjson.loads(payload))
+
+
+@given(st.lists(series, max_size=8))
+def test_the_filter_leaves_out_what_it_rejects_and_counts_it(items: list[dict[str, Any]]) -> None:
+    payload = orjson.dumps(vector_answer(items))
+
+    def keep(labels: Any) -> bool:
+        return str(labels.get("pod", "")).startswith("a")
+
+    result = parse_instant_in_pieces(payload, keep)
+    whole = parse_instant(orjson.loads(payload))
+    assert result.vector == tuple(s for s in whole.vector if keep(s.labels))
+    assert result.left_out == len(whole.vector) - len(result.vector)
+
+
+@pytest.mark.parametrize("document", [
+    {"status": "success", "data": {"resultType": "scalar", "result": [1.5, "2"]}},
+    {"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1, "2"]]}]}},
+    {"status": "success", "data": {"result": [], "resultType": "vector"}},
+    {"data": {"resultType": "vector", "result": [{"metric": {"a": "b"}, "value": [1, "2"]}]}, "status": "success"},
+])
+def test_other_layouts_decode_whole(document: dict[str, Any]) -> None:
+    payload = orjson.dumps(document)
+    assert parse_instant_in_pieces(payload) == parse_instant(orjson.loads(payload))
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"2"]},',
+    b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,2]}]}}',
+    b'{"status":"error","data":{"resultType":"vector","result":[]}}',
+    b"\xff\xfe",
+    b"<html>",
+])
+def test_malformed_answers_fail_as_the_whole_decode_does(payload: bytes) -> None:
+    with pytest.raises(PrometheusMalformedResponse):
+        parse_instant_in_pieces(payload)
