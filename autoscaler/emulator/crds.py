@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from autoscaler.emulator.jsonutil import JsonObject, parse_dotted_path
-from autoscaler.emulator.resources import ResourceRegistry, ResourceType, ScaleSubresource
+from autoscaler.emulator.resources import PrinterColumn, ResourceRegistry, ResourceType, ScaleSubresource
 from autoscaler.emulator.store import ObjectStore
 from autoscaler.emulator.watch import WatchEvent
 
@@ -129,9 +129,33 @@ def resource_types_from_crd(crd: JsonObject) -> list[ResourceType]:
                     str(field["jsonPath"]).lstrip(".") for field in version.get("selectableFields") or []
                 ),
                 name_rule="path-segment",
+                printer_columns=_printer_columns(version),
+                schema=(version.get("schema") or {}).get("openAPIV3Schema"),
             )
         )
     return types
+
+
+_DEFAULT_COLUMNS = (PrinterColumn("Age", "date", ".metadata.creationTimestamp"),)
+
+
+def _printer_columns(version: JsonObject) -> tuple[PrinterColumn, ...]:
+    """The version's ``additionalPrinterColumns``; Age alone when it declares none (as the server does)."""
+    declared = version.get("additionalPrinterColumns")
+    if not declared:
+        return _DEFAULT_COLUMNS
+    return tuple(
+        PrinterColumn(
+            name=str(column.get("name", "")),
+            type=str(column.get("type", "string")),
+            json_path=str(column.get("jsonPath", "")),
+            format=str(column.get("format", "")),
+            description=str(column.get("description", "")),
+            priority=int(column.get("priority", 0)),
+        )
+        for column in declared
+        if isinstance(column, dict)
+    )
 
 
 class CrdRegistrar:

@@ -153,12 +153,11 @@ def method_not_allowed(method: str) -> ApiError:
 
 
 def unsupported_media_type(content_type: str, accepted: Sequence[str]) -> ApiError:
+    """415, worded as the API server's content negotiation words it (the sent type is not named)."""
     return ApiError(
         415,
         "UnsupportedMediaType",
-        "the body of the request was in an unknown format - accepted media types include: "
-        + ", ".join(accepted)
-        + (f" (got {content_type})" if content_type else ""),
+        "the body of the request was in an unknown format - accepted media types include: " + ", ".join(accepted),
     )
 
 

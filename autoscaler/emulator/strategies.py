@@ -33,6 +33,12 @@ WORKLOADS = frozenset({"apps/deployments", "apps/statefulsets", "apps/replicaset
 _REQUIRED_STATUS_FIELDS: dict[str, dict[str, int]] = {
     "apps/statefulsets": {"replicas": 0, "availableReplicas": 0},
     "apps/replicasets": {"replicas": 0},
+    "policy/poddisruptionbudgets": {
+        "disruptionsAllowed": 0,
+        "currentHealthy": 0,
+        "desiredHealthy": 0,
+        "expectedPods": 0,
+    },
 }
 PODS = "/pods"
 NAMESPACES = "/namespaces"
