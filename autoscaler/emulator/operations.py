@@ -254,7 +254,7 @@ class ApiOperations:
                     resource_type.kind,
                     resource_type.group,
                     "",
-                    [("metadata.name", "Required value: name or generateName is required")],
+                    [errors.required("metadata.name", "name or generateName is required")],
                 )
             for _ in range(16):
                 name = str(prefix) + "".join(self._rng.choice(_GENERATE_NAME_ALPHABET) for _ in range(5))
@@ -264,7 +264,7 @@ class ApiOperations:
         problem = strategies.name_problem(resource_type, str(name))
         if problem:
             raise errors.invalid(
-                resource_type.kind, resource_type.group, str(name), [("metadata.name", problem)]
+                resource_type.kind, resource_type.group, str(name), [problem]
             )
         return str(name)
 
@@ -316,7 +316,11 @@ class ApiOperations:
                     resource_type.kind,
                     resource_type.group,
                     current.name,
-                    [("metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")],
+                    [
+                        errors.invalid_value(
+                            "metadata.resourceVersion", None, "must be specified for an update", shown="0x0"
+                        )
+                    ],
                 )
             return
         if str(requested) != current.obj["metadata"]["resourceVersion"]:
@@ -585,7 +589,7 @@ class ApiOperations:
                 "Scale",
                 "autoscaling",
                 name,
-                [("spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0")],
+                [errors.invalid_value("spec.replicas", replicas, "must be greater than or equal to 0")],
             )
         new = clone(current.obj)
         with_replicas(subresource, new, replicas)
