@@ -18,8 +18,9 @@ from aiohttp import web
 from autoscaler.emulator import discovery, errors, media, openapi, tables
 from autoscaler.emulator.errors import ApiError
 from autoscaler.emulator.faults import Disconnect, ExpireWatch, FaultInjector, FaultPlan, answer_error
+from autoscaler.emulator.govalues import quote
 from autoscaler.emulator.jsonutil import JsonObject, encode
-from autoscaler.emulator.operations import ApiOperations, ListResult, Served
+from autoscaler.emulator.operations import FIELD_VALIDATIONS, ApiOperations, ListResult, Served, WriteOptions
 from autoscaler.emulator.patches import BUILTIN_PATCH_TYPES, CUSTOM_RESOURCE_PATCH_TYPES
 from autoscaler.emulator.requestinfo import RequestInfo, parse_bool, parse_request
 from autoscaler.emulator.requestlog import RequestLog, RequestRecord
@@ -210,22 +211,32 @@ class ApiHandler:
             if info.name is not None:
                 raise errors.method_not_allowed(request.method)
             body = await _read_body(request, media.OBJECT_TYPES, required=True)
-            return json_response(self.ops.create(resource_type, namespace, body, dry_run=dry_run), 201)
+            options = _write_options(request)
+            created = self.ops.create(resource_type, namespace, body, dry_run=dry_run, options=options)
+            return _written(created, options, 201)
         if verb == "update":
             body = await _read_body(request, media.OBJECT_TYPES, required=True)
             if info.subresource == "scale":
                 return json_response(
                     self.ops.update_scale(resource_type, namespace or "", name, body, dry_run=dry_run)
                 )
+            options = _write_options(request)
             result = self.ops.update(
-                resource_type, namespace or "", name, body, subresource=info.subresource, dry_run=dry_run
+                resource_type,
+                namespace or "",
+                name,
+                body,
+                subresource=info.subresource,
+                dry_run=dry_run,
+                options=options,
             )
-            return json_response(result)
+            return _written(result, options)
         if verb == "patch":
             content_type = request.content_type if request.headers.get("Content-Type") else ""
             accepted = BUILTIN_PATCH_TYPES if resource_type.builtin else CUSTOM_RESOURCE_PATCH_TYPES
             body = media.decode(await request.read(), content_type, accepted, required=True)
-            patched, created = self.ops.patch(
+            options = _write_options(request)
+            patched, was_created = self.ops.patch(
                 resource_type,
                 namespace or "",
                 name,
@@ -233,24 +244,24 @@ class ApiHandler:
                 body,
                 subresource=info.subresource,
                 dry_run=dry_run,
-                field_manager=query.get("fieldManager"),
+                options=options,
             )
-            return json_response(patched, 201 if created else 200)
+            return _written(patched, options, 201 if was_created else 200)
         if verb == "delete":
             if info.subresource is not None:
                 raise errors.method_not_allowed(request.method)
-            options = await _delete_options(request)
+            deletion = await _delete_options(request)
             return json_response(
                 self.ops.delete(
-                    resource_type, namespace or "", name, options, dry_run=dry_run or _options_dry_run(options)
+                    resource_type, namespace or "", name, deletion, dry_run=dry_run or _options_dry_run(deletion)
                 )
             )
         if verb == "deletecollection":
-            options = await _delete_options(request)
+            deletion = await _delete_options(request)
             labels = parse_label_selector(query.get("labelSelector"))
             fields = parse_field_selector(query.get("fieldSelector"))
             deleted = self.ops.delete_collection(
-                resource_type, namespace, labels, fields, options, dry_run=dry_run or _options_dry_run(options)
+                resource_type, namespace, labels, fields, deletion, dry_run=dry_run or _options_dry_run(deletion)
             )
             return self._list_response(resource_type, deleted)
         raise errors.method_not_allowed(request.method)
@@ -389,6 +400,29 @@ def _dry_run(value: str | None) -> bool:
     if value != "All":
         raise errors.bad_request(f'unsupported dryRun value "{value}": only "All" is allowed')
     return True
+
+
+def _write_options(request: web.Request) -> WriteOptions:
+    query = request.query
+    validation = query.get("fieldValidation") or "Warn"
+    if validation not in FIELD_VALIDATIONS:
+        raise errors.bad_request(
+            f'fieldValidation "{validation}" is not one of {", ".join(FIELD_VALIDATIONS)}'
+        )
+    return WriteOptions(
+        field_validation=validation,
+        field_manager=query.get("fieldManager") or None,
+        force=parse_bool(query.get("force")),
+        user_agent=request.headers.get("User-Agent", ""),
+    )
+
+
+def _written(result: Served, options: WriteOptions, status: int = 200) -> web.Response:
+    """A write's answer, with the warnings it earned as ``Warning: 299`` headers (kubectl prints them)."""
+    response = json_response(result, status)
+    for warning in dict.fromkeys(options.warnings):
+        response.headers.add("Warning", f"299 - {quote(warning)}")
+    return response
 
 
 async def _delete_options(request: web.Request) -> JsonObject | None:

@@ -17,11 +17,12 @@ import bisect
 import json
 import random
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from autoscaler.emulator import crds, errors, strategies
+from autoscaler.emulator import crds, errors, strategies, structural
 from autoscaler.emulator.clock import Clock, format_time
+from autoscaler.emulator.govalues import quote
 from autoscaler.emulator.jsonutil import JsonObject, clone, json_equal, metadata
 from autoscaler.emulator.patches import (
     APPLY_PATCH,
@@ -52,6 +53,24 @@ _ALWAYS_SELECTABLE = frozenset({"metadata.name", "metadata.namespace"})
 def as_dict(served: Served) -> JsonObject:
     """A private copy of a served object."""
     return clone(served.obj if isinstance(served, StoredObject) else served)  # type: ignore[no-any-return]
+
+
+FIELD_VALIDATIONS = ("Ignore", "Warn", "Strict")
+
+
+@dataclass(slots=True)
+class WriteOptions:
+    """What a create, update or patch request says beyond its body (query parameters), and what it is told."""
+
+    field_validation: str = "Warn"
+    """Unknown fields of a custom resource: ``Strict`` is a 400, ``Warn`` a warning, ``Ignore`` silent."""
+    field_manager: str | None = None
+    force: bool = False
+    """Server-side apply takes fields other managers own instead of failing with a conflict."""
+    user_agent: str = ""
+    """Names the manager of a write without ``fieldManager``, as the API server does."""
+    warnings: list[str] = field(default_factory=list)
+    """Collected for the ``Warning`` response headers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +194,11 @@ class ApiOperations:
         *,
         dry_run: bool = False,
         create_namespace: bool = False,
+        options: WriteOptions | None = None,
     ) -> Served:
+        options = options or WriteOptions()
         obj = self._incoming(resource_type, body)
+        self._apply_schema(resource_type, obj, options)
         meta = obj["metadata"]
         namespace = self._settle_namespace(resource_type, namespace, meta)
         if resource_type.namespaced:
@@ -279,11 +301,14 @@ class ApiOperations:
         *,
         subresource: str | None = None,
         dry_run: bool = False,
+        options: WriteOptions | None = None,
         _from_patch: bool = False,
     ) -> Served:
         """PUT on the object (``subresource=None``) or on ``/status``."""
+        options = options or WriteOptions()
         current = self._existing(resource_type, namespace, name)
         incoming = self._incoming(resource_type, body)
+        self._apply_schema(resource_type, incoming, options)
         meta = incoming["metadata"]
         if meta.get("name") and meta["name"] != name:
             raise errors.bad_request(
@@ -306,6 +331,22 @@ class ApiOperations:
             new = incoming
             self._carry_server_fields(resource_type, current.obj, new)
         return self._finish_update(resource_type, current, new, dry_run=dry_run)
+
+    def _apply_schema(self, resource_type: ResourceType, obj: JsonObject, options: WriteOptions) -> None:
+        """A custom resource's structural schema on a body: prune (or refuse) unknown fields, fill defaults."""
+        schema = resource_type.schema
+        if schema is None:
+            return
+        dropped = structural.prune(obj, schema)
+        if dropped and options.field_validation == "Strict":
+            unknown = ", ".join(f"unknown field {quote(path)}" for path in dropped)
+            kind, version = resource_type.kind, resource_type.version
+            raise errors.bad_request(
+                f"{kind} in version {quote(version)} cannot be handled as a {kind}: strict decoding error: {unknown}"
+            )
+        if options.field_validation == "Warn":
+            options.warnings.extend(f"unknown field {quote(path)}" for path in dropped)
+        structural.apply_defaults(obj, schema)
 
     def _check_resource_version(
         self, resource_type: ResourceType, current: StoredObject, requested: Any, *, required: bool
@@ -330,17 +371,17 @@ class ApiOperations:
     def _carry_server_fields(resource_type: ResourceType, old: JsonObject, new: JsonObject) -> None:
         """What a write to the main resource cannot change: identity, deletion state, status."""
         meta, old_meta = new["metadata"], old["metadata"]
-        for field in (
+        for server_field in (
             "uid",
             "creationTimestamp",
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
             "generation",
         ):
-            if field in old_meta:
-                meta[field] = old_meta[field]
+            if server_field in old_meta:
+                meta[server_field] = old_meta[server_field]
             else:
-                meta.pop(field, None)
+                meta.pop(server_field, None)
         meta["name"] = old_meta["name"]
         if "namespace" in old_meta:
             meta["namespace"] = old_meta["namespace"]
@@ -386,12 +427,13 @@ class ApiOperations:
         *,
         subresource: str | None = None,
         dry_run: bool = False,
-        field_manager: str | None = None,
+        options: WriteOptions | None = None,
     ) -> tuple[Served, bool]:
         """PATCH the object, ``/status`` or ``/scale``; returns the result and whether it was created
         (server-side apply creates missing objects)."""
+        options = options or WriteOptions()
         self._check_patch_type(resource_type, content_type)
-        if content_type == APPLY_PATCH and not field_manager:
+        if content_type == APPLY_PATCH and not options.field_manager:
             raise errors.bad_request("PATCH requests require fieldManager to be set for apply patches")
         if subresource == "scale":
             return self.patch_scale(
@@ -403,7 +445,7 @@ class ApiOperations:
         if current is None:
             if content_type == APPLY_PATCH and subresource is None:
                 body = dict(patch) if isinstance(patch, dict) else patch
-                return self.create(resource_type, namespace, body, dry_run=dry_run), True
+                return self.create(resource_type, namespace, body, dry_run=dry_run, options=options), True
             raise errors.not_found(resource_type.plural, resource_type.group, name)
         base = as_dict(self.present(resource_type, current))
         patched = self._apply_patch(resource_type, content_type, base, patch)
@@ -419,6 +461,7 @@ class ApiOperations:
             patched,
             subresource=subresource,
             dry_run=dry_run,
+            options=options,
             _from_patch=True,
         )
         return result, False

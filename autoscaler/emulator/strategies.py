@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from autoscaler.emulator import crds
+from autoscaler.emulator import crds, structural
 from autoscaler.emulator.errors import FieldError, forbidden, invalid, invalid_value, required
 from autoscaler.emulator.govalues import quote, string_map
 from autoscaler.emulator.jsonutil import JsonObject, json_equal
@@ -180,6 +180,8 @@ def _problems(resource_type: ResourceType, obj: JsonObject, old: JsonObject | No
         causes += _pod_problems(obj, old)
     elif key == crds.CRD_STORAGE_KEY:
         causes += crds.validate_crd(obj)
+    if resource_type.schema is not None:
+        causes += structural.validate(obj, resource_type.schema)
     return causes
 
 
