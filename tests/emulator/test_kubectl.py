@@ -1,0 +1,147 @@
+"""The emulator as a person drives it: the real ``kubectl`` binary, with its default validation, against it.
+
+Every expectation here is what kubectl prints against a real API server (its own tables, messages and exit
+codes), so these tests judge the emulator by the client, not by the emulator's code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from autoscaler.emulator import KubeEmulator
+from tests.manifests import EXAMPLES, MANIFESTS, build, ident
+
+from .builders import deployment
+from .kubectl import Kubectl, table
+
+pytestmark = pytest.mark.kubectl
+
+INVALID_TARGET = """
+apiVersion: autoscaler.dev/v1alpha1
+kind: ScalingTarget
+metadata: {name: bad}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: abc
+  maxReplicas: 5
+"""
+
+
+async def test_apply_k_installs_every_manifest_with_validation_on(
+    kubectl: Kubectl, emulator: KubeEmulator
+) -> None:
+    applied = await kubectl("apply", "-k", str(MANIFESTS))
+    expected = build(MANIFESTS)
+    assert len(applied.out.splitlines()) == len(expected)
+    assert "created" in applied.out and applied.err == ""
+    for document in expected:
+        group, kind, namespace, name = ident(document)
+        resource = emulator.registry.for_object(str(document["apiVersion"]), kind)
+        assert emulator.get(f"{resource.plural}.{group}" if group else resource.plural, name,
+                            namespace or None) is not None, (kind, name)
+    again = await kubectl("apply", "-k", str(MANIFESTS))
+    assert "unchanged" in again.out and "created" not in again.out
+
+
+async def test_apply_f_examples_and_get_st_shows_the_printer_columns(
+    kubectl: Kubectl, emulator: KubeEmulator
+) -> None:
+    await kubectl("apply", "-k", str(MANIFESTS))
+    applied = await kubectl("apply", "-f", str(EXAMPLES))
+    assert applied.out.count("created") == len(list(EXAMPLES.glob("*.yaml")))
+    emulator.patch("st", "web", {"status": {"currentReplicas": 3, "desiredReplicas": 4}}, subresource="status")
+
+    rows = table((await kubectl("get", "st")).out)
+    assert rows[0] == ["NAME", "TARGET", "MIN", "MAX", "CURRENT", "DESIRED", "AGE"]
+    web = next(row for row in rows if row[0] == "web")
+    assert web[1:6] == ["web", "2", "20", "3", "4"]
+    assert web[6].endswith("s")  # an age such as "2s", not a timestamp
+    wide = table((await kubectl("get", "st", "-o", "wide")).out)
+    assert wide[0] == ["NAME", "TARGET", "KIND", "MIN", "MAX", "CURRENT", "DESIRED", "LIMITED", "AGE"]
+
+
+async def test_get_prints_the_usual_columns_of_built_in_kinds(kubectl: Kubectl, emulator: KubeEmulator) -> None:
+    emulator.seed(deployment() | {"status": {"replicas": 2, "readyReplicas": 1, "updatedReplicas": 2,
+                                              "availableReplicas": 1}})
+    headers = {
+        "deployments": ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"],
+        "namespaces": ["NAME", "STATUS", "AGE"],
+        "leases": ["NAME", "HOLDER", "AGE"],
+    }
+    for resource, header in headers.items():
+        emulator.seed({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                       "metadata": {"name": "autoscaler", "namespace": "default"},
+                       "spec": {"holderIdentity": "pod-a"}})
+        rows = table((await kubectl("get", resource)).out)
+        assert rows[0] == header, resource
+    assert table((await kubectl("get", "deployments")).out)[1][:4] == ["web", "1/2", "2", "1"]
+    assert table((await kubectl("get", "leases")).out)[1][:2] == ["autoscaler", "pod-a"]
+    emulator.seed({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-1", "namespace": "default"},
+                   "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+                   "status": {"phase": "Running", "containerStatuses": [{"name": "app", "ready": True,
+                                                                          "restartCount": 2}]}})
+    pods = table((await kubectl("get", "pods")).out)
+    assert pods[0] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert pods[1][:4] == ["web-1", "1/1", "Running", "2"]
+    emulator.seed({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "web.1", "namespace": "default"},
+                   "involvedObject": {"kind": "Deployment", "name": "web"}, "reason": "Scaled", "type": "Normal",
+                   "message": "scaled to 3", "count": 1})
+    events = table((await kubectl("get", "events")).out)
+    assert events[0] == ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert events[1][1:] == ["Normal", "Scaled", "deployment/web", "scaled to 3"]
+
+
+async def test_explain_st_renders_the_crd_schema(kubectl: Kubectl) -> None:
+    await kubectl("apply", "-k", str(MANIFESTS))
+    explained = (await kubectl("explain", "st")).out
+    assert "KIND:       ScalingTarget" in explained and "VERSION:    v1alpha1" in explained
+    assert "spec\t<Object> -required-" in explained
+    field = (await kubectl("explain", "st.spec.maxReplicas")).out
+    assert "FIELD: maxReplicas <integer>" in field
+
+
+async def test_delete_dry_run_server_leaves_the_object(kubectl: Kubectl, emulator: KubeEmulator) -> None:
+    await kubectl("apply", "-k", str(MANIFESTS))
+    await kubectl("apply", "-f", str(EXAMPLES / "web-cpu-and-rps.yaml"))
+    emulator.seed(deployment("dd"))
+    emulator.seed({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+                   "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
+    for kind, name in (("deploy", "dd"), ("st", "web"), ("pod", "p")):
+        deleted = await kubectl("delete", kind, name, "--dry-run=server")
+        assert "(server dry run)" in deleted.out
+        assert emulator.get(kind, name) is not None, kind
+    await kubectl("delete", "deploy", "dd")
+    assert emulator.get("deploy", "dd") is None
+
+
+async def test_an_invalid_target_is_rejected_with_the_api_servers_message(kubectl: Kubectl) -> None:
+    await kubectl("apply", "-k", str(MANIFESTS))
+    rejected = await kubectl("apply", "-f", "-", stdin=INVALID_TARGET, check=False)
+    assert rejected.code == 1
+    assert rejected.err.strip() == (
+        'The ScalingTarget "bad" is invalid: spec.minReplicas: Invalid value: "string": '
+        'spec.minReplicas in body must be of type integer: "string"'
+    )
+    unknown = await kubectl("apply", "-f", "-", stdin=INVALID_TARGET.replace("maxReplicas", "maxReplicaz"),
+                            check=False)
+    assert 'strict decoding error: unknown field "spec.maxReplicaz"' in unknown.err
+
+
+async def test_get_watch_prints_a_row_per_change(kubectl: Kubectl, emulator: KubeEmulator) -> None:
+    await kubectl("apply", "-k", str(MANIFESTS))
+    await kubectl("apply", "-f", str(EXAMPLES / "web-cpu-and-rps.yaml"))
+    watcher = await kubectl.start("get", "st", "-w")
+    assert watcher.stdout is not None
+    try:
+        header = await asyncio.wait_for(watcher.stdout.readline(), 30)
+        first = await asyncio.wait_for(watcher.stdout.readline(), 30)
+        assert header.split()[:4] == [b"NAME", b"TARGET", b"MIN", b"MAX"]
+        assert first.split()[:4] == [b"web", b"web", b"2", b"20"]
+        emulator.patch("st", "web", {"spec": {"maxReplicas": 30}})
+        changed = await asyncio.wait_for(watcher.stdout.readline(), 30)
+        assert changed.split()[:4] == [b"web", b"web", b"2", b"30"]
+    finally:
+        watcher.terminate()
+        await watcher.wait()
