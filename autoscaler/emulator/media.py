@@ -37,7 +37,9 @@ def decode(raw: bytes, content_type: str, accepted: Sequence[str], *, required: 
     if content_type not in accepted:
         raise errors.unsupported_media_type(content_type, accepted)
     if content_type == PROTOBUF:
-        raise errors.unsupported_media_type(content_type, [JSON, YAML])
+        from autoscaler.emulator.protobuf import decode_object  # imported on use: most clients send JSON
+
+        return decode_object(raw)
     try:
         if content_type == APPLY_PATCH or content_type.endswith("yaml"):
             return yaml.safe_load(raw)

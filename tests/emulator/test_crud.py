@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import aiohttp
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient, ApiException
@@ -405,3 +406,12 @@ async def test_in_process_access(emulator: KubeEmulator, api: ApiClient) -> None
     assert emulator.get("deployments.apps", "web")["spec"]["replicas"] == 3
     emulator.delete("deployments", "web")
     assert emulator.get("deployments", "web") is None
+
+
+async def test_a_body_in_a_media_type_the_server_does_not_accept_is_415(emulator: KubeEmulator) -> None:
+    async with aiohttp.ClientSession() as session:
+        response = await session.post(f"{emulator.url}/api/v1/namespaces", data=b'{"metadata":{"name":"x"}}',
+                                      headers={"Content-Type": "text/plain"})
+        assert response.status == 415
+        assert (await response.json())["reason"] == "UnsupportedMediaType"
+    assert emulator.get("ns", "x") is None

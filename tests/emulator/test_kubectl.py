@@ -145,3 +145,27 @@ async def test_get_watch_prints_a_row_per_change(kubectl: Kubectl, emulator: Kub
     finally:
         watcher.terminate()
         await watcher.wait()
+
+
+async def test_create_sends_protobuf_and_the_objects_arrive_whole(kubectl: Kubectl, emulator: KubeEmulator) -> None:
+    await kubectl("create", "namespace", "shop")
+    await kubectl("create", "configmap", "settings", "--from-literal=a=b", "-n", "shop")
+    await kubectl("create", "deployment", "web", "--image=nginx", "--replicas=0", "--port=80", "-n", "shop")
+    await kubectl("create", "secret", "generic", "token", "--from-literal=k=v", "-n", "shop")
+    await kubectl("create", "service", "clusterip", "web", "--tcp=80:8080", "-n", "shop")
+    await kubectl("create", "rolebinding", "view", "--clusterrole=view", "--user=ann", "-n", "shop")
+    assert emulator.requests.count("create") == 6
+    assert (emulator.get("ns", "shop") or {})["status"] == {"phase": "Active"}
+    assert (emulator.get("cm", "settings", "shop") or {})["data"] == {"a": "b"}
+    web = emulator.get("deploy", "web", "shop") or {}
+    assert web["spec"]["replicas"] == 0  # an explicit 0 survives (a pointer field in Go)
+    container = web["spec"]["template"]["spec"]["containers"][0]
+    assert (container["image"], container["ports"]) == ("nginx", [{"containerPort": 80}])
+    assert (emulator.get("secret", "token", "shop") or {})["data"] == {"k": "dg=="}
+    assert (emulator.get("svc", "web", "shop") or {})["spec"]["ports"][0]["targetPort"] == 8080
+    assert (emulator.get("rolebinding", "view", "shop") or {})["subjects"] == [
+        {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "ann"}
+    ]
+    rows = table((await kubectl("get", "deploy", "-n", "shop")).out)
+    assert rows[1][:2] == ["web", "0/0"]
+
