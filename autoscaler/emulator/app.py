@@ -216,11 +216,11 @@ class ApiHandler:
             return _written(created, options, 201)
         if verb == "update":
             body = await _read_body(request, media.OBJECT_TYPES, required=True)
+            options = _write_options(request)
             if info.subresource == "scale":
                 return json_response(
-                    self.ops.update_scale(resource_type, namespace or "", name, body, dry_run=dry_run)
+                    self.ops.update_scale(resource_type, namespace or "", name, body, dry_run=dry_run, options=options)
                 )
-            options = _write_options(request)
             result = self.ops.update(
                 resource_type,
                 namespace or "",

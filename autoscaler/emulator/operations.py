@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from autoscaler.emulator import crds, errors, strategies, structural
+from autoscaler.emulator import crds, errors, managedfields, strategies, structural
 from autoscaler.emulator.clock import Clock, format_time
 from autoscaler.emulator.govalues import quote
 from autoscaler.emulator.jsonutil import JsonObject, clone, json_equal, metadata
@@ -71,6 +71,12 @@ class WriteOptions:
     """Names the manager of a write without ``fieldManager``, as the API server does."""
     warnings: list[str] = field(default_factory=list)
     """Collected for the ``Warning`` response headers."""
+    managed: list[managedfields.Entry] | None = None
+    """Ownership an apply has already settled (the write then stores it as is)."""
+
+    def manager(self) -> str:
+        """``fieldManager``, else the User-Agent up to its first ``/`` (what the API server records)."""
+        return self.field_manager or self.user_agent.split("/", 1)[0][:128] or "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,8 +219,10 @@ class ApiOperations:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
+        meta.pop("managedFields", None)
         strategies.prepare_for_create(resource_type, obj)
         strategies.validate(resource_type, obj, None)
+        self._track(resource_type, None, obj, options, "")
         if self.store.get(resource_type.storage_key, namespace, name) is not None:
             raise errors.already_exists(resource_type.plural, resource_type.group, name)
         if dry_run:
@@ -330,7 +338,36 @@ class ApiOperations:
         else:
             new = incoming
             self._carry_server_fields(resource_type, current.obj, new)
+        self._track(resource_type, current.obj, new, options, subresource or "")
         return self._finish_update(resource_type, current, new, dry_run=dry_run)
+
+    def _ownership_root(self, resource_type: ResourceType) -> managedfields.Node:
+        if resource_type.builtin:
+            return managedfields.Node(strategic=schema_for(resource_type.storage_key))
+        return managedfields.Node(schema=resource_type.schema or {})
+
+    def _track(
+        self, resource_type: ResourceType, old: JsonObject | None, new: JsonObject, options: WriteOptions,
+        subresource: str,
+    ) -> None:
+        """Record in ``new`` who owns which fields after this write (see :mod:`.managedfields`)."""
+        if options.managed is not None:
+            managedfields.write_entries(new, options.managed)
+            return
+        if options.field_manager is None and not (old is not None and old["metadata"].get("managedFields")):
+            return
+        entries = managedfields.read_entries(old) if old is not None else []
+        managedfields.record_update(
+            entries,
+            old,
+            new,
+            self._ownership_root(resource_type),
+            manager=options.manager(),
+            subresource=subresource,
+            api_version=resource_type.api_version,
+            time=format_time(self.clock.now()),
+        )
+        managedfields.write_entries(new, entries)
 
     def _apply_schema(self, resource_type: ResourceType, obj: JsonObject, options: WriteOptions) -> None:
         """A custom resource's structural schema on a body: prune (or refuse) unknown fields, fill defaults."""
@@ -377,6 +414,7 @@ class ApiOperations:
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
             "generation",
+            "managedFields",
         ):
             if server_field in old_meta:
                 meta[server_field] = old_meta[server_field]
@@ -437,7 +475,7 @@ class ApiOperations:
             raise errors.bad_request("PATCH requests require fieldManager to be set for apply patches")
         if subresource == "scale":
             return self.patch_scale(
-                resource_type, namespace, name, content_type, patch, dry_run=dry_run
+                resource_type, namespace, name, content_type, patch, dry_run=dry_run, options=options
             ), False
         current = self.store.get(
             resource_type.storage_key, namespace if resource_type.namespaced else "", name
@@ -445,12 +483,19 @@ class ApiOperations:
         if current is None:
             if content_type == APPLY_PATCH and subresource is None:
                 body = dict(patch) if isinstance(patch, dict) else patch
+                if isinstance(body, dict):
+                    self._settle_apply(resource_type, None, body, options, "")
                 return self.create(resource_type, namespace, body, dry_run=dry_run, options=options), True
             raise errors.not_found(resource_type.plural, resource_type.group, name)
         base = as_dict(self.present(resource_type, current))
+        stale: set[managedfields.FieldPath] = set()
+        if content_type == APPLY_PATCH and isinstance(patch, dict):
+            stale = self._settle_apply(resource_type, current.obj, patch, options, subresource or "")
         patched = self._apply_patch(resource_type, content_type, base, patch)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object must be a JSON object")
+        for path in sorted(stale, key=len, reverse=True):
+            managedfields.remove(patched, path)
         meta = metadata(patched)
         if not meta.get("resourceVersion"):
             meta["resourceVersion"] = current.obj["metadata"]["resourceVersion"]
@@ -465,6 +510,25 @@ class ApiOperations:
             _from_patch=True,
         )
         return result, False
+
+    def _settle_apply(
+        self, resource_type: ResourceType, live: JsonObject | None, applied: JsonObject, options: WriteOptions,
+        subresource: str,
+    ) -> set[managedfields.FieldPath]:
+        entries = managedfields.read_entries(live) if live is not None else []
+        stale = managedfields.plan_apply(
+            entries,
+            live,
+            applied,
+            self._ownership_root(resource_type),
+            manager=options.manager(),
+            subresource=subresource,
+            force=options.force,
+            api_version=resource_type.api_version,
+            time=format_time(self.clock.now()),
+        )
+        options.managed = entries
+        return stale
 
     @staticmethod
     def _check_patch_type(resource_type: ResourceType, content_type: str) -> None:
@@ -610,6 +674,7 @@ class ApiOperations:
         body: Any,
         *,
         dry_run: bool = False,
+        options: WriteOptions | None = None,
     ) -> JsonObject:
         """PUT ``/scale``: only ``spec.replicas`` is taken; a stale resourceVersion is a 409."""
         subresource = self._scale_subresource(resource_type)
@@ -636,6 +701,7 @@ class ApiOperations:
             )
         new = clone(current.obj)
         with_replicas(subresource, new, replicas)
+        self._track(resource_type, current.obj, new, options or WriteOptions(), "scale")
         result = self._finish_update(resource_type, current, new, dry_run=dry_run)
         return scale_of(subresource, result.obj if isinstance(result, StoredObject) else result)
 
@@ -648,10 +714,11 @@ class ApiOperations:
         patch: Any,
         *,
         dry_run: bool = False,
+        options: WriteOptions | None = None,
     ) -> JsonObject:
         scale = self.get_scale(resource_type, namespace, name)
         patched = self._apply_patch(resource_type, content_type, scale, patch)
-        return self.update_scale(resource_type, namespace, name, patched, dry_run=dry_run)
+        return self.update_scale(resource_type, namespace, name, patched, dry_run=dry_run, options=options)
 
     # --- seeding (in-process, no HTTP semantics) -------------------------------------------------
 

@@ -169,3 +169,39 @@ async def test_create_sends_protobuf_and_the_objects_arrive_whole(kubectl: Kubec
     rows = table((await kubectl("get", "deploy", "-n", "shop")).out)
     assert rows[1][:2] == ["web", "0/0"]
 
+
+
+SERVER_SIDE = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, labels: {app: web, tier: front}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: app, image: "nginx:1.27"}]
+"""
+
+
+async def test_server_side_apply_conflicts_between_field_managers(kubectl: Kubectl, emulator: KubeEmulator) -> None:
+    await kubectl("apply", "--server-side", "-f", "-", stdin=SERVER_SIDE)
+    three = SERVER_SIDE.replace("replicas: 2", "replicas: 3")
+    refused = await kubectl("apply", "--server-side", "--field-manager=ci", "-f", "-", stdin=three, check=False)
+    assert refused.code == 1
+    assert 'Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas' in refused.err
+    await kubectl("apply", "--server-side", "--field-manager=ci", "--force-conflicts", "-f", "-", stdin=three)
+    assert (emulator.get("deploy", "web") or {})["spec"]["replicas"] == 3
+
+    await kubectl("scale", "deploy", "web", "--replicas=5")  # an update through /scale takes spec.replicas
+    again = await kubectl("apply", "--server-side", "--field-manager=ci", "-f", "-", stdin=three, check=False)
+    assert 'conflict with "kubectl" with subresource "scale" using apps/v1 at ' in again.err
+
+    # A field one manager stops applying stays while another still applies it, and goes with the last one.
+    untiered = SERVER_SIDE.replace("{app: web, tier: front}", "{app: web}")
+    await kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=untiered)
+    assert (emulator.get("deploy", "web") or {})["metadata"]["labels"] == {"app": "web", "tier": "front"}
+    await kubectl("apply", "--server-side", "--field-manager=ci", "--force-conflicts", "-f", "-",
+                  stdin=untiered.replace("replicas: 2", "replicas: 3"))
+    assert (emulator.get("deploy", "web") or {})["metadata"]["labels"] == {"app": "web"}
