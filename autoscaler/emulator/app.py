@@ -183,6 +183,10 @@ class ApiHandler:
 
     async def _resource(self, request: web.Request, info: RequestInfo, plan: FaultPlan) -> web.StreamResponse:
         resource_type = self._resource_type(info)
+        if info.verb not in resource_type.verbs:
+            raise errors.method_not_allowed(request.method)
+        if resource_type.verbs == ("create",):
+            return json_response(_review(await _read_body(request, media.OBJECT_TYPES, required=True)), 201)
         query = request.query
         dry_run = _dry_run(query.get("dryRun"))
         namespace = info.namespace if resource_type.namespaced else None
@@ -379,6 +383,14 @@ class ApiHandler:
             return converted
 
         return transform
+
+
+def _review(body: Any) -> JsonObject:
+    """A SelfSubjectAccessReview answered: the emulator authorizes every request (``kubectl auth can-i``)."""
+    if not isinstance(body, dict):
+        raise errors.bad_request("the request body must be a JSON object")
+    status = {"allowed": True, "reason": "the emulator authorizes every request"}
+    return {**body, "metadata": body.get("metadata") or {}, "status": status}
 
 
 def _list_meta(result: ListResult) -> JsonObject:

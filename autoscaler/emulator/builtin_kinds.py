@@ -253,6 +253,16 @@ POD_DISRUPTION_BUDGETS = ResourceType(
     short_names=("pdb",),
     has_status=True,
 )
+SELF_SUBJECT_ACCESS_REVIEWS = ResourceType(
+    group="authorization.k8s.io",
+    version="v1",
+    plural="selfsubjectaccessreviews",
+    singular="",
+    kind="SelfSubjectAccessReview",
+    namespaced=False,
+    has_generation=False,
+    verbs=("create",),
+)
 CUSTOM_RESOURCE_DEFINITIONS = ResourceType(
     group="apiextensions.k8s.io",
     version="v1",
@@ -284,5 +294,6 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ROLE_BINDINGS,
     CLUSTER_ROLE_BINDINGS,
     POD_DISRUPTION_BUDGETS,
+    SELF_SUBJECT_ACCESS_REVIEWS,
     CUSTOM_RESOURCE_DEFINITIONS,
 )

@@ -1,8 +1,8 @@
 """Kubernetes protobuf request bodies (``application/vnd.kubernetes.protobuf``), read into JSON objects.
 
 kubectl's typed clients (``kubectl create namespace|configmap|secret|serviceaccount|service|deployment|
-role|clusterrole|rolebinding|clusterrolebinding|poddisruptionbudget``) send built-in kinds this way. A body
-is the 4-byte magic ``k8s\\0`` and a ``runtime.Unknown`` envelope (the object's apiVersion and kind, and its
+role|clusterrole|rolebinding|clusterrolebinding|poddisruptionbudget``, ``kubectl auth can-i``) send built-in
+kinds this way. A body is the 4-byte magic ``k8s\\0`` and a ``runtime.Unknown`` envelope (the object's apiVersion and kind, and its
 bytes in the kind's generated protobuf message). The wire format is the ``protobuf`` library's work; the
 messages are described below, in the table :data:`MESSAGES`, for the fields of those kinds (field numbers
 are the API's, stable across releases). A field the table does not know is refused with 400 rather than
@@ -135,6 +135,19 @@ MESSAGES: Mapping[str, Mapping[int, str]] = {
     "ClusterRoleBinding": {1: "metadata ObjectMeta", 2: "subjects Subject[]", 3: "roleRef RoleRef"},
     "Subject": {1: "kind !string", 2: "apiGroup string", 3: "name !string", 4: "namespace string"},
     "RoleRef": {1: "apiGroup !string", 2: "kind !string", 3: "name !string"},
+    # authorization.k8s.io/v1 (kubectl auth can-i)
+    "SelfSubjectAccessReview": {
+        1: "metadata ObjectMeta", 2: "spec SelfSubjectAccessReviewSpec", 3: "status SubjectAccessReviewStatus",
+    },
+    "SelfSubjectAccessReviewSpec": {
+        1: "resourceAttributes ResourceAttributes", 2: "nonResourceAttributes NonResourceAttributes",
+    },
+    "ResourceAttributes": {
+        1: "namespace string", 2: "verb string", 3: "group string", 4: "version string", 5: "resource string",
+        6: "subresource string", 7: "name string",
+    },
+    "NonResourceAttributes": {1: "path string", 2: "verb string"},
+    "SubjectAccessReviewStatus": {1: "allowed bool", 2: "reason string", 3: "evaluationError string", 4: "denied bool"},
     # policy/v1
     "PodDisruptionBudget": {
         1: "metadata ObjectMeta", 2: "spec PodDisruptionBudgetSpec", 3: "status PodDisruptionBudgetStatus",
@@ -161,6 +174,7 @@ ROOT_KINDS: Mapping[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "RoleBinding",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "ClusterRoleBinding",
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
 }
 
 _SCALARS = {

@@ -94,6 +94,8 @@ class ResourceType:
     """A custom resource's Table columns after Name (its CRD's ``additionalPrinterColumns``)."""
     schema: JsonObject | None = field(default=None, compare=False)
     """A custom resource version's ``openAPIV3Schema`` (enforced on writes, served as OpenAPI)."""
+    verbs: tuple[str, ...] = STANDARD_VERBS
+    """``("create",)`` for a review: answered at once, never stored (SelfSubjectAccessReview)."""
 
     @property
     def api_version(self) -> str:

@@ -205,3 +205,11 @@ async def test_server_side_apply_conflicts_between_field_managers(kubectl: Kubec
     await kubectl("apply", "--server-side", "--field-manager=ci", "--force-conflicts", "-f", "-",
                   stdin=untiered.replace("replicas: 2", "replicas: 3"))
     assert (emulator.get("deploy", "web") or {})["metadata"]["labels"] == {"app": "web"}
+
+
+async def test_auth_can_i_is_answered(kubectl: Kubectl, emulator: KubeEmulator) -> None:
+    await kubectl("apply", "-k", str(MANIFESTS))
+    for args in (("create", "st"), ("delete", "pods", "-n", "kube-system")):
+        answered = await kubectl("auth", "can-i", *args)
+        assert answered.out.strip() == "yes"
+    assert emulator.requests.count("create", "selfsubjectaccessreviews") == 2
