@@ -5,8 +5,8 @@ role|clusterrole|rolebinding|clusterrolebinding|poddisruptionbudget``, ``kubectl
 kinds this way. A body is the 4-byte magic ``k8s\\0`` and a ``runtime.Unknown`` envelope (the object's
 apiVersion and kind, and its bytes in the kind's generated protobuf message). The wire format is the
 ``protobuf`` library's work; the messages are described below, in the table :data:`MESSAGES`, for the fields
-of those kinds (field numbers are the API's, stable across releases). A field the table does not know is refused with 400 rather than
-dropped, so nothing a client sent is silently lost.
+of those kinds (field numbers are the API's, stable across releases). A field the table does not know is
+refused with 400 rather than dropped, so nothing a client sent is silently lost.
 
 Turning the message into JSON follows the Go types' JSON encoding: a field absent from the wire is
 absent; present with a zero value it is kept only where the Go field is a pointer (``!`` in the table,
