@@ -146,8 +146,10 @@ def explain_status(namespace: str, name: str, status: Mapping[str, Any]) -> str:
         lines.append("  no decision yet")
     else:
         scaled = "scaled" if decision.get("scaled") else "kept"
+        proposal = decision.get("proposal")
+        proposed = "no metric proposal" if proposal is None else f"metric proposal: {proposal}"
         lines.append(f"  last decision at {decision.get('time')}: {scaled} {decision.get('currentReplicas')} → "
-                     f"{decision.get('replicas')} replicas (metric proposal: {decision.get('proposal')})")
+                     f"{decision.get('replicas')} replicas ({proposed})")
         if decision.get("limitedBy"):
             lines.append(f"  limited by: {decision['limitedBy']}")
         if decision.get("error"):

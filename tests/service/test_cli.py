@@ -39,3 +39,11 @@ def test_explain_text() -> None:
     assert "AbleToScale=True (SucceededRescale): ok" in text
     assert "dry run" in text
     assert "no decision yet" in explain_status("shop", "web", {})
+
+
+def test_explain_says_when_there_was_no_metric_proposal() -> None:
+    status = {"lastDecision": {"time": "2026-11-21T10:00:00Z", "scaled": False, "currentReplicas": 3,
+                               "replicas": 3, "proposal": None, "explanation": []}}
+    text = explain_status("shop", "web", status)
+    assert "kept 3 → 3 replicas (no metric proposal)" in text
+    assert "None" not in text
