@@ -32,7 +32,7 @@ class FieldError:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
+        return f"{self.path}: {self.message}" if self.path else self.message
 
 
 class SpecError(ValueError):
@@ -108,7 +108,11 @@ class Obj:
         """A view of ``value``, or None (with an error) when it is not a mapping."""
         if isinstance(value, Mapping):
             return cls(value, path, errors)
-        errors.add(path, f"must be an object, not {type_name(value)}")
+        if not path:  # the whole document
+            errors.add(path, "the document is empty, where an object was expected" if value is None
+                       else f"the document must be an object, not {type_name(value)}")
+        else:
+            errors.add(path, f"must be an object, not {type_name(value)}")
         return None
 
     def at(self, key: str) -> str:

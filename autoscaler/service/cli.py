@@ -72,9 +72,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = args.config or (str(DEFAULT_CONFIG) if DEFAULT_CONFIG.exists() else None)
     try:
         settings = load_service_settings(config, flags=flag_overrides(args))
-        static = load_targets_file(settings.targets_file) if settings.targets_file else None
     except SpecError as exc:
         _print_errors(config or "settings", exc)
+        return EXIT_INVALID
+    try:
+        static = load_targets_file(settings.targets_file) if settings.targets_file else None
+    except SpecError as exc:  # the targets file's problems, not the settings'
+        _print_errors(f"--targets {settings.targets_file}", exc)
         return EXIT_INVALID
     try:
         run_blocking(settings, static_targets=static)
