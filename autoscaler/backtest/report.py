@@ -4,7 +4,6 @@ bounded memory (change points, buckets, counters), then rendered as text or JSON
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
