@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from autoscaler.emulator import discovery, errors, media, openapi, tables
+from autoscaler.emulator import discovery, errors, media, openapi, openapi_v2, tables
 from autoscaler.emulator.errors import ApiError
 from autoscaler.emulator.faults import Disconnect, ExpireWatch, FaultInjector, FaultPlan, answer_error
 from autoscaler.emulator.govalues import quote
@@ -149,6 +149,11 @@ class ApiHandler:
             return json_response(discovery.api_versions(self._server_address()))
         if path == "/apis":
             return json_response(discovery.api_group_list(self.ops.registry))
+        if path == "/openapi/v2":
+            if openapi_v2.PROTOBUF in request.headers.get("Accept", ""):
+                body = openapi_v2.document_protobuf(self.ops.registry, self.settings.server_version)
+                return web.Response(body=body, content_type=openapi_v2.PROTOBUF_ANSWER)
+            return json_response(openapi_v2.document(self.ops.registry, self.settings.server_version))
         if path == "/openapi/v3" or path.startswith("/openapi/v3/"):
             found = openapi.lookup(self.ops.registry, path.removeprefix("/openapi/v3"), self.settings.server_version)
             if found is None:
@@ -464,8 +469,10 @@ def _int_param(query: Any, name: str) -> int | None:
 
 
 async def _read_body(request: web.Request, accepted: Sequence[str], *, required: bool) -> Any:
-    # aiohttp reads a missing Content-Type as application/octet-stream, as the API server does.
-    return media.decode(await request.read(), request.content_type, accepted, required=required)
+    # Without a Content-Type the API server reads an object as its first media type, JSON (kubectl 1.20's
+    # typed clients send none); aiohttp would call it application/octet-stream.
+    content_type = request.content_type if request.headers.get("Content-Type") else accepted[0]
+    return media.decode(await request.read(), content_type, accepted, required=required)
 
 
 def build_app(handler: ApiHandler) -> web.Application:

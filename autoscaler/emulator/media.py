@@ -1,7 +1,8 @@
 """Request bodies: which media types each verb accepts, and turning a body into JSON values.
 
 The API server negotiates the body's serializer from ``Content-Type`` and answers 415 Unsupported Media
-Type for anything else (a missing header included: it reads as ``application/octet-stream``). Objects
+Type for anything else (an object or DeleteOptions without the header is read as JSON; a patch without
+one is a 415). Objects
 may come as JSON, YAML or Kubernetes protobuf (what kubectl's typed clients send for built-in kinds,
 decoded in :mod:`autoscaler.emulator.protobuf`); patches as one of the patch types; DeleteOptions as JSON
 or YAML.

@@ -178,6 +178,7 @@ ROOT_KINDS: Mapping[tuple[str, str], str] = {
 }
 
 _SCALARS = {
+    "double": descriptor_pb2.FieldDescriptorProto.TYPE_DOUBLE,
     "string": descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
     "int32": descriptor_pb2.FieldDescriptorProto.TYPE_INT32,
     "int64": descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
@@ -199,19 +200,19 @@ def _field(spec: str) -> tuple[str, str, bool, bool, str | None]:
     return name, kind, repeated, pointer, map_value
 
 
-def _set_type(field: descriptor_pb2.FieldDescriptorProto, kind: str) -> None:
+def _set_type(field: descriptor_pb2.FieldDescriptorProto, kind: str, package: str) -> None:
     if kind in _SCALARS:
         field.type = _SCALARS[kind]
     else:
         field.type = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
-        field.type_name = f".{_PACKAGE}.{kind}"
+        field.type_name = f".{package}.{kind}"
 
 
-@functools.cache
-def _classes() -> dict[str, type[message.Message]]:
-    """A message class per table entry (proto2, so a field's presence on the wire is kept)."""
-    file = descriptor_pb2.FileDescriptorProto(name="emulator_k8s.proto", package=_PACKAGE, syntax="proto2")
-    for message_name, fields in MESSAGES.items():
+def message_classes(table: Mapping[str, Mapping[int, str]], package: str) -> dict[str, type[message.Message]]:
+    """A message class per entry of a table in :data:`MESSAGES`' notation (proto2, so a field's presence
+    on the wire is kept), built with the ``protobuf`` library's descriptors."""
+    file = descriptor_pb2.FileDescriptorProto(name=f"{package}.proto", package=package, syntax="proto2")
+    for message_name, fields in table.items():
         described = file.message_type.add(name=message_name)
         for number, spec in fields.items():
             name, kind, repeated, _pointer, map_value = _field(spec)
@@ -220,19 +221,24 @@ def _classes() -> dict[str, type[message.Message]]:
                 entry_name = f"{name[0].upper()}{name[1:]}Entry"
                 entry = described.nested_type.add(name=entry_name)
                 entry.options.map_entry = True
-                _set_type(entry.field.add(name="key", number=1, label=_OPTIONAL), "string")
-                _set_type(entry.field.add(name="value", number=2, label=_OPTIONAL), map_value)
+                _set_type(entry.field.add(name="key", number=1, label=_OPTIONAL), "string", package)
+                _set_type(entry.field.add(name="value", number=2, label=_OPTIONAL), map_value, package)
                 field.label = _REPEATED
                 field.type = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
-                field.type_name = f".{_PACKAGE}.{message_name}.{entry_name}"
+                field.type_name = f".{package}.{message_name}.{entry_name}"
             else:
                 field.label = _REPEATED if repeated else _OPTIONAL
-                _set_type(field, kind)
+                _set_type(field, kind, package)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(file)
     return {
-        name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.{name}")) for name in MESSAGES
+        name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{name}")) for name in table
     }
+
+
+@functools.cache
+def _classes() -> dict[str, type[message.Message]]:
+    return message_classes(MESSAGES, _PACKAGE)
 
 
 def _parse(message_name: str, raw: bytes) -> message.Message:

@@ -58,3 +58,52 @@ async def test_a_protobuf_create_over_http(emulator: KubeEmulator) -> None:
                                       headers={"Content-Type": PROTOBUF})
         assert response.status == 201, await response.text()
     assert (emulator.get("cm", "c") or {})["data"] == {"k": "v"}
+
+
+def _fields(data: bytes) -> list[tuple[int, bytes]]:
+    """The length-delimited fields of a message (a reader written here, not the emulator's)."""
+    found, position = [], 0
+    while position < len(data):
+        key, position = _read_varint(data, position)
+        if key & 7 == 2:
+            length, position = _read_varint(data, position)
+            found.append((key >> 3, data[position:position + length]))
+            position += length
+        elif key & 7 == 0:
+            _, position = _read_varint(data, position)
+        else:
+            position += 8 if key & 7 == 1 else 4
+    return found
+
+
+def _read_varint(data: bytes, position: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, position
+
+
+async def test_openapi_v2_comes_as_the_protobuf_older_kubectl_asks_for(emulator: KubeEmulator) -> None:
+    from tests.service.cluster import CRD
+
+    emulator.install_crd(CRD)
+    accept = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+    async with aiohttp.ClientSession() as session:
+        response = await session.get(f"{emulator.url}/openapi/v2", headers={"Accept": accept})
+        assert response.status == 200
+        body = await response.read()
+        swagger = await (await session.get(f"{emulator.url}/openapi/v2")).json()
+    document = dict(_fields(body))
+    assert document[1] == b"2.0"
+    definitions = [dict(_fields(entry))[1] for _, entry in _fields(document[9])]
+    assert definitions == [b"dev.autoscaler.v1alpha1.ScalingTarget"]
+    assert definitions == [name.encode() for name in swagger["definitions"]]
+    paths = {dict(_fields(entry))[1].decode() for _, entry in _fields(document[8])}
+    assert "/apis/apps/v1/namespaces/{namespace}/deployments/{name}" in paths
+    assert paths == set(swagger["paths"])
+    patch = swagger["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
+    assert {"in": "query", "name": "dryRun", "type": "string"} in patch["parameters"]
