@@ -11,22 +11,30 @@ authentication (kubeconfig, exec plugins, in-cluster token refresh), TLS and con
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import orjson
+from aiohttp.http_exceptions import LineTooLong
 from kubernetes_asyncio.client import ApiClient
+
+from autoscaler.kube.jsondecode import tolerant_loads
 
 JSON_CONTENT = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 
 THROTTLE_RETRIES = 3
 MAX_RETRY_AFTER = 10.0
+# The longest watch event line read. The API server stores objects of up to ~1.5 MiB (etcd's request limit)
+# and accepts request bodies of up to 3 MiB; aiohttp's line reader stops at 128 KiB by default, which a
+# pod with a large annotation passes (and that used to end the watch with an uncaught LineTooLong).
+MAX_EVENT_BYTES = 16 * 2**20
 
 RequestObserver = Callable[[str, str, int, float], None]  # verb, resource, status code, seconds
+SILENT = "Silent"  # the reason of a watch that sent nothing for its idle timeout
 
 
 class KubeError(Exception):
@@ -147,7 +155,7 @@ class KubeApi:
             error = _error_from(status, payload, f"{method} {path}")
             error.retry_after = _seconds(retry_after)
             raise error
-        return json.loads(payload) if payload else None
+        return await _decode(payload, f"{method} {path}") if payload else None
 
     async def get(self, path: str, *, resource: str = "", query: Sequence[tuple[str, str]] = ()) -> Any:
         return await self.request("GET", path, query=query, resource=resource)
@@ -159,22 +167,30 @@ class KubeApi:
         return await self.request("POST", path, body=body, resource=resource)
 
     async def watch(self, path: str, *, resource_version: str, timeout_seconds: int,
-                    label_selector: str | None = None, resource: str = "") -> AsyncIterator[dict[str, Any]]:
+                    label_selector: str | None = None, resource: str = "",
+                    idle_timeout: float | None = None) -> AsyncIterator[dict[str, Any]]:
         """The events of one watch request (``watch=true`` from ``resource_version``, with bookmarks),
-        until the server ends the stream. An ERROR event is raised as :class:`KubeError`."""
+        until the server ends the stream. Every way the stream can fail — an ERROR event, a connection
+        cut mid-body or reset, nothing received for ``idle_timeout`` seconds (default: the watch's own
+        timeout plus 30 s), a line that is not JSON or is longer than
+        :data:`MAX_EVENT_BYTES` — is raised as :class:`KubeError`, so the caller has one thing to handle."""
         query = [("watch", "true"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(timeout_seconds))]
         if resource_version:
             query.append(("resourceVersion", resource_version))
         if label_selector:
             query.append(("labelSelector", label_selector))
+        longest = float(timeout_seconds + 30)
+        idle = min(longest, idle_timeout) if idle_timeout is not None else longest
         started = time.monotonic()
         try:
-            response = await self.api_client.call_api(
-                path, "GET", query_params=query, header_params={"Accept": JSON_CONTENT},
-                auth_settings=["BearerToken"], _preload_content=False,
-                # No total deadline: a watch is long-lived; a silent connection is cut by the read timeout.
-                _request_timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout,
-                                                       sock_read=timeout_seconds + 30))
+            # The answer's headers come at once from a healthy server: their wait is bounded like any
+            # request's. The stream itself has no total deadline; its silence is bounded line by line below.
+            async with asyncio.timeout(self.timeout):
+                response = await self.api_client.call_api(
+                    path, "GET", query_params=query, header_params={"Accept": JSON_CONTENT},
+                    auth_settings=["BearerToken"], _preload_content=False,
+                    _request_timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout,
+                                                           sock_read=longest))
         except TimeoutError as exc:
             raise KubeError(0, "Timeout", f"watch {path}: no answer within {self.timeout:g}s") from exc
         except aiohttp.ClientError as exc:
@@ -184,15 +200,46 @@ class KubeApi:
                 self._observe("watch", resource or path, response.status, time.monotonic() - started)
             if response.status != 200:
                 raise _error_from(response.status, await response.read(), f"watch {path}")
-            async for line in response.content:
+            while True:
+                try:
+                    async with asyncio.timeout(idle):
+                        line = await response.content.readuntil(b"\n", max_size=MAX_EVENT_BYTES)
+                except TimeoutError as exc:
+                    response.close()  # a frozen connection must not go back to the pool
+                    raise KubeError(0, SILENT, f"watch {path}: nothing received for {idle:g}s") from exc
+                except (aiohttp.ClientError, OSError) as exc:
+                    response.close()
+                    raise KubeError(0, "Unreachable", f"watch {path}: the stream broke: "
+                                                      f"{type(exc).__name__}: {exc}") from exc
+                except LineTooLong as exc:
+                    response.close()
+                    raise KubeError(0, "TooLarge", f"watch {path}: an event longer than "
+                                                   f"{MAX_EVENT_BYTES} bytes") from exc
+                if not line:
+                    return  # the server ended the watch
                 if not line.strip():
                     continue
-                event = json.loads(line)
+                event = await _decode(line, f"watch {path}")
+                if not isinstance(event, dict):
+                    raise KubeError(0, "Malformed", f"watch {path}: an event that is not an object")
                 if event.get("type") == "ERROR":
                     obj = event.get("object") or {}
                     raise KubeError(int(obj.get("code") or 500), str(obj.get("reason") or "Error"),
                                     str(obj.get("message") or "watch error"))
                 yield event
+
+
+async def _decode(payload: bytes, what: str) -> Any:
+    """JSON from the API server: orjson, or (an object orjson refuses: too deep, a huge number) the
+    tolerant decoder, off the event loop since it is pure Python (see :mod:`.jsondecode`)."""
+    try:
+        return orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return await asyncio.to_thread(tolerant_loads, payload)
+    except ValueError as exc:
+        raise KubeError(0, "Malformed", f"{what}: the answer is not JSON ({exc})") from None
 
 
 def _seconds(header: str | None) -> float | None:
@@ -204,7 +251,7 @@ def _seconds(header: str | None) -> float | None:
 
 def _error_from(status: int, payload: bytes, what: str) -> KubeError:
     try:
-        body = json.loads(payload)
+        body = orjson.loads(payload)
     except ValueError:
         body = None
     if isinstance(body, dict) and body.get("kind") == "Status":

@@ -1,9 +1,25 @@
-"""Watch-based caches: list once, then watch; relist on 410 Gone; back off on errors.
+"""Watch-based caches: list once, then watch; a supervisor relists after any failure.
 
 The behaviour follows client-go's reflector: a watch asks for bookmarks and ends after a random
 5–10 minutes (the server closes it), after which it resumes from the last resourceVersion seen; a 410
 ("too old resource version") relists at once; any other failure relists after a jittered backoff
-(0.8 s doubling to 30 s, reset after a healthy stretch). Steady state makes no LIST calls.
+(0.8 s doubling to 30 s, reset after two healthy minutes). Steady state makes no LIST calls.
+
+*Any* failure means every exception, not a list of expected ones: a stream cut mid-body, a reset, a
+timeout, a line that is not JSON, a bug in a trimmer. Only cancellation ends :meth:`WatchCache.run`.
+
+A watch that stays open but goes silent (a frozen connection: a half-dead load balancer, a paused API
+server) is cut once nothing — no event, no bookmark — has come for ``silence_seconds``. The API server
+bookmarks an idle watch about once a minute, so once a cache has seen a bookmark, such silence is a
+failure (an incident: relist). On a server that has sent this cache no bookmark yet, silence may be
+normal: the watch is quietly reopened from the last resourceVersion over a new connection (no LIST,
+nothing logged above debug); a watch request whose answer does not even start within the API timeout
+is a failure either way.
+
+Each failure *incident* is logged once: a warning when the cache stops following the server
+(``watch failed``), an info line when it follows again (``watch recovered``, with how long it was
+stale); the retries in between log at debug. :meth:`WatchCache.stale_for` says how long the cache has
+not followed the server (0 while it does), measured from the last moment it heard from the server.
 
 Each cache keeps trimmed records (see :mod:`autoscaler.kube.records`) keyed by (namespace, name) and
 calls ``on_change(key, old, new)`` for every change, including those a relist reveals.
@@ -19,7 +35,7 @@ from typing import Any, Generic, TypeVar
 
 import structlog
 
-from autoscaler.kube.api import KubeApi, KubeError, ResourcePath
+from autoscaler.kube.api import SILENT, KubeApi, KubeError, ResourcePath
 
 R = TypeVar("R")
 Key = tuple[str, str]
@@ -30,31 +46,39 @@ log = structlog.get_logger("autoscaler.kube.watch")
 BACKOFF_START = 0.8
 BACKOFF_MAX = 30.0
 HEALTHY_RESET = 120.0
+SILENCE_SECONDS = 90.0  # the API server bookmarks an idle watch about once a minute
 
 
 class WatchCache(Generic[R]):
     def __init__(self, api: KubeApi, resource: ResourcePath, trim: Callable[[Mapping[str, Any]], R | None], *,
                  namespace: str | None = None, on_change: ChangeHandler | None = None,
                  min_watch_seconds: int = 300, max_watch_seconds: int = 600, optional: bool = False,
-                 recheck_seconds: float = 60.0, page_size: int = 100) -> None:
+                 recheck_seconds: float = 60.0, page_size: int = 100,
+                 silence_seconds: float = SILENCE_SECONDS) -> None:
         self.api = api
         self.resource = resource
         self.namespace = namespace
         self._trim = trim
         self._on_change = on_change
         self._watch_seconds = (min_watch_seconds, max_watch_seconds)
+        self.silence_seconds = silence_seconds
         self.records: dict[Key, R] = {}
         self.synced = asyncio.Event()
         self.resource_version = ""
         self.lists = 0          # LIST requests made, one per page (a steady state makes none)
+        self.relists = 0        # lists after the first
+        self.incidents = 0      # times the cache stopped following the server
         self.last_error: str | None = None
-        self.failing_since: float | None = None  # monotonic: when the watch broke and could not relist
+        self.failing_since: float | None = None  # monotonic: last heard from the server, while failing
+        self.last_heard: float | None = None      # monotonic: the last list page, event or bookmark
+        self.bookmarks_seen = False               # the server bookmarks idle watches
         self.unavailable = False  # the resource does not exist on this server (e.g. no VPA CRD)
         # An optional resource that does not exist counts as synced (and empty); it is looked for again
         # every minute (through discovery, not a LIST), so installing its CRD later is noticed.
         self.optional = optional
         self.recheck_seconds = recheck_seconds
         self.page_size = page_size
+        self._unreadable: dict[Key, str] = {}  # objects a trimmer failed on: key -> resourceVersion
 
     @property
     def name(self) -> str:
@@ -65,14 +89,18 @@ class WatchCache(Generic[R]):
         return self.records.get((namespace, name))
 
     def stale_for(self) -> float:
-        """Seconds since the cache stopped following the server (0 while it follows)."""
+        """Seconds since the cache last heard from the server, while it is not following it (0 while it is)."""
         return 0.0 if self.failing_since is None else time.monotonic() - self.failing_since
+
+    @property
+    def following(self) -> bool:
+        return self.failing_since is None and self.synced.is_set()
 
     def values(self) -> Iterable[R]:
         return self.records.values()
 
     async def run(self) -> None:
-        """List and watch until cancelled."""
+        """List and watch until cancelled; nothing but cancellation ends it."""
         backoff = BACKOFF_START
         while True:
             try:
@@ -82,25 +110,40 @@ class WatchCache(Generic[R]):
                     await self._watch_once()
                     if time.monotonic() - healthy_since > HEALTHY_RESET:
                         backoff = BACKOFF_START
+            except asyncio.CancelledError:
+                raise
             except KubeError as exc:
                 if exc.gone:
                     log.info("watch expired, relisting", resource=self.name)
                     continue
-                self.failing_since = self.failing_since or time.monotonic()
-                self.last_error = str(exc)
                 self.unavailable = exc.not_found
                 if exc.not_found and self.optional:
+                    self._recovered()
                     self.synced.set()
                     log.info("resource not served: treated as empty", resource=self.name)
                     await self._until_served()
                     continue
-                log.warning("watch failed", resource=self.name, error=str(exc), retry_in=round(backoff, 2))
-            except (ValueError, TimeoutError) as exc:
-                self.failing_since = self.failing_since or time.monotonic()
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                log.warning("watch failed", resource=self.name, error=self.last_error, retry_in=round(backoff, 2))
+                self._failed(str(exc), backoff)
+            except Exception as exc:  # any failure relists; only cancellation ends the cache
+                self._failed(f"{type(exc).__name__}: {exc}", backoff)
             await asyncio.sleep(backoff * (1 + random.random()))
             backoff = min(BACKOFF_MAX, backoff * 2)
+
+    def _failed(self, error: str, backoff: float) -> None:
+        self.last_error = error
+        if self.failing_since is None:
+            self.failing_since = self.last_heard if self.last_heard is not None else time.monotonic()
+            self.incidents += 1
+            log.warning("watch failed", resource=self.name, error=error, retry_in=round(backoff, 2))
+        else:
+            log.debug("watch still failing", resource=self.name, error=error, retry_in=round(backoff, 2))
+
+    def _recovered(self) -> None:
+        if self.failing_since is not None:
+            log.info("watch recovered", resource=self.name, stale_seconds=round(self.stale_for(), 2),
+                     error=self.last_error)
+        self.failing_since = None
+        self.last_error = None
 
     async def _until_served(self) -> None:
         """Return once discovery lists the resource (e.g. its CRD was installed), checking every
@@ -132,23 +175,29 @@ class WatchCache(Generic[R]):
             self.lists += 1
             body = await self.api.get(self.resource.collection(self.namespace), resource=self.resource.label,
                                       query=query)
+            if not isinstance(body, Mapping):
+                raise KubeError(0, "Malformed", f"list {self.name}: the answer is not an object")
             for obj in body.get("items") or []:
-                record = self._trim(obj)
+                if not isinstance(obj, Mapping):
+                    continue
+                key = _key(obj)
+                record = self._trimmed(key, obj)
                 if record is not None:
-                    meta = obj.get("metadata") or {}
-                    fresh[(str(meta.get("namespace") or ""), str(meta.get("name")))] = record
+                    fresh[key] = record
             metadata = body.get("metadata") or {}
             version = str(metadata.get("resourceVersion") or "")
             token = str(metadata.get("continue") or "")
             del body
             if not token:
                 break
+        if self.synced.is_set():
+            self.relists += 1
         old = self.records
         self.records = fresh
         self.resource_version = version
         self.unavailable = False
-        self.last_error = None
-        self.failing_since = None
+        self.last_heard = time.monotonic()
+        self._recovered()
         self.synced.set()
         if self._on_change is not None:
             for key in old.keys() | fresh.keys():
@@ -157,24 +206,56 @@ class WatchCache(Generic[R]):
                     self._on_change(key, before, after)
 
     async def _watch_once(self) -> None:
+        try:
+            await self._follow_one_watch()
+        except KubeError as exc:
+            if exc.reason != SILENT or self.bookmarks_seen:
+                raise
+            log.debug("quiet watch reopened", resource=self.name, seconds=self.silence_seconds)
+
+    async def _follow_one_watch(self) -> None:
         seconds = random.randint(*self._watch_seconds)
         async for event in self.api.watch(self.resource.collection(self.namespace),
                                           resource_version=self.resource_version, timeout_seconds=seconds,
-                                          resource=self.resource.label):
-            obj = event.get("object") or {}
+                                          resource=self.resource.label, idle_timeout=self.silence_seconds):
+            self.last_heard = time.monotonic()
+            obj = event.get("object")
+            if not isinstance(obj, Mapping):
+                raise KubeError(0, "Malformed", f"watch {self.name}: an event without an object")
             meta = obj.get("metadata") or {}
             version = meta.get("resourceVersion")
             if version:
                 self.resource_version = str(version)
             kind = event.get("type")
             if kind == "BOOKMARK":
+                self.bookmarks_seen = True
                 continue
-            key = (str(meta.get("namespace") or ""), str(meta.get("name")))
+            key = _key(obj)
             before = self.records.get(key)
-            after = None if kind == "DELETED" else self._trim(obj)
+            after = None if kind == "DELETED" else self._trimmed(key, obj)
             if after is None:
                 self.records.pop(key, None)
             else:
                 self.records[key] = after
             if self._on_change is not None and before != after:
                 self._on_change(key, before, after)
+
+    def _trimmed(self, key: Key, obj: Mapping[str, Any]) -> R | None:
+        """The record of one object; an object the trimmer fails on is left out (and logged once per
+        version), so one odd object never stops the cache from following every other one."""
+        try:
+            record = self._trim(obj)
+        except Exception as exc:  # see the docstring
+            version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            if self._unreadable.get(key) != version:
+                self._unreadable[key] = version
+                log.error("object could not be read: left out of the cache", resource=self.name,
+                          namespace=key[0], name=key[1], error=f"{type(exc).__name__}: {exc}")
+            return None
+        self._unreadable.pop(key, None)
+        return record
+
+
+def _key(obj: Mapping[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name"))

@@ -100,6 +100,7 @@ class Service:
         settings = self.settings
         lag_task = asyncio.create_task(self.metrics.monitor_event_loop_lag(), name="loop-lag")
         self.http = HttpServer(settings.http, self.metrics, readiness=self._readiness(),
+                               liveness=self._liveness(),
                                targets=lambda: self.manager.target_documents() if self.manager else {})
         await self.http.start()
         api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
@@ -120,7 +121,10 @@ class Service:
                     batch_window=settings.sync.batch_window_seconds, dry_run=settings.dry_run,
                     namespaces=settings.kubernetes.namespaces, static_targets=self.static_targets,
                     metrics=self.metrics, may_write=self._may_write, identity=self.identity,
-                    on_targets=self.metrics.set_targets)
+                    on_targets=self.metrics.set_targets, watch_silence=settings.kubernetes.watch_silence_seconds)
+                self.metrics.watch_caches(lambda: [
+                    (c.resource.label, c.synced.is_set(), c.stale_for(), c.incidents, c.relists)
+                    for c in manager.caches])
                 await manager.start_caches()
                 log.info("service starting", identity=self.identity, dry_run=settings.dry_run,
                          targets="file" if self.static_targets is not None else "crd",
@@ -156,8 +160,6 @@ class Service:
             task.cancel()
         if self.manager.synced():
             self.ready.set()
-            for cache in self.manager.caches:
-                self.metrics.set_cache_synced(cache.resource.label, True)
             log.info("caches synced", lists=self.manager.list_calls())
             self._freezer = asyncio.create_task(self._freeze_long_lived(), name="gc-freeze")
 
@@ -213,12 +215,24 @@ class Service:
             log.warning("shutdown took longer than expected", seconds=SHUTDOWN_SECONDS)
         log.info("stopped")
 
+    def stale_cache_limit(self) -> float:
+        """How long a watch cache may not follow the API server before /readyz fails: two sync periods.
+        (Decisions of the targets it serves pause at once; readiness tolerates a reconnect's blip.)"""
+        return 2 * self.settings.sync.period_seconds
+
     def _readiness(self) -> list[ReadinessCheck]:
         def caches() -> tuple[bool, str]:
             if self.manager is None:
                 return False, "starting"
             pending = [c.name for c in self.manager.caches if not c.synced.is_set()]
-            return (not pending, "synced" if not pending else f"waiting for {', '.join(pending)}")
+            if pending:
+                return False, f"waiting for {', '.join(pending)}"
+            limit = self.stale_cache_limit()
+            stale = [f"{c.name} for {c.stale_for():.0f}s ({c.last_error})" for c in self.manager.caches
+                     if c.stale_for() > limit]
+            if stale:
+                return False, f"not following the API server: {'; '.join(stale)}"
+            return True, "synced"
 
         def leadership() -> tuple[bool, str]:
             if self.elector is None:
@@ -239,6 +253,15 @@ class Service:
 
         return [ReadinessCheck("caches", caches), ReadinessCheck("leadership", leadership),
                 ReadinessCheck("prometheus", prometheus)]
+
+    def _liveness(self) -> list[ReadinessCheck]:
+        def watches() -> tuple[bool, str]:
+            # A cache's task runs until shutdown, whatever fails (it relists); one that ended is a bug,
+            # and a restart of the process is the cure.
+            stopped = self.manager.stopped_caches() if self.manager is not None and not self._stopping else []
+            return (not stopped, "running" if not stopped else f"ended: {', '.join(stopped)}")
+
+        return [ReadinessCheck("watches", watches)]
 
 
 def install_signal_handlers(stop: asyncio.Event) -> None:

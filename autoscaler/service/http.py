@@ -2,7 +2,9 @@
 
 ============================  ====================================================================
 ``GET /healthz``              200 while a heartbeat task keeps running (the event loop is alive and
-                              not starved); 503 once it has not run for ``liveness_timeout`` seconds.
+                              not starved) and every liveness check passes (the watch caches' tasks
+                              run); 503 once the heartbeat has not run for ``liveness_timeout`` seconds
+                              or a liveness check fails.
 ``GET /readyz``               200 when every readiness check passes, else 503. Checks run concurrently,
                               each bounded by its timeout: a hung check fails, it never hangs the probe.
 ``GET /metrics``              The :class:`ServiceMetrics` registry (text format, or OpenMetrics when
@@ -61,6 +63,7 @@ class HttpServer:
         metrics: ServiceMetrics,
         *,
         readiness: Sequence[ReadinessCheck] = (),
+        liveness: Sequence[ReadinessCheck] = (),
         targets: StatusDocuments = dict,
         check_timeout: float = 2.0,
         heartbeat_interval: float = 1.0,
@@ -71,6 +74,7 @@ class HttpServer:
         self.settings = settings
         self.metrics = metrics
         self.readiness = tuple(readiness)
+        self.liveness = tuple(liveness)
         self.targets = targets
         self.check_timeout = check_timeout
         self.heartbeat_interval = heartbeat_interval
@@ -144,7 +148,13 @@ class HttpServer:
     async def _healthz(self, request: web.Request) -> web.Response:
         age = self._clock() - self._last_beat
         alive = self._heartbeat is not None and not self._heartbeat.done() and age <= self.liveness_timeout
-        return _json({"alive": alive, "heartbeat_age_seconds": round(age, 3)}, 200 if alive else 503)
+        body: dict[str, Any] = {"alive": alive, "heartbeat_age_seconds": round(age, 3)}
+        if self.liveness:
+            results = await asyncio.gather(*(self._run_check(check) for check in self.liveness))
+            body["checks"] = [{"name": check.name, "ok": ok, "detail": detail}
+                              for check, (ok, detail) in zip(self.liveness, results, strict=True)]
+            alive = body["alive"] = alive and all(ok for ok, _ in results)
+        return _json(body, 200 if alive else 503)
 
     async def _readyz(self, request: web.Request) -> web.Response:
         results = await asyncio.gather(*(self._run_check(check) for check in self.readiness))

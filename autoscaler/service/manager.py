@@ -17,14 +17,16 @@ from typing import Any
 
 import structlog
 
+from autoscaler.core.fields import FieldError
 from autoscaler.core.observation import ContainerInfo, MetricReading
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.kube.api import DEPLOYMENTS, PODS, VPAS, KubeApi, KubeError
 from autoscaler.kube.events import EventRecorder, InvolvedObject
+from autoscaler.kube.jsondecode import find_too_deep
 from autoscaler.kube.pods import PodIndex
 from autoscaler.kube.records import PodRecord, WorkloadRecord, trim_deployment, trim_object, trim_pod
 from autoscaler.kube.scale import DEFAULT_API_VERSIONS, Scale, ScaleAccess, ScaleError
-from autoscaler.kube.watch import Key, WatchCache
+from autoscaler.kube.watch import SILENCE_SECONDS, Key, WatchCache
 from autoscaler.prometheus.reader import TargetQuery
 from autoscaler.service.batcher import MetricsBatcher, ReadMany
 from autoscaler.service.hvpa import find_vpa
@@ -35,9 +37,28 @@ from autoscaler.service.targets import API_VERSION, KIND, TARGETS, Target, error
 log = structlog.get_logger("autoscaler.manager")
 
 
+# Deeper than anything a ScalingTarget needs (its spec nests ~8 levels), far below what the JSON tools
+# used on it can take (~1,000 levels).
+MAX_TARGET_DEPTH = 64
+
+
 def _trim_target(obj: Mapping[str, Any]) -> Target | None:
-    """The target cache keeps parsed targets (spec validated once per change, status as compact text)."""
-    return target_from_object(obj) if isinstance((obj.get("metadata") or {}).get("name"), str) else None
+    """The target cache keeps parsed targets (spec validated once per change, status as compact text).
+    An object nested deeper than :data:`MAX_TARGET_DEPTH` (the CRD keeps unknown fields under
+    ``spec.hvpa``) is an invalid target with the path of the problem, and is not parsed further."""
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta.get("name"), str):
+        return None
+    for part in ("spec", "status"):
+        where = find_too_deep(obj.get(part), MAX_TARGET_DEPTH, part)
+        if where is not None:
+            namespace, name = str(meta.get("namespace") or "default"), meta["name"]
+            generation = meta.get("generation")
+            error = FieldError(where, f"Invalid value: nested deeper than {MAX_TARGET_DEPTH} levels")
+            return Target(namespace, name, str(meta.get("uid") or f"{namespace}/{name}"),
+                          generation if isinstance(generation, int) else None, None, (error,),
+                          f"too deep at {where}", None)
+    return target_from_object(obj)
 
 
 @dataclass
@@ -89,7 +110,8 @@ class Manager:
                  jitter: float = 0.1, concurrency: int = 50, batch_window: float = 1.0, dry_run: bool = False,
                  namespaces: Iterable[str] = (), static_targets: list[Target] | None = None,
                  metrics: MetricsSink | None = None, may_write: Callable[[], bool] = lambda: True,
-                 identity: str = "", on_targets: Callable[[int, int], None] | None = None) -> None:
+                 identity: str = "", on_targets: Callable[[int, int], None] | None = None,
+                 watch_silence: float = SILENCE_SECONDS) -> None:
         self.api = api
         self.namespaces = tuple(namespaces)
         self.static = static_targets is not None
@@ -98,13 +120,16 @@ class Manager:
         self.events = EventRecorder(api, instance=identity)
         self.metrics = metrics or NullMetrics()
         scopes: tuple[str | None, ...] = self.namespaces or (None,)
-        self.pod_caches = [WatchCache(api, PODS, trim_pod, namespace=ns, on_change=self.pods.on_change)
-                           for ns in scopes]
+        self.pod_caches = {ns: WatchCache(api, PODS, trim_pod, namespace=ns, on_change=self.pods.on_change,
+                                          silence_seconds=watch_silence) for ns in scopes}
         self.deployment_caches: dict[str | None, WatchCache[WorkloadRecord]] = {
-            ns: WatchCache(api, DEPLOYMENTS, trim_deployment, namespace=ns) for ns in scopes}
-        self.vpa_caches = {ns: WatchCache(api, VPAS, trim_object, namespace=ns, optional=True) for ns in scopes}
-        self.target_caches = [] if self.static else [
-            WatchCache(api, TARGETS, _trim_target, namespace=ns, on_change=self._target_event) for ns in scopes]
+            ns: WatchCache(api, DEPLOYMENTS, trim_deployment, namespace=ns, silence_seconds=watch_silence)
+            for ns in scopes}
+        self.vpa_caches = {ns: WatchCache(api, VPAS, trim_object, namespace=ns, optional=True,
+                                          silence_seconds=watch_silence) for ns in scopes}
+        self.target_caches = {} if self.static else {
+            ns: WatchCache(api, TARGETS, _trim_target, namespace=ns, on_change=self._target_event,
+                           silence_seconds=watch_silence) for ns in scopes}
         self.scales = ClusterScales(self._deployment, ScaleAccess(api))
         self.services = Services(
             settings=settings, period=period, jitter=jitter, dry_run=dry_run,
@@ -125,6 +150,7 @@ class Manager:
         self.statuses: dict[Key, Mapping[str, Any]] = {}  # last status of targets without a running reconciler
         self._targets: dict[Key, Target] = {t.key: t for t in static_targets or []}
         self._tasks: list[asyncio.Task[None]] = []
+        self._cache_tasks: list[asyncio.Task[None]] = []
         self._active = False
         self._changes: asyncio.Queue[Key] = asyncio.Queue()
         self._on_targets = on_targets  # told (active, invalid) whenever the set of targets changes
@@ -133,14 +159,21 @@ class Manager:
 
     @property
     def caches(self) -> list[WatchCache[Any]]:
-        return [*self.pod_caches, *self.deployment_caches.values(), *self.vpa_caches.values(), *self.target_caches]
+        return [*self.pod_caches.values(), *self.deployment_caches.values(), *self.vpa_caches.values(),
+                *self.target_caches.values()]
+
+    def stopped_caches(self) -> list[str]:
+        """Caches whose task ended (it never should while the service runs: a bug), for /healthz."""
+        return [task.get_name() for task in self._cache_tasks if task.done()]
 
     def synced(self) -> bool:
         return all(cache.synced.is_set() for cache in self.caches)
 
     async def start_caches(self) -> None:
         for cache in self.caches:
-            self._tasks.append(asyncio.create_task(cache.run(), name=f"watch {cache.name}"))
+            task = asyncio.create_task(cache.run(), name=f"watch {cache.name}")
+            self._cache_tasks.append(task)
+            self._tasks.append(task)
 
     async def wait_synced(self) -> None:
         await asyncio.gather(*(cache.synced.wait() for cache in self.caches))
@@ -256,13 +289,23 @@ class Manager:
         cache = self.deployment_caches.get(namespace if self.namespaces else None)
         return cache.get(namespace, name) if cache is not None else None
 
-    def _cache_problem(self) -> str | None:
-        """Decisions pause when the pod or workload caches have not followed the server for two periods."""
-        limit = 2 * self.services.period
-        caches: list[WatchCache[Any]] = [*self.pod_caches, *self.deployment_caches.values()]
+    def _cache_problem(self, target: Target) -> str | None:
+        """Why the cached state a target's decision rests on cannot be trusted now, or None.
+
+        Its pods, its workload and the targets themselves come from watch caches; while one of those
+        does not follow the server (a broken or frozen watch, from the moment it is noticed until the
+        relist), the target's decisions pause: no decision, and so no write, from a state the cluster may
+        have left behind. The cache logs the incident once; the held syncs count as errors with reason
+        StaleCache."""
+        scope = target.namespace if self.namespaces else None
+        caches: list[WatchCache[Any] | None] = [self.pod_caches.get(scope), self.deployment_caches.get(scope),
+                                                self.target_caches.get(scope)]
+        if target.spec is not None and target.spec.hvpa is not None:
+            caches.append(self.vpa_caches.get(scope))
         for cache in caches:
-            if cache.stale_for() > limit:
-                return f"the {cache.name} watch has failed for {cache.stale_for():.0f}s: {cache.last_error}"
+            if cache is not None and not cache.following:
+                return (f"the {cache.name} watch has not followed the API server for {cache.stale_for():.0f}s: "
+                        f"{cache.last_error}")
         return None
 
     def _find_vpa(self, target: Target) -> Mapping[str, Any] | None:

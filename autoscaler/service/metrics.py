@@ -150,6 +150,47 @@ class _TargetCollector:
         yield from (limited, values, goals, events, conditions, last_sync)
 
 
+CacheState = tuple[str, bool, float, int, int]  # resource, synced, stale seconds, incidents, relists
+
+
+class _CacheCollector:
+    """The watch caches' health, read at scrape time. Several caches of one resource (one per watched
+    namespace) are one series: synced only if all are, the stalest one's staleness, summed counts."""
+
+    def __init__(self, source: Callable[[], Iterable[CacheState]]) -> None:
+        self._source = source
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+    def collect(self) -> Iterator[Metric]:
+        merged: dict[str, list[float]] = {}
+        for resource, synced, stale, incidents, relists in self._source():
+            now: list[float] = merged.setdefault(resource, [1.0, 0.0, 0.0, 0.0])
+            now[0] = min(now[0], 1.0 if synced else 0.0)
+            now[1] = max(now[1], stale)
+            now[2] += incidents
+            now[3] += relists
+        synced_family = GaugeMetricFamily("autoscaler_cache_synced",
+                                          "1 when the watch cache of a resource has listed it once.",
+                                          labels=["resource"])
+        stale_family = GaugeMetricFamily(
+            "autoscaler_cache_stale_seconds",
+            "Seconds since the watch cache of a resource last heard from the API server, while its watch is "
+            "broken (0 while it follows the server).", labels=["resource"])
+        incidents_family = CounterMetricFamily("autoscaler_cache_watch_failures",
+                                               "Times the watch cache of a resource stopped following the server.",
+                                               labels=["resource"])
+        relists_family = CounterMetricFamily("autoscaler_cache_relists", "Relists after the first list.",
+                                             labels=["resource"])
+        for resource, values in sorted(merged.items()):
+            synced_family.add_metric([resource], values[0])
+            stale_family.add_metric([resource], round(values[1], 3))
+            incidents_family.add_metric([resource], values[2])
+            relists_family.add_metric([resource], values[3])
+        yield from (synced_family, stale_family, incidents_family, relists_family)
+
+
 class ServiceMetrics:
     """Everything the service reports about itself. Every method is cheap and never raises on odd input
     (unknown label values become ``other``), so calling it can't break a reconcile."""
@@ -163,6 +204,7 @@ class ServiceMetrics:
         self.registry.register(_WithoutCreated(r))
         self._wall_clock = wall_clock
         self._targets: dict[tuple[str, str], _TargetSeries] = {}
+        self._caches: Callable[[], Iterable[CacheState]] = lambda: ()
 
         # Reconciles (syncs of one target).
         self.reconcile_duration = Histogram("autoscaler_reconcile_duration_seconds",
@@ -199,8 +241,7 @@ class ServiceMetrics:
         # The process.
         self.leader = Gauge("autoscaler_leader", "1 while this instance is the leader.", registry=r)
         self.targets = Gauge("autoscaler_targets", "Targets known, by state.", ["state"], registry=r)
-        self.cache_synced = Gauge("autoscaler_cache_synced", "1 when the watch cache of a resource is synced.",
-                                  ["resource"], registry=r)
+        r.register(_CacheCollector(self._cache_source))
         self.event_loop_lag = Histogram("autoscaler_event_loop_lag_seconds",
                                         "How late the event loop ran a timer (blocked or overloaded loop).",
                                         buckets=LAG_BUCKETS, registry=r)
@@ -309,8 +350,12 @@ class ServiceMetrics:
         self.targets.labels("active").set(active)
         self.targets.labels("invalid").set(invalid)
 
-    def set_cache_synced(self, resource: str, synced: bool) -> None:
-        self.cache_synced.labels(resource).set(1 if synced else 0)
+    def watch_caches(self, source: Callable[[], Iterable[CacheState]]) -> None:
+        """Where the cache series come from: called at scrape time, one state per watch cache."""
+        self._caches = source
+
+    def _cache_source(self) -> Iterable[CacheState]:
+        return self._caches()
 
     async def monitor_event_loop_lag(self, interval: float = 0.5) -> None:
         """Run until cancelled: sleep ``interval`` and record how much later than asked the loop woke us.

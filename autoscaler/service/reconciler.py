@@ -207,7 +207,7 @@ class Services:
     find_vpa: Callable[[Target], Mapping[str, Any] | None] = lambda _target: None
     template_of: Callable[[Target], Sequence[ContainerInfo]] = lambda _target: ()
     write_vpa: Callable[[str, str, Mapping[str, Any]], Awaitable[None]] | None = None
-    cache_problem: Callable[[], str | None] = lambda: None  # why cached state cannot be trusted now
+    cache_problem: Callable[[Target], str | None] = lambda _target: None  # why cached state can't be trusted
     schedule: Schedule | None = None  # None: Schedule(period, jitter), made on first use
 
     def __post_init__(self) -> None:
@@ -286,10 +286,11 @@ class TargetReconciler:
         target, spec = self.target, self.spec
         structlog.contextvars.bind_contextvars(namespace=target.namespace, name=target.name)
         try:
-            stale = self.services.cache_problem()
+            stale = self.services.cache_problem(target)
             if stale is not None:
                 # Deciding on state the cluster may have left behind could scale the wrong way: hold.
-                log.warning("sync held: cluster state is stale", reason=stale)
+                # (The cache logs its incident once; a line per target and period would be a flood.)
+                log.debug("sync held: cluster state is stale", reason=stale)
                 self.services.metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started,
                                                         "error", "StaleCache")
                 return None

@@ -6,7 +6,7 @@ and start-up stops; secrets are never echoed. The file's layout (all optional bu
 .. code-block:: yaml
 
     prometheus: {url: http://prometheus:9090, timeoutSeconds: 5}   # see docs/prometheus.md
-    kubernetes: {kubeconfig: null, context: null, namespaces: []}
+    kubernetes: {kubeconfig: null, context: null, namespaces: [], watchSilenceSeconds: 90}
     sync: {periodSeconds: 15, jitter: 0.1, concurrency: 50, batchWindowSeconds: 1}
     controller: {tolerance: 0.1, cpuInitializationPeriodSeconds: 300,
                  initialReadinessDelaySeconds: 30, downscaleStabilizationWindowSeconds: 300}
@@ -38,6 +38,9 @@ class KubernetesSettings:
     kubeconfig: str | None = None
     context: str | None = None
     namespaces: tuple[str, ...] = ()  # empty: every namespace
+    # A watch that sent nothing (no event, no bookmark) for this long is presumed frozen and relisted,
+    # once the server has shown it bookmarks idle watches (the API server does about once a minute).
+    watch_silence_seconds: float = 90.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,8 +199,12 @@ def _kubernetes(obj: Obj | None) -> KubernetesSettings | None:
             namespaces.append(value)
         else:
             obj.errors.add(path, "must be a namespace name")
+    silence = obj.number("watchSilenceSeconds", default=KubernetesSettings().watch_silence_seconds, minimum=1,
+                         maximum=3600)
     obj.finish()
-    return KubernetesSettings(kubeconfig, context, tuple(namespaces))
+    if silence is None:
+        return None
+    return KubernetesSettings(kubeconfig, context, tuple(namespaces), silence)
 
 
 def _sync(obj: Obj | None) -> SyncSettings | None:

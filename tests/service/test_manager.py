@@ -3,7 +3,6 @@ kubernetes-asyncio client, with a metrics source the test controls."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -386,21 +385,3 @@ async def test_a_throttled_api_slows_everyone_and_the_write_still_lands(emu: Kub
             assert (condition(status_of(emu, "web"), "AbleToScale") or {}).get("reason") != "FailedUpdateScale"
         finally:
             await manager.stop()
-
-
-async def test_decisions_pause_while_the_pod_watch_is_broken(emu: KubeEmulator) -> None:
-    emu.create(deployment("web", 4))
-    emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
-    metrics = FakeMetrics()
-    metrics.set("queue", 40)
-    async with running(emu, metrics) as manager:
-        await eventually(lambda: status_of(emu, "web").get("currentReplicas") == 4, what="a first sync")
-        for cache in manager.pod_caches:
-            cache.failing_since = 0.0  # as if the watch had been failing since long ago
-        metrics.set("queue", 5)
-        reads = metrics.reads
-        await asyncio.sleep(4 * PERIOD)
-        assert metrics.reads == reads and replicas_of(emu, "web") == 4   # held, nothing read or written
-        for cache in manager.pod_caches:
-            cache.failing_since = None
-        await eventually(lambda: replicas_of(emu, "web") == 1, what="decisions resume")

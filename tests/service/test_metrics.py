@@ -59,6 +59,9 @@ def test_families_follow_the_naming_conventions() -> None:
         "autoscaler_leader": "gauge",
         "autoscaler_targets": "gauge",
         "autoscaler_cache_synced": "gauge",
+        "autoscaler_cache_stale_seconds": "gauge",
+        "autoscaler_cache_watch_failures": "counter",
+        "autoscaler_cache_relists": "counter",
         "autoscaler_event_loop_lag_seconds": "histogram",
         "autoscaler_build_info": "gauge",
     }
@@ -182,14 +185,20 @@ def test_process_gauges() -> None:
     metrics = ServiceMetrics(process_metrics=False)
     metrics.set_leader(True)
     metrics.set_targets(active=12, invalid=1)
-    metrics.set_cache_synced("pods", True)
-    metrics.set_cache_synced("deployments", False)
+    # two pod caches (two watched namespaces), one deployment cache not listed yet
+    metrics.watch_caches(lambda: [("pods", True, 0.0, 1, 2), ("pods", True, 12.5, 2, 1),
+                                  ("deployments", False, 0.0, 0, 0)])
     assert value(metrics, "autoscaler_leader") == 1.0
     assert value(metrics, "autoscaler_targets", state="active") == 12.0
     assert value(metrics, "autoscaler_targets", state="invalid") == 1.0
     assert series(metrics, "autoscaler_cache_synced") == {
         (("resource", "pods"),): 1.0, (("resource", "deployments"),): 0.0,
     }
+    assert series(metrics, "autoscaler_cache_stale_seconds") == {
+        (("resource", "pods"),): 12.5, (("resource", "deployments"),): 0.0,
+    }
+    assert series(metrics, "autoscaler_cache_watch_failures_total")[(("resource", "pods"),)] == 3
+    assert series(metrics, "autoscaler_cache_relists_total")[(("resource", "pods"),)] == 3
     metrics.set_leader(False)
     assert value(metrics, "autoscaler_leader") == 0.0
 
