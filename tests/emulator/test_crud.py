@@ -157,11 +157,19 @@ async def test_validation_errors_are_422(api: ApiClient) -> None:
     mismatched["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
     negative = deployment()
     negative["spec"]["replicas"] = -1
+    messages = []
     for body in (mismatched, negative):
         with pytest.raises(ApiException) as invalid:
             await apps.create_namespaced_deployment("default", body)
         assert invalid.value.status == 422
         assert json.loads(invalid.value.body)["reason"] == "Invalid"
+        messages.append(json.loads(invalid.value.body)["message"])
+    # Values as the API server (Go) prints them, not Python reprs
+    assert messages == [
+        'Deployment.apps "web" is invalid: spec.template.metadata.labels: Invalid value: '
+        'map[string]string{"app":"other"}: `selector` does not match template `labels`',
+        'Deployment.apps "web" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0',
+    ]
     await apps.create_namespaced_deployment("default", deployment())
     with pytest.raises(ApiException) as immutable:
         await apps.patch_namespaced_deployment(
