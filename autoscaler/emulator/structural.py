@@ -16,7 +16,6 @@ CEL rules (``x-kubernetes-validations``) and ``format`` checks are not evaluated
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -134,10 +133,18 @@ def _as_json_schema(schema: Any) -> Any:
     return converted
 
 
-@functools.lru_cache(maxsize=64)
-def _validator(encoded_schema: str) -> Any:
-    schema = _as_json_schema(json.loads(encoded_schema))
-    return jsonschema.Draft4Validator(schema)
+_VALIDATORS: dict[int, tuple[JsonObject, Any]] = {}
+
+
+def _validator(schema: JsonObject) -> Any:
+    """One validator per schema object (a served version keeps its schema for its lifetime); the schema is
+    held with it, so its id cannot be reused by another."""
+    cached = _VALIDATORS.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        if len(_VALIDATORS) > 256:  # CRDs replaced many times over: start afresh
+            _VALIDATORS.clear()
+        cached = _VALIDATORS[id(schema)] = (schema, jsonschema.Draft4Validator(_as_json_schema(schema)))
+    return cached[1]
 
 
 def _path(parts: Iterable[Any]) -> str:
@@ -206,6 +213,6 @@ def _join(path: str, key: str) -> str:
 
 def validate(obj: JsonObject, schema: JsonObject) -> list[FieldError]:
     """Every constraint of ``schema`` that ``obj`` breaks, ordered by field."""
-    validator = _validator(json.dumps(schema, sort_keys=True))
+    validator = _validator(schema)
     causes = [cause for error in validator.iter_errors(obj) for cause in _field_errors(error)]
     return sorted(causes, key=lambda cause: (cause.field, cause.type))
