@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from autoscaler.backtest.arguments import add_parser as add_backtest_parser
-from autoscaler.core.fields import SpecError
+from autoscaler.convert.arguments import add_parser as add_convert_parser
+from autoscaler.core.fields import SpecError, problem_report
 from autoscaler.files import load_yaml_file
 from autoscaler.sandbox.demo import add_parser as add_demo_parser
 from autoscaler.service.cli import add_parsers as add_service_parsers
@@ -18,10 +22,7 @@ EXIT_INVALID = 2
 
 
 def _print_errors(source: str, error: SpecError) -> None:
-    print(f"{source}: invalid ({len(error.errors)} problem{'s' if len(error.errors) != 1 else ''}):",
-          file=sys.stderr)
-    for item in error.errors:
-        print(f"  {item}", file=sys.stderr)
+    print(problem_report(source, error), file=sys.stderr)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -50,7 +51,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         print(render_table(results, explain=args.explain))
     if args.plot:
-        _plot_simulation(args.scenario, scenario.spec, [step_json(r) for r in results], args.plot)
+        try:
+            _plot_simulation(args.scenario, scenario.spec, [step_json(r) for r in results], args.plot)
+        except PlotError as exc:  # checked up front; this is the disk failing meanwhile
+            print(f"autoscaler simulate: {exc}", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -83,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="write a plot: FILE.png and/or FILE.html (repeatable; needs the plot extra)")
     simulate.set_defaults(func=cmd_simulate)
     add_backtest_parser(sub)
+    add_convert_parser(sub)
     add_service_parsers(sub)
     add_demo_parser(sub)
     return parser
@@ -91,8 +97,28 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+        sys.stdout.flush()  # a reader that went away is found out here, not at exit
+    except BrokenPipeError:
+        # `autoscaler simulate … | head -1`: the reader has what it wanted. End quietly, as Python's
+        # documentation recommends (signal.html, "Note on SIGPIPE"): what is still buffered goes to
+        # /dev/null instead of raising again when the interpreter flushes at exit.
+        _discard_standard_output()
+        return EXIT_BROKEN_PIPE
     return result
+
+
+EXIT_BROKEN_PIPE = 1  # Python's own exit code on EPIPE
+
+
+def _discard_standard_output() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        # A stream without a file descriptor (a test's capture) flushes to no pipe at exit.
+        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":

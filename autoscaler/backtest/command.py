@@ -20,9 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from autoscaler.backtest.arguments import DEFAULT_CHUNK_POINTS, MAX_POINTS_PER_QUERY
 from autoscaler.backtest.target import BacktestTarget, load_target
-from autoscaler.backtest.times import TimeError, format_seconds, format_time, parse_step, parse_time
-from autoscaler.core.fields import SpecError
-from autoscaler.prometheus.promql import parse_duration
+from autoscaler.backtest.times import (
+    TimeError,
+    format_seconds,
+    format_time,
+    parse_duration_option,
+    parse_step,
+    parse_time,
+)
+from autoscaler.core.fields import SpecError, problem_report
 from autoscaler.service.settings import ServiceSettings, load_service_settings
 
 if TYPE_CHECKING:  # the replay (aiohttp and all) is imported only when the command runs
@@ -31,6 +37,8 @@ if TYPE_CHECKING:  # the replay (aiohttp and all) is imported only when the comm
 
 EXIT_INVALID = 2
 MAX_SYNCS = 10_000_000  # a year at 3 s; more is a typo in --from/--to/--step
+MAX_TIMEOUT = 3600.0  # seconds for one range query
+MAX_INT32 = 2**31 - 1  # replicas
 
 
 def _fail(message: str) -> int:
@@ -39,10 +47,7 @@ def _fail(message: str) -> int:
 
 
 def _print_spec_errors(source: str, error: SpecError) -> None:
-    count = len(error.errors)
-    print(f"{source}: invalid ({count} problem{'s' if count != 1 else ''}):", file=sys.stderr)
-    for item in error.errors:
-        print(f"  {item}", file=sys.stderr)
+    print(problem_report(source, error), file=sys.stderr)
 
 
 def _settings(args: argparse.Namespace) -> ServiceSettings:
@@ -71,11 +76,13 @@ def _options(args: argparse.Namespace, settings: ServiceSettings, now: float) ->
     if args.chunk:
         chunk = parse_step(args.chunk)
         chunk_points = max(1, min(MAX_POINTS_PER_QUERY, math.floor(chunk / step)))
-    startup = 0.0 if args.pod_startup.strip() in ("0", "0s") else parse_duration(args.pod_startup)
+    startup = 0.0 if args.pod_startup.strip() in ("0", "0s") else parse_duration_option(args.pod_startup)
     if startup is None:
         raise TimeError(f"--pod-startup {args.pod_startup!r} is not a duration (e.g. 30s, 2m)")
-    if args.initial_replicas is not None and args.initial_replicas < 0:
-        raise TimeError("--initial-replicas must be 0 or more")
+    if args.initial_replicas is not None and not 0 <= args.initial_replicas <= MAX_INT32:
+        raise TimeError(f"--initial-replicas must be between 0 and {MAX_INT32}")
+    if not 0 < args.timeout <= MAX_TIMEOUT:  # also false for NaN
+        raise TimeError(f"--timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds")
     return BacktestOptions(start=start, end=end, step=step, chunk_points=chunk_points, pod_startup=startup,
                            initial_replicas=args.initial_replicas, selector=args.selector,
                            pods_query=args.pods_query, replicas_query=args.replicas_query,
@@ -146,7 +153,11 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         return 130
     _print(result, args.output)
     if args.plot:
-        _plot(result, args.plot)
+        try:
+            _plot(result, args.plot)
+        except PlotError as exc:  # checked up front; this is the disk failing meanwhile
+            print(f"autoscaler backtest: {exc}", file=sys.stderr)
+            return 1
     return 0
 
 

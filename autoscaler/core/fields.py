@@ -24,6 +24,10 @@ from autoscaler.core.quantity import Quantity, QuantityError
 E = TypeVar("E")
 
 REQUIRED = "Required value"
+MAX_FLOAT_INTEGER = 2**1023  # integers beyond this do not fit in a float
+# A quantity's milli-value is an int64 where the API and the HPA use it (a metric's value, a target).
+MAX_INT64 = 2**63 - 1
+MAX_MILLI = MAX_INT64
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +36,7 @@ class FieldError:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
+        return f"{self.path}: {self.message}" if self.path else self.message  # no path: the whole document
 
 
 class SpecError(ValueError):
@@ -41,6 +45,19 @@ class SpecError(ValueError):
     def __init__(self, errors: Sequence[FieldError]) -> None:
         self.errors = tuple(errors)
         super().__init__("\n".join(str(e) for e in self.errors))
+
+
+MAX_REPORTED = 100  # problems printed; a list of thousands of bad values is summed up after these
+
+
+def problem_report(source: str, error: SpecError, limit: int = MAX_REPORTED) -> str:
+    """What the command line prints for ``error`` in ``source``: a count, then one problem a line."""
+    count = len(error.errors)
+    lines = [f"{source}: invalid ({count} problem{'s' if count != 1 else ''}):"]
+    lines += [f"  {item}" for item in error.errors[:limit]]
+    if count > limit:
+        lines.append(f"  … and {count - limit} more")
+    return "\n".join(lines)
 
 
 class ErrorList:
@@ -116,7 +133,8 @@ class Obj:
         return None
 
     def at(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path else key
+        shown = key or '""'  # an empty key, visible in a path
+        return f"{self.path}.{shown}" if self.path else shown
 
     def error(self, key: str, message: str) -> None:
         self.errors.add(self.at(key), message)
@@ -181,7 +199,9 @@ class Obj:
         if isinstance(value, bool) or not isinstance(value, int):
             self.error(key, f"must be an integer, not {type_name(value)}")
             return None
-        problem = range_problem(value, minimum, maximum)
+        # Every integer of these documents is an int64 (or narrower) in the API: that is the widest range.
+        problem = (range_problem(value, minimum, maximum) or range_problem(value, None, MAX_INT64)
+                   or range_problem(value, -MAX_INT64 - 1, None))
         if problem:
             self.error(key, problem)
             return None
@@ -193,10 +213,15 @@ class Obj:
         value = self.raw(key, required=required)
         if value is None:
             return default
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, int | float):
             self.error(key, f"must be a number, not {type_name(value)}")
             return None
+        # An integer YAML reads exactly may be too large for a float: compared as it is, it fails the
+        # range (when there is one) with the range's message; else it is out of any float's range.
         problem = range_problem(value, minimum, maximum)
+        unbounded = abs(value) > MAX_FLOAT_INTEGER if isinstance(value, int) else not math.isfinite(value)
+        if problem is None and unbounded:
+            problem = "must be a finite number"
         if problem:
             self.error(key, problem)
             return None
@@ -259,7 +284,7 @@ def to_quantity(value: object, path: str, errors: ErrorList) -> Quantity | None:
                          "not boolean")
         return None
     if isinstance(value, int):
-        return Quantity(Fraction(value))
+        return _within_int64(Quantity(Fraction(value)), path, errors)
     if isinstance(value, float):
         if not math.isfinite(value):
             errors.add(path, "must be a finite quantity")
@@ -269,7 +294,19 @@ def to_quantity(value: object, path: str, errors: ErrorList) -> Quantity | None:
         errors.add(path, f"must be a quantity (a string such as \"500m\" or \"1.5Gi\"), not {type_name(value)}")
         return None
     try:
-        return Quantity.parse(value)
+        quantity = Quantity.parse(value)
     except QuantityError as exc:
-        errors.add(path, f"invalid quantity {value!r}: {exc}")
+        errors.add(path, f"invalid quantity {value!r:.100}: {exc}")
         return None
+    return _within_int64(quantity, path, errors)
+
+
+def _within_int64(quantity: Quantity, path: str, errors: ErrorList) -> Quantity | None:
+    milli = quantity.milli_value()
+    if milli > MAX_MILLI:
+        errors.add(path, f"must be at most {MAX_MILLI}m (a milli-value fits in 64 bits)")
+        return None
+    if milli < -MAX_MILLI:
+        errors.add(path, f"must be at least -{MAX_MILLI}m (a milli-value fits in 64 bits)")
+        return None
+    return quantity

@@ -76,6 +76,8 @@ class Quantity:
         if not has_digits and _takes_slow_path(num, denom, base, exponent, fmt):
             # apimachinery's slow path hands the digit-less number part to inf.Dec, which refuses it.
             raise QuantityError("unable to parse numeric part of quantity")
+        if len(num) + len(denom) > _MAX_DIGITS:
+            raise QuantityError(f"quantity has {len(num) + len(denom):,} digits: at most {_MAX_DIGITS}")
         digits = Fraction(int(num + denom), 10 ** len(denom))
         magnitude = digits * Fraction(base) ** exponent
         # Round up to a whole nano (away from zero), as inf.RoundUp does on the magnitude.
@@ -136,6 +138,8 @@ _SUFFIX_CHARS = frozenset("eEinumkKMGTP")
 # Decimal exponents beyond this are rejected rather than materialised (apimachinery would accept
 # up to int32; no resource amount needs 10^1000).
 _MAX_EXPONENT = 1000
+# Likewise digits: Python will not read more than a few thousand into an int, and no amount needs 1000.
+_MAX_DIGITS = 1000
 
 
 def _scan(text: str) -> tuple[bool, str, str, str, bool]:
@@ -186,9 +190,10 @@ def _interpret_suffix(suffix: str) -> tuple[int, int, Format]:
     if suffix in _BINARY_SUFFIXES:
         return 2, _BINARY_SUFFIXES[suffix], Format.BINARY_SI
     if len(suffix) > 1 and suffix[0] in "eE" and _EXPONENT_DIGITS.match(suffix[1:]):
+        # Compared as text first: int() refuses thousands of digits.
+        if len(suffix) > 12 or abs(int(suffix[1:])) > _MAX_EXPONENT:
+            raise QuantityError(f"quantity exponent {suffix[1:]:.12} is out of range (at most ±{_MAX_EXPONENT})")
         power = int(suffix[1:])
-        if abs(power) > _MAX_EXPONENT:
-            raise QuantityError(f"quantity exponent {power} is out of range (at most ±{_MAX_EXPONENT})")
         return 10, power, Format.DECIMAL_EXPONENT
     raise QuantityError(_SUFFIX_ERROR.format(suffix))
 

@@ -160,6 +160,19 @@ REPLICASETS = ResourceType(
     has_status=True,
     scale=WORKLOAD_SCALE,
 )
+# Listed for ``autoscaler convert --from-cluster`` (served as autoscaling/v2 only, as clusters
+# serve every HPA whichever version it was written in).
+HORIZONTAL_POD_AUTOSCALERS = ResourceType(
+    group="autoscaling",
+    version="v2",
+    plural="horizontalpodautoscalers",
+    singular="horizontalpodautoscaler",
+    kind="HorizontalPodAutoscaler",
+    namespaced=True,
+    short_names=("hpa",),
+    categories=("all",),
+    has_status=True,
+)
 LEASES = ResourceType(
     group="coordination.k8s.io",
     version="v1",
@@ -285,6 +298,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     DEPLOYMENTS,
     STATEFULSETS,
     REPLICASETS,
+    HORIZONTAL_POD_AUTOSCALERS,
     LEASES,
     EVENTS_V1,
     SECRETS,

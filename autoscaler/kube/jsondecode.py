@@ -9,8 +9,8 @@ LIST page or a watch event used to kill the watch cache that read it.
 So a payload orjson refuses is decoded again by ijson's pure-Python parser, which keeps no recursion of
 its own: any depth, any integer. Below :data:`MAX_DEPTH` levels the document is built as usual; a subtree
 that starts deeper is replaced by a :class:`TooDeep` marker, so the object's name, namespace and
-everything shallow survive, and whoever validates it (see :func:`find_too_deep`) rejects it with the
-path of the cut. Numbers beyond a double become ±inf, as Python's own decoder makes them.
+everything shallow survive, and the limits check (:mod:`autoscaler.core.limits`, 32 levels) rejects
+the object with the path where it is too deep. Numbers beyond a double become ±inf, as Python's own decoder makes them.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 import ijson
 import orjson
 
-# The deepest level built by the tolerant decoder. Nothing the service reads is nested more than a
-# dozen levels; the validation limit for object specs is far lower than this (core/fields.py).
+# The deepest level built by the tolerant decoder: far above the limits check's 32 levels, so a cut
+# subtree is always reported as too deep.
 MAX_DEPTH = 256
 
 _PARSER = ijson.get_backend("python")  # the C backends overflow on integers beyond 64 bits
@@ -104,18 +104,3 @@ def _build(events: Iterator[tuple[str, Any]]) -> Any:
         raise ValueError("not JSON: the document ended early")
     return root
 
-
-def find_too_deep(value: Any, limit: int = MAX_DEPTH, path: str = "") -> str | None:
-    """The path of the first place in ``value`` nested deeper than ``limit`` levels (a container at depth
-    ``limit`` that is not empty, or a :data:`TOO_DEEP` marker), e.g. ``spec.hvpa.a.a``; None when there is
-    none. Iterative, so it is safe on whatever the decoder built."""
-    pending: list[tuple[Any, str, int]] = [(value, path, 0)]
-    while pending:
-        node, where, depth = pending.pop()
-        if node is TOO_DEEP or (depth >= limit and isinstance(node, (dict, list)) and node):
-            return where or "(root)"
-        if isinstance(node, dict):
-            pending.extend((child, f"{where}.{key}" if where else str(key), depth + 1) for key, child in node.items())
-        elif isinstance(node, list):
-            pending.extend((child, f"{where}[{index}]", depth + 1) for index, child in enumerate(node))
-    return None

@@ -254,14 +254,18 @@ def selector_from_label_selector(label_selector: Mapping[str, Any] | None) -> La
     """
     if label_selector is None:
         return None
+    match_labels, expressions = _shape(label_selector)
     requirements: list[Requirement] = []
-    for key, value in sorted((label_selector.get("matchLabels") or {}).items()):
+    for key, value in sorted(match_labels.items()):
         requirements.append(Requirement(str(key), Operator.EQUALS, (str(value),)))
-    for expression in label_selector.get("matchExpressions") or []:
+    for expression in expressions:
         operator = _EXPRESSION_OPERATORS.get(str(expression.get("operator")))
         if operator is None:
             raise ValueError(f"{expression.get('operator')!r} is not a valid label selector operator")
-        values = tuple(str(v) for v in expression.get("values") or [])
+        raw_values = expression.get("values") or []
+        if not isinstance(raw_values, list):
+            raise ValueError("the values of a label selector expression must be a list")
+        values = tuple(str(v) for v in raw_values)
         if operator in (Operator.IN, Operator.NOT_IN) and not values:
             raise ValueError("for 'in', 'notin' operators, values set can't be empty")
         if operator in (Operator.EXISTS, Operator.DOES_NOT_EXIST) and values:
@@ -270,3 +274,16 @@ def selector_from_label_selector(label_selector: Mapping[str, Any] | None) -> La
     # LabelSelectorAsSelector adds requirements to an internal selector, which sorts them by key.
     requirements.sort(key=lambda requirement: requirement.key)
     return LabelSelector(tuple(requirements))
+
+
+def _shape(label_selector: object) -> tuple[Mapping[str, Any], list[Mapping[str, Any]]]:
+    """``matchLabels`` and ``matchExpressions``; ValueError when a part is not what the API defines."""
+    if not isinstance(label_selector, Mapping):
+        raise ValueError("a label selector must be an object")
+    match_labels = label_selector.get("matchLabels") or {}
+    expressions = label_selector.get("matchExpressions") or []
+    if not isinstance(match_labels, Mapping):
+        raise ValueError("matchLabels must be an object")
+    if not isinstance(expressions, list) or not all(isinstance(e, Mapping) for e in expressions):
+        raise ValueError("matchExpressions must be a list of objects")
+    return match_labels, expressions

@@ -48,6 +48,16 @@ def _shared_containers(
     return tuple(ContainerInfo(name, dict(requests), sidecar=sidecar) for name, requests, sidecar in specs)
 
 
+def _mapping(value: object) -> Mapping[str, Any]:
+    """``value`` when it is an object, else an empty one: a trim never raises on an odd shape (a custom
+    resource holds what its schema lets anyone write; a built-in kind is validated by the API server)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _requests(resources: object) -> dict[str, int]:
     if not isinstance(resources, Mapping):
         return {}
@@ -74,22 +84,20 @@ _STATUSES = {s.value: s for s in ConditionStatus}
 
 
 def trim_pod(obj: Mapping[str, Any]) -> PodRecord | None:
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
+    meta, spec, status = _mapping(obj.get("metadata")), _mapping(obj.get("spec")), _mapping(obj.get("status"))
     name, namespace = meta.get("name"), meta.get("namespace")
     if not isinstance(name, str) or not isinstance(namespace, str):
         return None
     ready: ConditionStatus | None = None
     ready_since: float | None = None
-    for condition in status.get("conditions") or []:
+    for condition in _list(status.get("conditions")):
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
             ready = _STATUSES.get(str(condition.get("status")), ConditionStatus.UNKNOWN)
             ready_since = parse_time(condition.get("lastTransitionTime"))
     containers = [(intern(str(c.get("name"))), tuple(_requests(c.get("resources")).items()), False)
-                  for c in spec.get("containers") or [] if isinstance(c, Mapping)]
+                  for c in _list(spec.get("containers")) if isinstance(c, Mapping)]
     containers += [(intern(str(c.get("name"))), tuple(_requests(c.get("resources")).items()), True)
-                   for c in spec.get("initContainers") or []
+                   for c in _list(spec.get("initContainers"))
                    if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"]
     pod_requests = _requests(spec.get("resources")) or None
     info = PodInfo(
@@ -102,7 +110,7 @@ def trim_pod(obj: Mapping[str, Any]) -> PodRecord | None:
         containers=_shared_containers(tuple(containers)),
         pod_requests=pod_requests,
     )
-    labels = _shared_labels(tuple((intern(str(k)), intern(str(v))) for k, v in (meta.get("labels") or {}).items()))
+    labels = _shared_labels(tuple((intern(str(k)), intern(str(v))) for k, v in _mapping(meta.get("labels")).items()))
     return PodRecord(intern(namespace), name, labels, info)
 
 
@@ -122,9 +130,7 @@ class WorkloadRecord:
 
 
 def trim_deployment(obj: Mapping[str, Any]) -> WorkloadRecord | None:
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
+    meta, spec, status = _mapping(obj.get("metadata")), _mapping(obj.get("spec")), _mapping(obj.get("status"))
     name, namespace = meta.get("name"), meta.get("namespace")
     if not isinstance(name, str) or not isinstance(namespace, str):
         return None
@@ -134,26 +140,26 @@ def trim_deployment(obj: Mapping[str, Any]) -> WorkloadRecord | None:
         selector = str(parsed) if parsed is not None else ""
     except (SelectorError, ValueError) as exc:
         error = str(exc)
-    template = ((spec.get("template") or {}).get("spec") or {})
+    template = _mapping(_mapping(spec.get("template")).get("spec"))
     requests = {str(c.get("name")): _requests(c.get("resources"))
-                for c in template.get("containers") or [] if isinstance(c, Mapping)}
-    replicas = spec.get("replicas")
+                for c in _list(template.get("containers")) if isinstance(c, Mapping)}
+    replicas, status_replicas = spec.get("replicas"), status.get("replicas")
     return WorkloadRecord(
         namespace=namespace, name=name, uid=str(meta.get("uid") or ""),
         resource_version=str(meta.get("resourceVersion") or ""),
         spec_replicas=replicas if isinstance(replicas, int) else 1,
-        status_replicas=int(status.get("replicas") or 0),
+        status_replicas=status_replicas if isinstance(status_replicas, int) else 0,
         selector=selector, selector_error=error, container_requests=requests,
     )
 
 
 def trim_object(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     """Custom resources (targets, VPAs): kept whole but for the bulky metadata nobody reads."""
-    meta = obj.get("metadata") or {}
+    meta = _mapping(obj.get("metadata"))
     if not isinstance(meta.get("name"), str):
         return None
     slim_meta = {k: v for k, v in meta.items() if k not in ("managedFields", "annotations")}
-    annotations = meta.get("annotations") or {}
+    annotations = _mapping(meta.get("annotations"))
     # kubectl's last-applied copy doubles the object; everything else is kept.
     slim_meta["annotations"] = {k: v for k, v in annotations.items()
                                 if k != "kubectl.kubernetes.io/last-applied-configuration"}

@@ -61,6 +61,8 @@ def _trace(data: PlotData, series: Series) -> go.Scatter:
         line.update(color=color if series.own else "#b0b0b0", dash="dot", width=1, shape="linear")
     elif series.kind == "real":
         line.update(color="#7f7f7f")
+    elif series.kind == "old":
+        line.update(color="black", dash="dot")
     elif series.kind == "desired":
         line.update(dash="dash", width=1)
     elif series.run:

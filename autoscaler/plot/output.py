@@ -4,6 +4,7 @@ plotly); a missing library is reported with the command that installs it, before
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,17 +31,27 @@ def check_outputs(paths: Sequence[str]) -> None:
         if importlib.util.find_spec(library) is None:
             problems.append(f"{path}: writing {what} needs {library}, which is not installed. "
                             f"Install the plot extra: {INSTALL}")
+        folder = Path(path).parent
+        if not folder.is_dir():
+            problems.append(f"{path}: there is no directory {str(folder)!r} to write it in")
+        elif not os.access(folder, os.W_OK | os.X_OK):
+            problems.append(f"{path}: the directory {str(folder)!r} is not writable")
     if problems:
         raise PlotError("\n".join(problems))
 
 
 def write_plots(paths: Sequence[str], data: PlotData) -> None:
+    """Write every plot; :class:`PlotError` when a file cannot be written after all (its directory
+    went away, the disk is full)."""
     for path in paths:
-        if Path(path).suffix.lower() == ".png":
-            from autoscaler.plot.png import write_png
+        try:
+            if Path(path).suffix.lower() == ".png":
+                from autoscaler.plot.png import write_png
 
-            write_png(data, path)
-        else:
-            from autoscaler.plot.html import write_html
+                write_png(data, path)
+            else:
+                from autoscaler.plot.html import write_html
 
-            write_html(data, path)
+                write_html(data, path)
+        except OSError as exc:
+            raise PlotError(f"{path}: cannot write it: {exc.strerror or exc}") from exc

@@ -101,6 +101,8 @@ def _draw(data: PlotData, ax: Any, series: Series, many: bool, blocked: list[str
     x, y = _x(data, xs), finite(ys)
     if series.kind == "real":
         ax.step(x, y, where="post", color="#7f7f7f", linewidth=1.4, alpha=0.8, label=series.name)
+    elif series.kind == "old":
+        ax.step(x, y, where="post", color="black", linestyle=":", linewidth=1.4, label=series.name)
     elif series.kind == "desired":
         ax.step(x, y, where="post", color=color, linestyle="--", linewidth=1.0, alpha=0.7, label=series.name)
     else:

@@ -30,7 +30,7 @@ class Series:
     panel: str
     x: list[float]
     y: list[float | None]
-    kind: str = "line"          # line | target | limit | failed | bound | real | desired | blocked
+    kind: str = "line"          # line | target | limit | failed | bound | real | old | desired | blocked
     run: int = 0
     reason: str | None = None   # for kind "limit"
     own: bool = False           # a target or bound of one run only (compared runs that differ): its colour
@@ -235,6 +235,10 @@ def _replicas(data: PlotData, index: int, prefix: str, x: list[float], records: 
         real = [_number(r.get("realReplicas")) for r in records]
         if any(v is not None for v in real):
             data.series.append(Series("real replicas", panel, x, real, "real"))
+        # autoscaler convert --compare: what the old autoscaler (an HPA) wanted at each sync.
+        old = [_number(r.get("oldDesiredReplicas")) for r in records]
+        if any(v is not None for v in old):
+            data.series.append(Series("old autoscaler's desired replicas", panel, x, old, "old"))
     for field_name, value in (("minReplicas", spec.min_replicas), ("maxReplicas", spec.max_replicas)):
         shared = all((s.min_replicas if field_name == "minReplicas" else s.max_replicas) == value for s in specs)
         if x and (index == 0 or not shared):

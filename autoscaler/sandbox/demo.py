@@ -56,9 +56,14 @@ def add_parser(sub: Any) -> None:
     parser.set_defaults(func=cmd_demo)
 
 
+MAX_DURATION = 7 * 24 * 3600.0  # demo time; the curve itself is 12 minutes
+
+
 def parse_duration_text(text: str) -> float:
     from autoscaler.prometheus.promql import parse_duration
 
+    if len(text) > 64:  # Python will not read thousands of digits into an int
+        raise ValueError(f"--duration: {text[:20]!r}… is not a duration (5m, 90s, or seconds)")
     try:
         seconds = float(text)
     except ValueError:
@@ -66,9 +71,9 @@ def parse_duration_text(text: str) -> float:
         if parsed is None:
             raise ValueError(f"--duration: {text!r} is not a duration (5m, 90s, or seconds)") from None
         seconds = parsed
-    if not seconds > 0:
-        raise ValueError("--duration must be positive")
-    return seconds
+    if not 0 < seconds <= MAX_DURATION:  # also false for NaN
+        raise ValueError(f"--duration must be more than 0 and at most {MAX_DURATION / 86400:g} days")
+    return float(seconds)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

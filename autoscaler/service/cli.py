@@ -8,9 +8,13 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from autoscaler.core.fields import SpecError
+from autoscaler.core.fields import SpecError, problem_report
+
+if TYPE_CHECKING:  # the service loads only when a command runs
+    from autoscaler.service.settings import ServiceSettings
+    from autoscaler.service.targets import Target
 
 DEFAULT_CONFIG = Path("config/autoscaler.yaml")
 EXIT_INVALID = 2
@@ -63,22 +67,42 @@ def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, ...], Any]:
     return overrides
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from autoscaler.kube.client import ConnectionSettingsError
-    from autoscaler.service.app import run_blocking
+class TargetsFileError(SpecError):
+    """What is wrong with the ``--targets`` file, told apart from the settings' problems."""
+
+    def __init__(self, path: str, error: SpecError) -> None:
+        super().__init__(error.errors)
+        self.path = path
+
+
+def read_run_inputs(config: str | None,
+                    flags: Mapping[tuple[str, ...], Any]) -> tuple[ServiceSettings, list[Target] | None]:
+    """The settings and the targets file (standalone mode) ``autoscaler run`` starts from; SpecError
+    lists what is wrong with them (:class:`TargetsFileError` for the targets file)."""
     from autoscaler.service.settings import load_service_settings
     from autoscaler.service.targets import load_targets_file
 
+    settings = load_service_settings(config, flags=flags)
+    if not settings.targets_file:
+        return settings, None
+    try:
+        return settings, load_targets_file(settings.targets_file)
+    except SpecError as exc:
+        raise TargetsFileError(settings.targets_file, exc) from exc
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from autoscaler.kube.client import ConnectionSettingsError
+    from autoscaler.service.app import run_blocking
+
     config = args.config or (str(DEFAULT_CONFIG) if DEFAULT_CONFIG.exists() else None)
     try:
-        settings = load_service_settings(config, flags=flag_overrides(args))
+        settings, static = read_run_inputs(config, flag_overrides(args))
+    except TargetsFileError as exc:  # the targets file's problems, not the settings'
+        _print_errors(f"--targets {exc.path}", exc)
+        return EXIT_INVALID
     except SpecError as exc:
         _print_errors(config or "settings", exc)
-        return EXIT_INVALID
-    try:
-        static = load_targets_file(settings.targets_file) if settings.targets_file else None
-    except SpecError as exc:  # the targets file's problems, not the settings'
-        _print_errors(f"--targets {settings.targets_file}", exc)
         return EXIT_INVALID
     try:
         run_blocking(settings, static_targets=static)
@@ -91,17 +115,22 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _print_errors(source: str, error: SpecError) -> None:
-    print(f"{source}: invalid ({len(error.errors)} problem{'s' if len(error.errors) != 1 else ''}):",
-          file=sys.stderr)
-    for item in error.errors:
-        print(f"  {item}", file=sys.stderr)
+    print(problem_report(source, error), file=sys.stderr)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     namespace, _, name = args.target.rpartition("/")
     namespace = namespace or args.namespace or "default"
+    if not name or "/" in namespace:
+        print(f"autoscaler explain: TARGET must be NAME or NAMESPACE/NAME, not {args.target!r}", file=sys.stderr)
+        return EXIT_INVALID
+    from autoscaler.kube.client import ConnectionSettingsError
+
     try:
         status = asyncio.run(_fetch_status(args, namespace, name))
+    except ConnectionSettingsError as exc:  # a kubeconfig that cannot be read: bad input, like run's
+        print(f"autoscaler explain: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     except LookupError as exc:
         print(f"autoscaler explain: {exc}", file=sys.stderr)
         return 1
@@ -113,6 +142,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 async def _fetch_status(args: argparse.Namespace, namespace: str, name: str) -> Mapping[str, Any]:
+    from autoscaler.kube.jsondecode import loads
+
     if args.url:
         import aiohttp
 
@@ -122,30 +153,32 @@ async def _fetch_status(args: argparse.Namespace, namespace: str, name: str) -> 
                 async with session.get(url) as response:
                     if response.status == 404:
                         raise LookupError(f"the service at {args.url} has no target {namespace}/{name}")
-                    body = await response.json()
-            except aiohttp.ClientError as exc:
-                raise LookupError(f"cannot reach {args.url}: {exc}") from exc
-        return dict(body.get("status") or {})
+                    text = await response.read()
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise LookupError(f"cannot reach {args.url}: {exc or 'no answer in time'}") from exc
+        try:
+            body = loads(text)
+        except ValueError as exc:
+            raise LookupError(f"{url} answered HTTP {response.status} with no JSON: {text[:100]!r}") from exc
+        return dict(_mapping(_mapping(body).get("status")))
     from autoscaler.kube.api import KubeApi, KubeError
-    from autoscaler.kube.client import ConnectionSettingsError, make_api_client
+    from autoscaler.kube.client import make_api_client
     from autoscaler.service.targets import TARGETS
 
-    try:
-        api_client = await make_api_client(args.kubeconfig, args.context)
-    except ConnectionSettingsError as exc:
-        raise LookupError(str(exc)) from exc
+    api_client = await make_api_client(args.kubeconfig, args.context)
     async with api_client:
         try:
             obj = await KubeApi(api_client).get(TARGETS.item(namespace, name))
         except KubeError as exc:
             raise LookupError(f"ScalingTarget {namespace}/{name}: {exc.message or exc}") from exc
-    return dict(obj.get("status") or {})
+    return dict(_mapping(_mapping(obj).get("status")))
 
 
 def explain_status(namespace: str, name: str, status: Mapping[str, Any]) -> str:
-    """The last decision of a target, in words, from its status."""
+    """The last decision of a target, in words, from its status (read as it comes: anyone may write a
+    status, so a part of another shape is left out rather than trusted)."""
     lines = [f"ScalingTarget {namespace}/{name}"]
-    decision = status.get("lastDecision") or {}
+    decision = _mapping(status.get("lastDecision"))
     if not decision:
         lines.append("  no decision yet")
     else:
@@ -159,12 +192,12 @@ def explain_status(namespace: str, name: str, status: Mapping[str, Any]) -> str:
         if decision.get("error"):
             lines.append(f"  error: {decision['error']}")
         lines.append("")
-        lines.extend(f"  {line}" for line in decision.get("explanation") or [])
-    hvpa = status.get("hvpa")
-    if isinstance(hvpa, Mapping) and hvpa.get("explanation"):
+        lines.extend(f"  {line}" for line in _list(decision.get("explanation")))
+    explanation = _list(_mapping(status.get("hvpa")).get("explanation"))
+    if explanation:
         lines.append("")
-        lines.extend(f"  {line}" for line in hvpa["explanation"])
-    conditions = status.get("conditions") or []
+        lines.extend(f"  {line}" for line in explanation)
+    conditions = [c for c in _list(status.get("conditions")) if isinstance(c, Mapping)]
     if conditions:
         lines.append("")
         lines.append("  Conditions:")
@@ -174,3 +207,11 @@ def explain_status(namespace: str, name: str, status: Mapping[str, Any]) -> str:
         lines.append("")
         lines.append("  (dry run: the service decides but does not write to the workload)")
     return "\n".join(lines)
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []

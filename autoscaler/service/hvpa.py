@@ -25,14 +25,14 @@ def find_vpa(vpas: Iterable[Mapping[str, Any]], namespace: str, spec: TargetSpec
     assert spec.hvpa is not None
     ref = spec.scale_target_ref
     for vpa in vpas:
-        meta = vpa.get("metadata") or {}
+        meta = _mapping(vpa.get("metadata"))
         if meta.get("namespace") != namespace:
             continue
         if spec.hvpa.vpa is not None:
             if meta.get("name") == spec.hvpa.vpa:
                 return vpa
             continue
-        target_ref = (vpa.get("spec") or {}).get("targetRef") or {}
+        target_ref = _mapping(_mapping(vpa.get("spec")).get("targetRef"))
         if target_ref.get("kind") == ref.kind and target_ref.get("name") == ref.name:
             return vpa
     return None
@@ -43,10 +43,15 @@ def vpa_observation(vpa: Mapping[str, Any] | None) -> VpaObservation | None:
     if vpa is None:
         return None
     status = read_vpa_status(vpa.get("status") or {}, "status", ErrorList(), strict=False)
-    policies = (((vpa.get("spec") or {}).get("resourcePolicy") or {}).get("containerPolicies"))
-    meta = vpa.get("metadata") or {}
-    return VpaObservation(status, tuple(p for p in policies or [] if isinstance(p, Mapping)),
-                          str(meta.get("resourceVersion") or "") or None)
+    policies = _mapping(_mapping(vpa.get("spec")).get("resourcePolicy")).get("containerPolicies")
+    meta = _mapping(vpa.get("metadata"))
+    return VpaObservation(status, tuple(p for p in policies if isinstance(p, Mapping))
+                          if isinstance(policies, list) else (), str(meta.get("resourceVersion") or "") or None)
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    """A part of a VPA that should be an object; an empty one when it is not (its CRD may not say)."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def hvpa_state_document(state: HvpaState) -> dict[str, Any]:
@@ -61,7 +66,8 @@ def restore_hvpa_state(document: object) -> HvpaState:
     if not isinstance(document, Mapping):
         return HvpaState()
     pins: dict[str, dict[str, Fraction]] = {}
-    for container, amounts in (document.get("pins") or {}).items():
+    pinned = document.get("pins")
+    for container, amounts in (pinned.items() if isinstance(pinned, Mapping) else ()):
         if not isinstance(amounts, Mapping):
             continue
         for resource, text in amounts.items():

@@ -17,12 +17,10 @@ from typing import Any
 
 import structlog
 
-from autoscaler.core.fields import FieldError
 from autoscaler.core.observation import ContainerInfo, MetricReading
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.kube.api import DEPLOYMENTS, PODS, VPAS, KubeApi, KubeError
 from autoscaler.kube.events import EventRecorder, InvolvedObject
-from autoscaler.kube.jsondecode import find_too_deep
 from autoscaler.kube.pods import PodIndex
 from autoscaler.kube.records import PodRecord, WorkloadRecord, trim_deployment, trim_object, trim_pod
 from autoscaler.kube.scale import DEFAULT_API_VERSIONS, Scale, ScaleAccess, ScaleError
@@ -37,28 +35,12 @@ from autoscaler.service.targets import API_VERSION, KIND, TARGETS, Target, error
 log = structlog.get_logger("autoscaler.manager")
 
 
-# Deeper than anything a ScalingTarget needs (its spec nests ~8 levels), far below what the JSON tools
-# used on it can take (~1,000 levels).
-MAX_TARGET_DEPTH = 64
-
-
 def _trim_target(obj: Mapping[str, Any]) -> Target | None:
     """The target cache keeps parsed targets (spec validated once per change, status as compact text).
-    An object nested deeper than :data:`MAX_TARGET_DEPTH` (the CRD keeps unknown fields under
-    ``spec.hvpa``) is an invalid target with the path of the problem, and is not parsed further."""
-    meta = obj.get("metadata") or {}
-    if not isinstance(meta.get("name"), str):
-        return None
-    for part in ("spec", "status"):
-        where = find_too_deep(obj.get(part), MAX_TARGET_DEPTH, part)
-        if where is not None:
-            namespace, name = str(meta.get("namespace") or "default"), meta["name"]
-            generation = meta.get("generation")
-            error = FieldError(where, f"Invalid value: nested deeper than {MAX_TARGET_DEPTH} levels")
-            return Target(namespace, name, str(meta.get("uid") or f"{namespace}/{name}"),
-                          generation if isinstance(generation, int) else None, None, (error,),
-                          f"too deep at {where}", None)
-    return target_from_object(obj)
+    A target past the depth and size limits is an invalid target with the path of the problem
+    (:func:`~autoscaler.service.targets.target_from_object` never raises)."""
+    meta = obj.get("metadata")
+    return target_from_object(obj) if isinstance(meta, Mapping) and isinstance(meta.get("name"), str) else None
 
 
 @dataclass

@@ -25,11 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from autoscaler.core.fields import ErrorList, FieldError, Obj, SpecError
 from autoscaler.core.settings import ControllerSettings, Tolerances
-from autoscaler.files import load_yaml_file
+from autoscaler.files import load_yaml_file, parse_yaml_text
 from autoscaler.prometheus.settings import PrometheusSettings, read_prometheus_settings
 
 
@@ -110,10 +108,10 @@ _LIST_PATHS = {("kubernetes", "namespaces")}
 
 
 def _scalar(text: str) -> Any:
-    """Read an environment value as YAML would read a plain scalar."""
+    """Read an environment value as YAML would read a plain scalar (as text when YAML cannot read it)."""
     try:
-        return yaml.safe_load(text) if text.strip() else None
-    except yaml.YAMLError:
+        return parse_yaml_text(text, "environment") if text.strip() else None
+    except SpecError:
         return text
 
 

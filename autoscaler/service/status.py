@@ -22,6 +22,7 @@ from typing import Any
 from autoscaler.core.conditions import Condition
 from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.explain import explain_lines
+from autoscaler.core.gomath import MAX_INT32
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.status import condition_json, metric_status
 from autoscaler.kube.times import parse_rfc3339, rfc3339
@@ -91,12 +92,21 @@ def restore_history(document: object, now: float) -> DecisionHistory | None:
         return None
     recs: list[Recommendation] = []
     for item in _list(document.get("recommendations")):
-        replicas, at = item.get("replicas"), parse_rfc3339(item.get("at"))
-        if isinstance(replicas, int) and at is not None:
+        replicas, at = _count(item.get("replicas")), parse_rfc3339(item.get("at"))
+        if replicas is not None and at is not None:
             # The ongoing count was still being recommended when the status was written: hold it until now.
             recs.append(Recommendation(replicas, max(now, at) if item.get("ongoing") else at))
     return DecisionHistory(tuple(recs), _events(document.get("scaleUpEvents")),
                            _events(document.get("scaleDownEvents")))
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _count(value: object) -> int | None:
+    """A replica count or change as the service writes one (an int32), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT32 else None
 
 
 def _list(value: object) -> list[Mapping[str, Any]]:
@@ -106,8 +116,8 @@ def _list(value: object) -> list[Mapping[str, Any]]:
 def _events(value: object) -> tuple[ScaleEvent, ...]:
     out = []
     for item in _list(value):
-        change, at = item.get("change"), parse_rfc3339(item.get("at"))
-        if isinstance(change, int) and at is not None:
+        change, at = _count(item.get("change")), parse_rfc3339(item.get("at"))
+        if change is not None and at is not None:
             out.append(ScaleEvent(change, at, bool(item.get("outdated", False))))
     return tuple(out)
 
@@ -126,11 +136,10 @@ def restore_state(status: object, now: float) -> TargetState:
     """What the next sync starts from, read from the target's status."""
     if not isinstance(status, Mapping):
         return TargetState()
-    desired = status.get("desiredReplicas")
     return TargetState(
         history=restore_history(status.get("history"), now),
         conditions=restore_conditions(status.get("conditions")),
-        desired_replicas=desired if isinstance(desired, int) else None,
+        desired_replicas=_count(status.get("desiredReplicas")),
         last_scale_time=parse_rfc3339(status.get("lastScaleTime")),
     )
 
@@ -187,10 +196,11 @@ def significant(status: Mapping[str, Any] | None) -> Any:
     sync writes nothing."""
     if not status:
         return None
-    history = status.get("history") or {}
-    recs = [(r.get("replicas"), r.get("at") if not r.get("ongoing") else "ongoing")
+    history = _mapping(status.get("history"))
+    # Frozen: the status is read back from the API, where anyone may have written anything into it.
+    recs = [(_freeze(r.get("replicas")), _freeze(r.get("at")) if not r.get("ongoing") else "ongoing")
             for r in _list(history.get("recommendations"))]
-    decision = status.get("lastDecision") or {}
+    decision = _mapping(status.get("lastDecision"))
     return (
         status.get("observedGeneration"), status.get("currentReplicas"), status.get("desiredReplicas"),
         status.get("lastScaleTime"),

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autoscaler.core.fields import FieldError, SpecError
+from autoscaler.core.fields import ErrorList, FieldError, SpecError, type_name
+from autoscaler.core.limits import check_document
 from autoscaler.core.spec import TargetSpec
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.files import load_yaml_documents
@@ -60,21 +61,50 @@ class Target:
 
 
 def target_from_object(obj: Mapping[str, Any], *, default_namespace: str = "default") -> Target:
-    meta = obj.get("metadata") or {}
-    namespace = str(meta.get("namespace") or default_namespace)
-    name = str(meta.get("name") or "")
+    """A target from a ScalingTarget object as the API server (or a targets file) gives it; never raises.
+
+    Whatever is wrong with the object makes this one target invalid, each problem with its path: its
+    spec, and its spec and status against the depth and size limits (:mod:`autoscaler.core.limits`),
+    checked before anything walks them. Its identity is read leniently (the API server validated it).
+    """
+    raw_meta = obj.get("metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
+    namespace = _text(meta.get("namespace")) or default_namespace
+    name = _text(meta.get("name"))
     generation = meta.get("generation")
-    raw_spec = obj.get("spec")
-    try:
-        spec: TargetSpec | None = parse_target_spec(raw_spec, "spec")
-        errors: tuple[FieldError, ...] = ()
-    except SpecError as exc:
-        spec, errors = None, exc.errors
-    status = obj.get("status")
-    return Target(namespace, name, str(meta.get("uid") or f"{namespace}/{name}"),
-                  generation if isinstance(generation, int) else None, spec, errors,
-                  json.dumps(raw_spec, sort_keys=True, separators=(",", ":"), default=str),
-                  json.dumps(status, separators=(",", ":")) if isinstance(status, Mapping) else None)
+    generation = generation if isinstance(generation, int) and not isinstance(generation, bool) else None
+    uid = _text(meta.get("uid")) or f"{namespace}/{name}"
+    raw_spec, status = obj.get("spec"), obj.get("status")
+    problems = ErrorList()
+    if raw_meta is not None and not isinstance(raw_meta, Mapping):
+        problems.add("metadata", f"must be an object, not {type_name(raw_meta)}")
+    # Levels counted from the object, as in a file of targets (its metadata is the API server's).
+    spec_fits = check_document(raw_spec, "spec", problems, level=2)
+    status_fits = check_document(status, "status", problems, level=2)
+    spec: TargetSpec | None = None
+    errors: tuple[FieldError, ...] = tuple(problems.items)
+    if not problems:
+        try:
+            spec = parse_target_spec(raw_spec, "spec")
+        except SpecError as exc:
+            errors = exc.errors
+    return Target(namespace, name, uid, generation, spec, errors,
+                  # A spec past the limits is not written out (that walk is what the limits protect);
+                  # its text then only has to differ from any valid spec's.
+                  _canonical(raw_spec) if spec_fits else f"(invalid: {error_text(errors)})",
+                  _compact(status) if status_fits and isinstance(status, Mapping) else None)
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 def load_targets_file(path: str) -> list[Target]:
@@ -88,7 +118,11 @@ def load_targets_file(path: str) -> list[Target]:
     objects: list[tuple[str, Any]] = []
     for index, document in enumerate(documents):
         if isinstance(document, Mapping) and document.get("kind") == "List":
-            objects += [(f"{path}[{index}].items[{i}]", item) for i, item in enumerate(document.get("items") or [])]
+            items = document.get("items")
+            if not isinstance(items, list | None):
+                objects.append((f"{path}[{index}].items", items))  # reported below: not an object
+                continue
+            objects += [(f"{path}[{index}].items[{i}]", item) for i, item in enumerate(items or [])]
         else:
             objects.append((f"{path}[{index}]", document))
     problems: list[FieldError] = []
@@ -96,15 +130,17 @@ def load_targets_file(path: str) -> list[Target]:
     seen: set[tuple[str, str]] = set()
     for where, obj in objects:
         if not isinstance(obj, Mapping):
-            problems.append(FieldError(where, "must be a ScalingTarget object"))
+            what = "a list of ScalingTarget objects" if where.endswith(".items") else "a ScalingTarget object"
+            problems.append(FieldError(where, f"must be {what}, not {type_name(obj)}"))
             continue
         if obj.get("kind") not in (KIND, None):
             problems.append(FieldError(f"{where}.kind", f'must be "{KIND}"'))
             continue
-        target = target_from_object(obj)
-        if not target.name:
-            problems.append(FieldError(f"{where}.metadata.name", "Required value"))
+        identity = _identity_problems(obj.get("metadata"), f"{where}.metadata")
+        if identity:
+            problems += identity
             continue
+        target = target_from_object(obj)
         if target.key in seen:
             problems.append(FieldError(f"{where}.metadata.name", f"duplicate target {target.namespace}/{target.name}"))
             continue
@@ -115,5 +151,27 @@ def load_targets_file(path: str) -> list[Target]:
     return targets
 
 
+def _identity_problems(meta: object, where: str) -> list[FieldError]:
+    """What keeps a file's object from having a name (and a namespace, when it gives one)."""
+    if meta is None:
+        return [FieldError(f"{where}.name", "Required value")]
+    if not isinstance(meta, Mapping):
+        return [FieldError(where, f"must be an object, not {type_name(meta)}")]
+    problems = []
+    for key, required in (("name", True), ("namespace", False)):
+        value = meta.get(key)
+        if value is None or value == "":
+            if required:
+                problems.append(FieldError(f"{where}.{key}", "Required value"))
+        elif not isinstance(value, str):
+            problems.append(FieldError(f"{where}.{key}", f"must be a string, not {type_name(value)}"))
+    return problems
+
+
+MAX_SHOWN_ERRORS = 20  # in a condition's message: a status holds a summary, not a listing of thousands
+
+
 def error_text(errors: Sequence[FieldError]) -> str:
-    return "; ".join(str(e) for e in errors)
+    shown = "; ".join(str(e) for e in errors[:MAX_SHOWN_ERRORS])
+    more = len(errors) - MAX_SHOWN_ERRORS
+    return f"{shown}; and {more} more problem{'s' if more != 1 else ''}" if more > 0 else shown

@@ -55,7 +55,7 @@ def step_json(result: StepResult) -> dict[str, Any]:
         "replicas": decision.replicas,
         "scaled": decision.scale,
         "rescaleReason": decision.rescale_reason or None,
-        "limitedBy": _limited_by(decision),
+        "limitedBy": limited_by(decision),
         "conditions": [condition_json(c, seconds) for c in decision.conditions],
         "events": [{"type": e.type, "reason": e.reason, "message": e.message} for e in decision.events],
         "explanation": "\n".join(_explanation(result)),
@@ -73,7 +73,7 @@ def _explanation(result: StepResult) -> list[str]:
     return lines
 
 
-def _limited_by(decision: Decision) -> str | None:
+def limited_by(decision: Decision) -> str | None:
     """The stabilization or limit reason that changed the proposal, if any."""
     norm = decision.normalization
     if norm is None:
@@ -90,7 +90,7 @@ def _why(decision: Decision) -> str:
         return decision.rescale_reason
     if decision.branch != "metrics":
         return BRANCHES[decision.branch]
-    limited = _limited_by(decision)
+    limited = limited_by(decision)
     if limited is not None:
         return limited
     return decision.rescale_reason if decision.scale else ""

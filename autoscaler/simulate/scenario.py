@@ -98,23 +98,25 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
     root = Obj.of(data, "", errors)
     if root is None:
         return None
-    spec = read_target_spec(root.raw("spec", required=True), "spec", errors, require_queries=False) \
-        if root.has("spec") else None
+    raw_spec = root.raw("spec", required=True)
+    spec = read_target_spec(raw_spec, "spec", errors, require_queries=False) if raw_spec is not None else None
     settings = _settings(root.obj("settings"))
     history = _history(root.obj("history"))
     conditions = _status(root.obj("status"))
     steps: list[ScenarioStep] = []
     raw_steps = root.value.get("steps")
     clock = ClockCarry()
-    for path, element in root.items("steps", required=True):
-        step = _step(Obj.of(element, path, errors), first=not steps, index=len(steps))
+    for index, (path, element) in enumerate(root.items("steps", required=True)):
+        # The first step of the file, not the first valid one: a step after a broken first needs no replicas.
+        step = _step(Obj.of(element, path, errors), first=index == 0, index=index)
         if step is not None:
-            hvpa = read_hvpa_step(step.extra, path, step.at, spec, not steps, clock, errors)
+            hvpa = read_hvpa_step(step.extra, path, step.at, spec, index == 0, clock, errors)
             steps.append(replace(step, hvpa=hvpa))
     if isinstance(raw_steps, list) and not raw_steps:
         root.error("steps", "must list at least one step")
     root.finish()
-    _check_step_order(steps, errors)
+    if isinstance(raw_steps, list) and len(steps) == len(raw_steps):  # else the indices would not be the file's
+        _check_step_order(steps, errors)
     if errors or spec is None or settings is None:
         return None
     return Scenario(spec, settings, history, conditions, tuple(steps), dict(root.value))

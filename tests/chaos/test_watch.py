@@ -169,7 +169,7 @@ async def test_a_huge_event_and_a_pathological_object_do_not_stop_the_cache(
         await wait_until(lambda: condition(cluster, "deep", "ScalingActive").get("reason") == "InvalidSpec",
                          seconds=20, what="the deep target to be reported invalid")
         message = condition(cluster, "deep", "ScalingActive")["message"]
-        assert "spec.hvpa.unknown.a.a" in message and "nested deeper than" in message, message
+        assert "spec.hvpa.unknown.a.a" in message and "nested too deeply" in message, message
         await kubectl(cluster, tmp_path, "scale", "deployment/web", "--replicas=4")
         await wait_until(lambda: status_of(cluster, "web").get("currentReplicas") == 4,
                          what="the caches to follow")

@@ -58,7 +58,7 @@ def policy_quantity(policies: Sequence[Mapping[str, Any]] | None, container: str
                 return None
             try:
                 return Quantity.parse(raw).value if isinstance(raw, str) else Fraction(raw)
-            except (QuantityError, TypeError, ValueError):
+            except (QuantityError, TypeError, ValueError, OverflowError):  # e.g. Fraction(inf)
                 return None
     return None
 

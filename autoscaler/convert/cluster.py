@@ -1,0 +1,85 @@
+"""``--from-cluster``: the HPAs, ScaledObjects and prometheus-adapter ConfigMap a cluster holds, read
+through the kubeconfig with the project's Kubernetes client (every call with a timeout)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from autoscaler.kube.api import KubeApi, KubeError, ResourcePath
+from autoscaler.kube.client import make_api_client
+
+HPAS = ResourcePath("autoscaling", "v2", "horizontalpodautoscalers")
+SCALED_OBJECTS = ResourcePath("keda.sh", "v1alpha1", "scaledobjects")
+CONFIGMAPS = ResourcePath("", "v1", "configmaps")
+# How prometheus-adapter's Helm chart and manifests label the adapter's objects.
+ADAPTER_LABEL = "app.kubernetes.io/name=prometheus-adapter"
+
+
+@dataclass
+class ClusterQuery:
+    kubeconfig: str | None
+    context: str | None
+    namespace: str | None            # None: every namespace
+    selector: str | None             # label selector for HPAs and ScaledObjects
+    adapter_configmap: str | None    # NAMESPACE/NAME; None: find it by its label
+    find_adapter: bool = True        # False when the configuration was given as a file
+
+
+@dataclass
+class ClusterObjects:
+    documents: list[tuple[dict[str, Any], str]]
+    notes: list[str]
+
+
+async def _list(api: KubeApi, path: ResourcePath, namespace: str | None, selector: str | None,
+                kind: str, api_version: str) -> list[dict[str, Any]]:
+    query = [("labelSelector", selector)] if selector else []
+    body = await api.get(path.collection(namespace), query=query, resource=path.label)
+    items = list((body or {}).get("items") or [])
+    for item in items:  # a list's items carry no kind of their own
+        item.setdefault("kind", kind)
+        item.setdefault("apiVersion", api_version)
+    return items
+
+
+async def read_cluster(query: ClusterQuery, request_seconds: float = 15.0) -> ClusterObjects:
+    """Raises :class:`KubeError` when the cluster cannot be read (the message says why)."""
+    client = await make_api_client(query.kubeconfig, query.context)
+    notes: list[str] = []
+    documents: list[tuple[dict[str, Any], str]] = []
+    async with client:
+        api = KubeApi(client, timeout=request_seconds)
+        where = f"namespace {query.namespace}" if query.namespace else "all namespaces"
+        for item in await _list(api, HPAS, query.namespace, query.selector, "HorizontalPodAutoscaler",
+                                "autoscaling/v2"):
+            documents.append((item, "cluster"))
+        try:
+            for item in await _list(api, SCALED_OBJECTS, query.namespace, query.selector, "ScaledObject",
+                                    "keda.sh/v1alpha1"):
+                documents.append((item, "cluster"))
+        except KubeError as exc:
+            if not exc.not_found:
+                raise
+            notes.append("the cluster serves no ScaledObjects (KEDA is not installed): none converted")
+        if query.find_adapter or query.adapter_configmap:
+            documents.extend(await _adapter_configmaps(api, query.adapter_configmap, notes))
+        notes.append(f"read {len(documents)} object(s) from {where}")
+    return ClusterObjects(documents, notes)
+
+
+async def _adapter_configmaps(api: KubeApi, named: str | None, notes: list[str]) -> Sequence[tuple[dict[str, Any],
+                                                                                                  str]]:
+    if named:
+        namespace, _, name = named.partition("/")
+        body = await api.get(CONFIGMAPS.item(namespace, name), resource=CONFIGMAPS.label)
+        body.setdefault("kind", "ConfigMap")
+        return [(body, f"cluster ConfigMap {namespace}/{name}")]
+    found = await _list(api, CONFIGMAPS, None, ADAPTER_LABEL, "ConfigMap", "v1")
+    with_config = [cm for cm in found if "config.yaml" in (cm.get("data") or {})]
+    for cm in with_config:
+        meta = cm.get("metadata") or {}
+        notes.append(f"found prometheus-adapter's ConfigMap {meta.get('namespace')}/{meta.get('name')} "
+                     f"(label {ADAPTER_LABEL})")
+    return [(cm, "cluster") for cm in with_config]

@@ -1,0 +1,244 @@
+"""``autoscaler convert``: read, convert, write, and with ``--compare`` backtest beside the old autoscaler.
+
+Exit codes: 0 when everything converted (and, with ``--compare``, agreed); 2 for invalid input —
+an unreadable file, an object or adapter configuration that does not convert, and with
+``--strict`` anything not converted; 1 when ``--compare`` flags a target or cannot read the history.
+An object that fails never stops the others: every convertible one is still written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from autoscaler.cli import EXIT_INVALID
+from autoscaler.convert.adapter_config import AdapterConfig
+from autoscaler.convert.documents import Inputs, convert_all, sort_documents
+from autoscaler.convert.model import Conversion
+from autoscaler.convert.output import file_name, render_all, render_target, stderr_lines
+from autoscaler.core.fields import SpecError
+from autoscaler.files import load_yaml_documents
+from autoscaler.prometheus.errors import PrometheusError
+
+EXIT_DISAGREES = 1
+HPA_SYNC_PERIOD = "15s"  # the controller's --horizontal-pod-autoscaler-sync-period default
+
+
+def _fail(message: str) -> int:
+    print(f"autoscaler convert: {message}", file=sys.stderr)
+    return EXIT_INVALID
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    if not args.files and not args.from_cluster:
+        return "nothing to convert: give FILE.yaml arguments, or --from-cluster"
+    if args.compare:
+        if not args.start:
+            return "--compare needs --from (e.g. --from -7d)"
+        if not (args.prometheus or args.config or os.environ.get("AUTOSCALER_PROMETHEUS_URL")):
+            return "--compare needs --prometheus URL (or --config with prometheus.url)"
+    elif args.start or args.plot_dir:
+        return "--from and --plot-dir belong to --compare"
+    if args.adapter_configmap and "/" not in args.adapter_configmap:
+        return f"--adapter-configmap {args.adapter_configmap!r}: write it as NAMESPACE/NAME"
+    return None
+
+
+def _read_files(paths: list[str], inputs: Inputs) -> list[str]:
+    problems: list[str] = []
+    for path in paths:
+        try:
+            documents = load_yaml_documents(path)
+        except SpecError as exc:
+            problems.extend(str(e) for e in exc.errors)
+            continue
+        sort_documents(((doc, path) for doc in documents), inputs)
+    return problems
+
+
+def _read_cluster(args: argparse.Namespace, inputs: Inputs) -> str | None:
+    from autoscaler.convert.cluster import ClusterQuery, read_cluster
+    from autoscaler.kube.api import KubeError
+    from autoscaler.kube.client import ConnectionSettingsError
+
+    query = ClusterQuery(args.kubeconfig, args.context, args.namespace, args.selector, args.adapter_configmap,
+                         find_adapter=not args.adapter_config)
+    try:
+        found = asyncio.run(read_cluster(query))
+    except (KubeError, ConnectionSettingsError) as exc:
+        return f"--from-cluster: {exc}"
+    for note in found.notes:
+        print(f"autoscaler convert: {note}", file=sys.stderr)
+    sort_documents(found.documents, inputs)
+    return None
+
+
+def _adapter(inputs: Inputs) -> tuple[AdapterConfig | None, list[str]]:
+    problems = [f"{source}: {error}" for _, source, errors in inputs.adapters for error in errors]
+    configs = [(config, source) for config, source, _ in inputs.adapters if config is not None]
+    if len(configs) > 1:
+        problems.append("several prometheus-adapter configurations (" + ", ".join(s for _, s in configs) + "): "
+                        "give the one the adapter runs with, alone")
+        return None, problems
+    return (configs[0][0] if configs else None), problems
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    problem = _usage_problem(args)
+    if problem:
+        return _fail(problem)
+    if args.plot_dir:
+        from autoscaler.plot.output import PlotError, check_outputs
+        try:
+            check_outputs(["plot.png"])
+        except PlotError as exc:
+            return _fail(str(exc))
+    inputs = Inputs()
+    problems = _read_files([*args.files, *([args.adapter_config] if args.adapter_config else [])], inputs)
+    if args.from_cluster:
+        cluster_problem = _read_cluster(args, inputs)
+        if cluster_problem:
+            return _fail(cluster_problem)
+    adapter, adapter_problems = _adapter(inputs)
+    problems.extend(adapter_problems)
+    for line in problems:
+        print(f"autoscaler convert: {line}", file=sys.stderr)
+    for line in inputs.ignored:
+        print(f"autoscaler convert: {line}", file=sys.stderr)
+    if adapter_problems:  # every HPA would be converted without its queries: stop here
+        return EXIT_INVALID
+    known: frozenset[str] | None = None
+    if adapter is not None and (args.prometheus or args.compare):
+        try:
+            known = _known_series(args, inputs, adapter)
+        except SpecError as exc:
+            return _fail("settings: " + "; ".join(str(e) for e in exc.errors))
+        except PrometheusError as exc:  # convert nothing on a guess
+            print(f"autoscaler convert: asking Prometheus which series exist failed: {exc}", file=sys.stderr)
+            return EXIT_DISAGREES
+    conversions = convert_all(inputs, adapter, known)
+    failed = False
+    for conversion in conversions:
+        for line in stderr_lines(conversion, strict=args.strict):
+            print(line, file=sys.stderr)
+        failed = failed or conversion.target is None or (args.strict and bool(conversion.losses))
+    written = [c for c in conversions if c.target is not None and not (args.strict and c.losses)]
+    if not conversions and not problems:
+        print("autoscaler convert: no HPA or ScaledObject found", file=sys.stderr)
+    adapter_source = adapter.source if adapter is not None else None
+    _write(written, adapter_source, args.output_dir, to_stdout=not args.compare)
+    code = EXIT_INVALID if failed or problems else 0
+    if args.compare and written:
+        compared = _compare(args, written)
+        code = code or compared
+    return code
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from autoscaler.service.settings import load_service_settings
+
+    flags: dict[tuple[str, ...], Any] = {("prometheus", "url"): args.prometheus} if args.prometheus else {}
+    return load_service_settings(args.config, flags=flags)
+
+
+def _known_series(args: argparse.Namespace, inputs: Inputs, adapter: AdapterConfig) -> frozenset[str] | None:
+    """The candidate series that Prometheus holds (None when no HPA asks for an adapter metric)."""
+    from autoscaler.backtest.times import TimeError, parse_time
+    from autoscaler.convert.discover import LOOKBACK_SECONDS, known_series, metric_names, presence_query
+    from autoscaler.prometheus.client import PrometheusClient
+
+    at, lookback = time.time(), LOOKBACK_SECONDS
+    if args.compare:  # the series the history holds: anywhere in the range compared
+        try:
+            start, at = parse_time(args.start, at), parse_time(args.end, at)
+            lookback = max(lookback, at - start)
+        except TimeError:
+            pass  # said when --compare reads the times
+    query = presence_query(adapter, metric_names(inputs.objects), lookback)
+    if query is None:
+        return None
+    settings = _settings(args)
+
+    async def ask() -> frozenset[str]:
+        async with PrometheusClient(settings.prometheus) as client:
+            return await known_series(client, query, at)
+
+    return asyncio.run(ask())
+
+
+def _write(conversions: list[Conversion], adapter_source: str | None, directory: str | None, *,
+           to_stdout: bool) -> None:
+    if directory:
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        for conversion in conversions:
+            path = out / file_name(conversion)
+            path.write_text(render_target(conversion, adapter_source), encoding="utf-8")
+            print(f"wrote {path}", file=sys.stderr)
+    elif to_stdout and conversions:
+        sys.stdout.write(render_all(conversions, adapter_source))
+
+
+def _compare(args: argparse.Namespace, conversions: list[Conversion]) -> int:
+    from autoscaler.backtest.replay import BacktestError, BacktestOptions
+    from autoscaler.backtest.times import TimeError, parse_step, parse_time
+
+    try:
+        settings = _settings(args)
+    except SpecError as exc:
+        return _fail("settings: " + "; ".join(str(e) for e in exc.errors))
+    now = time.time()
+    try:
+        start, end = parse_time(args.start, now), parse_time(args.end, now)
+        step = parse_step(args.step or HPA_SYNC_PERIOD)
+    except TimeError as exc:
+        return _fail(str(exc))
+    if end <= start or start > now:
+        return _fail(f"--from {args.start} → --to {args.end}: not a range of past time")
+    threshold = args.agreement / 100
+    if not 0 <= threshold <= 1 or math.isnan(threshold):
+        return _fail("--agreement is a percentage between 0 and 100")
+    options = BacktestOptions(start=start, end=end, step=step, keep_records=bool(args.plot_dir))
+    try:
+        comparisons = asyncio.run(_compare_all(settings, conversions, options))
+    except BacktestError as exc:
+        print(f"autoscaler convert --compare: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return _report(args, comparisons, threshold)
+
+
+async def _compare_all(settings: Any, conversions: list[Conversion], options: Any) -> list[Any]:
+    from autoscaler.backtest.replay import BacktestError
+    from autoscaler.convert.compare import compare
+    from autoscaler.prometheus.client import PrometheusClient
+    from autoscaler.prometheus.errors import PrometheusError
+
+    try:
+        async with PrometheusClient(settings.prometheus) as client:
+            return [await compare(client, settings.prometheus, settings.controller, c, options) for c in conversions]
+    except PrometheusError as error:
+        raise BacktestError(f"reading the history failed: {error}", 2 if error.kind == "bad_query" else 1) from None
+
+
+def _report(args: argparse.Namespace, comparisons: list[Any], threshold: float) -> int:
+    from autoscaler.convert.compare import comparison_json, render, write_plot
+
+    if args.output == "json":
+        print(json.dumps({"targets": [comparison_json(c, threshold) for c in comparisons],
+                          "agreementThreshold": threshold}, indent=2))
+    else:
+        print("\n\n".join(render(c, threshold) for c in comparisons))
+    if args.plot_dir:
+        directory = Path(args.plot_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        for comparison in comparisons:
+            write_plot(comparison, [str(directory / file_name(comparison.conversion).replace(".yaml", ".png"))])
+    flagged = [c for c in comparisons if c.agreement.flagged(threshold)]
+    return EXIT_DISAGREES if flagged else 0
