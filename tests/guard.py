@@ -20,9 +20,9 @@ from autoscaler.sandbox import find_binary
 REQUIRE_SERVERS = os.environ.get("AUTOSCALER_REQUIRE_SERVERS") == "1"
 
 
-def missing_binaries(*names: str) -> list[str]:
-    """What is lacking of the Prometheus binaries ``names``, with how to get them."""
-    return [f"{name} is not installed (Debian package 'prometheus')" for name in names if find_binary(name) is None]
+def missing_binaries(*names: str, package: str = "prometheus") -> list[str]:
+    """What is lacking of the binaries ``names`` (from the Debian package ``package``), with how to get them."""
+    return [f"{name} is not installed (Debian package '{package}')" for name in names if find_binary(name) is None]
 
 
 def missing_modules(*names: str, extra: str) -> list[str]:

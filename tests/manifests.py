@@ -18,6 +18,7 @@ from autoscaler.emulator.strategic_merge import apply_strategic_merge_patch, sch
 ROOT = Path(__file__).resolve().parents[1]
 MANIFESTS = ROOT / "manifests"
 NAMESPACED = MANIFESTS / "namespaced"
+MONITORING = MANIFESTS / "monitoring"
 EXAMPLES = MANIFESTS / "examples"
 
 Doc = dict[str, Any]
@@ -114,6 +115,11 @@ def default_install() -> list[Doc]:
 def namespaced_install() -> list[Doc]:
     """The default install with the ``namespaced`` component."""
     return build_with_components(MANIFESTS, [NAMESPACED])
+
+
+def monitored_install() -> list[Doc]:
+    """The default install with the ``monitoring`` component."""
+    return build_with_components(MANIFESTS, [MONITORING])
 
 
 def find(docs: Iterable[Doc], kind: str, name: str | None = None) -> list[Doc]:

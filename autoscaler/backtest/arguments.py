@@ -29,10 +29,17 @@ def add_parser(sub: Any) -> None:
         "backtest", help="replay a target spec against Prometheus history",
         description="Replay TARGET.yaml through the service's decision engine over the history Prometheus holds "
                     "for its workload, and report what the spec would have done (docs/backtest.md).")
-    parser.add_argument("target", metavar="TARGET.yaml", help="a target spec, or a ScalingTarget object")
+    parser.add_argument("target", metavar="TARGET.yaml", nargs="?",
+                        help="a target spec, or a ScalingTarget object (with --demo: optional, and it must scale "
+                             "Deployment shop/web)")
+    parser.add_argument("--demo", action="store_true",
+                        help="nothing to set up: a synthetic day of history for Deployment shop/web in a private "
+                             "Prometheus (needs the prometheus and promtool binaries); without TARGET.yaml, the spec "
+                             "that scaled it is compared with a proposed one")
     parser.add_argument("--prometheus", metavar="URL", help="where Prometheus answers (or prometheus.url in --config)")
-    parser.add_argument("--from", dest="start", required=True, metavar="T1",
-                        help="start: RFC 3339 (2024-05-07T09:00:00Z), a date, Unix seconds, now, or -2h / now-1d")
+    parser.add_argument("--from", dest="start", metavar="T1",
+                        help="start (required but with --demo): RFC 3339 (2024-05-07T09:00:00Z), a date, Unix "
+                             "seconds, now, or -2h / now-1d")
     parser.add_argument("--to", dest="end", default="now", metavar="T2", help="end, in the same forms (default now)")
     parser.add_argument("--step", metavar="DURATION",
                         help="the sync period replayed, a Prometheus duration (default: sync.periodSeconds of "

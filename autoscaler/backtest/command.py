@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -19,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from autoscaler.backtest.arguments import DEFAULT_CHUNK_POINTS, MAX_POINTS_PER_QUERY
 from autoscaler.backtest.target import BacktestTarget, load_target
-from autoscaler.backtest.times import TimeError, format_seconds, parse_duration_option, parse_step, parse_time
+from autoscaler.backtest.times import (
+    TimeError,
+    format_seconds,
+    format_time,
+    parse_duration_option,
+    parse_step,
+    parse_time,
+)
 from autoscaler.core.fields import SpecError, problem_report
 from autoscaler.service.settings import ServiceSettings, load_service_settings
 
@@ -97,6 +105,12 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         check_outputs(args.plot)
     except PlotError as exc:
         return _fail(str(exc))
+    if args.demo:
+        return _demo(args)
+    if args.target is None:
+        return _fail("TARGET.yaml is required (or --demo, which needs nothing)")
+    if args.start is None:
+        return _fail("--from is required (or --demo, which replays its own day)")
     try:
         settings = _settings(args)
     except SpecError as exc:
@@ -145,6 +159,35 @@ def cmd_backtest(args: argparse.Namespace) -> int:
             print(f"autoscaler backtest: {exc}", file=sys.stderr)
             return 1
     return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """``--demo``: the same backtest, against a private Prometheus holding a synthetic day."""
+    from autoscaler.backtest.demo import END, START, STEP, DemoUnavailable, demo_prometheus, write_specs
+    from autoscaler.sandbox.prometheus import SandboxError
+
+    given = [option for option, value in (("--prometheus", args.prometheus), ("--config", args.config),
+                                          ("--from", args.start)) if value is not None]
+    if given or args.end != "now":
+        return _fail(f"--demo brings its own Prometheus and day: leave out {', '.join(given) or '--to'}")
+    with tempfile.TemporaryDirectory(prefix="autoscaler-backtest-demo-") as directory:
+        current, proposed = write_specs(Path(directory))
+        if args.target is None:
+            args.target, args.compare = str(current), args.compare or str(proposed)
+        try:
+            with demo_prometheus() as url:
+                print(f"autoscaler backtest --demo: a synthetic day ({format_time(START)} to {format_time(END)}) of "
+                      f"Deployment shop/web, scaled by {Path(current).name}'s spec, in a private Prometheus at "
+                      f"{url}", file=sys.stderr)
+                demo_args = argparse.Namespace(**{**vars(args), "demo": False, "prometheus": url,
+                                                  "start": str(int(START)), "end": str(int(END)),
+                                                  "step": args.step or f"{STEP}s"})
+                return cmd_backtest(demo_args)
+        except DemoUnavailable as exc:
+            return _fail(str(exc))
+        except SandboxError as exc:
+            print(f"autoscaler backtest: the demo's Prometheus did not start: {exc}", file=sys.stderr)
+            return 1
 
 
 async def _run(prometheus: Any, settings: ServiceSettings, targets: list[BacktestTarget], options: BacktestOptions,

@@ -4,7 +4,6 @@ bounded memory (change points, buckets, counters), then rendered as text or JSON
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,7 +139,11 @@ class ReportBuilder:
             r.events.append(ScaleEventRecord(at, decision.current_replicas, after, decision.rescale_reason, limited))
 
     def _bucket(self, at: float, replicas: int, real: int | None) -> None:
-        start = self._report.start + math.floor((at - self._report.start) / self._bucket_size) * self._bucket_size
+        # In whole milliseconds, as the sync grid is: ``at`` is a grid time, and the grid rounds --from to the
+        # millisecond, so in float seconds the first sync can fall a hair before ``start`` (one bucket early).
+        offset_ms = round(at * 1000) - round(self._report.start * 1000)
+        index = max(0, offset_ms // round(self._bucket_size * 1000))
+        start = self._report.start + index * self._bucket_size
         buckets = self._report.buckets
         if not buckets or buckets[-1].start != start:
             buckets.append(Bucket(start))

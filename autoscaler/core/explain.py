@@ -34,6 +34,12 @@ def milli_text(milli: int) -> str:
     return format_quantity(Fraction(milli, 1000))
 
 
+def readable(text: str) -> str:
+    """Upstream's text for people: a metric named with no selector is printed ``name(<nil>)`` by the HPA
+    controller (kept so in conditions and events); explanations drop the ``(<nil>)``."""
+    return text.replace("(<nil>)", "")
+
+
 def ago(now: float, at: float) -> str:
     delta = now - at
     if math.isinf(delta) or abs(delta) >= 10**9:
@@ -52,7 +58,7 @@ def target_text(outcome: MetricOutcome) -> str:
 
 def metric_line(outcome: MetricOutcome) -> str:
     spec = outcome.spec
-    label = outcome.description or f"{spec.type.value} {spec.name}"
+    label = readable(outcome.description) or f"{spec.type.value} {spec.name}"
     if outcome.skipped:
         return f"{label}: not evaluated"
     if outcome.error is not None:
@@ -152,9 +158,17 @@ def explain_lines(decision: Decision, now: float) -> list[str]:
     combined = decision.combined
     if combined is not None:
         if combined.proposal is None:
-            lines.append(f"No scaling: {combined.error}.")
+            # Each failure's cause is on its metric's line above; upstream's aggregated error would
+            # wrap the first one three more times.
+            evaluated = sum(1 for outcome in decision.metrics if not outcome.skipped)
+            if combined.invalid >= evaluated:
+                lines.append("No scaling: every metric failed, so there is no proposal.")
+            else:
+                lines.append(f"No scaling: {combined.invalid} of {evaluated} metrics failed and the others propose "
+                             f"fewer than {decision.current_replicas} replicas; a failed metric never causes a "
+                             "scale-down.")
         else:
-            lines.append(f"Largest proposal: {combined.proposal} from {combined.description}.")
+            lines.append(f"Largest proposal: {combined.proposal} from {readable(combined.description)}.")
             if combined.invalid:
                 lines.append(f"{combined.invalid} metric(s) failed; scaling up is still allowed, scaling down is not.")
     if decision.normalization is not None:
@@ -162,7 +176,8 @@ def explain_lines(decision: Decision, now: float) -> list[str]:
     if decision.scale:
         verb = "Scale up" if decision.replicas > decision.current_replicas else "Scale down"
         applied = "" if decision.applied is None else (" (applied)" if decision.applied else " (write FAILED)")
-        lines.append(f"{verb} {decision.current_replicas} → {decision.replicas}{applied}: {decision.rescale_reason}.")
+        lines.append(f"{verb} {decision.current_replicas} → {decision.replicas}{applied}: "
+                     f"{readable(decision.rescale_reason)}.")
     else:
         lines.append(f"Keep {decision.current_replicas} replicas.")
     return lines

@@ -125,7 +125,11 @@ class Obj:
         """A view of ``value``, or None (with an error) when it is not a mapping."""
         if isinstance(value, Mapping):
             return cls(value, path, errors)
-        errors.add(path, f"must be an object, not {type_name(value)}")
+        if not path:  # the whole document
+            errors.add(path, "the document is empty, where an object was expected" if value is None
+                       else f"the document must be an object, not {type_name(value)}")
+        else:
+            errors.add(path, f"must be an object, not {type_name(value)}")
         return None
 
     def at(self, key: str) -> str:

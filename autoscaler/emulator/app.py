@@ -8,21 +8,20 @@ injection, then the verb handler. Everything below this module is HTTP-free.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from aiohttp import web
 
-from autoscaler.emulator import discovery, errors
+from autoscaler.emulator import discovery, errors, media, openapi, openapi_v2, tables
 from autoscaler.emulator.errors import ApiError
 from autoscaler.emulator.faults import Disconnect, ExpireWatch, FaultInjector, FaultPlan, answer_error
+from autoscaler.emulator.govalues import quote
 from autoscaler.emulator.jsonutil import JsonObject, encode
-from autoscaler.emulator.operations import ApiOperations, ListResult, Served
-from autoscaler.emulator.patches import APPLY_PATCH
+from autoscaler.emulator.operations import FIELD_VALIDATIONS, ApiOperations, ListResult, Served, WriteOptions
+from autoscaler.emulator.patches import BUILTIN_PATCH_TYPES, CUSTOM_RESOURCE_PATCH_TYPES
 from autoscaler.emulator.requestinfo import RequestInfo, parse_bool, parse_request
 from autoscaler.emulator.requestlog import RequestLog, RequestRecord
 from autoscaler.emulator.resources import ResourceType
@@ -150,6 +149,16 @@ class ApiHandler:
             return json_response(discovery.api_versions(self._server_address()))
         if path == "/apis":
             return json_response(discovery.api_group_list(self.ops.registry))
+        if path == "/openapi/v2":
+            if openapi_v2.PROTOBUF in request.headers.get("Accept", ""):
+                body = openapi_v2.document_protobuf(self.ops.registry, self.settings.server_version)
+                return web.Response(body=body, content_type=openapi_v2.PROTOBUF_ANSWER)
+            return json_response(openapi_v2.document(self.ops.registry, self.settings.server_version))
+        if path == "/openapi/v3" or path.startswith("/openapi/v3/"):
+            found = openapi.lookup(self.ops.registry, path.removeprefix("/openapi/v3"), self.settings.server_version)
+            if found is None:
+                raise errors.resource_not_found()
+            return json_response(found)
         parts = path.strip("/").split("/")
         document: JsonObject | None = None
         if parts[0] == "api" and len(parts) == 2:
@@ -179,40 +188,64 @@ class ApiHandler:
 
     async def _resource(self, request: web.Request, info: RequestInfo, plan: FaultPlan) -> web.StreamResponse:
         resource_type = self._resource_type(info)
+        if info.verb not in resource_type.verbs:
+            raise errors.method_not_allowed(request.method)
+        if resource_type.verbs == ("create",):
+            return json_response(_review(await _read_body(request, media.OBJECT_TYPES, required=True)), 201)
         query = request.query
         dry_run = _dry_run(query.get("dryRun"))
         namespace = info.namespace if resource_type.namespaced else None
         name = info.name or ""
         verb = info.verb
+        as_table = tables.table_version(request.headers.get("Accept", ""))
         if verb == "get":
             if info.subresource == "scale":
                 return json_response(self.ops.get_scale(resource_type, namespace or "", name))
-            return json_response(self.ops.get(resource_type, namespace or "", name))
+            served = self.ops.get(resource_type, namespace or "", name)
+            if as_table and info.subresource is None:
+                return json_response(self._table(resource_type, [served], as_table, query))
+            return json_response(served)
         if verb == "list":
-            return self._list_response(resource_type, self._list(resource_type, namespace, query))
+            listed = self._list(resource_type, namespace, query)
+            if as_table:
+                return json_response(
+                    self._table(resource_type, listed.items, as_table, query, _list_meta(listed))
+                )
+            return self._list_response(resource_type, listed)
         if verb == "watch":
-            return await self._watch(request, info, resource_type, namespace, plan)
+            return await self._watch(request, info, resource_type, namespace, plan, as_table)
         if verb == "create":
             if info.subresource is not None:
                 raise errors.method_not_allowed(request.method)
             if info.name is not None:
                 raise errors.method_not_allowed(request.method)
-            body = await _read_body(request, required=True)
-            return json_response(self.ops.create(resource_type, namespace, body, dry_run=dry_run), 201)
+            body = await _read_body(request, media.OBJECT_TYPES, required=True)
+            options = _write_options(request)
+            created = self.ops.create(resource_type, namespace, body, dry_run=dry_run, options=options)
+            return _written(created, options, 201)
         if verb == "update":
-            body = await _read_body(request, required=True)
+            body = await _read_body(request, media.OBJECT_TYPES, required=True)
+            options = _write_options(request)
             if info.subresource == "scale":
                 return json_response(
-                    self.ops.update_scale(resource_type, namespace or "", name, body, dry_run=dry_run)
+                    self.ops.update_scale(resource_type, namespace or "", name, body, dry_run=dry_run, options=options)
                 )
             result = self.ops.update(
-                resource_type, namespace or "", name, body, subresource=info.subresource, dry_run=dry_run
+                resource_type,
+                namespace or "",
+                name,
+                body,
+                subresource=info.subresource,
+                dry_run=dry_run,
+                options=options,
             )
-            return json_response(result)
+            return _written(result, options)
         if verb == "patch":
             content_type = request.content_type if request.headers.get("Content-Type") else ""
-            body = await _read_body(request, required=True, content_type=content_type)
-            patched, created = self.ops.patch(
+            accepted = BUILTIN_PATCH_TYPES if resource_type.builtin else CUSTOM_RESOURCE_PATCH_TYPES
+            body = media.decode(await request.read(), content_type, accepted, required=True)
+            options = _write_options(request)
+            patched, was_created = self.ops.patch(
                 resource_type,
                 namespace or "",
                 name,
@@ -220,33 +253,24 @@ class ApiHandler:
                 body,
                 subresource=info.subresource,
                 dry_run=dry_run,
-                field_manager=query.get("fieldManager"),
+                options=options,
             )
-            return json_response(patched, 201 if created else 200)
+            return _written(patched, options, 201 if was_created else 200)
         if verb == "delete":
             if info.subresource is not None:
                 raise errors.method_not_allowed(request.method)
-            options = await _read_body(request, required=False)
+            deletion = await _delete_options(request)
             return json_response(
                 self.ops.delete(
-                    resource_type,
-                    namespace or "",
-                    name,
-                    options if isinstance(options, dict) else None,
-                    dry_run=dry_run,
+                    resource_type, namespace or "", name, deletion, dry_run=dry_run or _options_dry_run(deletion)
                 )
             )
         if verb == "deletecollection":
-            options = await _read_body(request, required=False)
+            deletion = await _delete_options(request)
             labels = parse_label_selector(query.get("labelSelector"))
             fields = parse_field_selector(query.get("fieldSelector"))
             deleted = self.ops.delete_collection(
-                resource_type,
-                namespace,
-                labels,
-                fields,
-                options if isinstance(options, dict) else None,
-                dry_run=dry_run,
+                resource_type, namespace, labels, fields, deletion, dry_run=dry_run or _options_dry_run(deletion)
             )
             return self._list_response(resource_type, deleted)
         raise errors.method_not_allowed(request.method)
@@ -272,13 +296,32 @@ class ApiHandler:
             continue_token=query.get("continue") or None,
         )
 
+    def _table(
+        self,
+        resource_type: ResourceType,
+        items: Sequence[Served],
+        version: str,
+        query: Any,
+        list_meta: JsonObject | None = None,
+        *,
+        headers: bool = True,
+    ) -> JsonObject:
+        include = query.get("includeObject") or "PartialObjectMetadata"
+        if include not in ("None", "Object", "PartialObjectMetadata"):
+            raise errors.bad_request(f'includeObject "{include}" is not one of None, Object, PartialObjectMetadata')
+        return tables.table(
+            resource_type,
+            [item.obj if isinstance(item, StoredObject) else item for item in items],
+            self.ops.clock.now(),
+            version=version,
+            include_object=include,
+            headers=headers,
+            list_meta=list_meta,
+        )
+
     @staticmethod
     def _list_response(resource_type: ResourceType, result: ListResult) -> web.Response:
-        meta: JsonObject = {"resourceVersion": str(result.resource_version)}
-        if result.continue_token:
-            meta["continue"] = result.continue_token
-        if result.remaining is not None:
-            meta["remainingItemCount"] = result.remaining
+        meta = _list_meta(result)
         head = (
             b'{"kind":"'
             + resource_type.list_kind.encode()
@@ -298,6 +341,7 @@ class ApiHandler:
         resource_type: ResourceType,
         namespace: str | None,
         plan: FaultPlan,
+        as_table: str | None,
     ) -> web.StreamResponse:
         query = request.query
         labels = parse_label_selector(query.get("labelSelector"))
@@ -325,9 +369,42 @@ class ApiHandler:
             timeout=float(timeout) if timeout else self.settings.default_watch_timeout,
             bookmarks=parse_bool(query.get("allowWatchBookmarks")),
             send_initial_events=parse_bool(query.get("sendInitialEvents")),
+            transform=self._watch_table(resource_type, as_table, query) if as_table else None,
         )
         settings = WatchSettings(self.settings.bookmark_interval, self.settings.watch_buffer)
         return await serve_watch(request, self.ops, watch, settings, plan.drop_watch)
+
+
+    def _watch_table(
+        self, resource_type: ResourceType, version: str, query: Any
+    ) -> Callable[[Served], JsonObject]:
+        """Each watched object as a one-row Table; only the first carries the column definitions."""
+        first = True
+
+        def transform(served: Served) -> JsonObject:
+            nonlocal first
+            converted = self._table(resource_type, [served], version, query, headers=first)
+            first = False
+            return converted
+
+        return transform
+
+
+def _review(body: Any) -> JsonObject:
+    """A SelfSubjectAccessReview answered: the emulator authorizes every request (``kubectl auth can-i``)."""
+    if not isinstance(body, dict):
+        raise errors.bad_request("the request body must be a JSON object")
+    status = {"allowed": True, "reason": "the emulator authorizes every request"}
+    return {**body, "metadata": body.get("metadata") or {}, "status": status}
+
+
+def _list_meta(result: ListResult) -> JsonObject:
+    meta: JsonObject = {"resourceVersion": str(result.resource_version)}
+    if result.continue_token:
+        meta["continue"] = result.continue_token
+    if result.remaining is not None:
+        meta["remainingItemCount"] = result.remaining
+    return meta
 
 
 def _bearer_matches(request: web.Request, token: str) -> bool:
@@ -342,6 +419,45 @@ def _dry_run(value: str | None) -> bool:
     return True
 
 
+def _write_options(request: web.Request) -> WriteOptions:
+    query = request.query
+    validation = query.get("fieldValidation") or "Warn"
+    if validation not in FIELD_VALIDATIONS:
+        raise errors.bad_request(
+            f'fieldValidation "{validation}" is not one of {", ".join(FIELD_VALIDATIONS)}'
+        )
+    return WriteOptions(
+        field_validation=validation,
+        field_manager=query.get("fieldManager") or None,
+        force=parse_bool(query.get("force")),
+        user_agent=request.headers.get("User-Agent", ""),
+    )
+
+
+def _written(result: Served, options: WriteOptions, status: int = 200) -> web.Response:
+    """A write's answer, with the warnings it earned as ``Warning: 299`` headers (kubectl prints them)."""
+    response = json_response(result, status)
+    for warning in dict.fromkeys(options.warnings):
+        response.headers.add("Warning", f"299 - {quote(warning)}")
+    return response
+
+
+async def _delete_options(request: web.Request) -> JsonObject | None:
+    """The DeleteOptions a DELETE may carry in its body (kubectl sends dryRun, propagationPolicy there)."""
+    options = await _read_body(request, media.OPTIONS_TYPES, required=False)
+    if options is not None and not isinstance(options, dict):
+        raise errors.bad_request("the body of a DELETE must be a DeleteOptions object")
+    return options
+
+
+def _options_dry_run(options: JsonObject | None) -> bool:
+    """``DeleteOptions.dryRun``: ``["All"]`` or nothing, as in the query string."""
+    values = (options or {}).get("dryRun") or []
+    if not isinstance(values, list) or any(value != "All" for value in values):
+        raise errors.bad_request(f'unsupported dryRun value {values!r}: only "All" is allowed')
+    return bool(values)
+
+
 def _int_param(query: Any, name: str) -> int | None:
     raw = query.get(name)
     if raw in (None, ""):
@@ -352,19 +468,11 @@ def _int_param(query: Any, name: str) -> int | None:
         raise errors.bad_request(f"invalid {name}: {raw!r}") from None
 
 
-async def _read_body(request: web.Request, *, required: bool, content_type: str | None = None) -> Any:
-    raw = await request.read()
-    if not raw.strip():
-        if required:
-            raise errors.bad_request("the body of the request was empty")
-        return None
-    kind = content_type if content_type is not None else request.content_type
-    try:
-        if kind == APPLY_PATCH or kind.endswith("yaml"):
-            return yaml.safe_load(raw)
-        return json.loads(raw)
-    except (ValueError, yaml.YAMLError) as problem:
-        raise errors.bad_request(f"the body of the request could not be decoded: {problem}") from problem
+async def _read_body(request: web.Request, accepted: Sequence[str], *, required: bool) -> Any:
+    # Without a Content-Type the API server reads an object as its first media type, JSON (kubectl 1.20's
+    # typed clients send none); aiohttp would call it application/octet-stream.
+    content_type = request.content_type if request.headers.get("Content-Type") else accepted[0]
+    return media.decode(await request.read(), content_type, accepted, required=required)
 
 
 def build_app(handler: ApiHandler) -> web.Application:

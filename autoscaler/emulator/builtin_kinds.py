@@ -1,6 +1,7 @@
 """The built-in resource types the emulator serves, with the per-kind facts that matter.
 
-Only kinds the autoscaler (or its demo) touches are listed; adding one is a row here plus,
+Only kinds the autoscaler, its demo or its install manifests (``kubectl apply -k manifests/``) touch
+are listed; adding one is a row here plus,
 if it has special create/update rules, an entry in :mod:`autoscaler.emulator.strategies`.
 """
 
@@ -194,6 +195,87 @@ EVENTS_V1 = ResourceType(
     storage=EVENTS.storage_key,
     converter=EVENTS_V1_CONVERTER,
 )
+SECRETS = ResourceType(
+    group="",
+    version="v1",
+    plural="secrets",
+    singular="secret",
+    kind="Secret",
+    namespaced=True,
+    has_generation=False,
+    selectable_fields=frozenset({"type"}),
+)
+SERVICE_ACCOUNTS = ResourceType(
+    group="",
+    version="v1",
+    plural="serviceaccounts",
+    singular="serviceaccount",
+    kind="ServiceAccount",
+    namespaced=True,
+    short_names=("sa",),
+    has_generation=False,
+)
+_RBAC = "rbac.authorization.k8s.io"
+ROLES = ResourceType(
+    group=_RBAC,
+    version="v1",
+    plural="roles",
+    singular="role",
+    kind="Role",
+    namespaced=True,
+    has_generation=False,
+    name_rule="path-segment",
+)
+CLUSTER_ROLES = ResourceType(
+    group=_RBAC,
+    version="v1",
+    plural="clusterroles",
+    singular="clusterrole",
+    kind="ClusterRole",
+    namespaced=False,
+    has_generation=False,
+    name_rule="path-segment",
+)
+ROLE_BINDINGS = ResourceType(
+    group=_RBAC,
+    version="v1",
+    plural="rolebindings",
+    singular="rolebinding",
+    kind="RoleBinding",
+    namespaced=True,
+    has_generation=False,
+    name_rule="path-segment",
+)
+CLUSTER_ROLE_BINDINGS = ResourceType(
+    group=_RBAC,
+    version="v1",
+    plural="clusterrolebindings",
+    singular="clusterrolebinding",
+    kind="ClusterRoleBinding",
+    namespaced=False,
+    has_generation=False,
+    name_rule="path-segment",
+)
+POD_DISRUPTION_BUDGETS = ResourceType(
+    group="policy",
+    version="v1",
+    plural="poddisruptionbudgets",
+    singular="poddisruptionbudget",
+    kind="PodDisruptionBudget",
+    namespaced=True,
+    short_names=("pdb",),
+    has_status=True,
+)
+SELF_SUBJECT_ACCESS_REVIEWS = ResourceType(
+    group="authorization.k8s.io",
+    version="v1",
+    plural="selfsubjectaccessreviews",
+    singular="",
+    kind="SelfSubjectAccessReview",
+    namespaced=False,
+    has_generation=False,
+    verbs=("create",),
+)
 CUSTOM_RESOURCE_DEFINITIONS = ResourceType(
     group="apiextensions.k8s.io",
     version="v1",
@@ -219,5 +301,13 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     HORIZONTAL_POD_AUTOSCALERS,
     LEASES,
     EVENTS_V1,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    ROLES,
+    CLUSTER_ROLES,
+    ROLE_BINDINGS,
+    CLUSTER_ROLE_BINDINGS,
+    POD_DISRUPTION_BUDGETS,
+    SELF_SUBJECT_ACCESS_REVIEWS,
     CUSTOM_RESOURCE_DEFINITIONS,
 )

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from autoscaler.emulator.errors import FieldError, invalid_value, not_supported, required
 from autoscaler.emulator.jsonutil import JsonObject, parse_dotted_path
-from autoscaler.emulator.resources import ResourceRegistry, ResourceType, ScaleSubresource
+from autoscaler.emulator.resources import PrinterColumn, ResourceRegistry, ResourceType, ScaleSubresource
 from autoscaler.emulator.store import ObjectStore
 from autoscaler.emulator.watch import WatchEvent
 
@@ -19,9 +20,9 @@ CRD_STORAGE_KEY = "apiextensions.k8s.io/customresourcedefinitions"
 _LOWER_DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 
 
-def validate_crd(crd: JsonObject) -> list[tuple[str, str]]:
+def validate_crd(crd: JsonObject) -> list[FieldError]:
     """The checks of the real API server that a hand-written CRD most often trips over."""
-    causes: list[tuple[str, str]] = []
+    causes: list[FieldError] = []
     spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
     assert isinstance(spec, dict)
     group = spec.get("group")
@@ -29,40 +30,36 @@ def validate_crd(crd: JsonObject) -> list[tuple[str, str]]:
     assert isinstance(names, dict)
     plural, kind = names.get("plural"), names.get("kind")
     if not group:
-        causes.append(("spec.group", "Required value"))
+        causes.append(required("spec.group"))
     elif "." not in str(group):
-        causes.append(("spec.group", f'Invalid value: "{group}": should be a domain with at least one dot'))
+        causes.append(invalid_value("spec.group", group, "should be a domain with at least one dot"))
     if not plural:
-        causes.append(("spec.names.plural", "Required value"))
+        causes.append(required("spec.names.plural"))
     elif not _LOWER_DNS_LABEL.fullmatch(str(plural)):
-        causes.append(
-            ("spec.names.plural", f'Invalid value: "{plural}": a lowercase RFC 1123 label is required')
-        )
+        causes.append(invalid_value("spec.names.plural", plural, "a lowercase RFC 1123 label is required"))
     if not kind:
-        causes.append(("spec.names.kind", "Required value"))
+        causes.append(required("spec.names.kind"))
     name = crd.get("metadata", {}).get("name")
     if group and plural and name != f"{plural}.{group}":
-        causes.append(("metadata.name", f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group'))
+        causes.append(invalid_value("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
     if spec.get("scope") not in ("Namespaced", "Cluster"):
-        causes.append(
-            (
-                "spec.scope",
-                f'Unsupported value: "{spec.get("scope")}": supported values: "Cluster", "Namespaced"',
-            )
-        )
+        causes.append(not_supported("spec.scope", spec.get("scope"), ["Cluster", "Namespaced"]))
     versions = spec.get("versions")
     if not isinstance(versions, list) or not versions:
-        causes.append(
-            ("spec.versions", "Required value: must have exactly one version marked as storage version")
-        )
+        causes.append(required("spec.versions", "must have exactly one version marked as storage version"))
     else:
         if sum(1 for version in versions if isinstance(version, dict) and version.get("storage")) != 1:
             causes.append(
-                ("spec.versions", "Invalid value: must have exactly one version marked as storage version")
+                invalid_value(
+                    "spec.versions",
+                    None,
+                    "must have exactly one version marked as storage version",
+                    shown="[]apiextensions.CustomResourceDefinitionVersion{…}",
+                )
             )
         for index, version in enumerate(versions):
             if not isinstance(version, dict) or not version.get("name"):
-                causes.append((f"spec.versions[{index}].name", "Required value"))
+                causes.append(required(f"spec.versions[{index}].name"))
     return causes
 
 
@@ -129,9 +126,33 @@ def resource_types_from_crd(crd: JsonObject) -> list[ResourceType]:
                     str(field["jsonPath"]).lstrip(".") for field in version.get("selectableFields") or []
                 ),
                 name_rule="path-segment",
+                printer_columns=_printer_columns(version),
+                schema=(version.get("schema") or {}).get("openAPIV3Schema"),
             )
         )
     return types
+
+
+_DEFAULT_COLUMNS = (PrinterColumn("Age", "date", ".metadata.creationTimestamp"),)
+
+
+def _printer_columns(version: JsonObject) -> tuple[PrinterColumn, ...]:
+    """The version's ``additionalPrinterColumns``; Age alone when it declares none (as the server does)."""
+    declared = version.get("additionalPrinterColumns")
+    if not declared:
+        return _DEFAULT_COLUMNS
+    return tuple(
+        PrinterColumn(
+            name=str(column.get("name", "")),
+            type=str(column.get("type", "string")),
+            json_path=str(column.get("jsonPath", "")),
+            format=str(column.get("format", "")),
+            description=str(column.get("description", "")),
+            priority=int(column.get("priority", 0)),
+        )
+        for column in declared
+        if isinstance(column, dict)
+    )
 
 
 class CrdRegistrar:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from autoscaler.emulator.jsonutil import JsonObject
 from autoscaler.emulator.resources import (
-    STANDARD_VERBS,
     SUBRESOURCE_VERBS,
     ResourceRegistry,
     ResourceType,
@@ -62,7 +61,7 @@ def _resource_entries(resource_type: ResourceType) -> list[JsonObject]:
         "singularName": resource_type.singular,
         "namespaced": resource_type.namespaced,
         "kind": resource_type.kind,
-        "verbs": list(STANDARD_VERBS),
+        "verbs": list(resource_type.verbs),
     }
     if resource_type.short_names:
         main["shortNames"] = list(resource_type.short_names)

@@ -7,8 +7,10 @@ The message formats copy ``k8s.io/apimachinery/pkg/api/errors`` so that code whi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from autoscaler.emulator.govalues import field_value, quote
 from autoscaler.emulator.jsonutil import JsonObject
 
 REASON_BY_CODE: Mapping[int, str] = {
@@ -118,9 +120,71 @@ def conflict(resource: str, group: str, name: str, why: str = OBJECT_MODIFIED) -
     )
 
 
-def invalid(kind: str, group: str, name: str, causes: Sequence[tuple[str, str]]) -> ApiError:
-    """422 with one cause per ``(field, message)``, e.g. ``("spec.replicas", "Invalid value: -1: …")``."""
-    summary = ", ".join(f"{field}: {message}" if field else message for field, message in causes)
+# field.ErrorType values (a cause's ``reason``) and the words ErrorBody() starts with.
+REQUIRED = "FieldValueRequired"
+INVALID = "FieldValueInvalid"
+TYPE_INVALID = "FieldValueTypeInvalid"
+NOT_SUPPORTED = "FieldValueNotSupported"
+FORBIDDEN = "FieldValueForbidden"
+TOO_LONG = "FieldValueTooLong"
+TOO_MANY = "FieldValueTooMany"
+DUPLICATE = "FieldValueDuplicate"
+_TYPE_WORDS = {
+    REQUIRED: "Required value",
+    INVALID: "Invalid value",
+    TYPE_INVALID: "Invalid value",
+    NOT_SUPPORTED: "Unsupported value",
+    FORBIDDEN: "Forbidden",
+    TOO_LONG: "Too long",
+    TOO_MANY: "Too many",
+    DUPLICATE: "Duplicate value",
+}
+_WITHOUT_VALUE = frozenset({REQUIRED, FORBIDDEN, TOO_LONG})
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One ``field.Error``: a cause of a 422 Invalid, printed as the API server prints it."""
+
+    type: str
+    field: str
+    value: Any = None
+    detail: str = ""
+    shown: str | None = None
+    """The value as Go prints it, when its Go type is not an unstructured one (``map[string]string{…}``)."""
+
+    def body(self) -> str:
+        """``field.Error.ErrorBody()``: ``Invalid value: "abc": detail``, ``Required value``…"""
+        text = _TYPE_WORDS[self.type]
+        if self.type not in _WITHOUT_VALUE:
+            text += ": " + (self.shown if self.shown is not None else field_value(self.value))
+        return f"{text}: {self.detail}" if self.detail else text
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.body()}" if self.field else self.body()
+
+
+def required(field: str, detail: str = "") -> FieldError:
+    return FieldError(REQUIRED, field, detail=detail)
+
+
+def invalid_value(field: str, value: Any, detail: str = "", *, shown: str | None = None) -> FieldError:
+    return FieldError(INVALID, field, value, detail, shown)
+
+
+def not_supported(field: str, value: Any, supported: Sequence[str]) -> FieldError:
+    detail = "supported values: " + ", ".join(quote(item) for item in supported) if supported else ""
+    return FieldError(NOT_SUPPORTED, field, value, detail)
+
+
+def forbidden(field: str, detail: str) -> FieldError:
+    return FieldError(FORBIDDEN, field, detail=detail)
+
+
+def invalid(kind: str, group: str, name: str, causes: Sequence[FieldError]) -> ApiError:
+    """``errors.NewInvalid``: 422, one cause per field error; several are listed as ``[a, b]`` once each."""
+    unique = list(dict.fromkeys(str(cause) for cause in causes))
+    summary = unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
     return ApiError(
         422,
         "Invalid",
@@ -129,10 +193,7 @@ def invalid(kind: str, group: str, name: str, causes: Sequence[tuple[str, str]])
             name,
             group,
             kind,
-            causes=[
-                {"reason": "FieldValueInvalid", "message": message, "field": field}
-                for field, message in causes
-            ],
+            causes=[{"reason": cause.type, "message": cause.body(), "field": cause.field} for cause in causes],
         ),
     )
 
@@ -153,12 +214,11 @@ def method_not_allowed(method: str) -> ApiError:
 
 
 def unsupported_media_type(content_type: str, accepted: Sequence[str]) -> ApiError:
+    """415, worded as the API server's content negotiation words it (the sent type is not named)."""
     return ApiError(
         415,
         "UnsupportedMediaType",
-        "the body of the request was in an unknown format - accepted media types include: "
-        + ", ".join(accepted)
-        + (f" (got {content_type})" if content_type else ""),
+        "the body of the request was in an unknown format - accepted media types include: " + ", ".join(accepted),
     )
 
 

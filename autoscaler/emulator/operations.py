@@ -17,11 +17,12 @@ import bisect
 import json
 import random
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from autoscaler.emulator import crds, errors, strategies
+from autoscaler.emulator import crds, errors, managedfields, strategies, structural
 from autoscaler.emulator.clock import Clock, format_time
+from autoscaler.emulator.govalues import quote
 from autoscaler.emulator.jsonutil import JsonObject, clone, json_equal, metadata
 from autoscaler.emulator.patches import (
     APPLY_PATCH,
@@ -52,6 +53,30 @@ _ALWAYS_SELECTABLE = frozenset({"metadata.name", "metadata.namespace"})
 def as_dict(served: Served) -> JsonObject:
     """A private copy of a served object."""
     return clone(served.obj if isinstance(served, StoredObject) else served)  # type: ignore[no-any-return]
+
+
+FIELD_VALIDATIONS = ("Ignore", "Warn", "Strict")
+
+
+@dataclass(slots=True)
+class WriteOptions:
+    """What a create, update or patch request says beyond its body (query parameters), and what it is told."""
+
+    field_validation: str = "Warn"
+    """Unknown fields of a custom resource: ``Strict`` is a 400, ``Warn`` a warning, ``Ignore`` silent."""
+    field_manager: str | None = None
+    force: bool = False
+    """Server-side apply takes fields other managers own instead of failing with a conflict."""
+    user_agent: str = ""
+    """Names the manager of a write without ``fieldManager``, as the API server does."""
+    warnings: list[str] = field(default_factory=list)
+    """Collected for the ``Warning`` response headers."""
+    managed: list[managedfields.Entry] | None = None
+    """Ownership an apply has already settled (the write then stores it as is)."""
+
+    def manager(self) -> str:
+        """``fieldManager``, else the User-Agent up to its first ``/`` (what the API server records)."""
+        return self.field_manager or self.user_agent.split("/", 1)[0][:128] or "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +200,11 @@ class ApiOperations:
         *,
         dry_run: bool = False,
         create_namespace: bool = False,
+        options: WriteOptions | None = None,
     ) -> Served:
+        options = options or WriteOptions()
         obj = self._incoming(resource_type, body)
+        self._apply_schema(resource_type, obj, options)
         meta = obj["metadata"]
         namespace = self._settle_namespace(resource_type, namespace, meta)
         if resource_type.namespaced:
@@ -191,8 +219,10 @@ class ApiOperations:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
+        meta.pop("managedFields", None)
         strategies.prepare_for_create(resource_type, obj)
         strategies.validate(resource_type, obj, None)
+        self._track(resource_type, None, obj, options, "")
         if self.store.get(resource_type.storage_key, namespace, name) is not None:
             raise errors.already_exists(resource_type.plural, resource_type.group, name)
         if dry_run:
@@ -254,7 +284,7 @@ class ApiOperations:
                     resource_type.kind,
                     resource_type.group,
                     "",
-                    [("metadata.name", "Required value: name or generateName is required")],
+                    [errors.required("metadata.name", "name or generateName is required")],
                 )
             for _ in range(16):
                 name = str(prefix) + "".join(self._rng.choice(_GENERATE_NAME_ALPHABET) for _ in range(5))
@@ -264,7 +294,7 @@ class ApiOperations:
         problem = strategies.name_problem(resource_type, str(name))
         if problem:
             raise errors.invalid(
-                resource_type.kind, resource_type.group, str(name), [("metadata.name", problem)]
+                resource_type.kind, resource_type.group, str(name), [problem]
             )
         return str(name)
 
@@ -279,11 +309,14 @@ class ApiOperations:
         *,
         subresource: str | None = None,
         dry_run: bool = False,
+        options: WriteOptions | None = None,
         _from_patch: bool = False,
     ) -> Served:
         """PUT on the object (``subresource=None``) or on ``/status``."""
+        options = options or WriteOptions()
         current = self._existing(resource_type, namespace, name)
         incoming = self._incoming(resource_type, body)
+        self._apply_schema(resource_type, incoming, options)
         meta = incoming["metadata"]
         if meta.get("name") and meta["name"] != name:
             raise errors.bad_request(
@@ -305,7 +338,52 @@ class ApiOperations:
         else:
             new = incoming
             self._carry_server_fields(resource_type, current.obj, new)
+        self._track(resource_type, current.obj, new, options, subresource or "")
         return self._finish_update(resource_type, current, new, dry_run=dry_run)
+
+    def _ownership_root(self, resource_type: ResourceType) -> managedfields.Node:
+        if resource_type.builtin:
+            return managedfields.Node(strategic=schema_for(resource_type.storage_key))
+        return managedfields.Node(schema=resource_type.schema or {})
+
+    def _track(
+        self, resource_type: ResourceType, old: JsonObject | None, new: JsonObject, options: WriteOptions,
+        subresource: str,
+    ) -> None:
+        """Record in ``new`` who owns which fields after this write (see :mod:`.managedfields`)."""
+        if options.managed is not None:
+            managedfields.write_entries(new, options.managed)
+            return
+        if options.field_manager is None and not (old is not None and old["metadata"].get("managedFields")):
+            return
+        entries = managedfields.read_entries(old) if old is not None else []
+        managedfields.record_update(
+            entries,
+            old,
+            new,
+            self._ownership_root(resource_type),
+            manager=options.manager(),
+            subresource=subresource,
+            api_version=resource_type.api_version,
+            time=format_time(self.clock.now()),
+        )
+        managedfields.write_entries(new, entries)
+
+    def _apply_schema(self, resource_type: ResourceType, obj: JsonObject, options: WriteOptions) -> None:
+        """A custom resource's structural schema on a body: prune (or refuse) unknown fields, fill defaults."""
+        schema = resource_type.schema
+        if schema is None:
+            return
+        dropped = structural.prune(obj, schema)
+        if dropped and options.field_validation == "Strict":
+            unknown = ", ".join(f"unknown field {quote(path)}" for path in dropped)
+            kind, version = resource_type.kind, resource_type.version
+            raise errors.bad_request(
+                f"{kind} in version {quote(version)} cannot be handled as a {kind}: strict decoding error: {unknown}"
+            )
+        if options.field_validation == "Warn":
+            options.warnings.extend(f"unknown field {quote(path)}" for path in dropped)
+        structural.apply_defaults(obj, schema)
 
     def _check_resource_version(
         self, resource_type: ResourceType, current: StoredObject, requested: Any, *, required: bool
@@ -316,7 +394,11 @@ class ApiOperations:
                     resource_type.kind,
                     resource_type.group,
                     current.name,
-                    [("metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")],
+                    [
+                        errors.invalid_value(
+                            "metadata.resourceVersion", None, "must be specified for an update", shown="0x0"
+                        )
+                    ],
                 )
             return
         if str(requested) != current.obj["metadata"]["resourceVersion"]:
@@ -326,17 +408,18 @@ class ApiOperations:
     def _carry_server_fields(resource_type: ResourceType, old: JsonObject, new: JsonObject) -> None:
         """What a write to the main resource cannot change: identity, deletion state, status."""
         meta, old_meta = new["metadata"], old["metadata"]
-        for field in (
+        for server_field in (
             "uid",
             "creationTimestamp",
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
             "generation",
+            "managedFields",
         ):
-            if field in old_meta:
-                meta[field] = old_meta[field]
+            if server_field in old_meta:
+                meta[server_field] = old_meta[server_field]
             else:
-                meta.pop(field, None)
+                meta.pop(server_field, None)
         meta["name"] = old_meta["name"]
         if "namespace" in old_meta:
             meta["namespace"] = old_meta["namespace"]
@@ -382,16 +465,17 @@ class ApiOperations:
         *,
         subresource: str | None = None,
         dry_run: bool = False,
-        field_manager: str | None = None,
+        options: WriteOptions | None = None,
     ) -> tuple[Served, bool]:
         """PATCH the object, ``/status`` or ``/scale``; returns the result and whether it was created
         (server-side apply creates missing objects)."""
+        options = options or WriteOptions()
         self._check_patch_type(resource_type, content_type)
-        if content_type == APPLY_PATCH and not field_manager:
+        if content_type == APPLY_PATCH and not options.field_manager:
             raise errors.bad_request("PATCH requests require fieldManager to be set for apply patches")
         if subresource == "scale":
             return self.patch_scale(
-                resource_type, namespace, name, content_type, patch, dry_run=dry_run
+                resource_type, namespace, name, content_type, patch, dry_run=dry_run, options=options
             ), False
         current = self.store.get(
             resource_type.storage_key, namespace if resource_type.namespaced else "", name
@@ -399,12 +483,19 @@ class ApiOperations:
         if current is None:
             if content_type == APPLY_PATCH and subresource is None:
                 body = dict(patch) if isinstance(patch, dict) else patch
-                return self.create(resource_type, namespace, body, dry_run=dry_run), True
+                if isinstance(body, dict):
+                    self._settle_apply(resource_type, None, body, options, "")
+                return self.create(resource_type, namespace, body, dry_run=dry_run, options=options), True
             raise errors.not_found(resource_type.plural, resource_type.group, name)
         base = as_dict(self.present(resource_type, current))
+        stale: set[managedfields.FieldPath] = set()
+        if content_type == APPLY_PATCH and isinstance(patch, dict):
+            stale = self._settle_apply(resource_type, current.obj, patch, options, subresource or "")
         patched = self._apply_patch(resource_type, content_type, base, patch)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object must be a JSON object")
+        for path in sorted(stale, key=len, reverse=True):
+            managedfields.remove(patched, path)
         meta = metadata(patched)
         if not meta.get("resourceVersion"):
             meta["resourceVersion"] = current.obj["metadata"]["resourceVersion"]
@@ -415,9 +506,29 @@ class ApiOperations:
             patched,
             subresource=subresource,
             dry_run=dry_run,
+            options=options,
             _from_patch=True,
         )
         return result, False
+
+    def _settle_apply(
+        self, resource_type: ResourceType, live: JsonObject | None, applied: JsonObject, options: WriteOptions,
+        subresource: str,
+    ) -> set[managedfields.FieldPath]:
+        entries = managedfields.read_entries(live) if live is not None else []
+        stale = managedfields.plan_apply(
+            entries,
+            live,
+            applied,
+            self._ownership_root(resource_type),
+            manager=options.manager(),
+            subresource=subresource,
+            force=options.force,
+            api_version=resource_type.api_version,
+            time=format_time(self.clock.now()),
+        )
+        options.managed = entries
+        return stale
 
     @staticmethod
     def _check_patch_type(resource_type: ResourceType, content_type: str) -> None:
@@ -563,6 +674,7 @@ class ApiOperations:
         body: Any,
         *,
         dry_run: bool = False,
+        options: WriteOptions | None = None,
     ) -> JsonObject:
         """PUT ``/scale``: only ``spec.replicas`` is taken; a stale resourceVersion is a 409."""
         subresource = self._scale_subresource(resource_type)
@@ -585,10 +697,11 @@ class ApiOperations:
                 "Scale",
                 "autoscaling",
                 name,
-                [("spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0")],
+                [errors.invalid_value("spec.replicas", replicas, "must be greater than or equal to 0")],
             )
         new = clone(current.obj)
         with_replicas(subresource, new, replicas)
+        self._track(resource_type, current.obj, new, options or WriteOptions(), "scale")
         result = self._finish_update(resource_type, current, new, dry_run=dry_run)
         return scale_of(subresource, result.obj if isinstance(result, StoredObject) else result)
 
@@ -601,10 +714,11 @@ class ApiOperations:
         patch: Any,
         *,
         dry_run: bool = False,
+        options: WriteOptions | None = None,
     ) -> JsonObject:
         scale = self.get_scale(resource_type, namespace, name)
         patched = self._apply_patch(resource_type, content_type, scale, patch)
-        return self.update_scale(resource_type, namespace, name, patched, dry_run=dry_run)
+        return self.update_scale(resource_type, namespace, name, patched, dry_run=dry_run, options=options)
 
     # --- seeding (in-process, no HTTP semantics) -------------------------------------------------
 

@@ -44,6 +44,18 @@ class ScaleSubresource:
 
 
 @dataclass(frozen=True, slots=True)
+class PrinterColumn:
+    """One of a CRD version's ``additionalPrinterColumns``: a Table column read at a JSONPath."""
+
+    name: str
+    type: str
+    json_path: str
+    format: str = ""
+    description: str = ""
+    priority: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Converter:
     """Translates between the stored representation and the one an endpoint serves."""
 
@@ -78,6 +90,12 @@ class ResourceType:
     storage: str = ""
     """Storage key shared by every endpoint that serves the same objects; defaults to group/plural."""
     converter: Converter | None = field(default=None, compare=False)
+    printer_columns: tuple[PrinterColumn, ...] = ()
+    """A custom resource's Table columns after Name (its CRD's ``additionalPrinterColumns``)."""
+    schema: JsonObject | None = field(default=None, compare=False)
+    """A custom resource version's ``openAPIV3Schema`` (enforced on writes, served as OpenAPI)."""
+    verbs: tuple[str, ...] = STANDARD_VERBS
+    """``("create",)`` for a review: answered at once, never stored (SelfSubjectAccessReview)."""
 
     @property
     def api_version(self) -> str:

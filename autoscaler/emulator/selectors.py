@@ -1,7 +1,6 @@
-"""Field selectors for the emulator, and the label selectors it shares with the service.
+"""Field selectors, and label selectors (:mod:`autoscaler.emulator.labels`) failing as the API server does.
 
-Label selectors live in :mod:`autoscaler.kube.labels` (the service selects pods with them too); here a
-parse error becomes the 400 Bad Request the API server answers.
+A label selector that does not parse is a 400 Bad Request.
 """
 
 from __future__ import annotations
@@ -11,27 +10,26 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from autoscaler.emulator import labels as _labels
 from autoscaler.emulator.errors import bad_request
-from autoscaler.kube import labels as _labels
-from autoscaler.kube.labels import (
+from autoscaler.emulator.labels import (
     EVERYTHING,
     LabelSelector,
-    Operator,
+    LabelSelectorError,
     Requirement,
-    SelectorError,
     selector_from_label_selector,
 )
 
-__all__ = ["EVERYTHING", "FieldSelector", "LabelSelector", "Operator", "Requirement", "field_value",
+__all__ = ["EVERYTHING", "FieldSelector", "LabelSelector", "LabelSelectorError", "Requirement", "field_value",
            "parse_field_selector", "parse_label_selector", "selector_from_label_selector"]
 
 
 def parse_label_selector(text: str | None) -> LabelSelector:
-    """:func:`autoscaler.kube.labels.parse_label_selector`, failing as the API server does (400)."""
+    """:func:`autoscaler.emulator.labels.parse_label_selector`, failing as the API server does (400)."""
     try:
         return _labels.parse_label_selector(text)
-    except SelectorError as exc:
-        raise bad_request(str(exc)) from exc
+    except LabelSelectorError as problem:
+        raise bad_request(str(problem)) from problem
 
 
 # --- field selectors ------------------------------------------------------------------------------

@@ -18,11 +18,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from autoscaler.emulator import crds
-from autoscaler.emulator.errors import invalid
+from autoscaler.emulator import crds, structural
+from autoscaler.emulator.errors import FieldError, forbidden, invalid, invalid_value, required
+from autoscaler.emulator.govalues import quote, string_map
 from autoscaler.emulator.jsonutil import JsonObject, json_equal
 from autoscaler.emulator.resources import ResourceType
-from autoscaler.emulator.selectors import selector_from_label_selector
+from autoscaler.emulator.selectors import LabelSelectorError, selector_from_label_selector
 
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -33,27 +34,37 @@ WORKLOADS = frozenset({"apps/deployments", "apps/statefulsets", "apps/replicaset
 _REQUIRED_STATUS_FIELDS: dict[str, dict[str, int]] = {
     "apps/statefulsets": {"replicas": 0, "availableReplicas": 0},
     "apps/replicasets": {"replicas": 0},
+    "policy/poddisruptionbudgets": {
+        "disruptionsAllowed": 0,
+        "currentHealthy": 0,
+        "desiredHealthy": 0,
+        "expectedPods": 0,
+    },
 }
 PODS = "/pods"
 NAMESPACES = "/namespaces"
 
 
-def name_problem(resource_type: ResourceType, name: str) -> str | None:
+def name_problem(resource_type: ResourceType, name: str) -> FieldError | None:
     """Why ``name`` is not a valid object name for this kind, or ``None``."""
     if resource_type.name_rule == "label":
         if len(name) > 63 or not _DNS_LABEL.fullmatch(name):
-            return (
-                f'Invalid value: "{name}": a lowercase RFC 1123 label must consist of lower case '
-                "alphanumeric characters or '-', and must start and end with an alphanumeric character"
+            return invalid_value(
+                "metadata.name",
+                name,
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+                "must start and end with an alphanumeric character",
             )
     elif resource_type.name_rule == "subdomain":
         if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
-            return (
-                f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
-                "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+            return invalid_value(
+                "metadata.name",
+                name,
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+                "and must start and end with an alphanumeric character",
             )
     elif name in (".", "..") or "/" in name or "%" in name:
-        return f"Invalid value: \"{name}\": may not contain '/' or '%' and may not be '.' or '..'"
+        return invalid_value("metadata.name", name, "may not contain '/' or '%' and may not be '.' or '..'")
     return None
 
 
@@ -154,13 +165,13 @@ def validate(resource_type: ResourceType, obj: JsonObject, old: JsonObject | Non
     """
     causes = _problems(resource_type, obj, old)
     if causes and old is not None:
-        inherited = set(_problems(resource_type, old, None))
-        causes = [cause for cause in causes if cause not in inherited]
+        inherited = {str(cause) for cause in _problems(resource_type, old, None)}
+        causes = [cause for cause in causes if str(cause) not in inherited]
     if causes:
         raise invalid(resource_type.kind, resource_type.group, str(obj["metadata"].get("name", "")), causes)
 
 
-def _problems(resource_type: ResourceType, obj: JsonObject, old: JsonObject | None) -> list[tuple[str, str]]:
+def _problems(resource_type: ResourceType, obj: JsonObject, old: JsonObject | None) -> list[FieldError]:
     causes = _metadata_problems(obj, old)
     key = resource_type.storage_key
     if key in WORKLOADS:
@@ -169,15 +180,17 @@ def _problems(resource_type: ResourceType, obj: JsonObject, old: JsonObject | No
         causes += _pod_problems(obj, old)
     elif key == crds.CRD_STORAGE_KEY:
         causes += crds.validate_crd(obj)
+    if resource_type.schema is not None:
+        causes += structural.validate(obj, resource_type.schema)
     return causes
 
 
-def _metadata_problems(obj: JsonObject, old: JsonObject | None) -> list[tuple[str, str]]:
-    causes: list[tuple[str, str]] = []
+def _metadata_problems(obj: JsonObject, old: JsonObject | None) -> list[FieldError]:
+    causes: list[FieldError] = []
     meta = obj["metadata"]
     for field in ("labels", "annotations"):
         if meta.get(field) is not None and not isinstance(meta.get(field), dict):
-            causes.append((f"metadata.{field}", "Invalid value: must be a map of strings"))
+            causes.append(invalid_value(f"metadata.{field}", meta.get(field), "must be a map of strings"))
     for label, value in (meta.get("labels") or {}).items():
         prefix, _, name = str(label).rpartition("/")
         if (
@@ -185,78 +198,93 @@ def _metadata_problems(obj: JsonObject, old: JsonObject | None) -> list[tuple[st
             or len(name) > 63
             or not _LABEL_NAME.fullmatch(name)
         ):
-            causes.append(
-                ("metadata.labels", f'Invalid value: "{label}": name part must be a valid label name')
-            )
+            causes.append(invalid_value("metadata.labels", label, "name part must be a valid label name"))
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
-            causes.append(
-                ("metadata.labels", f'Invalid value: "{value}": a valid label must be 63 characters or less')
-            )
+            causes.append(invalid_value("metadata.labels", value, "a valid label must be 63 characters or less"))
     if old is not None and old["metadata"].get("deletionTimestamp"):
         added = set(meta.get("finalizers") or []) - set(old["metadata"].get("finalizers") or [])
         if added:
             causes.append(
-                (
-                    "metadata.finalizers",
-                    "Forbidden: no new finalizers can be added if the object is being deleted",
-                )
+                forbidden("metadata.finalizers", "no new finalizers can be added if the object is being deleted")
             )
     return causes
 
 
-def _workload_problems(obj: JsonObject, old: JsonObject | None) -> list[tuple[str, str]]:
-    causes: list[tuple[str, str]] = []
+def _workload_problems(obj: JsonObject, old: JsonObject | None) -> list[FieldError]:
+    causes: list[FieldError] = []
     spec = obj.get("spec")
     if not isinstance(spec, dict):
-        return [("spec", "Required value")]
+        return [required("spec")]
     replicas = spec.get("replicas")
     if replicas is not None and (not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0):
-        causes.append(("spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0"))
+        causes.append(invalid_value("spec.replicas", replicas, "must be greater than or equal to 0"))
     selector_spec = spec.get("selector")
     if not isinstance(selector_spec, dict) or not (
         selector_spec.get("matchLabels") or selector_spec.get("matchExpressions")
     ):
-        causes.append(("spec.selector", "Required value"))
+        causes.append(required("spec.selector"))
     else:
         try:
             selector = selector_from_label_selector(selector_spec)
-        except ValueError as problem:
-            causes.append(("spec.selector", f"Invalid value: {problem}"))
+        except LabelSelectorError as problem:
+            causes.append(invalid_value("spec.selector", None, str(problem), shown=_label_selector(selector_spec)))
         else:
             labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
             if selector is not None and not selector.matches(labels):
                 causes.append(
-                    (
+                    invalid_value(
                         "spec.template.metadata.labels",
-                        f"Invalid value: {labels}: `selector` does not match template `labels`",
+                        labels,
+                        "`selector` does not match template `labels`",
+                        shown=string_map(labels),
                     )
                 )
     containers = ((spec.get("template") or {}).get("spec") or {}).get("containers")
     if not containers:
-        causes.append(("spec.template.spec.containers", "Required value"))
+        causes.append(required("spec.template.spec.containers"))
     if old is not None and not json_equal(spec.get("selector"), (old.get("spec") or {}).get("selector")):
-        causes.append(("spec.selector", f"Invalid value: {spec.get('selector')}: field is immutable"))
+        shown = _label_selector(spec.get("selector") or {})
+        causes.append(invalid_value("spec.selector", None, "field is immutable", shown=shown))
     return causes
+
+
+def _label_selector(selector: JsonObject) -> str:
+    """``%#v`` of a ``v1.LabelSelector``, as an immutable-selector error prints it."""
+    match_labels = selector.get("matchLabels")
+    labels = string_map(match_labels) if isinstance(match_labels, dict) else "map[string]string(nil)"
+    expressions = selector.get("matchExpressions")
+    if not expressions:
+        rendered = "[]v1.LabelSelectorRequirement(nil)"
+    else:
+        items = ", ".join(
+            f"v1.LabelSelectorRequirement{{Key:{quote(str(e.get('key', '')))}, "
+            f"Operator:{quote(str(e.get('operator', '')))}, "
+            f"Values:[]string{{{', '.join(quote(str(v)) for v in e.get('values') or [])}}}}}"
+            for e in expressions
+            if isinstance(e, dict)
+        )
+        rendered = f"[]v1.LabelSelectorRequirement{{{items}}}"
+    return f"&v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{rendered}}}"
 
 
 # Fields of a running pod's spec that may change (everything else is immutable).
 _MUTABLE_POD_FIELDS = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")
 
 
-def _pod_problems(obj: JsonObject, old: JsonObject | None) -> list[tuple[str, str]]:
+def _pod_problems(obj: JsonObject, old: JsonObject | None) -> list[FieldError]:
     spec = obj.get("spec")
     if not isinstance(spec, dict) or not spec.get("containers"):
-        return [("spec.containers", "Required value")]
+        return [required("spec.containers")]
     causes = [
-        (f"spec.containers[{index}].name", "Required value")
+        required(f"spec.containers[{index}].name")
         for index, container in enumerate(spec["containers"])
         if not isinstance(container, dict) or not container.get("name")
     ]
     if old is not None and not _pod_spec_update_allowed(old.get("spec") or {}, spec):
         causes.append(
-            (
+            forbidden(
                 "spec",
-                "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
+                "pod updates may not change fields other than `spec.containers[*].image`, "
                 "`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations) "
                 "or `spec.terminationGracePeriodSeconds`",
             )

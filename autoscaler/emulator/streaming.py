@@ -16,13 +16,14 @@ Semantics copied from the API server's watch cache:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiohttp import web
 
 from autoscaler.emulator.errors import ApiError
 from autoscaler.emulator.faults import DropWatch
-from autoscaler.emulator.jsonutil import encode
+from autoscaler.emulator.jsonutil import JsonObject, encode
 from autoscaler.emulator.operations import ApiOperations, Served
 from autoscaler.emulator.resources import ResourceType
 from autoscaler.emulator.selectors import FieldSelector, LabelSelector
@@ -43,6 +44,8 @@ class WatchRequest:
     timeout: float
     bookmarks: bool
     send_initial_events: bool
+    transform: Callable[[Served], JsonObject] | None = None
+    """Rewrites each event's object (into a Table row for ``kubectl get -w``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +88,15 @@ def _line(event_type: str, served: Served) -> bytes:
     return encode({"type": event_type, "object": served}) + b"\n"
 
 
-def _delivery_line(ops: ApiOperations, resource_type: ResourceType, delivery: Delivery) -> bytes:
+def _delivery_line(
+    ops: ApiOperations,
+    resource_type: ResourceType,
+    delivery: Delivery,
+    transform: Callable[[Served], JsonObject] | None,
+) -> bytes:
     served = ops.present(resource_type, delivery.object)
+    if transform is not None:
+        return _line(delivery.type, transform(served))
     if isinstance(served, StoredObject) and delivery.type == delivery.event.type:
         return delivery.event.line()
     return _line(delivery.type, served)
@@ -141,7 +151,10 @@ async def serve_watch(
     try:
         if watch.since is None or watch.send_initial_events:
             listed = ops.list(resource_type, watch.namespace, watch.labels, watch.fields)
-            initial = [_line("ADDED", served) for served in listed.items]
+            transform = watch.transform
+            initial = [
+                _line("ADDED", transform(served) if transform else served) for served in listed.items
+            ]
         else:
             for event in ops.store.events_since(resource_type.storage_key, watch.since):
                 subscription.offer(event)
@@ -173,7 +186,9 @@ async def serve_watch(
                 wait = min(wait, drop_deadline - now)
             batch = await subscription.next_batch(wait)
             if batch:
-                await stream.write([_delivery_line(ops, resource_type, delivery) for delivery in batch])
+                await stream.write(
+                    [_delivery_line(ops, resource_type, delivery, watch.transform) for delivery in batch]
+                )
             elif subscription.closed_reason is not None:
                 break
             elif watch.bookmarks and loop.time() >= next_bookmark:

@@ -46,6 +46,13 @@ def add_parser(sub: Any) -> None:
                         help="builtin (default): a synthetic Prometheus API answering from the curve; binary: a "
                              "real prometheus from PATH scraping the sandbox; auto: binary when installed")
     parser.add_argument("--log", metavar="FILE", help="write the service's own log (JSON lines) to FILE")
+    parser.add_argument("--kubeconfig", metavar="FILE",
+                        help="where to write the sandbox's kubeconfig for kubectl (default: in the demo's temporary "
+                             "directory); the header prints the kubectl command that watches the target")
+    parser.add_argument("--keep-running", action="store_true",
+                        help="after the curve (or --duration) keep the sandbox and the service running until "
+                             "Ctrl-C: change the target with kubectl (kubectl edit st web) and watch the next "
+                             "decisions")
     parser.set_defaults(func=cmd_demo)
 
 
@@ -81,7 +88,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except (ValueError, SourceError) as exc:
         print(f"autoscaler demo: {exc}", file=sys.stderr)
         return EXIT_INVALID
-    options = DemoOptions(speed=args.speed, duration=duration, quiet=args.quiet, prometheus=source)
+    options = DemoOptions(speed=args.speed, duration=duration, quiet=args.quiet, prometheus=source,
+                          kubeconfig=args.kubeconfig, keep_running=args.keep_running)
     with contextlib.ExitStack() as files:
         try:
             log = files.enter_context(open(args.log, "a", encoding="utf-8")) if args.log else None

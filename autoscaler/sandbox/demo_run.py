@@ -45,6 +45,8 @@ class DemoOptions:
     duration: float | None = None  # demo seconds; None: the whole load curve
     quiet: bool = False
     prometheus: str = "builtin"    # builtin or binary (the command line resolves auto)
+    kubeconfig: str | None = None  # where kubectl's kubeconfig goes (None: the demo's temporary directory)
+    keep_running: bool = False     # after the curve, run on until interrupted (the load stays at its end)
 
 
 async def run_demo(options: DemoOptions, out: TextIO, *, interrupt: asyncio.Event | None = None,
@@ -70,6 +72,12 @@ async def run_demo(options: DemoOptions, out: TextIO, *, interrupt: asyncio.Even
         except SandboxError as exc:
             raise DemoError(f"the metrics source did not start: {exc}") from None
         kubeconfig = await asyncio.to_thread(emulator.write_kubeconfig, workdir / "kubeconfig")
+        # For a person's kubectl: the target's namespace is the context's, so "kubectl get st -w" shows it.
+        user_kubeconfig = Path(options.kubeconfig) if options.kubeconfig else workdir / "kubectl.kubeconfig"
+        try:
+            await asyncio.to_thread(emulator.write_kubeconfig, user_kubeconfig, namespace=objects.NAMESPACE)
+        except OSError as exc:
+            raise DemoError(f"--kubeconfig: {exc}") from None
         service = Service(config.service_settings(scale, source.url, source.rate_window, str(kubeconfig)),
                           identity="autoscaler-demo")
         timeline = Timeline(out, scale, world, recorder, limits=objects.LIMIT_MEANINGS, quiet=options.quiet,
@@ -84,14 +92,29 @@ async def run_demo(options: DemoOptions, out: TextIO, *, interrupt: asyncio.Even
 
         await _until_ready(service.ready, running, interrupted)
         assert service.http is not None  # started before the service is ready
+        kubectl = [f"watch it        KUBECONFIG={user_kubeconfig} kubectl get st -w"]
+        if options.keep_running:
+            kubectl.append(f"change it       KUBECONFIG={user_kubeconfig} kubectl edit st {objects.WEB.name}  "
+                           "(the sandbox runs on after the curve, until Ctrl-C)")
         _header(timeline, emulator.url, source.description, f"http://127.0.0.1:{service.http.port}", scale,
-                duration, DEMO_CURVE)
+                duration, DEMO_CURVE, kubectl)
         scale.start()
         recorder.begin()
         timeline.begin()
-        while not interrupted.done() and not running.done() and scale.now() < duration:
+        kept = False
+        while not interrupted.done() and not running.done():
+            if scale.now() >= duration:
+                if not options.keep_running:
+                    break
+                if not kept:
+                    kept = True
+                    timeline.say(f"  demo time is up; the sandbox and the service keep running (the load goes on "
+                                 f"along the curve, then stays at its last value): kubectl edit st "
+                                 f"{objects.WEB.name} and watch the next decisions (Ctrl-C ends the demo)",
+                                 always=True)
             timeline.tick()
-            wait = scale.wall(min(TICK, duration - scale.now()))
+            left = duration - scale.now()
+            wait = scale.wall(min(TICK, left) if left > 0 else TICK)
             await asyncio.wait({running, interrupted}, timeout=max(wait, 0.0))
         if running.done():
             raise DemoError(f"the service stopped during the demo: {_failure(running)}")
@@ -172,7 +195,7 @@ def _service_logging(tap: DecisionTap, log: TextIO | None) -> Iterator[None]:
 
 
 def _header(timeline: Timeline, emulator_url: str, metrics: str, status: str, scale: TimeScale,
-            duration: float, curve: LoadCurve) -> None:
+            duration: float, curve: LoadCurve, kubectl: list[str]) -> None:
     say = timeline.say
     say("autoscaler demo: the real service against a sandbox on loopback (no cluster, no network)")
     say(f"  Kubernetes API  {emulator_url} (emulator: Deployment web with {objects.INITIAL_REPLICAS} pods, a VPA, "
@@ -184,6 +207,8 @@ def _header(timeline: Timeline, emulator_url: str, metrics: str, status: str, sc
     say(f"  load            {curve_text(curve)}")
     say(f"  time runs {scale.speed}× faster than real time: {clock_text(duration)} of demo time in about "
         f"{scale.wall(duration):.0f} s; all times below are demo times")
+    for line in kubectl:
+        say(f"  {line}")
     say()
 
 

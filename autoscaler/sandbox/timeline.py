@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from autoscaler.core.explain import readable
 from autoscaler.sandbox.recorder import ClusterRecorder, ReplicaChange
 from autoscaler.sandbox.timescale import TimeScale, clock_text
 from autoscaler.sandbox.world import DemoWorld
@@ -129,7 +130,7 @@ class Timeline:
         self._account_limit(limited, now)
         proposed = f", proposal {proposal}" if proposal is not None else ""
         if event.get("applied") is True and replicas != current:  # written, not just decided
-            text = str(event.get("reason") or "")
+            text = readable(str(event.get("reason") or ""))
             if limited:
                 text += f"; limited by {self._limit_text(limited)}{proposed}"
             self._line("▲" if replicas > current else "▼", f"{current} → {replicas}", text)

@@ -67,15 +67,28 @@ def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, ...], Any]:
     return overrides
 
 
+class TargetsFileError(SpecError):
+    """What is wrong with the ``--targets`` file, told apart from the settings' problems."""
+
+    def __init__(self, path: str, error: SpecError) -> None:
+        super().__init__(error.errors)
+        self.path = path
+
+
 def read_run_inputs(config: str | None,
                     flags: Mapping[tuple[str, ...], Any]) -> tuple[ServiceSettings, list[Target] | None]:
     """The settings and the targets file (standalone mode) ``autoscaler run`` starts from; SpecError
-    lists what is wrong with them."""
+    lists what is wrong with them (:class:`TargetsFileError` for the targets file)."""
     from autoscaler.service.settings import load_service_settings
     from autoscaler.service.targets import load_targets_file
 
     settings = load_service_settings(config, flags=flags)
-    return settings, load_targets_file(settings.targets_file) if settings.targets_file else None
+    if not settings.targets_file:
+        return settings, None
+    try:
+        return settings, load_targets_file(settings.targets_file)
+    except SpecError as exc:
+        raise TargetsFileError(settings.targets_file, exc) from exc
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -85,6 +98,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = args.config or (str(DEFAULT_CONFIG) if DEFAULT_CONFIG.exists() else None)
     try:
         settings, static = read_run_inputs(config, flag_overrides(args))
+    except TargetsFileError as exc:  # the targets file's problems, not the settings'
+        _print_errors(f"--targets {exc.path}", exc)
+        return EXIT_INVALID
     except SpecError as exc:
         _print_errors(config or "settings", exc)
         return EXIT_INVALID
@@ -167,8 +183,10 @@ def explain_status(namespace: str, name: str, status: Mapping[str, Any]) -> str:
         lines.append("  no decision yet")
     else:
         scaled = "scaled" if decision.get("scaled") else "kept"
+        proposal = decision.get("proposal")
+        proposed = "no metric proposal" if proposal is None else f"metric proposal: {proposal}"
         lines.append(f"  last decision at {decision.get('time')}: {scaled} {decision.get('currentReplicas')} → "
-                     f"{decision.get('replicas')} replicas (metric proposal: {decision.get('proposal')})")
+                     f"{decision.get('replicas')} replicas ({proposed})")
         if decision.get("limitedBy"):
             lines.append(f"  limited by: {decision['limitedBy']}")
         if decision.get("error"):

@@ -80,6 +80,7 @@ class MetricsSink(Protocol):
     def set_target(self, namespace: str, name: str, *, current: int | None, proposal: int | None,
                    final: int | None, limited_reason: str | None = None,
                    metrics: Sequence[tuple[str, float | None, float | None]] = ()) -> None: ...
+    def set_target_conditions(self, namespace: str, name: str, conditions: Mapping[str, bool | None]) -> None: ...
     def count_scale_event(self, namespace: str, name: str, direction: str) -> None: ...
     def set_write_backoff(self, namespace: str, name: str, path: str, seconds: float) -> None: ...
     def count_write_failure(self, kind: str) -> None: ...
@@ -98,6 +99,9 @@ class NullMetrics:
                    metrics: Sequence[tuple[str, float | None, float | None]] = ()) -> None:
         pass
 
+    def set_target_conditions(self, namespace: str, name: str, conditions: Mapping[str, bool | None]) -> None:
+        pass
+
     def count_scale_event(self, namespace: str, name: str, direction: str) -> None:
         pass
 
@@ -106,6 +110,11 @@ class NullMetrics:
 
     def count_write_failure(self, kind: str) -> None:
         pass
+
+
+def _condition_states(conditions: Sequence[Condition]) -> dict[str, bool | None]:
+    """autoscaler_target_condition's values: True and False, None (no series) for Unknown."""
+    return {x.type: (x.status == c.TRUE) if x.status in (c.TRUE, c.FALSE) else None for x in conditions}
 
 
 def _fraction(text: str) -> float:
@@ -520,6 +529,8 @@ class TargetReconciler:
             target.namespace, target.name, current=decision.current_replicas, proposal=decision.desired_replicas,
             final=decision.replicas, limited_reason=limited,
             metrics=[(o.spec.name, _current_value(o), _target_value(o)) for o in decision.metrics])
+        self.services.metrics.set_target_conditions(
+            target.namespace, target.name, _condition_states(decision.conditions))
 
     def _unchanged(self, fingerprint: tuple[Any, ...], summary: Callable[[], Mapping[str, Any]]) -> bool:
         """Whether the status needs no write: at once when the fingerprint equals the last one that

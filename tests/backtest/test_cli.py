@@ -207,3 +207,24 @@ def test_settings_file_gives_prometheus_step_and_controller(history_prometheus: 
     assert backtest(str(path), "--config", str(broken), "--from", FROM, "--to", TO) == 1
     err = capsys.readouterr().err
     assert "cannot load the TLS files" in err and "Traceback" not in err
+
+
+@pytest.mark.prometheus
+def test_demo_needs_nothing_but_the_binaries(capsys: pytest.CaptureFixture[str]) -> None:
+    assert backtest("--demo", "--no-progress", "--output", "json") == 0
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    labels = [run["label"] for run in document["runs"]] if "runs" in document else None
+    assert labels == ["current.yaml", "proposed.yaml"], document.keys()
+    assert "a synthetic day (2024-05-06T00:00:00Z to 2024-05-07T00:00:00Z)" in captured.err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--demo", "--from", "-1h"], "--demo brings its own Prometheus and day: leave out --from"),
+    (["--prometheus", "http://127.0.0.1:1", "--from", "-1h"], "TARGET.yaml is required (or --demo"),
+    (["web.yaml", "--prometheus", "http://127.0.0.1:1"], "--from is required (or --demo"),
+])
+def test_demo_and_its_absence_are_explained(argv: list[str], message: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert backtest(*argv) == 2
+    assert message in capsys.readouterr().err

@@ -142,3 +142,18 @@ def test_progress_bar_only_when_asked_or_on_a_terminal() -> None:
     quiet = io.StringIO()
     Progress(4, quiet).update(4, NOW)  # a StringIO is not a terminal
     assert quiet.getvalue() == ""
+
+
+@pytest.mark.parametrize("fraction", [0.0004, 0.4564, 0.9994, 0.5])
+def test_the_first_bucket_starts_at_from_whatever_its_milliseconds(fraction: float) -> None:
+    # --from -10m is now minus 600 s, with sub-millisecond digits; the sync grid rounds it to the millisecond.
+    start = 1_715_072_400 + fraction
+    scenario = parse_scenario(load_yaml_file(str(SCENARIOS / "quickstart.yaml")))
+    grid = Grid.between(start, start + 600, 15)
+    builder = ReportBuilder("q", "q.yaml", "ns", "t", scenario.spec, start, start + 600, 15)
+    results = run_scenario(scenario)
+    for t_ms, result in zip(grid.times(), results, strict=False):
+        builder.add(t_ms / 1000, result.decision, None)
+    report = builder.build([])
+    assert report.buckets[0].start == start
+    assert all(b.start >= start for b in report.buckets)

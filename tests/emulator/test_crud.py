@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import aiohttp
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient, ApiException
@@ -156,11 +157,19 @@ async def test_validation_errors_are_422(api: ApiClient) -> None:
     mismatched["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
     negative = deployment()
     negative["spec"]["replicas"] = -1
+    messages = []
     for body in (mismatched, negative):
         with pytest.raises(ApiException) as invalid:
             await apps.create_namespaced_deployment("default", body)
         assert invalid.value.status == 422
         assert json.loads(invalid.value.body)["reason"] == "Invalid"
+        messages.append(json.loads(invalid.value.body)["message"])
+    # Values as the API server (Go) prints them, not Python reprs
+    assert messages == [
+        'Deployment.apps "web" is invalid: spec.template.metadata.labels: Invalid value: '
+        'map[string]string{"app":"other"}: `selector` does not match template `labels`',
+        'Deployment.apps "web" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0',
+    ]
     await apps.create_namespaced_deployment("default", deployment())
     with pytest.raises(ApiException) as immutable:
         await apps.patch_namespaced_deployment(
@@ -405,3 +414,12 @@ async def test_in_process_access(emulator: KubeEmulator, api: ApiClient) -> None
     assert emulator.get("deployments.apps", "web")["spec"]["replicas"] == 3
     emulator.delete("deployments", "web")
     assert emulator.get("deployments", "web") is None
+
+
+async def test_a_body_in_a_media_type_the_server_does_not_accept_is_415(emulator: KubeEmulator) -> None:
+    async with aiohttp.ClientSession() as session:
+        response = await session.post(f"{emulator.url}/api/v1/namespaces", data=b'{"metadata":{"name":"x"}}',
+                                      headers={"Content-Type": "text/plain"})
+        assert response.status == 415
+        assert (await response.json())["reason"] == "UnsupportedMediaType"
+    assert emulator.get("ns", "x") is None

@@ -42,6 +42,10 @@ LABELS = {"app": "web", "tier": "front", "version": "3", "example.com/team": "a"
         ("version>2", True),
         ("version<3", False),
         (" app = web , !missing ", True),
+        ("app in ()", False),  # upstream reads "()" as the empty value
+        ("empty in ()", True),
+        ("empty in (,x)", True),
+        ("app in (in,web)", True),  # "in" is a value inside a set
     ],
 )
 def test_label_selector_semantics(selector: str, expected: bool) -> None:
@@ -50,12 +54,31 @@ def test_label_selector_semantics(selector: str, expected: bool) -> None:
 
 @pytest.mark.parametrize(
     "selector",
-    ["=web", "app in ()", "app in (web", "app web", "!app=web", "app=web x", "app=(", "a/b/c=d", "app>x"],
+    ["=web", "app in (web", "app web", "!app=web", "app=web x", "app=(", "a/b/c=d", "app>x", "app=web,",
+     "app in (a b)", "app=a=b", "-app=x", "version>-1", "app=" + "x" * 64],
 )
 def test_malformed_label_selectors_are_400(selector: str) -> None:
     with pytest.raises(ApiError) as caught:
         parse_label_selector(selector)
     assert caught.value.code == 400
+
+
+def test_parsed_selectors_render_sorted_by_key_as_upstream() -> None:
+    assert str(parse_label_selector("tier notin (b,a), app==web, !x, y, v>3")) == (
+        "app==web,tier notin (a,b),v>3,!x,y"  # by key, the "!" not counted
+    )
+
+
+def test_selector_errors_read_like_the_api_servers() -> None:
+    with pytest.raises(ApiError) as caught:
+        parse_label_selector("app web")
+    assert caught.value.message == "unable to parse requirement: found 'web', expected: in, notin, =, ==, !=, gt, lt"
+    with pytest.raises(ApiError) as caught:
+        parse_label_selector("app>x")
+    assert caught.value.message == (
+        'unable to parse requirement: values[0]: Invalid value: "x": for \'Gt\', \'Lt\' operators, '
+        "the value must be an integer"
+    )
 
 
 def test_label_selector_object_renders_like_label_selector_as_selector() -> None:
@@ -76,7 +99,7 @@ def test_label_selector_object_renders_like_label_selector_as_selector() -> None
 
 
 def test_bad_match_expression_is_rejected() -> None:
-    with pytest.raises(ValueError, match="can't be empty"):
+    with pytest.raises(ValueError, match="values set can't be empty"):
         selector_from_label_selector({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]})
     with pytest.raises(ValueError, match="not a valid"):
         selector_from_label_selector({"matchExpressions": [{"key": "a", "operator": "Equals"}]})

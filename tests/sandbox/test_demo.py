@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +16,7 @@ from autoscaler.cli import main
 from autoscaler.sandbox import demo_objects as objects
 from autoscaler.sandbox.demo_run import DemoOptions, run_demo
 from autoscaler.sandbox.loadcurve import DEMO_CURVE
+from autoscaler.sandbox.prometheus import find_binary
 
 RISE_STARTS = 60.0    # demo seconds: the curve's calm phase ends
 FALL_STARTS = 390.0   # the spike ends
@@ -75,6 +79,45 @@ async def test_an_interrupt_ends_it_early_with_the_summary() -> None:
     # quiet: the summary only
     assert out.getvalue().lstrip().startswith("Summary: interrupted after")
     assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+@pytest.mark.kubectl
+async def test_a_person_changes_the_target_with_kubectl_while_the_sandbox_keeps_running(tmp_path: Path) -> None:
+    out = io.StringIO()
+    interrupt = asyncio.Event()
+    kubeconfig = tmp_path / "demo.kubeconfig"
+    demo = asyncio.create_task(run_demo(DemoOptions(speed=60, duration=30, keep_running=True,
+                                                    kubeconfig=str(kubeconfig)), out, interrupt=interrupt))
+    try:
+        await _until(lambda: "demo time is up" in out.getvalue(), demo)
+        assert f"KUBECONFIG={kubeconfig} kubectl get st -w" in out.getvalue()
+        listed = await _kubectl(kubeconfig, "get", "st")
+        assert listed.split()[:6] == ["NAME", "TARGET", "MIN", "MAX", "CURRENT", "DESIRED"]
+        await _kubectl(kubeconfig, "patch", "st", "web", "--type=merge", "-p", '{"spec":{"minReplicas":5}}')
+        await _until(lambda: "below Spec.MinReplicas" in out.getvalue(), demo)
+    finally:
+        interrupt.set()
+        summary = await asyncio.wait_for(demo, 60)
+    assert summary.interrupted and summary.demo_seconds > 30
+    assert summary.final_replicas is not None and summary.final_replicas >= 5
+
+
+async def _until(condition: Callable[[], bool], demo: asyncio.Task[Any]) -> None:
+    async with asyncio.timeout(60):
+        while not condition():
+            assert not demo.done(), demo
+            await asyncio.sleep(0.2)
+
+
+async def _kubectl(kubeconfig: Path, *args: str) -> str:
+    binary = find_binary("kubectl")
+    assert binary is not None
+    process = await asyncio.create_subprocess_exec(
+        binary, "--kubeconfig", str(kubeconfig), "--cache-dir", str(kubeconfig.parent / f"cache-{args[0]}"), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    return out.decode()
 
 
 @pytest.mark.parametrize("argv", [["demo", "--speed", "7"], ["demo", "--duration", "soon"],

@@ -3,6 +3,9 @@ service's own client and reader, and the counters fed to a real Prometheus."""
 
 from __future__ import annotations
 
+import io
+from types import SimpleNamespace
+
 import pytest
 
 from autoscaler.core.observation import ExternalReading, MetricFailure, ResourceReading
@@ -15,6 +18,7 @@ from autoscaler.sandbox import demo_objects as objects
 from autoscaler.sandbox.feeder import ExporterFeeder, continuous_origin
 from autoscaler.sandbox.loadcurve import DEMO_CURVE, LoadCurve, Phase
 from autoscaler.sandbox.promapi import SyntheticPrometheus
+from autoscaler.sandbox.timeline import Timeline
 from autoscaler.sandbox.timescale import TimeScale, clock_text
 from autoscaler.sandbox.traffic import PodState
 from autoscaler.sandbox.world import DemoWorld
@@ -91,3 +95,15 @@ def test_pods_that_go_away_leave_no_series() -> None:
     pods.clear()
     feeder.update()
     assert 'pod="web-a"' not in exporter.render()
+
+
+def test_the_timeline_prints_a_metric_without_nil() -> None:
+    scale = TimeScale(60)
+    scale.start()
+    world = SimpleNamespace(curve=DEMO_CURVE, utilization=lambda load: 50.0)
+    recorder = SimpleNamespace(ready=2, pods=[1, 2], replicas=2)
+    out = io.StringIO()
+    timeline = Timeline(out, scale, world, recorder, limits={})  # type: ignore[arg-type]
+    timeline.on_decision({"current_replicas": 2, "replicas": 4, "proposal": 4, "applied": True,
+                          "reason": "external metric requests_per_second(<nil>) above target"})
+    assert out.getvalue().rstrip().endswith("external metric requests_per_second above target")

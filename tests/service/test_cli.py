@@ -39,3 +39,32 @@ def test_explain_text() -> None:
     assert "AbleToScale=True (SucceededRescale): ok" in text
     assert "dry run" in text
     assert "no decision yet" in explain_status("shop", "web", {})
+
+
+def test_explain_says_when_there_was_no_metric_proposal() -> None:
+    status = {"lastDecision": {"time": "2026-11-21T10:00:00Z", "scaled": False, "currentReplicas": 3,
+                               "replicas": 3, "proposal": None, "explanation": []}}
+    text = explain_status("shop", "web", status)
+    assert "kept 3 → 3 replicas (no metric proposal)" in text
+    assert "None" not in text
+
+
+def test_a_missing_targets_file_is_not_called_a_settings_problem(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "targets.yaml"
+    assert main(["run", "--prometheus-url", "http://127.0.0.1:1", "--targets", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == f"--targets {missing}: invalid (1 problem):"
+    assert "settings" not in err and "cannot read file" in err
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("", "the document is empty, where an object was expected"),
+    ("[1, 2]\n", "the document must be an object, not list"),
+])
+def test_an_empty_or_non_object_file_says_so_without_an_empty_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str) -> None:
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(content)
+    assert main(["simulate", str(scenario)]) == 2
+    assert capsys.readouterr().err.splitlines()[1] == f"  {message}"

@@ -5,6 +5,7 @@ simulator's HVPA output and step keys.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,9 @@ def test_table_shows_requests_and_block_reasons(capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out
     header = out.splitlines()[0]
     assert "requests per pod" in header and "blocked / why" in header
-    assert "main 625m/2717028189" in out and "ParadoxicalScaling" in out and "StabilizationWindow" in out
+    assert "main 625m/≈2591Mi" in out and "ParadoxicalScaling" in out and "StabilizationWindow" in out
+    # memory in units throughout: no raw byte counts beside 2Gi (2717028189 bytes is ≈2591Mi)
+    assert not re.search(r"/\d{6,}\b", out), out
 
 
 def test_explain_shows_the_hvpa_working(capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from autoscaler.core.hvpa.decision import HvpaDecision, PairOutcome
 from autoscaler.core.hvpa.gates import BlockReason
 from autoscaler.core.hvpa.intervals import EffectiveInterval, interval_at
-from autoscaler.core.hvpa.spec import amount_text
+from autoscaler.core.hvpa.spec import MEMORY, amount_text
 from autoscaler.core.hvpa.vpa_patch import quantity_text
 
 
@@ -31,11 +31,21 @@ def _amounts_json(amounts: Any) -> dict[str, dict[str, str]]:
             for container, values in amounts.items()}
 
 
+def readable_amount(resource: str, value: Fraction) -> str:
+    """An amount for a table: exact when it has a unit (``500m``, ``6Gi``, ``1229Mi``), else memory rounded
+    to the nearest MiB and marked so (``≈2591Mi``) rather than a raw byte count (the VPA patch keeps the
+    exact value)."""
+    exact = quantity_text(resource, value)
+    if resource != MEMORY or not exact.isdigit() or value < 2**20:
+        return exact
+    return f"≈{round(value / 2**20)}Mi"
+
+
 def requests_text(decision: HvpaDecision) -> str:
     """``main 1500m/6Gi`` per container (requests per pod), for the simulator's table."""
     parts = []
     for container, values in decision.requests.items():
-        parts.append(f"{container} " + "/".join(quantity_text(r, v) for r, v in values.items()))
+        parts.append(f"{container} " + "/".join(readable_amount(r, v) for r, v in values.items()))
     return ", ".join(parts)
 
 

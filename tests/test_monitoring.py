@@ -1,0 +1,95 @@
+"""The monitoring assets (``manifests/monitoring/``): a kustomize Component that adds to the install, rules
+promtool accepts, a dashboard Grafana can load, and expressions that read only the service's own metrics
+(checked against a running service with a real Prometheus in ``tests/e2e/test_monitoring_e2e.py``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autoscaler.sandbox import find_binary
+from tests.guard import REQUIRE_SERVERS
+from tests.manifests import MANIFESTS, MONITORING, default_install, find, ident, monitored_install, one
+from tests.monitoring import alerts, dashboard, dashboard_expressions, metric_names, rule_groups
+
+
+def _binary(name: str, package: str) -> str:
+    found = find_binary(name)
+    if found is None:
+        message = f"{name} is not installed (Debian package '{package}')"
+        if REQUIRE_SERVERS:
+            pytest.fail(f"{message}, and AUTOSCALER_REQUIRE_SERVERS=1 forbids skipping")
+        pytest.skip(message)
+    return found
+
+
+def test_the_component_adds_a_servicemonitor_rules_and_a_dashboard() -> None:
+    base, monitored = default_install(), monitored_install()
+    added = [doc for doc in monitored if ident(doc) not in {ident(d) for d in base}]
+    assert sorted((doc["kind"], doc["metadata"]["name"]) for doc in added) == [
+        ("ConfigMap", "autoscaler-dashboard"), ("PrometheusRule", "autoscaler"), ("ServiceMonitor", "autoscaler")]
+    assert all(doc["metadata"]["namespace"] == "autoscaler" for doc in added)
+    service = one(base, "Service", "autoscaler-metrics")
+    monitor = one(monitored, "ServiceMonitor")
+    labels = service["metadata"]["labels"]
+    assert all(labels.get(key) == value for key, value in monitor["spec"]["selector"]["matchLabels"].items())
+    ports = {port["name"] for port in service["spec"]["ports"]}
+    assert {endpoint["port"] for endpoint in monitor["spec"]["endpoints"]} <= ports
+    assert one(monitored, "ConfigMap", "autoscaler-dashboard")["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert not find(base, "PrometheusRule")  # only with the component
+
+
+def test_kustomize_renders_the_component_as_the_test_renderer_does() -> None:
+    kubectl = _binary("kubectl", "kubernetes-client")
+    with tempfile.TemporaryDirectory() as scratch:
+        Path(scratch, "kustomization.yaml").write_text(yaml.safe_dump({
+            "resources": [os.path.relpath(MANIFESTS, scratch)], "components": [os.path.relpath(MONITORING, scratch)]}))
+        result = subprocess.run([kubectl, "kustomize", scratch], capture_output=True, text=True, timeout=60,
+                                check=False)
+    assert result.returncode == 0, result.stderr
+    rendered = {ident(doc): doc for doc in yaml.safe_load_all(result.stdout) if doc}
+    for doc in monitored_install():
+        if doc["kind"] in ("ServiceMonitor", "PrometheusRule", "ConfigMap"):
+            assert rendered[ident(doc)] == doc, doc["kind"]
+
+
+def test_promtool_accepts_the_rules(tmp_path: Path) -> None:
+    promtool = _binary("promtool", "prometheus")
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"groups": rule_groups()}))
+    result = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True, timeout=60,
+                            check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"SUCCESS: {len(alerts())} rules found" in result.stdout
+
+
+def test_the_rules_alert_on_what_the_issue_asks() -> None:
+    names = alerts()
+    assert {"AutoscalerNoLeader", "AutoscalerCacheStale", "AutoscalerTargetMetricsFailing",
+            "AutoscalerTargetAtMaxReplicas", "AutoscalerTargetLimited", "AutoscalerLeaseRenewalsLate"} <= set(names)
+    for group in rule_groups():
+        for rule in group["rules"]:
+            assert rule["labels"]["severity"] in ("critical", "warning", "info"), rule["alert"]
+            assert rule["annotations"]["summary"] and rule["annotations"]["description"], rule["alert"]
+
+
+def test_the_dashboard_is_loadable() -> None:
+    board = dashboard()
+    assert board["uid"] == "autoscaler" and board["title"] == "Autoscaler"
+    ids = [panel["id"] for panel in board["panels"]]
+    assert len(ids) == len(set(ids))
+    assert {variable["name"] for variable in board["templating"]["list"]} == {"datasource", "namespace", "target"}
+    assert len(dashboard_expressions()) >= 20
+
+
+def test_the_metric_name_reader() -> None:
+    assert metric_names('sum by (le) (rate(a_bucket{x="y", le=~"1"}[5m])) > 0.5 or absent(b)') == {"a_bucket", "b"}
+    assert metric_names("time() - c{n=~\".+\"} > 4 * 15") == {"c"}
+    assert metric_names("histogram_quantile(0.99, sum without (pod) (irate(d[1m])))") == {"d"}
+    assert metric_names("max(e) < 1 or absent(e) unless on (instance) f offset 5m") == {"e", "f"}
+    assert metric_names("process_resident_memory_bytes / 2^20") == {"process_resident_memory_bytes"}
