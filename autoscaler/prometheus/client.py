@@ -13,7 +13,8 @@
   harmless, but only a refused/reset connection, 429, 500, 502, 503 (not a query timeout) and 504
   are retried, with exponential backoff and full jitter, and never past the deadline. A 400/422
   (the query is wrong), a timeout (the budget is spent) or a TLS failure is final at once. A kept-alive
-  connection the server closed (a Prometheus restart drops them all) is re-dialled once at once, as
+  connection the server closed (a Prometheus restart drops them all) is re-dialled at once (up to three
+  times: other pooled connections may be dead too), as
   Go's transport does for idempotent requests, without counting as a retry.
 * Queries are POSTed as a form (no URL length limit). A live query (``at=None``) sends no ``time=``:
   Prometheus evaluates it at its own time, so a skewed clock here cannot make the data stale or
@@ -65,9 +66,10 @@ _BACKOFF_BASE = 0.05
 _BACKOFF_CAP = 1.0
 _ERROR_TEXT_LIMIT = 500
 USER_AGENT = "autoscaler-prometheus/0.1"
-# Errors of a connection the server closed or reset before answering: re-dialled once without counting
+# Errors of a connection the server closed or reset before answering: re-dialled without counting
 # as a retry (a restarted Prometheus drops every kept-alive connection of the pool at once).
 _RESET_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED})
+_REDIALS = 3
 
 # (the server's time from its Date header, and this client's clock when the request was sent and when
 # the answer's headers arrived), all Unix seconds.
@@ -210,15 +212,17 @@ class PrometheusClient:
         loop = asyncio.get_running_loop()
         attempt = 0
         refreshed_credentials = False
-        redialled = False
+        redials = _REDIALS
         while True:
             try:
                 return await self._attempt(path, form, deadline)
             except _Retry as retry:
                 error = retry.error
-                if retry.dropped_connection and not redialled:
-                    # The server closed a kept-alive connection (a restart): a new one, now, once.
-                    redialled = True
+                if retry.dropped_connection and redials:
+                    # The server closed a kept-alive connection (a restart): another one, now. The pool may
+                    # hand out another connection of the same restart whose reset the loop has not read yet
+                    # (seen under load), so a few times, not once.
+                    redials -= 1
                     self.stats.redials += 1
                     continue
                 if (isinstance(error, PrometheusHTTPError) and error.status == 401

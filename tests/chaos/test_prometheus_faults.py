@@ -283,22 +283,22 @@ async def test_duplicated_series_fail_the_metric_never_double_it(
     cluster.create(deployment("web", 4))
     await wait_until(lambda: len(pod_names(cluster, "web")) == 4, 20, "four pods")
     for pod in pod_names(cluster, "web"):
-        exporter.set("pod_load", {"namespace": "default", "pod": pod}, 10)
-    await asyncio.to_thread(prometheus.wait_for, 'pod_load{namespace="default"}', lambda r: len(r) == 4, 15)
-    per_pod = {"type": "Pods", "pods": {"metric": {"name": "pod_load"},
-                                        "query": "sum by (namespace, pod) (pod_load{<<scope>>})",
+        exporter.set("pod_load_twice", {"namespace": "default", "pod": pod}, 10)
+    await asyncio.to_thread(prometheus.wait_for, 'pod_load_twice{namespace="default"}', lambda r: len(r) == 4, 15)
+    per_pod = {"type": "Pods", "pods": {"metric": {"name": "pod_load_twice"},
+                                        "query": "sum by (namespace, pod) (pod_load_twice{<<scope>>})",
                                         "target": {"type": "AverageValue", "averageValue": "10"}}}
     cluster.create(target("web", metrics=[per_pod]))
     await chaos.service("one")
     timeline = chaos.timeline("web")
     await wait_until(lambda: scaling_active(cluster, "web").get("reason") == "ValidMetricFound", 30, "a decision")
-    rule = proxy.add(Rule("pod_load", transform=duplicated))
+    rule = proxy.add(Rule("pod_load_twice", transform=duplicated))
     since = monotonic()
     await wait_until(lambda: scaling_active(cluster, "web").get("reason") == "FailedGetPodsMetric", 15,
                      "ScalingActive False / FailedGetPodsMetric")
     assert "duplicate series" in scaling_active(cluster, "web")["message"]
     for pod in pod_names(cluster, "web"):
-        exporter.set("pod_load", {"namespace": "default", "pod": pod}, 1)   # would scale down to 1
+        exporter.set("pod_load_twice", {"namespace": "default", "pod": pod}, 1)   # would scale down to 1
     await asyncio.sleep(HOLD)
     assert timeline.replicas_between(since) == {4}, timeline.describe()
     proxy.remove(rule)
