@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,8 @@ async def test_the_demo_scales_up_on_the_rise_and_spike_and_back_down_after_the_
     assert "cpu resource utilization (percentage of request) above target" in text
     assert "All metrics below target" in text
     assert "held by ScaleDownStabilized" in text or "limited by ScaleDownStabilized" in text
-    assert "Summary: ran 15:00 of demo time" in text
+    # the whole 15 minutes ran (a loaded machine may end a demo second or two past the curve)
+    assert re.search(r"Summary: ran 15:0\d of demo time", text), text.splitlines()[-8:]
     assert summary.lines[0] in text
 
     # everything it started has stopped, and logging is as it was
