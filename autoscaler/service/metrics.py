@@ -166,7 +166,8 @@ CacheState = tuple[str, bool, float, int, int]  # resource, synced, stale second
 
 class _CacheCollector:
     """The watch caches' health, read at scrape time. Several caches of one resource (one per watched
-    namespace) are one series: synced only if all are, the stalest one's staleness, summed counts."""
+    namespace) are one series: synced only if all follow the server, the stalest one's staleness, summed
+    counts."""
 
     def __init__(self, source: Callable[[], Iterable[CacheState]]) -> None:
         self._source = source
@@ -178,12 +179,13 @@ class _CacheCollector:
         merged: dict[str, list[float]] = {}
         for resource, synced, stale, incidents, relists in self._source():
             now: list[float] = merged.setdefault(resource, [1.0, 0.0, 0.0, 0.0])
-            now[0] = min(now[0], 1.0 if synced else 0.0)
+            now[0] = min(now[0], 1.0 if synced and stale == 0 else 0.0)
             now[1] = max(now[1], stale)
             now[2] += incidents
             now[3] += relists
         synced_family = GaugeMetricFamily("autoscaler_cache_synced",
-                                          "1 when the watch cache of a resource has listed it once.",
+                                          "1 while the watch cache of a resource follows the API server (listed, "
+                                          "and its watch not broken).",
                                           labels=["resource"])
         stale_family = GaugeMetricFamily(
             "autoscaler_cache_stale_seconds",

@@ -106,11 +106,13 @@ async def test_an_unreachable_api_pauses_decisions_and_readiness(chaos: Chaos, c
     # the stalest cache passed the 2 s readiness bound (which cache, depends on when each one's watch broke)
     samples = await service.metrics()
     assert max(v for (name, _), v in samples.items() if name == "autoscaler_cache_stale_seconds") > 2
+    assert min(v for (name, _), v in samples.items() if name == "autoscaler_cache_synced") == 0
     assert replicas_of(cluster, "web") == 2            # no write reached the server (none could)
     service.relay.reset_new(False)
     await wait_until(lambda: replicas_of(cluster, "web") == 6, seconds=40, what="the scale-up after recovery")
     await wait_until(lambda: service.ready(), seconds=10, what="/readyz to pass again")
     assert await service.metric("autoscaler_cache_stale_seconds", resource="pods") == 0
+    assert await service.metric("autoscaler_cache_synced", resource="pods") == 1
     assert service.events("watch recovered")
     assert not service.tracebacks()
 
