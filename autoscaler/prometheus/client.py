@@ -176,12 +176,22 @@ class PrometheusClient:
         return result
 
     async def ready(self) -> bool:
-        """Whether ``/-/ready`` answers 200 within the timeout; never raises."""
+        """Whether ``/-/ready`` answers 200 within the timeout; never raises. Where the URL has no
+        ``/-/ready`` (404: a path prefix such as Mimir's ``/prometheus`` or vmselect's
+        ``/select/0/prometheus``), whether a trivial query (``1``) is answered."""
         session = self._require_session()
         try:
             async with asyncio.timeout(self.settings.timeout_seconds):
                 async with session.get(self.settings.url + "/-/ready",
                                        headers=self._credentials.headers()) as response:
+                    await response.read()
+                    if response.status != 404:
+                        return response.status == 200
+                headers = self._credentials.headers()
+                headers["Content-Type"] = "application/x-www-form-urlencoded"
+                body = urlencode({**self.settings.request_parameters, "query": "1"}).encode()
+                async with session.post(self.settings.url + "/api/v1/query", data=body,
+                                        headers=headers) as response:
                     await response.read()
                     return response.status == 200
         except (TimeoutError, aiohttp.ClientError, OSError, PrometheusError):

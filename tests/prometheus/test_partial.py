@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import orjson
 import pytest
+from aiohttp import web
 
 from autoscaler.core.observation import ExternalReading, MetricFailure, PodsReading
 from autoscaler.prometheus import (
@@ -33,7 +34,7 @@ from autoscaler.prometheus.results import (
     parse_range,
 )
 from tests.prometheus import scenario as sc
-from tests.prometheus.fake_server import FakePrometheus, constant, error_response, json_response
+from tests.prometheus.fake_server import FakePrometheus, Request, constant, error_response, json_response
 
 AT = 1000.0
 # Thanos' own texts (pkg/store/proxy_merge.go), as its query API lists them in "warnings".
@@ -225,3 +226,20 @@ async def test_a_partial_range_answer_is_an_error(fake: FakePrometheus) -> None:
     async with PrometheusClient(PrometheusSettings(url=fake.url)) as client:
         with pytest.raises(PrometheusPartialAnswer, match="failed to receive any data"):
             await client.query_range("up", 0, 10, 1)
+
+
+async def test_ready_without_a_ready_endpoint_under_the_prefix_asks_a_trivial_query(fake: FakePrometheus) -> None:
+    """Mimir's /prometheus and vmselect's /select/0/prometheus have no /-/ready beneath them (404)."""
+    async def no_ready_endpoint(request: Request) -> web.StreamResponse:
+        if request.path.endswith("/-/ready"):
+            return web.Response(status=404, text="404 page not found")
+        return json_response({"status": "success", "data": {"resultType": "scalar", "result": [1, "1"]}})
+
+    fake.handler = no_ready_endpoint
+    async with PrometheusClient(PrometheusSettings(url=fake.url + "/select/0/prometheus")) as client:
+        assert await client.ready()
+    assert [r.path for r in fake.requests] == ["/select/0/prometheus/-/ready", "/select/0/prometheus/api/v1/query"]
+    assert fake.requests[-1].form["query"] == "1" and fake.requests[-1].form["partial_response"] == "false"
+    fake.handler = constant(lambda: web.Response(status=404, text="404 page not found"))
+    async with PrometheusClient(PrometheusSettings(url=fake.url)) as client:
+        assert not await client.ready()
