@@ -96,6 +96,9 @@ class PrometheusSandbox:
         self.port: int | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._paused = False
+        # Headers for the sandbox's own requests (readiness, query): a server started behind basic auth
+        # (a test's ``--web.config.file``) wants them on every endpoint.
+        self.request_headers: dict[str, str] = {}
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -176,7 +179,8 @@ class PrometheusSandbox:
             if self._process is None or self._process.poll() is not None:
                 raise SandboxError(f"{Path(self.binary or '?').name} exited during start-up:\n{self.log_tail()}")
             try:
-                with urllib.request.urlopen(self.url + "/-/ready", timeout=0.5) as response:
+                ready = urllib.request.Request(self.url + "/-/ready", headers=self.request_headers)
+                with urllib.request.urlopen(ready, timeout=0.5) as response:
                     if response.status == 200:
                         return
             except (urllib.error.URLError, OSError):
@@ -285,8 +289,8 @@ class PrometheusSandbox:
         form = {"query": promql}
         if at is not None:
             form["time"] = f"{at:.3f}"
-        request = urllib.request.Request(self.url + "/api/v1/query",
-                                         data=urllib.parse.urlencode(form).encode(), method="POST")
+        request = urllib.request.Request(self.url + "/api/v1/query", data=urllib.parse.urlencode(form).encode(),
+                                         method="POST", headers=self.request_headers)
         with urllib.request.urlopen(request, timeout=timeout) as response:
             document: dict[str, Any] = json.loads(response.read())
         return document
