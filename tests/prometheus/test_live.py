@@ -9,7 +9,10 @@ Where the two differ, the test says so and the reading is safe either way:
   bad_data), and an execution error with errorType "422" (Prometheus: "execution"): an invalid query either way;
 * ``scalar(…)`` answers a vector with one label-less series in VictoriaMetrics (Prometheus: a scalar);
 * ``rate()`` does not extrapolate in VictoriaMetrics (MetricsQL): a counter growing at a constant rate gives
-  the same rate in both, to the tolerance below.
+  the same rate in both, to the tolerance below;
+* the order of the series differs: nothing here depends on it (pods are matched by labels, External values
+  are compared sorted);
+* both write stale markers when a series vanishes from a scrape (test_stale_series_make_the_pod_missing).
 """
 
 from __future__ import annotations
