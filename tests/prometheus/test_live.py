@@ -31,6 +31,7 @@ from autoscaler.core.observation import (
     ResourceReading,
 )
 from autoscaler.prometheus import (
+    InstantResult,
     MetricsReader,
     PrometheusBadQuery,
     PrometheusClient,
@@ -255,3 +256,19 @@ async def test_query_range_and_ready(client: PrometheusClient) -> None:
     assert len(result.series) == 1
     assert [value for _, value in result.series[0].points] == ["0.3"] * 3
     assert await client.ready()
+
+
+async def test_the_parameters_that_deny_partial_answers_are_harmless(live_prometheus: PrometheusSandbox) -> None:
+    """Every test here sends partial_response=false and deny_partial_response=1 (denyPartialResponse is on by
+    default); without them a server that is never partial answers the same."""
+    at = now()
+    answers = []
+    for deny in (True, False):
+        settings = PrometheusSettings(url=live_prometheus.url, deny_partial_response=deny)
+        async with PrometheusClient(settings) as opened:
+            answers.append(await opened.query('http_rps{namespace="shop"}', at))
+    def values(result: InstantResult) -> list[tuple[str, str]]:
+        return sorted((s.labels["pod"], s.value) for s in result.vector)
+
+    assert values(answers[0]) and values(answers[0]) == values(answers[1])
+    assert not answers[0].partial and not answers[0].warnings
