@@ -54,8 +54,8 @@ DEFAULT_INVALID_QUERY_BACKOFF = 30.0
 DEFAULT_INVALID_QUERY_BACKOFF_MAX = 600.0
 REDACTED = "<redacted>"
 # The form fields that ask a backend to fail rather than answer without some of its stores: Thanos'
-# partial_response=false and a VictoriaMetrics cluster's deny_partial_response=1. Prometheus, a
-# VictoriaMetrics single node and Mimir ignore them (the tests ask Prometheus and VictoriaMetrics with them).
+# partial_response=false and a VictoriaMetrics cluster's deny_partial_response=1. Prometheus and a
+# VictoriaMetrics single node ignore them (the live tests send them to both; Mimir is not tested).
 DENY_PARTIAL_PARAMETERS = {"partial_response": "false", "deny_partial_response": "1"}
 
 # RFC 9110 token characters for header names.
