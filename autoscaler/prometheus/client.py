@@ -177,8 +177,9 @@ class PrometheusClient:
 
     async def ready(self) -> bool:
         """Whether ``/-/ready`` answers 200 within the timeout; never raises. Where the URL has no
-        ``/-/ready`` (404: a path prefix such as Mimir's ``/prometheus`` or vmselect's
-        ``/select/0/prometheus``), whether a trivial query (``1``) is answered."""
+        ``/-/ready`` beneath it (404: a path prefix that serves only the query API; current vmselect
+        serves one under ``/select/<tenant>/prometheus``, older ones did not), whether a trivial query
+        (``1``) is answered."""
         session = self._require_session()
         try:
             async with asyncio.timeout(self.settings.timeout_seconds):

@@ -229,7 +229,7 @@ async def test_a_partial_range_answer_is_an_error(fake: FakePrometheus) -> None:
 
 
 async def test_ready_without_a_ready_endpoint_under_the_prefix_asks_a_trivial_query(fake: FakePrometheus) -> None:
-    """Mimir's /prometheus and vmselect's /select/0/prometheus have no /-/ready beneath them (404)."""
+    """A path prefix that serves only the query API (an old vmselect's /select/0/prometheus) answers 404."""
     async def no_ready_endpoint(request: Request) -> web.StreamResponse:
         if request.path.endswith("/-/ready"):
             return web.Response(status=404, text="404 page not found")
