@@ -46,10 +46,12 @@ from autoscaler.prometheus.errors import (
     PrometheusError,
     PrometheusHTTPError,
     PrometheusMalformedResponse,
+    PrometheusPartialAnswer,
     PrometheusResponseTooLarge,
     PrometheusTimeout,
     PrometheusUnreachable,
 )
+from autoscaler.prometheus.partial import names_a_store_failure, partial_cause
 from autoscaler.prometheus.promql import format_duration, format_time
 from autoscaler.prometheus.results import (
     InstantResult,
@@ -157,21 +159,40 @@ class PrometheusClient:
             raise
 
     async def query_range(self, promql: str, start: float, end: float, step: float) -> RangeResult:
-        """Evaluate ``promql`` over ``[start, end]`` every ``step`` seconds (``/api/v1/query_range``)."""
+        """Evaluate ``promql`` over ``[start, end]`` every ``step`` seconds (``/api/v1/query_range``).
+        A partial answer (see :mod:`autoscaler.prometheus.partial`) raises
+        :class:`PrometheusPartialAnswer`: history with holes is not history (``autoscaler backtest``)."""
         form = {"query": promql, "start": format_time(start), "end": format_time(end),
                 "step": format_duration(step)}
         payload, content_type = await self._call("/api/v1/query_range", form, None)
         if len(payload) > self.settings.large_response_bytes:
-            return await asyncio.to_thread(lambda: parse_range(self._decode(payload, content_type)))
-        return parse_range(self._decode(payload, content_type))
+            result = await asyncio.to_thread(lambda: parse_range(self._decode(payload, content_type)))
+        else:
+            result = parse_range(self._decode(payload, content_type))
+        cause = partial_cause(result)
+        if cause is not None:
+            self.stats.failures["partial"] = self.stats.failures.get("partial", 0) + 1
+            raise PrometheusPartialAnswer(self._redact(f"partial answer from {self.settings.display_url}: {cause}"))
+        return result
 
     async def ready(self) -> bool:
-        """Whether ``/-/ready`` answers 200 within the timeout; never raises."""
+        """Whether ``/-/ready`` answers 200 within the timeout; never raises. Where the URL has no
+        ``/-/ready`` beneath it (404: a path prefix that serves only the query API; current vmselect
+        serves one under ``/select/<tenant>/prometheus``, older ones did not), whether a trivial query
+        (``1``) is answered."""
         session = self._require_session()
         try:
             async with asyncio.timeout(self.settings.timeout_seconds):
                 async with session.get(self.settings.url + "/-/ready",
                                        headers=self._credentials.headers()) as response:
+                    await response.read()
+                    if response.status != 404:
+                        return response.status == 200
+                headers = self._credentials.headers()
+                headers["Content-Type"] = "application/x-www-form-urlencoded"
+                body = urlencode({**self.settings.request_parameters, "query": "1"}).encode()
+                async with session.post(self.settings.url + "/api/v1/query", data=body,
+                                        headers=headers) as response:
                     await response.read()
                     return response.status == 200
         except (TimeoutError, aiohttp.ClientError, OSError, PrometheusError):
@@ -246,7 +267,7 @@ class PrometheusClient:
         remaining = deadline - asyncio.get_running_loop().time()
         if remaining <= 0:
             raise self._timeout()
-        body = dict(self.settings.query_parameters)
+        body = dict(self.settings.request_parameters)
         body.update(form)
         # Tell Prometheus our budget so it abandons the query when we do.
         body["timeout"] = format_duration(max(remaining, 0.001))
@@ -344,6 +365,11 @@ class PrometheusClient:
         detail = self._redact(detail[:_ERROR_TEXT_LIMIT])
         where = f"Prometheus at {self.settings.display_url}"
         label = f"{error_type}: " if error_type else ""
+        if status == 422 and names_a_store_failure(detail):
+            # Thanos told partial_response=false, with a store down: the query is fine, the backend is not.
+            raise PrometheusPartialAnswer(
+                f"partial answer from {self.settings.display_url}: {detail} (HTTP 422: partial answers are "
+                "denied (prometheus.denyPartialResponse), so the query failed instead)")
         if status in (400, 422):
             raise PrometheusBadQuery(f"{where} rejected the query (HTTP {status}, {label}{detail})",
                                      status=status, error_type=error_type, error=detail)

@@ -55,6 +55,14 @@ class PrometheusBadQuery(PrometheusHTTPError):
     kind = "bad_query"
 
 
+class PrometheusPartialAnswer(PrometheusError):
+    """The backend could not read every store or storage node: it answered with part of the data
+    (a range query's answer marked partial), or, told not to answer partially, failed the query (Thanos'
+    HTTP 422 naming the store). Not the query's fault: the next attempt may be whole."""
+
+    kind = "partial"
+
+
 class PrometheusResponseTooLarge(PrometheusError):
     """An answer larger than ``prometheus.maxResponseBytes``: it was not read past the cap. The query
     selects too many series (an unaggregated selector, a missing label matcher); retrying cannot help."""

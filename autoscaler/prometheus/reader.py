@@ -26,6 +26,11 @@ Isolation, so that one target's trouble stays its own:
 * a query Prometheus rejects as invalid (HTTP 400/422) is not sent again until a slow, jittered backoff
   has passed (``invalidQueryBackoffSeconds``, doubling up to ``invalidQueryBackoffMaxSeconds``); until
   then its metrics fail at once with Prometheus' text.
+
+A partial answer (a Thanos warning naming a store that did not answer, a VictoriaMetrics cluster's
+``isPartial``; see :mod:`autoscaler.prometheus.partial`) fails every metric read from it, for every target a
+batched query serves, with "partial answer from <url>: <the backend's words>": less data must never read
+as less load. Other warnings are logged once per distinct text, with the targets that read the answer.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from autoscaler.prometheus.extract import (
     readings_in_one_pass,
     resource_reading,
 )
+from autoscaler.prometheus.partial import other_warnings, partial_cause, shorten
 from autoscaler.prometheus.promql import (
     SelectorError,
     regex_escape,
@@ -75,6 +81,7 @@ from autoscaler.prometheus.templates import (
 log = logging.getLogger(__name__)
 
 _QUERY_IN_MESSAGE_LIMIT = 300
+_WARNINGS_REMEMBERED = 1000  # distinct warning texts already logged (forgotten all at once past this)
 # Placeholders whose values do not depend on the target or metric: a template using only these renders
 # to the same text for every target.
 _SHARED_PLACEHOLDERS = frozenset({"scope", "window", "pod_label", "namespace_label", "container_label"})
@@ -197,6 +204,7 @@ class MetricsReader:
         # Batch keys whose results lack the namespace label where pod names collide across
         # namespaces: such queries are sent per namespace from then on.
         self._per_namespace_keys: set[str] = set()
+        self._warned: set[str] = set()  # warning texts already logged
 
     async def read(self, targets: Sequence[TargetQuery], at: float | None,
                    on_ready: OnReady | None = None) -> list[list[MetricReading]]:
@@ -476,12 +484,37 @@ class MetricsReader:
             message = _query_error_message(error, query)
             _fail_all(members, message + (_BACKOFF_NOTE if isinstance(error, PrometheusBadQuery) else ""), out)
             return None
+        if not self._whole(result, query, members, out):
+            return None
         if result.result_type != "vector":
             _fail_all(members, f"the query returned a {result.result_type}; a per-pod metric needs an "
                       f"instant vector with one series per pod (labels {self._names.namespace}, "
                       f"{self._names.pod})", out)
             return None
         return result
+
+    def _whole(self, result: InstantResult, query: str, members: Sequence[_Member],
+               out: list[list[MetricReading | None]]) -> bool:
+        """Whether ``result`` may be read: a partial answer fails every member (each target it serves);
+        other warnings are logged, once per distinct text."""
+        cause = partial_cause(result)
+        if cause is not None:
+            _fail_all(members, f"partial answer from {self._settings.display_url}: {cause}; a metric read "
+                      "from a partial answer cannot vote (no scale-down from it) until the answers are whole",
+                      out)
+            return False
+        for warning in other_warnings(result):
+            if warning in self._warned:
+                continue
+            if len(self._warned) >= _WARNINGS_REMEMBERED:
+                self._warned.clear()
+            self._warned.add(warning)
+            targets = sorted({f"{m.target.namespace}/{m.target.name}" for m in members})
+            shown = query if len(query) <= _QUERY_IN_MESSAGE_LIMIT else query[:_QUERY_IN_MESSAGE_LIMIT] + "…"
+            log.warning("%s answered with a warning (logged once per text): %s; targets: %s; query: %s",
+                        self._settings.display_url, shorten(warning), ", ".join(targets[:10])
+                        + (f" and {len(targets) - 10} more" if len(targets) > 10 else ""), shown)
+        return True
 
     def _pods_filter(self, members: Sequence[_Member]) -> SeriesFilter:
         """The series a per-pod query's members can use: their pods' (a large answer is parsed without
@@ -622,6 +655,8 @@ class MetricsReader:
         except PrometheusError as error:
             message = _query_error_message(error, query)
             _fail_all(members, message + (_BACKOFF_NOTE if isinstance(error, PrometheusBadQuery) else ""), out)
+            return
+        if not self._whole(result, query, members, out):
             return
         for member in members:
             external = member.spec.type is MetricSourceType.EXTERNAL

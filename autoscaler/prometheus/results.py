@@ -42,27 +42,40 @@ class InstantResult:
     """``result_type`` is ``vector``, ``scalar``, ``string`` or ``matrix`` (a range selector
     evaluated as an instant query). ``vector`` holds the series of a vector; ``scalar`` the value
     of a scalar or string result. ``left_out`` counts the series a :data:`SeriesFilter` left out of
-    ``vector`` (they were in the answer)."""
+    ``vector`` (they were in the answer). ``warnings`` are the envelope's ``warnings`` (Thanos lists the
+    stores that did not answer there) and ``partial`` its ``isPartial`` (a VictoriaMetrics cluster sets
+    it when a storage node did not answer): see :mod:`autoscaler.prometheus.partial`."""
 
     result_type: str
     vector: tuple[Series, ...] = ()
     scalar: Series | None = None
     warnings: tuple[str, ...] = field(default=())
     left_out: int = 0
+    partial: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class RangeResult:
     series: tuple[RangeSeries, ...]
     warnings: tuple[str, ...] = ()
+    partial: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """What a ``status: success`` answer says around its result."""
+
+    data: Mapping[str, Any]
+    warnings: tuple[str, ...] = ()
+    partial: bool = False
 
 
 def _fail(what: str) -> PrometheusMalformedResponse:
     return PrometheusMalformedResponse(f"malformed Prometheus response: {what}")
 
 
-def success_data(document: object) -> tuple[Mapping[str, Any], tuple[str, ...]]:
-    """``data`` and ``warnings`` of a ``status: success`` envelope."""
+def success_data(document: object) -> Envelope:
+    """``data``, ``warnings`` and ``isPartial`` of a ``status: success`` envelope."""
     if not isinstance(document, Mapping):
         raise _fail("not a JSON object")
     if document.get("status") != "success":
@@ -73,7 +86,10 @@ def success_data(document: object) -> tuple[Mapping[str, Any], tuple[str, ...]]:
     raw_warnings = document.get("warnings") or ()
     if not isinstance(raw_warnings, list | tuple):
         raise _fail("'warnings' is not a list")
-    return data, tuple(str(w) for w in raw_warnings)
+    partial = document.get("isPartial", False)
+    if not isinstance(partial, bool):
+        raise _fail(f"'isPartial' is {partial!r}, not true or false")
+    return Envelope(data, tuple(str(w) for w in raw_warnings), partial)
 
 
 def _labels(raw: object) -> Mapping[str, str]:
@@ -90,18 +106,19 @@ def _point(raw: object) -> tuple[float, str]:
 
 
 def parse_instant(document: object) -> InstantResult:
-    data, warnings = success_data(document)
+    envelope = success_data(document)
+    data, warnings, partial = envelope.data, envelope.warnings, envelope.partial
     result_type = data.get("resultType")
     result = data.get("result")
     if result_type == "vector":
         if not isinstance(result, list):
             raise _fail("vector result is not a list")
-        return InstantResult("vector", vector=_vector(result), warnings=warnings)
+        return InstantResult("vector", vector=_vector(result), warnings=warnings, partial=partial)
     if result_type in ("scalar", "string"):
         timestamp, value = _point(result)
-        return InstantResult(result_type, scalar=Series({}, timestamp, value), warnings=warnings)
+        return InstantResult(result_type, scalar=Series({}, timestamp, value), warnings=warnings, partial=partial)
     if result_type == "matrix":
-        return InstantResult("matrix", warnings=warnings)
+        return InstantResult("matrix", warnings=warnings, partial=partial)
     raise _fail(f"unknown resultType {result_type!r}")
 
 
@@ -177,13 +194,15 @@ def parse_instant_in_pieces(payload: bytes | bytearray, keep: SeriesFilter | Non
         rest = text[position:]
         if _RESULT_KEY.search(rest):  # another "result" array: not the layout expected
             return parse_instant(_loads(payload))
-        envelope = orjson.loads(text[:found_key.end()] + "]" + rest)
+        # The envelope without the series: "warnings" and "isPartial" may stand before or after "data".
+        outer = orjson.loads(text[:found_key.end()] + "]" + rest)
     except (ValueError, StopIteration):  # JSONDecodeError is a ValueError; the scanner raises StopIteration
         return parse_instant(_loads(payload))
-    data, warnings = success_data(envelope)
-    if data.get("resultType") != "vector" or data.get("result") != []:
+    envelope = success_data(outer)
+    if envelope.data.get("resultType") != "vector" or envelope.data.get("result") != []:
         return parse_instant(_loads(payload))
-    return InstantResult("vector", vector=_vector(kept), warnings=warnings, left_out=left_out)
+    return InstantResult("vector", vector=_vector(kept), warnings=envelope.warnings, left_out=left_out,
+                         partial=envelope.partial)
 
 
 def _loads(payload: bytes | bytearray) -> object:
@@ -194,7 +213,8 @@ def _loads(payload: bytes | bytearray) -> object:
 
 
 def parse_range(document: object) -> RangeResult:
-    data, warnings = success_data(document)
+    envelope = success_data(document)
+    data = envelope.data
     if data.get("resultType") != "matrix":
         raise _fail(f"range query returned resultType {data.get('resultType')!r}, not 'matrix'")
     result = data.get("result")
@@ -206,4 +226,4 @@ def parse_range(document: object) -> RangeResult:
             raise _fail("a matrix element has no 'values' list")
         points = tuple(_point(p) for p in item["values"])
         series.append(RangeSeries(_labels(item.get("metric", {})), points))
-    return RangeResult(tuple(series), warnings)
+    return RangeResult(tuple(series), envelope.warnings, envelope.partial)

@@ -16,6 +16,7 @@ Example (all keys but ``url`` optional)::
       largeResponseBytes: 1048576   # a larger answer is decoded in a worker thread
       invalidQueryBackoffSeconds: 30       # a query rejected with 400/422 waits this long, doubling…
       invalidQueryBackoffMaxSeconds: 600   # …up to this
+      denyPartialResponse: true     # ask Thanos / a VictoriaMetrics cluster to fail rather than answer partially
       queries:
         cpu: sum by (namespace, pod, container) (rate(my_cpu_seconds{<<scope>>}[<<window>>]))
 
@@ -52,6 +53,10 @@ DEFAULT_LARGE_RESPONSE_BYTES = 2**20
 DEFAULT_INVALID_QUERY_BACKOFF = 30.0
 DEFAULT_INVALID_QUERY_BACKOFF_MAX = 600.0
 REDACTED = "<redacted>"
+# The form fields that ask a backend to fail rather than answer without some of its stores: Thanos'
+# partial_response=false and a VictoriaMetrics cluster's deny_partial_response=1. Prometheus and a
+# VictoriaMetrics single node ignore them (the live tests send them to both; Mimir is not tested).
+DENY_PARTIAL_PARAMETERS = {"partial_response": "false", "deny_partial_response": "1"}
 
 # RFC 9110 token characters for header names.
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -98,6 +103,18 @@ class PrometheusSettings:
     target_concurrency: int | None = None
     invalid_query_backoff_seconds: float = DEFAULT_INVALID_QUERY_BACKOFF
     invalid_query_backoff_max_seconds: float = DEFAULT_INVALID_QUERY_BACKOFF_MAX
+    # Send DENY_PARTIAL_PARAMETERS with every query: a backend missing a store fails the query instead of
+    # answering with less data. Either way the metric fails (a partial answer is read as a failure), but a
+    # partial answer is recognized only by its flag or warning text, and a refusal needs no recognizing.
+    deny_partial_response: bool = True
+
+    @property
+    def request_parameters(self) -> Mapping[str, str]:
+        """The form fields sent with every query besides its own: the ones that deny partial answers, and
+        ``queryParameters`` (which win: a user's own ``partial_response`` is kept)."""
+        if not self.deny_partial_response:
+            return self.query_parameters
+        return {**DENY_PARTIAL_PARAMETERS, **self.query_parameters}
 
     @property
     def per_target_concurrency(self) -> int:
@@ -118,6 +135,7 @@ class PrometheusSettings:
             "timeout_seconds": self.timeout_seconds, "concurrency": self.concurrency,
             "retries": self.retries, "cpu_rate_window": self.cpu_rate_window,
             "max_response_bytes": self.max_response_bytes, "target_concurrency": self.per_target_concurrency,
+            "deny_partial_response": self.deny_partial_response,
         }
         return "PrometheusSettings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
@@ -164,6 +182,8 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
     reserved = {"query", "time", "start", "end", "step", "timeout"} & set(query_parameters or {})
     for name in sorted(reserved):
         obj.errors.add(f"{obj.at('queryParameters')}.{name}", "Forbidden: set by the client for every query")
+    # A partial_response or deny_partial_response of queryParameters is the user's explicit word: it wins.
+    deny_partial = obj.boolean("denyPartialResponse", default=True)
     tls = _tls(obj.obj("tls"))
     timeout = obj.number("timeoutSeconds", default=DEFAULT_TIMEOUT_SECONDS, minimum=0.001, maximum=300)
     concurrency = obj.integer("concurrency", default=DEFAULT_CONCURRENCY, minimum=1, maximum=1000)
@@ -204,7 +224,7 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
         cpu_query=queries.get("cpu"), memory_query=queries.get("memory"), max_query_length=max_length,
         compression=bool(compression), max_response_bytes=max_response, large_response_bytes=large_response,
         target_concurrency=target_concurrency, invalid_query_backoff_seconds=backoff,
-        invalid_query_backoff_max_seconds=backoff_max,
+        invalid_query_backoff_max_seconds=backoff_max, deny_partial_response=bool(deny_partial),
     )
 
 

@@ -73,6 +73,8 @@ class ScrapeTarget:
 
 
 class PrometheusSandbox:
+    kind = "prometheus"  # which server this is (tests run some servers' sandboxes in its place)
+
     def __init__(self, *, scrape_targets: Sequence[ScrapeTarget] = (), scrape_interval: float = 1.0,
                  work_dir: str | Path | None = None, binary: str | None = None, promtool: str | None = None,
                  retention: str = "100y", extra_args: Sequence[str] = (), startup_timeout: float = 30.0,
@@ -94,6 +96,9 @@ class PrometheusSandbox:
         self.port: int | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._paused = False
+        # Headers for the sandbox's own requests (readiness, query): a server started behind basic auth
+        # (a test's ``--web.config.file``) wants them on every endpoint.
+        self.request_headers: dict[str, str] = {}
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -134,19 +139,22 @@ class PrometheusSandbox:
         return self
 
     def _spawn(self) -> None:
-        assert self.binary is not None and self.port is not None
-        args = [
-            self.binary,
+        assert self.port is not None
+        self._launch([
             f"--config.file={self.config_file}",
             f"--storage.tsdb.path={self.data_dir}",
             f"--storage.tsdb.retention.time={self.retention}",
             f"--web.listen-address={self.host}:{self.port}",
             f"--log.level={self.log_level}",
             *self.extra_args,
-        ]
+        ])
+
+    def _launch(self, args: Sequence[str]) -> None:
+        """Run the binary with ``args``, its output appended to the log file."""
+        assert self.binary is not None
         log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child, closed below
         try:
-            self._process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+            self._process = subprocess.Popen([self.binary, *args], stdout=log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL, cwd=self.work_dir)
         finally:
             log.close()
@@ -169,15 +177,16 @@ class PrometheusSandbox:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process is None or self._process.poll() is not None:
-                raise SandboxError(f"prometheus exited during start-up:\n{self.log_tail()}")
+                raise SandboxError(f"{Path(self.binary or '?').name} exited during start-up:\n{self.log_tail()}")
             try:
-                with urllib.request.urlopen(self.url + "/-/ready", timeout=0.5) as response:
+                ready = urllib.request.Request(self.url + "/-/ready", headers=self.request_headers)
+                with urllib.request.urlopen(ready, timeout=0.5) as response:
                     if response.status == 200:
                         return
             except (urllib.error.URLError, OSError):
                 pass
             time.sleep(0.05)
-        raise SandboxError(f"prometheus was not ready within {timeout:g}s:\n{self.log_tail()}")
+        raise SandboxError(f"{Path(self.binary or '?').name} was not ready within {timeout:g}s:\n{self.log_tail()}")
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the server (SIGTERM, then SIGKILL); storage and port are kept for :meth:`start`."""
@@ -280,8 +289,8 @@ class PrometheusSandbox:
         form = {"query": promql}
         if at is not None:
             form["time"] = f"{at:.3f}"
-        request = urllib.request.Request(self.url + "/api/v1/query",
-                                         data=urllib.parse.urlencode(form).encode(), method="POST")
+        request = urllib.request.Request(self.url + "/api/v1/query", data=urllib.parse.urlencode(form).encode(),
+                                         method="POST", headers=self.request_headers)
         with urllib.request.urlopen(request, timeout=timeout) as response:
             document: dict[str, Any] = json.loads(response.read())
         return document

@@ -29,6 +29,7 @@ from autoscaler.kube.client import make_api_client
 from autoscaler.kube.leader import LeaderElector, default_identity
 from autoscaler.prometheus.client import PrometheusClient
 from autoscaler.prometheus.errors import PrometheusError
+from autoscaler.prometheus.partial import other_warnings
 from autoscaler.prometheus.reader import MetricsReader, OnReady, TargetQuery
 from autoscaler.prometheus.results import InstantResult, SeriesFilter
 from autoscaler.service.clock import PROCESS_CLOCK, SkewMonitor
@@ -71,6 +72,12 @@ class TimedQuerier:
             if self.client.stats.large_answers != large_before:
                 self.metrics.large_answers.inc()
         outcome = "ok" if result.vector or result.scalar is not None or result.left_out else "empty"
+        if result.partial or result.warnings:
+            others = len(other_warnings(result))
+            partial = int(result.partial) + len(result.warnings) - others
+            self.metrics.count_prometheus_warnings(partial, others)
+            if partial:
+                outcome = "partial"
         self.metrics.observe_prometheus_query(time.monotonic() - started, outcome)
         self.last_success = time.monotonic()
         self.last_error = None

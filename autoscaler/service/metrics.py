@@ -33,8 +33,9 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from prometheus_client.process_collector import ProcessCollector
 
 RECONCILE_RESULTS = frozenset({"scaled", "unchanged", "error", "dry_run"})
-QUERY_OUTCOMES = frozenset({"ok", "empty", "error"})
-PROMETHEUS_ERROR_KINDS = frozenset({"unreachable", "timeout", "http", "bad_query", "malformed", "too_large"})
+QUERY_OUTCOMES = frozenset({"ok", "empty", "partial", "error"})
+PROMETHEUS_ERROR_KINDS = frozenset({"unreachable", "timeout", "http", "bad_query", "malformed", "too_large",
+                                    "partial"})
 CLOCK_PEERS = frozenset({"prometheus"})
 LIMIT_REASONS = ("ScaleUpLimit", "ScaleDownLimit", "TooManyReplicas", "TooFewReplicas")
 NOT_LIMITED = frozenset({"", "DesiredWithinRange"})
@@ -239,6 +240,12 @@ class ServiceMetrics:
                                           ["outcome"], registry=r)
         self.prometheus_errors = Counter("autoscaler_prometheus_errors_total", "Failed Prometheus queries by kind.",
                                          ["kind"], registry=r)
+        self.prometheus_warnings = Counter("autoscaler_prometheus_warnings_total",
+                                           "Warnings in Prometheus answers: partial (a store did not answer: the "
+                                           "answer is read as a failure) or other (logged once per text).",
+                                           ["kind"], registry=r)
+        for kind in ("partial", "other"):
+            self.prometheus_warnings.labels(kind)
 
         # The Kubernetes API.
         self.kubernetes_requests = Counter("autoscaler_kubernetes_requests_total",
@@ -310,13 +317,21 @@ class ServiceMetrics:
         self.schedule_lag.observe(max(0.0, seconds))
 
     def observe_prometheus_query(self, seconds: float, outcome: str, error_kind: str | None = None) -> None:
-        """``outcome``: ok | empty (no series came back) | error, with ``error_kind`` one of
-        unreachable | timeout | http | bad_query | malformed (``PrometheusError.kind``)."""
+        """``outcome``: ok | empty (no series came back) | partial (a store did not answer) | error, with
+        ``error_kind`` one of unreachable | timeout | http | bad_query | malformed | too_large | partial
+        (``PrometheusError.kind``)."""
         outcome = _bounded(outcome, QUERY_OUTCOMES)
         self.prometheus_query_duration.observe(max(0.0, seconds))
         self.prometheus_queries.labels(outcome).inc()
         if outcome == "error":
             self.prometheus_errors.labels(_bounded(error_kind or "", PROMETHEUS_ERROR_KINDS)).inc()
+
+    def count_prometheus_warnings(self, partial: int, other: int) -> None:
+        """An answer's warnings: ``partial`` ones (``isPartial`` counts as one), ``other`` ones."""
+        if partial:
+            self.prometheus_warnings.labels("partial").inc(partial)
+        if other:
+            self.prometheus_warnings.labels("other").inc(other)
 
     def observe_kubernetes_request(self, verb: str, resource: str, code: int | str, seconds: float) -> None:
         """One API request. ``code`` is the HTTP status, or a word when there was none (``timeout``,

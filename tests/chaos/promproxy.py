@@ -3,8 +3,10 @@
 ``autoscaler run`` is pointed at the proxy; the proxy forwards every request to the real server and,
 where a rule matches the PromQL (a regular expression on the ``query`` parameter), changes what comes
 back: a delay, an HTTP error with Prometheus' own error document, values turned into NaN or ±Inf, an
-empty result, duplicated series, a huge answer, sample times and the ``Date`` header of a server whose
-clock is off, or a connection dropped without an answer. Rules apply in the order they were added; the
+empty result, duplicated series, a partial answer (a Thanos store's warning or a VictoriaMetrics cluster's
+``isPartial`` on a genuine answer, some of its series dropped as a missing store's would be), a huge
+answer, sample times and the ``Date`` header of a server whose clock is off, or a connection dropped
+without an answer. Rules apply in the order they were added; the
 first matching rule of each kind wins. Everything the proxy saw is kept in :attr:`PrometheusProxy.seen`.
 """
 
@@ -234,6 +236,46 @@ def duplicated(document: dict[str, Any]) -> dict[str, Any]:
     data = document.get("data") or {}
     data["result"] = [s for series in _results(document) for s in (series, series)]
     return document
+
+
+def _drop_some(document: dict[str, Any], keep: float) -> None:
+    """Keep a ``keep`` share of the series, spread over the answer (every other one for a half): a store that
+    did not answer took the others with it. A single series (a ``sum``) keeps its labels and loses ``1 - keep``
+    of its value, as a sum over fewer stores does."""
+    data = document.get("data") or {}
+    result = _results(document)
+    if len(result) == 1 and "value" in result[0]:
+        result[0]["value"][1] = repr(float(result[0]["value"][1]) * keep)
+        return
+    data["result"] = [s for i, s in enumerate(result) if int((i + 1) * keep) > int(i * keep)]
+
+
+def thanos_partial(warning: str, keep: float = 0.5) -> Transform:
+    """A genuine answer made partial as Thanos makes it: ``warning`` in ``warnings`` (after ``data``, where
+    Thanos puts it), and only ``keep`` of the data."""
+    def transform(document: dict[str, Any]) -> dict[str, Any]:
+        _drop_some(document, keep)
+        document["warnings"] = [*document.get("warnings", []), warning]
+        return document
+    return transform
+
+
+def vm_partial(keep: float = 0.5) -> Transform:
+    """A genuine answer made partial as a VictoriaMetrics cluster makes it: ``"isPartial": true`` (before
+    ``data``, where vmselect puts it), and only ``keep`` of the data."""
+    def transform(document: dict[str, Any]) -> dict[str, Any]:
+        _drop_some(document, keep)
+        return {"status": document.get("status"), "isPartial": True,
+                **{k: v for k, v in document.items() if k != "status"}}
+    return transform
+
+
+def with_warning(warning: str) -> Transform:
+    """A genuine, whole answer with a warning that does not say it is partial (a PromQL annotation)."""
+    def transform(document: dict[str, Any]) -> dict[str, Any]:
+        document["warnings"] = [*document.get("warnings", []), warning]
+        return document
+    return transform
 
 
 def shift_times(document: dict[str, Any], offset: float) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""End-to-end fixtures: a real Prometheus scraping an exporter the test controls, the Kubernetes API
-emulator in this process, and the ``autoscaler run`` process against both."""
+"""End-to-end fixtures: a real Prometheus (or VictoriaMetrics) scraping an exporter the test controls, the
+Kubernetes API emulator in this process, and the ``autoscaler run`` process against both."""
 
 from __future__ import annotations
 
@@ -21,10 +21,12 @@ from autoscaler.emulator.controllers import PodLifecycle, WorkloadController
 from autoscaler.sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
 from tests.guard import Guard, missing_binaries
 from tests.service.cluster import CRD
+from tests.victoriametrics import BINARY, PACKAGE, VictoriaMetricsSandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 
-_guard = Guard({"prometheus": missing_binaries("prometheus")}, str(Path(__file__).parent))
+_guard = Guard({"prometheus": missing_binaries("prometheus"),
+                "victoriametrics": missing_binaries(BINARY, package=PACKAGE)}, str(Path(__file__).parent))
 
 pytest_runtest_setup, pytest_runtest_logreport, pytest_deselected, pytest_sessionfinish = _guard.hooks()
 
@@ -41,6 +43,16 @@ def prometheus(exporter: MetricsExporter) -> Iterator[PrometheusSandbox]:
     exporter.set("queue_depth", {"queue": "jobs"}, 0)
     sandbox = PrometheusSandbox(scrape_targets=[ScrapeTarget(exporter.address)], scrape_interval=1.0)
     with sandbox:
+        sandbox.wait_for('queue_depth{queue="jobs"}', timeout=30)
+        yield sandbox
+
+
+@pytest.fixture(scope="module")
+def victoriametrics(exporter: MetricsExporter) -> Iterator[VictoriaMetricsSandbox]:
+    """A VictoriaMetrics single node in Prometheus' place, scraping the same exporter."""
+    _guard.require("victoriametrics")
+    exporter.set("queue_depth", {"queue": "jobs"}, 0)
+    with VictoriaMetricsSandbox(scrape_targets=[ScrapeTarget(exporter.address)], scrape_interval=1.0) as sandbox:
         sandbox.wait_for('queue_depth{queue="jobs"}', timeout=30)
         yield sandbox
 

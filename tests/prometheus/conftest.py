@@ -1,7 +1,8 @@
 """Fixtures for the Prometheus layer, and the guard that real-server tests never skip in CI.
 
-Tests marked ``@pytest.mark.prometheus`` need the real ``prometheus``/``promtool`` binaries. Without
-them they skip locally, but with ``AUTOSCALER_REQUIRE_SERVERS=1`` (set by ``.ci/run``) they fail,
+Tests marked ``@pytest.mark.prometheus`` need the real ``prometheus``/``promtool`` binaries, and the live
+ones (``live_prometheus``) also ``victoria-metrics``: they prove the API contract against both backends.
+Without them they skip locally, but with ``AUTOSCALER_REQUIRE_SERVERS=1`` (set by ``.ci/run``) they fail,
 and the session fails if any of them was skipped anyway or deselected (``-m``/``-k``).
 """
 
@@ -15,8 +16,12 @@ import pytest
 from autoscaler.sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
 from tests.guard import Guard, missing_binaries
 from tests.prometheus import scenario
+from tests.victoriametrics import BINARY, PACKAGE, VictoriaMetricsSandbox
 
-_guard = Guard({"prometheus": missing_binaries("prometheus", "promtool")}, str(Path(__file__).parent))
+_guard = Guard({"prometheus": missing_binaries("prometheus", "promtool"),
+                "victoriametrics": missing_binaries(BINARY, package=PACKAGE)}, str(Path(__file__).parent))
+# The backends the live tests run against, each with the sandbox that runs it.
+BACKENDS = {"prometheus": PrometheusSandbox, "victoriametrics": VictoriaMetricsSandbox}
 
 pytest_runtest_setup, pytest_runtest_logreport, pytest_deselected, pytest_sessionfinish = _guard.hooks()
 
@@ -28,11 +33,13 @@ def exporter() -> Iterator[MetricsExporter]:
         yield served
 
 
-@pytest.fixture(scope="session")
-def live_prometheus(exporter: MetricsExporter) -> Iterator[PrometheusSandbox]:
-    """One Prometheus for the session, scraping the exporter every second."""
-    _guard.require("prometheus")
-    with PrometheusSandbox(scrape_targets=[ScrapeTarget(exporter.address)], scrape_interval=1.0) as prom:
+@pytest.fixture(scope="session", params=list(BACKENDS))
+def live_prometheus(request: pytest.FixtureRequest, exporter: MetricsExporter) -> Iterator[PrometheusSandbox]:
+    """One server for the session per backend (Prometheus, VictoriaMetrics), scraping the exporter every
+    second; ``.kind`` says which."""
+    _guard.require(request.param)
+    sandbox = BACKENDS[request.param](scrape_targets=[ScrapeTarget(exporter.address)], scrape_interval=1.0)
+    with sandbox as prom:
         # The first scrape lands ~6 s after start; rates need a few more samples in their window.
         prom.wait_for("http_rps", timeout=30)
         prom.wait_for(f'count_over_time(container_cpu_usage_seconds_total{{pod="web-1",container="app"}}'

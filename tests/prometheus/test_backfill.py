@@ -1,4 +1,8 @@
-"""Exact values at fixed times, from data loaded with promtool (no scrape timing involved)."""
+"""Exact values at fixed times, from data loaded with promtool (no scrape timing involved).
+
+Prometheus only: promtool writes Prometheus' own TSDB blocks, and the exact values pinned here are Prometheus'
+arithmetic (extrapolated ``rate()``, the 5-minute lookback); VictoriaMetrics imports history over HTTP and
+computes both differently by design. The API contract both serve is tested in test_live.py."""
 
 from __future__ import annotations
 

@@ -23,6 +23,18 @@ def test_defaults() -> None:
     assert settings.compression is False
 
 
+def test_partial_answers_are_denied_unless_told_otherwise() -> None:
+    assert parse_prometheus_settings({"url": "http://p"}).request_parameters == {
+        "partial_response": "false", "deny_partial_response": "1"}
+    allowed = parse_prometheus_settings({"url": "http://p", "denyPartialResponse": False,
+                                         "queryParameters": {"dedup": "true"}})
+    assert allowed.request_parameters == {"dedup": "true"}
+    own = parse_prometheus_settings({"url": "http://p", "queryParameters": {"partial_response": "true"}})
+    assert own.request_parameters == {"partial_response": "true", "deny_partial_response": "1"}
+    assert errors_of({"url": "http://p", "denyPartialResponse": "no"}) == [
+        "prometheus.denyPartialResponse: must be true or false, not string"]
+
+
 def test_everything() -> None:
     settings = parse_prometheus_settings({
         "url": "https://thanos.example:10902/prefix",

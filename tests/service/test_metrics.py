@@ -68,6 +68,7 @@ def test_families_follow_the_naming_conventions() -> None:
         "autoscaler_event_loop_lag_seconds": "histogram",
         "autoscaler_clock_skew_seconds": "gauge",
         "autoscaler_prometheus_large_answers": "counter",
+        "autoscaler_prometheus_warnings": "counter",
         "autoscaler_build_info": "gauge",
     }
     assert {name: kind for name, (kind, _) in families.items() if name.startswith("autoscaler_")} == expected
@@ -116,6 +117,14 @@ def test_prometheus_and_kubernetes_calls() -> None:
         (("kind", "timeout"),): 1.0, (("kind", "bad_query"),): 1.0, (("kind", "other"),): 1.0,
     }
     assert value(metrics, "autoscaler_prometheus_query_duration_seconds_bucket", le="2.5") == 4.0
+    assert series(metrics, "autoscaler_prometheus_warnings_total") == {
+        (("kind", "partial"),): 0.0, (("kind", "other"),): 0.0}
+    metrics.count_prometheus_warnings(1, 0)
+    metrics.count_prometheus_warnings(0, 2)
+    metrics.observe_prometheus_query(0.01, "partial")
+    assert series(metrics, "autoscaler_prometheus_warnings_total") == {
+        (("kind", "partial"),): 1.0, (("kind", "other"),): 2.0}
+    assert value(metrics, "autoscaler_prometheus_queries_total", outcome="partial") == 1.0
 
     metrics.observe_kubernetes_request("patch", "deployments/scale", 200, 0.004)
     metrics.observe_kubernetes_request("patch", "deployments/scale", 409, 0.003)
