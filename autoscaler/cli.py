@@ -13,10 +13,10 @@ from typing import Any
 
 from autoscaler.backtest.arguments import add_parser as add_backtest_parser
 from autoscaler.convert.arguments import add_parser as add_convert_parser
-from autoscaler.core.fields import SpecError, problem_report
-from autoscaler.files import load_yaml_file
 from autoscaler.sandbox.demo import add_parser as add_demo_parser
 from autoscaler.service.cli import add_parsers as add_service_parsers
+from autoscaler.values.fields import SpecError, problem_report
+from autoscaler.values.yaml_files import load_yaml_file
 
 EXIT_INVALID = 2
 

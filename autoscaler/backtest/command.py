@@ -20,16 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from autoscaler.backtest.arguments import DEFAULT_CHUNK_POINTS, MAX_POINTS_PER_QUERY
 from autoscaler.backtest.target import BacktestTarget, load_target
-from autoscaler.backtest.times import (
-    TimeError,
-    format_seconds,
-    format_time,
-    parse_duration_option,
-    parse_step,
-    parse_time,
-)
-from autoscaler.core.fields import SpecError, problem_report
+from autoscaler.backtest.times import TimeError, parse_duration_option, parse_step, parse_time
 from autoscaler.service.settings import ServiceSettings, load_service_settings
+from autoscaler.values.durations import format_seconds
+from autoscaler.values.fields import SpecError, problem_report
+from autoscaler.values.timestamps import rfc3339_millis
 
 if TYPE_CHECKING:  # the replay (aiohttp and all) is imported only when the command runs
     from autoscaler.backtest.progress import Progress
@@ -176,9 +171,9 @@ def _demo(args: argparse.Namespace) -> int:
             args.target, args.compare = str(current), args.compare or str(proposed)
         try:
             with demo_prometheus() as url:
-                print(f"autoscaler backtest --demo: a synthetic day ({format_time(START)} to {format_time(END)}) of "
-                      f"Deployment shop/web, scaled by {Path(current).name}'s spec, in a private Prometheus at "
-                      f"{url}", file=sys.stderr)
+                print(f"autoscaler backtest --demo: a synthetic day ({rfc3339_millis(START)} to "
+                      f"{rfc3339_millis(END)}) of Deployment shop/web, scaled by {Path(current).name}'s spec, in a "
+                      f"private Prometheus at {url}", file=sys.stderr)
                 demo_args = argparse.Namespace(**{**vars(args), "demo": False, "prometheus": url,
                                                   "start": str(int(START)), "end": str(int(END)),
                                                   "step": args.step or f"{STEP}s"})

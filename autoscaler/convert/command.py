@@ -23,9 +23,9 @@ from autoscaler.convert.adapter_config import AdapterConfig
 from autoscaler.convert.documents import Inputs, convert_all, sort_documents
 from autoscaler.convert.model import Conversion
 from autoscaler.convert.output import file_name, render_all, render_target, stderr_lines
-from autoscaler.core.fields import SpecError
-from autoscaler.files import load_yaml_documents
 from autoscaler.prometheus.errors import PrometheusError
+from autoscaler.values.fields import SpecError
+from autoscaler.values.yaml_files import load_yaml_documents
 
 EXIT_DISAGREES = 1
 HPA_SYNC_PERIOD = "15s"  # the controller's --horizontal-pod-autoscaler-sync-period default

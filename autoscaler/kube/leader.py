@@ -58,6 +58,8 @@ import structlog
 from kubernetes_asyncio.client import ApiClient, CoordinationV1Api, V1Lease
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from autoscaler.values.timestamps import rfc3339
+
 log = structlog.stdlib.get_logger(__name__)
 
 StateCallback = Callable[[], Awaitable[None] | None]
@@ -78,7 +80,7 @@ def default_identity() -> str:
 
 def micro_time(moment: datetime) -> str:
     """A ``metav1.MicroTime``: RFC 3339 in UTC with exactly six fractional digits."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return rfc3339(moment.timestamp(), fraction=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,20 +60,18 @@ MAX_DURATION = 7 * 24 * 3600.0  # demo time; the curve itself is 12 minutes
 
 
 def parse_duration_text(text: str) -> float:
-    from autoscaler.prometheus.promql import parse_duration
+    from autoscaler.values.durations import MAX_DURATION_TEXT, DurationError, parse_duration_text
 
-    if len(text) > 64:  # Python will not read thousands of digits into an int
-        raise ValueError(f"--duration: {text[:20]!r}… is not a duration (5m, 90s, or seconds)")
+    shown = f"{text[:20]!r}…" if len(text) > MAX_DURATION_TEXT else repr(text)
     try:
-        seconds = float(text)
-    except ValueError:
-        parsed = parse_duration(text)
-        if parsed is None:
-            raise ValueError(f"--duration: {text!r} is not a duration (5m, 90s, or seconds)") from None
-        seconds = parsed
+        seconds = parse_duration_text(text, plain_seconds=True)
+    except DurationError:  # too long to be meant
+        seconds = None
+    if seconds is None:
+        raise ValueError(f"--duration: {shown} is not a duration (5m, 90s, or seconds)")
     if not 0 < seconds <= MAX_DURATION:  # also false for NaN
         raise ValueError(f"--duration must be more than 0 and at most {MAX_DURATION / 86400:g} days")
-    return float(seconds)
+    return seconds
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autoscaler.core.fields import SpecError, problem_report
+from autoscaler.values.fields import SpecError, problem_report
 
 if TYPE_CHECKING:  # the service loads only when a command runs
     from autoscaler.service.settings import ServiceSettings

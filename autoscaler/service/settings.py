@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from autoscaler.core.fields import ErrorList, FieldError, Obj, SpecError
 from autoscaler.core.settings import ControllerSettings, Tolerances
-from autoscaler.files import load_yaml_file, parse_yaml_text
 from autoscaler.prometheus.settings import PrometheusSettings, read_prometheus_settings
+from autoscaler.values.fields import ErrorList, FieldError, Obj, SpecError
+from autoscaler.values.yaml_files import load_yaml_file, parse_yaml_text
 
 
 @dataclass(frozen=True, slots=True)

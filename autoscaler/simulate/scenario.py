@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from autoscaler.core.conditions import Condition
-from autoscaler.core.fields import ErrorList, Obj, to_quantity
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.observation import (
     DEFAULT_SAMPLE_WINDOW,
@@ -36,6 +35,7 @@ from autoscaler.core.settings import ControllerSettings, Tolerances
 from autoscaler.core.spec import MetricSourceType, MetricSpec, TargetSpec
 from autoscaler.core.spec_parse import read_target_spec
 from autoscaler.simulate.hvpa_steps import HVPA_STEP_KEYS, ClockCarry, HvpaStepInput, read_hvpa_step
+from autoscaler.values.fields import ErrorList, Obj, to_quantity
 
 # "Far past" for readySince/startedAt when a pod does not say (relative to the step).
 FAR_PAST = -10_000_000_000.0
@@ -86,7 +86,7 @@ EXTENSION_STEP_KEYS: tuple[str, ...] = HVPA_STEP_KEYS
 
 
 def parse_scenario(data: object) -> Scenario:
-    """Validate a scenario document; raise :class:`~autoscaler.core.fields.SpecError` listing every problem."""
+    """Validate a scenario document; raise :class:`~autoscaler.values.fields.SpecError` listing every problem."""
     errors = ErrorList()
     scenario = _scenario(data, errors)
     errors.raise_if_any()

@@ -28,13 +28,13 @@ from hypothesis import strategies as st
 
 from autoscaler.backtest.target import load_target
 from autoscaler.cli import main
-from autoscaler.core.fields import SpecError
-from autoscaler.files import load_yaml_documents
 from autoscaler.kube.records import trim_deployment, trim_object, trim_pod
 from autoscaler.service.cli import explain_status, read_run_inputs
 from autoscaler.service.hvpa import find_vpa, restore_hvpa_state, vpa_observation
 from autoscaler.service.status import needs_write, restore_state, significant
 from autoscaler.service.targets import target_from_object
+from autoscaler.values.fields import SpecError
+from autoscaler.values.yaml_files import load_yaml_documents
 from tests.parsers.mutations import as_json_bytes, byte_mutants, data_mutants
 
 ROOT = Path(__file__).resolve().parents[2]
