@@ -1,4 +1,6 @@
-"""Times and durations on the command line: RFC 3339, Unix seconds, ``now`` and relative forms."""
+"""Times and durations on the command line (backtest, convert --compare): RFC 3339, Unix seconds, ``now``,
+relative forms, sync periods. What each form means is read by :mod:`autoscaler.values`; the ranges
+and the words of the messages are the command line's."""
 
 from __future__ import annotations
 
