@@ -1,4 +1,4 @@
-"""Durations, in the three spellings this project reads, each parsed here and nowhere else.
+"""Durations, in every spelling this project reads, each parsed here and nowhere else.
 
 * **Go's** (``time.ParseDuration``), as the HVPA fields of a target spec take them (``"3m"``, ``"1h30m"``,
   ``"300ms"``, ``"1.5h"``, ``"0"``). The grammar is Go's, character for character: an optional sign, then
@@ -11,10 +11,13 @@
   ``1h30m``, ``1d``, ``500ms``): whole numbers, units ``y w d h m s ms`` in that order.
 * **The command line's**: a Prometheus duration or, where an option says so, plain seconds
   (:func:`parse_duration_text`).
+
+And HTTP's ``Retry-After`` seconds (:func:`parse_retry_after`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
@@ -143,6 +146,19 @@ def parse_duration_text(text: str, *, plain_seconds: bool = False) -> float | No
         except ValueError:
             pass
     return parse_prometheus_duration(value)
+
+
+def parse_retry_after(value: object) -> float | None:
+    """Seconds to wait from an HTTP ``Retry-After`` header (RFC 9110's delay-seconds; a decimal is read
+    too); None when there is none, or it is not a positive finite number (an HTTP-date is not read: the
+    API server sends seconds)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds > 0 else None
 
 
 def format_seconds(seconds: float) -> str:

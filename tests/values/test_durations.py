@@ -13,6 +13,7 @@ from autoscaler.values.durations import (
     parse_go_duration,
     parse_go_duration_nanos,
     parse_prometheus_duration,
+    parse_retry_after,
 )
 
 
@@ -94,3 +95,11 @@ def test_command_line_durations_leave_the_range_to_the_caller_but_refuse_absurd_
 def test_readable_spans() -> None:
     assert [format_seconds(x) for x in (0.5, 45, 750, 11_100, 187_200, 86_400)] == [
         "0.5s", "45s", "12m30s", "3h5m", "2d4h", "1d"]
+
+
+@pytest.mark.parametrize(("header", "seconds"), [
+    ("3", 3), ("1.5", 1.5), (None, None), ("", None), ("0", None), ("-1", None), ("inf", None), ("nan", None),
+    ("Wed, 21 Oct 2015 07:28:00 GMT", None), (3, None),
+])
+def test_retry_after(header: object, seconds: float | None) -> None:
+    assert parse_retry_after(header) == seconds
