@@ -100,8 +100,9 @@ def parse_go_duration(text: str) -> Fraction:
 
 # -- Prometheus' durations (model.ParseDuration), as PromQL range selectors and its HTTP API take them ----------
 
+# re.ASCII: Python's \d is any Unicode digit (int() reads "٣" as 3); Go's regexp, and Prometheus, take 0-9.
 _PROMETHEUS = re.compile(
-    r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
+    r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$", re.ASCII)
 _PROMETHEUS_UNITS = (365 * 86400.0, 7 * 86400.0, 86400.0, 3600.0, 60.0, 1.0, 0.001)
 
 

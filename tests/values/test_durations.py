@@ -66,7 +66,7 @@ def test_prometheus_durations(text: str, seconds: float) -> None:
     assert parse_prometheus_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "2", "m", "1.5m", "2 m", "1s1m", "-1s"])
+@pytest.mark.parametrize("text", ["", "2", "m", "1.5m", "2 m", "1s1m", "-1s", "٣m", "１s"])  # digits are 0-9
 def test_invalid_prometheus_durations(text: str) -> None:
     assert parse_prometheus_duration(text) is None
 

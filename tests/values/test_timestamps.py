@@ -31,6 +31,7 @@ def test_rfc3339_times(text: str, seconds: Fraction) -> None:
     ("2024-05-07T09:00:00", "must be an RFC 3339 time"),       # no zone: which one?
     ("2024-05-07 09:00:00Z", "must be an RFC 3339 time"),
     ("2024-05-07T09:00Z", "must be an RFC 3339 time"),
+    ("٢٠٢٤-05-07T09:00:00Z", "must be an RFC 3339 time"),        # digits are 0-9
     ("2024-02-30T09:00:00Z", "day is out of range for month"),
     ("2024-05-07T24:00:00Z", "hour must be in 0..23"),
     ("2024-05-07T09:00:00+24:00", "the UTC offset must be between -23:59 and +23:59"),
