@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from autoscaler.cli.backtest import read_settings  # --compare is a backtest, with its settings
 from autoscaler.cli.errors import EXIT_FAILED, EXIT_INVALID, EXIT_OK, fail, say
 from autoscaler.values.fields import SpecError
 
@@ -190,13 +191,6 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return code
 
 
-def _settings(args: argparse.Namespace) -> Any:
-    from autoscaler.service.settings import load_service_settings
-
-    flags: dict[tuple[str, ...], Any] = {("prometheus", "url"): args.prometheus} if args.prometheus else {}
-    return load_service_settings(args.config, flags=flags)
-
-
 def _known_series(args: argparse.Namespace, inputs: Inputs, adapter: AdapterConfig) -> frozenset[str] | None:
     """The candidate series that Prometheus holds (None when no HPA asks for an adapter metric)."""
     from autoscaler.cli.times import TimeError, parse_time
@@ -213,7 +207,7 @@ def _known_series(args: argparse.Namespace, inputs: Inputs, adapter: AdapterConf
     query = presence_query(adapter, metric_names(inputs.objects), lookback)
     if query is None:
         return None
-    settings = _settings(args)
+    settings = read_settings(args)
 
     async def ask() -> frozenset[str]:
         async with PrometheusClient(settings.prometheus) as client:
@@ -242,7 +236,7 @@ def _compare(args: argparse.Namespace, conversions: list[Conversion]) -> int:
     from autoscaler.cli.times import TimeError, parse_step, parse_time
 
     try:
-        settings = _settings(args)
+        settings = read_settings(args)
     except SpecError as exc:
         return _fail("settings: " + "; ".join(str(e) for e in exc.errors))
     now = time.time()
