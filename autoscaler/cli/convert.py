@@ -124,7 +124,7 @@ def _read_cluster(args: argparse.Namespace, inputs: Inputs) -> str | None:
     except (KubeError, ConnectionSettingsError) as exc:
         return f"--from-cluster: {exc}"
     for note in found.notes:
-        print(f"autoscaler convert: {note}", file=sys.stderr)
+        say("convert", note)
     sort_documents(found.documents, inputs)
     return None
 
