@@ -26,7 +26,6 @@ from autoscaler.core.observation import (
     Sample,
     ScaleInfo,
 )
-from autoscaler.core.quantity import Quantity
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import (
     DEFAULT_SCALE_DOWN_RULES,
@@ -39,6 +38,7 @@ from autoscaler.core.spec import (
     MetricTargetType,
     TargetSpec,
 )
+from autoscaler.values.quantity import Quantity
 
 NOW = 1_000_000.0
 SPEC = TargetSpec(

@@ -26,7 +26,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autoscaler.core.observation import MetricReading, PodsReading, ResourceReading
-from autoscaler.core.quantity import Quantity
 from autoscaler.core.spec import (
     CrossVersionObjectReference,
     MetricSourceType,
@@ -36,6 +35,7 @@ from autoscaler.core.spec import (
 )
 from autoscaler.prometheus import MetricsReader, PrometheusClient, PrometheusSettings, TargetQuery
 from autoscaler.sandbox import PrometheusSandbox
+from autoscaler.values.quantity import Quantity
 
 T0 = 1_700_000_000
 STEP = 15

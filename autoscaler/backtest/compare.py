@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from autoscaler.backtest.report import Report, report_json
-from autoscaler.backtest.times import format_seconds, format_time
+from autoscaler.values.durations import format_seconds
+from autoscaler.values.timestamps import rfc3339_millis
 
 
 @dataclass
@@ -35,7 +36,7 @@ def comparison_json(reports: Sequence[Report], divergence: Divergence) -> dict[s
         "difference": {
             "syncsWithDifferentReplicas": divergence.syncs,
             "largestReplicaGap": divergence.largest_gap,
-            "firstDifference": format_time(divergence.first_at) if divergence.first_at is not None else None,
+            "firstDifference": rfc3339_millis(divergence.first_at) if divergence.first_at is not None else None,
             "podSeconds": other.cost.replay - first.cost.replay,
             "scaleEvents": len(other.events) - len(first.events),
         },
@@ -84,8 +85,8 @@ def render_comparison(reports: Sequence[Report], divergence: Divergence) -> str:
                                         for r in reports]))
     label_width = max(len(label) for label, _ in rows) + 2
     lines = [f"Backtest of {first.namespace}/{first.name} ({first.workload})",
-             f"  {format_time(first.start)} → {format_time(first.end)}, a sync every {format_seconds(first.step)}: "
-             f"{first.syncs:,} syncs", ""]
+             f"  {rfc3339_millis(first.start)} → {rfc3339_millis(first.end)}, "
+             f"a sync every {format_seconds(first.step)}: {first.syncs:,} syncs", ""]
     lines.append(" " * label_width + "".join(_fit(r.label, width - 2).ljust(width) for r in reports).rstrip())
     for label, cells in rows:
         lines.append(label.ljust(label_width) + "".join(c.ljust(width) for c in cells).rstrip())
@@ -93,7 +94,8 @@ def render_comparison(reports: Sequence[Report], divergence: Divergence) -> str:
     if divergence.syncs:
         share = 100 * divergence.syncs / first.syncs if first.syncs else 0
         lines.append(f"The replica counts differ at {divergence.syncs:,} of {first.syncs:,} syncs ({share:.1f} %), "
-                     f"by up to {divergence.largest_gap}; first at {format_time(divergence.first_at or first.start)}.")
+                     f"by up to {divergence.largest_gap}; first at "
+                     f"{rfc3339_millis(divergence.first_at or first.start)}.")
     else:
         lines.append("The replica counts are the same at every sync.")
     lines.append("")
@@ -105,14 +107,15 @@ def render_comparison(reports: Sequence[Report], divergence: Divergence) -> str:
             b = r.buckets[index] if index < len(r.buckets) else None
             cells.append(f"{b.total / b.count:22.2f}" if b and b.count else f"{'-':>22}")
         real = f"{bucket.real_total / bucket.real_count:10.2f}" if bucket.real_count else f"{'-':>10}"
-        lines.append("  " + format_time(bucket.start).ljust(22) + "".join(cells) + real)
+        lines.append("  " + rfc3339_millis(bucket.start).ljust(22) + "".join(cells) + real)
     for r in reports:
         if r.events:
             lines.append("")
             lines.append(f"Scale events of {r.label}:")
             for event in r.events[:20]:
                 limited = f"  [limited: {event.limited_by}]" if event.limited_by else ""
-                lines.append(f"  {format_time(event.at)}  {event.before:>4} → {event.after:<4} {event.reason}{limited}")
+                lines.append(f"  {rfc3339_millis(event.at)}  {event.before:>4} → {event.after:<4} "
+                             f"{event.reason}{limited}")
             if len(r.events) > 20:
                 lines.append(f"  … {len(r.events) - 20} more (--output json lists them all)")
     notes = first.notes

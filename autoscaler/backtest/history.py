@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from autoscaler.backtest.arguments import MAX_POINTS_PER_QUERY
+from autoscaler.backtest.limits import MAX_POINTS_PER_QUERY
 from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.results import InstantResult, RangeResult, Series, SeriesFilter
 

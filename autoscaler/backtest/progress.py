@@ -6,7 +6,8 @@ import sys
 import time
 from typing import TextIO
 
-from autoscaler.backtest.times import format_seconds, format_time
+from autoscaler.values.durations import format_seconds
+from autoscaler.values.timestamps import rfc3339_millis
 
 _WIDTH = 30
 
@@ -38,7 +39,7 @@ class Progress:
         left = elapsed * (1 - fraction) / fraction if fraction else 0.0
         eta = ("" if not 0 < fraction < 1 else "  <1s left" if left < 1 else f"  {format_seconds(left)} left")
         self.stream.write(f"\r[{'#' * filled}{'.' * (_WIDTH - filled)}] {100 * fraction:3.0f}%  "
-                          f"{done:,}/{self.total:,} syncs  at {format_time(at)}{eta}   ")
+                          f"{done:,}/{self.total:,} syncs  at {rfc3339_millis(at)}{eta}   ")
         self.stream.flush()
         self._drawn = True
 

@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autoscaler.backtest.arguments import DEFAULT_CHUNK_POINTS, MAX_POINTS_PER_QUERY
 from autoscaler.backtest.compare import Divergence
 from autoscaler.backtest.history import (
     FetchStats,
@@ -22,6 +21,7 @@ from autoscaler.backtest.history import (
     Matrix,
     RangeQuerier,
 )
+from autoscaler.backtest.limits import DEFAULT_CHUNK_POINTS, MAX_POINTS_PER_QUERY
 from autoscaler.backtest.model import SimulatedWorkload, is_live
 from autoscaler.backtest.progress import Progress
 from autoscaler.backtest.report import Report, ReportBuilder

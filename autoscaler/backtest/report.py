@@ -7,10 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from autoscaler.backtest.times import format_seconds, format_time
 from autoscaler.core.behavior import Normalization
 from autoscaler.core.decision import Decision
 from autoscaler.core.spec import PolicyType, TargetSpec
+from autoscaler.values.durations import format_seconds
+from autoscaler.values.timestamps import rfc3339_millis
 
 # Bucket sizes for "replicas over time": the first that gives at most MAX_BUCKETS rows.
 _BUCKET_SIZES = (60, 300, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800)
@@ -211,20 +212,20 @@ def report_json(report: Report) -> dict[str, Any]:
         "label": report.label,
         "target": {"file": report.source, "namespace": report.namespace, "name": report.name,
                    "workload": report.workload},
-        "from": format_time(report.start),
-        "to": format_time(report.end),
+        "from": rfc3339_millis(report.start),
+        "to": rfc3339_millis(report.end),
         "stepSeconds": report.step,
         "syncs": report.syncs,
         "replicas": {"initial": report.initial, "final": report.final, "min": report.low, "max": report.high,
                      "mean": round(report.mean, 3)},
-        "timeline": [{"at": format_time(at), "replicas": n} for at, n in report.timeline],
-        "scaleEvents": [{"at": format_time(e.at), "from": e.before, "to": e.after, "reason": e.reason,
+        "timeline": [{"at": rfc3339_millis(at), "replicas": n} for at, n in report.timeline],
+        "scaleEvents": [{"at": rfc3339_millis(e.at), "from": e.before, "to": e.after, "reason": e.reason,
                          "limitedBy": e.limited_by} for e in report.events],
         "limited": [{"reason": reason, "detail": detail, "syncs": t.syncs, "seconds": report.seconds(t.syncs),
-                     "first": format_time(t.first_at or report.start)}
+                     "first": rfc3339_millis(t.first_at or report.start)}
                     for (reason, detail), t in sorted(report.limits.items(), key=lambda kv: -kv[1].syncs)],
         "metricFailures": [{"metric": name, "syncs": t.syncs, "seconds": report.seconds(t.syncs),
-                            "first": format_time(t.first_at or report.start), "message": t.message}
+                            "first": rfc3339_millis(t.first_at or report.start), "message": t.message}
                            for name, t in report.failures.items()],
         "undecidedSyncs": report.undecided.syncs,
         "cost": {
@@ -234,7 +235,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "realPodSecondsCompared": cost.real_covered if report.real_known else None,
             "change": round(cost.change, 6) if cost.change is not None else None,
         },
-        "buckets": [{"from": format_time(b.start), "min": b.low, "mean": round(b.total / b.count, 3), "max": b.high,
+        "buckets": [{"from": rfc3339_millis(b.start), "min": b.low, "mean": round(b.total / b.count, 3), "max": b.high,
                      "realMean": round(b.real_total / b.real_count, 3) if b.real_count else None}
                     for b in report.buckets],
         "notes": report.notes,
@@ -253,7 +254,7 @@ def render_text(report: Report) -> str:
     """The readable summary."""
     r = report
     lines = [f"Backtest of {r.namespace}/{r.name} ({r.workload}) from {r.source}",
-             f"  {format_time(r.start)} → {format_time(r.end)}, a sync every {format_seconds(r.step)}: "
+             f"  {rfc3339_millis(r.start)} → {rfc3339_millis(r.end)}, a sync every {format_seconds(r.step)}: "
              f"{r.syncs:,} syncs", ""]
     lines.append(f"Replicas: {r.initial} at the start, {r.final} at the end; min {r.low}, max {r.high}, "
                  f"mean {r.mean:.2f}")
@@ -261,7 +262,7 @@ def render_text(report: Report) -> str:
     lines.append(f"Scale events: {len(r.events)} ({ups} up, {len(r.events) - ups} down)")
     for event in r.events[:MAX_EVENTS_IN_TEXT]:
         limited = f"  [limited: {event.limited_by}]" if event.limited_by else ""
-        lines.append(f"  {format_time(event.at)}  {event.before:>4} → {event.after:<4} {event.reason}{limited}")
+        lines.append(f"  {rfc3339_millis(event.at)}  {event.before:>4} → {event.after:<4} {event.reason}{limited}")
     if len(r.events) > MAX_EVENTS_IN_TEXT:
         lines.append(f"  … {len(r.events) - MAX_EVENTS_IN_TEXT} more (--output json lists them all)")
     lines.append("")
@@ -275,7 +276,7 @@ def render_text(report: Report) -> str:
         lines.append("Metrics that could not be computed:")
         for name, tally in r.failures.items():
             lines.append(f"  {name:<52} {_share(r, tally.syncs)}")
-            lines.append(f"    first at {format_time(tally.first_at or r.start)}: {tally.message}")
+            lines.append(f"    first at {rfc3339_millis(tally.first_at or r.start)}: {tally.message}")
         if r.undecided.syncs:
             lines.append(f"  {'no usable metric (no decision)':<52} {_share(r, r.undecided.syncs)}")
     lines.append("")
@@ -296,7 +297,7 @@ def render_text(report: Report) -> str:
     lines.append(f"  {'from':<21} {'min':>5} {'mean':>7} {'max':>5}  {'real mean':>9}")
     for b in r.buckets:
         real = f"{b.real_total / b.real_count:9.2f}" if b.real_count else f"{'-':>9}"
-        lines.append(f"  {format_time(b.start):<21} {b.low:>5} {b.total / b.count:>7.2f} {b.high:>5}  {real}")
+        lines.append(f"  {rfc3339_millis(b.start):<21} {b.low:>5} {b.total / b.count:>7.2f} {b.high:>5}  {real}")
     if r.notes:
         lines.append("")
         lines.append("Notes on the history:")

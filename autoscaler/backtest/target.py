@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from autoscaler.core.fields import ErrorList, FieldError, Obj, SpecError
 from autoscaler.core.spec import TargetSpec
 from autoscaler.core.spec_parse import read_target_spec
-from autoscaler.files import load_yaml_file
+from autoscaler.values.fields import ErrorList, FieldError, Obj, SpecError
+from autoscaler.values.yaml_files import load_yaml_file
 
 API_VERSION = "autoscaler.dev/v1alpha1"
 KIND = "ScalingTarget"

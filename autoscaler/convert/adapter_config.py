@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from autoscaler.core.fields import ErrorList, Obj
-from autoscaler.files import yaml_problem
-from autoscaler.prometheus.promql import parse_duration
+from autoscaler.values.durations import parse_prometheus_duration
+from autoscaler.values.fields import ErrorList, Obj
+from autoscaler.values.yaml_files import yaml_problem
 
 # The key of the adapter's ConfigMap that holds the configuration (its Helm chart and manifests).
 CONFIGMAP_KEY = "config.yaml"
@@ -115,7 +115,7 @@ def read_adapter_config(document: object, source: str, errors: ErrorList, *, pre
                 if rule is not None:
                     resource_rules[name] = rule
         window = resource_obj.string("window")
-        if window is not None and parse_duration(window) is None:
+        if window is not None and parse_prometheus_duration(window) is None:
             resource_obj.error("window", f"{window!r} is not a duration (e.g. 5m)")
         resource_obj.finish()
     root.finish()

@@ -13,7 +13,6 @@ from typing import Any
 from autoscaler.backtest.history import Grid, RangeQuerier, fetch_matrix
 from autoscaler.backtest.replay import BacktestOptions, BacktestResult, run_backtest
 from autoscaler.backtest.target import BacktestTarget
-from autoscaler.backtest.times import format_seconds, format_time
 from autoscaler.backtest.workload import RealWorkload
 from autoscaler.convert.agreement import CAUSES, Agreement, Sync, agreement
 from autoscaler.convert.model import Conversion
@@ -23,6 +22,8 @@ from autoscaler.prometheus.promql import string_literal
 from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.simulate.output import limited_by
 from autoscaler.simulate.runner import StepResult
+from autoscaler.values.durations import format_seconds
+from autoscaler.values.timestamps import rfc3339_millis
 
 DESIRED_SERIES = "kube_horizontalpodautoscaler_status_desired_replicas"
 CURRENT_SERIES = "kube_horizontalpodautoscaler_status_current_replicas"
@@ -87,7 +88,7 @@ def render(comparison: Comparison, threshold: float) -> str:
     report = comparison.result.runs[0].report
     name = f"{origin.label} → ScalingTarget {origin.namespace}/{origin.name}"
     lines = [name, f"  against HPA {origin.namespace}/{comparison.conversion.old_hpa}'s recorded desired replicas, "
-                   f"{format_time(report.start)} → {format_time(report.end)}, a sync every "
+                   f"{rfc3339_millis(report.start)} → {rfc3339_millis(report.end)}, a sync every "
                    f"{format_seconds(report.step)}"]
     if found.share is None:
         lines.append(f"  FLAGGED: no recorded decision of HPA {comparison.conversion.old_hpa} in that range "
@@ -97,7 +98,7 @@ def render(comparison: Comparison, threshold: float) -> str:
                  f"{found.largest_gap}; replay above the old autoscaler {format_seconds(found.over_seconds)}, "
                  f"below {format_seconds(found.under_seconds)}")
     if found.first_difference is not None:
-        lines.append(f"  first difference at {format_time(found.first_difference)}")
+        lines.append(f"  first difference at {rfc3339_millis(found.first_difference)}")
     if found.flagged(threshold):
         lines.append(f"  FLAGGED: below the {100 * threshold:g} % agreement threshold. Where they differ, why:")
     elif found.causes:
@@ -121,7 +122,7 @@ def comparison_json(comparison: Comparison, threshold: float) -> dict[str, Any]:
         "largestGap": found.largest_gap,
         "overSeconds": found.over_seconds,
         "underSeconds": found.under_seconds,
-        "firstDifference": format_time(found.first_difference) if found.first_difference is not None else None,
+        "firstDifference": rfc3339_millis(found.first_difference) if found.first_difference is not None else None,
         "causes": dict(found.causes),
         "flagged": found.flagged(threshold),
     }

@@ -12,7 +12,8 @@ from typing import Any
 
 from autoscaler.convert.adapter_config import AdapterConfig
 from autoscaler.convert.adapter_query import candidate_series
-from autoscaler.prometheus.promql import format_duration, regex_literal
+from autoscaler.prometheus.promql import regex_literal
+from autoscaler.values.durations import format_prometheus_duration
 
 LOOKBACK_SECONDS = 3600.0
 
@@ -39,7 +40,7 @@ def presence_query(config: AdapterConfig, names: Iterable[str], lookback: float 
     if not candidates:
         return None
     return (f"group by (__name__) (last_over_time({{__name__=~{regex_literal(candidates)}}}"
-            f"[{format_duration(lookback)}]))")
+            f"[{format_prometheus_duration(lookback)}]))")
 
 
 async def known_series(client: Any, query: str, at: float) -> frozenset[str]:

@@ -21,7 +21,7 @@ from autoscaler.convert.adapter_config import (
 from autoscaler.convert.hpa import convert_hpa
 from autoscaler.convert.keda import convert_scaled_object
 from autoscaler.convert.model import Conversion
-from autoscaler.core.fields import ErrorList
+from autoscaler.values.fields import ErrorList
 
 
 @dataclass

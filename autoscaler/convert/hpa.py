@@ -24,8 +24,8 @@ from autoscaler.convert.adapter_query import (
 )
 from autoscaler.convert.model import Conversion, Origin
 from autoscaler.convert.target import finish_target, metadata_of
-from autoscaler.core.fields import ErrorList, SpecError
 from autoscaler.core.spec_parse import BUILTIN_QUERY_RESOURCES, parse_target_spec
+from autoscaler.values.fields import ErrorList, SpecError
 
 API_VERSIONS = ("autoscaling/v2", "autoscaling/v2beta2", "autoscaling/v1")
 V1_DEFAULT_CPU = 80

@@ -19,7 +19,7 @@ from typing import Any
 
 from autoscaler.convert.model import Conversion, Origin
 from autoscaler.convert.target import finish_target, metadata_of
-from autoscaler.core.fields import ErrorList
+from autoscaler.values.fields import ErrorList
 
 API_VERSION = "keda.sh/v1alpha1"
 KEDA_MIN_REPLICAS = 1       # the HPA KEDA makes never goes below 1; KEDA itself scales 1 ↔ 0

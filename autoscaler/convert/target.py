@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from autoscaler.convert.model import Conversion
-from autoscaler.core.fields import ErrorList, SpecError
 from autoscaler.core.spec_parse import parse_target_spec
+from autoscaler.values.fields import ErrorList, SpecError
 
 API_VERSION = "autoscaler.dev/v1alpha1"
 KIND = "ScalingTarget"

@@ -12,9 +12,9 @@ import math
 from autoscaler.core.behavior import Normalization, RateLimit
 from autoscaler.core.decision import BRANCHES, Decision
 from autoscaler.core.metrics import MetricOutcome
-from autoscaler.core.quantity import format_quantity
 from autoscaler.core.replicas import PodMetricResult, ValueResult
 from autoscaler.core.spec import MetricTargetType, PolicyType
+from autoscaler.values.quantity import format_quantity
 
 _RULES = {
     "within-tolerance": "within tolerance, keep the current count",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autoscaler.core.hvpa.spec import HvpaSpec
-from autoscaler.core.quantity import Quantity
+from autoscaler.values.quantity import Quantity
 
 
 class MetricSourceType(enum.StrEnum):

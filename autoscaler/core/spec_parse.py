@@ -14,9 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from autoscaler.core.fields import REQUIRED, ErrorList, Obj
 from autoscaler.core.hvpa.spec_parse import read_hvpa_spec
-from autoscaler.core.quantity import Quantity
 from autoscaler.core.spec import (
     DEFAULT_SCALE_DOWN_RULES,
     DEFAULT_SCALE_UP_RULES,
@@ -33,6 +31,8 @@ from autoscaler.core.spec import (
     TargetSpec,
     default_metrics,
 )
+from autoscaler.values.fields import REQUIRED, ErrorList, Obj
+from autoscaler.values.quantity import Quantity
 
 MAX_INT32 = 2**31 - 1
 MAX_STABILIZATION_WINDOW_SECONDS = 3600
@@ -44,7 +44,7 @@ _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _QUALIFIED_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 def parse_target_spec(data: object, path: str = "spec", *, require_queries: bool = True) -> TargetSpec:
-    """Parse a target spec; raise :class:`~autoscaler.core.fields.SpecError` listing every problem.
+    """Parse a target spec; raise :class:`~autoscaler.values.fields.SpecError` listing every problem.
 
     ``require_queries`` demands ``query`` on Pods/Object/External metrics (and on Resource metrics
     other than cpu/memory); ``autoscaler simulate`` reads no Prometheus and turns it off.

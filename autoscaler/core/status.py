@@ -13,8 +13,8 @@ from typing import Any
 from autoscaler.core.conditions import Condition
 from autoscaler.core.history import DecisionHistory
 from autoscaler.core.metrics import MetricOutcome, MetricValue
-from autoscaler.core.quantity import Format, format_quantity
 from autoscaler.core.spec import MetricSourceType, MetricSpec
+from autoscaler.values.quantity import Format, format_quantity
 
 TimeFormat = Callable[[float], Any]
 

@@ -22,6 +22,7 @@ from aiohttp.http_exceptions import LineTooLong
 from kubernetes_asyncio.client import ApiClient
 
 from autoscaler.kube.jsondecode import tolerant_loads
+from autoscaler.values.durations import parse_retry_after
 
 JSON_CONTENT = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -163,7 +164,7 @@ class KubeApi:
                 self._observe(method.lower(), resource or path, status, time.monotonic() - started)
         if not 200 <= status <= 299:
             error = _error_from(status, payload, f"{method} {path}")
-            error.retry_after = _seconds(retry_after)
+            error.retry_after = parse_retry_after(retry_after)
             raise error
         return await _decode(payload, f"{method} {path}") if payload else None
 
@@ -250,13 +251,6 @@ async def _decode(payload: bytes, what: str) -> Any:
         return await asyncio.to_thread(tolerant_loads, payload)
     except ValueError as exc:
         raise KubeError(0, "Malformed", f"{what}: the answer is not JSON ({exc})") from None
-
-
-def _seconds(header: str | None) -> float | None:
-    try:
-        return float(header) if header else None
-    except ValueError:
-        return None
 
 
 def _error_from(status: int, payload: bytes, what: str) -> KubeError:

@@ -23,8 +23,8 @@ from typing import Any
 from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from autoscaler.core.fields import SpecError, type_name
-from autoscaler.files import load_yaml_file
+from autoscaler.values.fields import SpecError, type_name
+from autoscaler.values.yaml_files import load_yaml_file
 
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 TOKEN_RECHECK_SECONDS = 1.0

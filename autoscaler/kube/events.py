@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 
 from autoscaler.kube.api import EVENTS, KubeApi, KubeError
-from autoscaler.kube.times import rfc3339
+from autoscaler.values.timestamps import rfc3339
 
 log = structlog.get_logger("autoscaler.events")
 

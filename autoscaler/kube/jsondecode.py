@@ -9,7 +9,7 @@ LIST page or a watch event used to kill the watch cache that read it.
 So a payload orjson refuses is decoded again by ijson's pure-Python parser, which keeps no recursion of
 its own: any depth, any integer. Below :data:`MAX_DEPTH` levels the document is built as usual; a subtree
 that starts deeper is replaced by a :class:`TooDeep` marker, so the object's name, namespace and
-everything shallow survive, and the limits check (:mod:`autoscaler.core.limits`, 32 levels) rejects
+everything shallow survive, and the limits check (:mod:`autoscaler.values.limits`, 32 levels) rejects
 the object with the path where it is too deep. Numbers beyond a double become ±inf, as Python's own decoder makes them.
 """
 

@@ -58,6 +58,9 @@ import structlog
 from kubernetes_asyncio.client import ApiClient, CoordinationV1Api, V1Lease
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from autoscaler.values.durations import parse_retry_after
+from autoscaler.values.timestamps import rfc3339
+
 log = structlog.stdlib.get_logger(__name__)
 
 StateCallback = Callable[[], Awaitable[None] | None]
@@ -78,7 +81,7 @@ def default_identity() -> str:
 
 def micro_time(moment: datetime) -> str:
     """A ``metav1.MicroTime``: RFC 3339 in UTC with exactly six fractional digits."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return rfc3339(moment.timestamp(), fraction=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -525,9 +528,5 @@ def _now() -> datetime:
 def retry_after(exc: BaseException) -> float | None:
     """The seconds of an answer's ``Retry-After`` (429, or a 5xx that sends it), capped at a minute."""
     headers = getattr(exc, "headers", None)
-    value = headers.get("Retry-After") if headers is not None and hasattr(headers, "get") else None
-    try:
-        seconds = float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-    return min(60.0, seconds) if seconds is not None and math.isfinite(seconds) and seconds > 0 else None
+    seconds = parse_retry_after(headers.get("Retry-After") if headers is not None and hasattr(headers, "get") else None)
+    return min(60.0, seconds) if seconds is not None else None

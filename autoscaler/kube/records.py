@@ -14,9 +14,9 @@ from functools import lru_cache
 from typing import Any
 
 from autoscaler.core.observation import ConditionStatus, ContainerInfo, PodInfo, PodPhase
-from autoscaler.core.quantity import Quantity, QuantityError
 from autoscaler.kube.labels import SelectorError, selector_from_label_selector
-from autoscaler.kube.times import parse_rfc3339
+from autoscaler.values.quantity import Quantity, QuantityError
+from autoscaler.values.timestamps import parse_rfc3339
 
 parse_time = parse_rfc3339
 

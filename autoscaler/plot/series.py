@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autoscaler.core.quantity import Quantity, QuantityError
 from autoscaler.core.spec import MetricSourceType, MetricSpec, MetricTargetType, TargetSpec
+from autoscaler.values.quantity import Quantity, QuantityError
 
 REPLICAS_PANEL = "replicas"
 # Stabilization windows in blues; rate limits orange (up) and green (down); min/max red and pink.

@@ -52,7 +52,7 @@ from autoscaler.prometheus.errors import (
     PrometheusUnreachable,
 )
 from autoscaler.prometheus.partial import names_a_store_failure, partial_cause
-from autoscaler.prometheus.promql import format_duration, format_time
+from autoscaler.prometheus.promql import format_time
 from autoscaler.prometheus.results import (
     InstantResult,
     RangeResult,
@@ -62,6 +62,7 @@ from autoscaler.prometheus.results import (
     parse_range,
 )
 from autoscaler.prometheus.settings import PrometheusSettings
+from autoscaler.values.durations import format_prometheus_duration
 
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _BACKOFF_BASE = 0.05
@@ -163,7 +164,7 @@ class PrometheusClient:
         A partial answer (see :mod:`autoscaler.prometheus.partial`) raises
         :class:`PrometheusPartialAnswer`: history with holes is not history (``autoscaler backtest``)."""
         form = {"query": promql, "start": format_time(start), "end": format_time(end),
-                "step": format_duration(step)}
+                "step": format_prometheus_duration(step)}
         payload, content_type = await self._call("/api/v1/query_range", form, None)
         if len(payload) > self.settings.large_response_bytes:
             result = await asyncio.to_thread(lambda: parse_range(self._decode(payload, content_type)))
@@ -270,7 +271,7 @@ class PrometheusClient:
         body = dict(self.settings.request_parameters)
         body.update(form)
         # Tell Prometheus our budget so it abandons the query when we do.
-        body["timeout"] = format_duration(max(remaining, 0.001))
+        body["timeout"] = format_prometheus_duration(max(remaining, 0.001))
         headers = self._credentials.headers()
         headers["Content-Type"] = "application/x-www-form-urlencoded"
         self.stats.http_requests += 1

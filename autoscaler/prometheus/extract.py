@@ -27,8 +27,8 @@ from autoscaler.core.observation import (
     ResourceReading,
     Sample,
 )
-from autoscaler.core.quantity import milli_from_decimal_text
 from autoscaler.prometheus.results import InstantResult, Series
+from autoscaler.values.quantity import milli_from_decimal_text
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""Building blocks for safe PromQL: string literals, regex alternations, label matchers, durations.
+"""Building blocks for safe PromQL: string literals, regex alternations, label matchers (durations are
+:mod:`autoscaler.values.durations`).
 
 Every value that reaches a query from the outside (a namespace, a pod name, a selector value) goes
 through :func:`string_literal` or :func:`regex_literal`, which return a complete double-quoted
@@ -12,14 +13,11 @@ import re
 from collections.abc import Iterable
 
 _LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_DURATION = re.compile(
-    r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
 # A word boundary that is not one: matches no label value, including the empty one. Not the character class
 # no character belongs to ([^\x00-\x{10FFFF}]): VictoriaMetrics' regex optimizer (v1.79) matched "(" with it,
 # and "a" with "a^" (test_live checks the pattern against both backends).
 MATCH_NOTHING = "\\b\\B"
 _RE2_SPECIAL = frozenset("\\.+*?()|[]{}^$")
-_DURATION_UNITS = (365 * 86400.0, 7 * 86400.0, 86400.0, 3600.0, 60.0, 1.0, 0.001)
 
 # Go string escapes PromQL's lexer understands; anything else below U+0020 (and DEL) goes as \uXXXX.
 _SIMPLE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t",
@@ -75,24 +73,6 @@ def sanitize_label_name(name: str) -> str:
     if not cleaned or cleaned[0].isdigit():
         cleaned = "_" + cleaned
     return cleaned
-
-
-def parse_duration(text: str) -> float | None:
-    """Seconds in a Prometheus duration (``90s``, ``2m``, ``1h30m``, ``500ms``); None if invalid."""
-    match = _DURATION.match(text.strip())
-    if not match or not text.strip() or not any(match.groups()):
-        return None
-    return sum(int(g) * unit for g, unit in zip(match.groups(), _DURATION_UNITS, strict=True) if g)
-
-
-def format_duration(seconds: float) -> str:
-    """A Prometheus duration for ``seconds`` (whole seconds when possible, else milliseconds)."""
-    millis = round(seconds * 1000)
-    if millis <= 0:
-        raise ValueError(f"duration must be positive: {seconds!r}")
-    if millis % 1000 == 0:
-        return f"{millis // 1000}s"
-    return f"{millis}ms"
 
 
 def format_time(t: float) -> str:

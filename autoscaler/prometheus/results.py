@@ -1,7 +1,7 @@
 """Results of the Prometheus HTTP API, parsed from its JSON envelope.
 
 Values stay Prometheus' own text (``"0.3"``, ``"NaN"``, ``"+Inf"``): converting them is the
-reader's job, exactly and without a float (:func:`autoscaler.core.quantity.milli_from_decimal_text`).
+reader's job, exactly and without a float (:func:`autoscaler.values.quantity.milli_from_decimal_text`).
 """
 
 from __future__ import annotations

@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from autoscaler.core.fields import ErrorList, Obj, type_name
-from autoscaler.prometheus.promql import format_duration, is_label_name, parse_duration
+from autoscaler.prometheus.promql import is_label_name
 from autoscaler.prometheus.templates import validate_template
+from autoscaler.values.durations import format_prometheus_duration, parse_prometheus_duration
+from autoscaler.values.fields import ErrorList, Obj, type_name
 
 DEFAULT_TIMEOUT_SECONDS = 5.0
 DEFAULT_CONCURRENCY = 20  # Prometheus' own --query.max-concurrency: more only queues there.
@@ -143,7 +144,7 @@ class PrometheusSettings:
 
     @property
     def cpu_rate_window_text(self) -> str:
-        return format_duration(self.cpu_rate_window)
+        return format_prometheus_duration(self.cpu_rate_window)
 
     @property
     def display_url(self) -> str:
@@ -152,7 +153,7 @@ class PrometheusSettings:
 
 
 def parse_prometheus_settings(data: object, path: str = "prometheus") -> PrometheusSettings:
-    """Parse settings; raise :class:`~autoscaler.core.fields.SpecError` listing every problem."""
+    """Parse settings; raise :class:`~autoscaler.values.fields.SpecError` listing every problem."""
     errors = ErrorList()
     settings = read_prometheus_settings(data, path, errors)
     errors.raise_if_any()
@@ -336,7 +337,7 @@ def _duration(obj: Obj, key: str, default: float) -> float | None:
     elif isinstance(raw, int | float):
         seconds = float(raw)
     elif isinstance(raw, str):
-        seconds = parse_duration(raw)
+        seconds = parse_prometheus_duration(raw)
     else:
         seconds = None
     if seconds is None:

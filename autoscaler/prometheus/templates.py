@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from autoscaler.core.fields import did_you_mean
+from autoscaler.values.fields import did_you_mean
 
 PLACEHOLDERS = (
     "scope", "namespace", "name", "target_kind", "target_name", "selector", "pods", "window",

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from autoscaler.emulator.controllers import template_hash
-from autoscaler.kube.times import rfc3339
 from autoscaler.sandbox.timescale import TimeScale
 from autoscaler.sandbox.world import REQUESTS_SERIES, Workload
+from autoscaler.values.timestamps import rfc3339
 
 NAMESPACE = "default"
 WEB = Workload(NAMESPACE, "web", "app", cpu_request=0.5)

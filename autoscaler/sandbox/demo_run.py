@@ -1,5 +1,5 @@
 """One run of ``autoscaler demo``: the sandbox up, the service started against it, the load curve
-played, the timeline printed, and everything stopped again (``autoscaler/sandbox/demo.py`` is the
+played, the timeline printed, and everything stopped again (``autoscaler/cli/demo.py`` is the
 command line around it)."""
 
 from __future__ import annotations

@@ -9,12 +9,12 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from autoscaler.prometheus.promql import format_duration
 from autoscaler.sandbox.exporter import MetricsExporter
 from autoscaler.sandbox.feeder import ExporterFeeder
 from autoscaler.sandbox.promapi import SyntheticPrometheus
 from autoscaler.sandbox.prometheus import PrometheusSandbox, ScrapeTarget, find_binary
 from autoscaler.sandbox.world import CPU_SERIES, DemoWorld
+from autoscaler.values.durations import format_prometheus_duration
 
 CHOICES = ("auto", "builtin", "binary")
 SCRAPE_INTERVAL = 0.5  # wall seconds: Prometheus' own granularity does not compress
@@ -60,7 +60,8 @@ async def metrics_source(kind: str, world: DemoWorld, rate_window: float) -> Asy
         await prometheus.astart()
         feeding = asyncio.create_task(feeder.run(), name="demo exporter feeder")
         # Until rate() has two scrapes in its window, the service would read no CPU at all.
-        await asyncio.to_thread(prometheus.wait_for, f"rate({CPU_SERIES}[{format_duration(window)}])", timeout=30)
+        await asyncio.to_thread(prometheus.wait_for, f"rate({CPU_SERIES}[{format_prometheus_duration(window)}])",
+                                timeout=30)
         yield MetricsSource(prometheus.url, window,
                             f"prometheus {prometheus.binary} on {prometheus.url}, scraping every "
                             f"{SCRAPE_INTERVAL:g} s (wall)")

@@ -10,14 +10,14 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from autoscaler.core.fields import ErrorList
 from autoscaler.core.hvpa.decision import HvpaDecision, HvpaState, VpaObservation
 from autoscaler.core.hvpa.explain import explain_hvpa, hvpa_json
 from autoscaler.core.hvpa.vpa import read_vpa_status
 from autoscaler.core.hvpa.vpa_patch import quantity_text
-from autoscaler.core.quantity import Quantity, QuantityError
 from autoscaler.core.spec import TargetSpec
-from autoscaler.kube.times import parse_rfc3339, rfc3339
+from autoscaler.values.fields import ErrorList
+from autoscaler.values.quantity import Quantity, QuantityError
+from autoscaler.values.timestamps import parse_rfc3339, rfc3339
 
 
 def find_vpa(vpas: Iterable[Mapping[str, Any]], namespace: str, spec: TargetSpec) -> Mapping[str, Any] | None:

@@ -25,10 +25,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from autoscaler.core.fields import ErrorList, FieldError, Obj, SpecError
-from autoscaler.core.settings import ControllerSettings, Tolerances
-from autoscaler.files import load_yaml_file, parse_yaml_text
+from autoscaler.core.settings import ControllerSettings
+from autoscaler.core.settings_parse import SERVICE_SUFFIX, read_controller_settings
 from autoscaler.prometheus.settings import PrometheusSettings, read_prometheus_settings
+from autoscaler.values.fields import ErrorList, FieldError, Obj, SpecError
+from autoscaler.values.yaml_files import load_yaml_file, parse_yaml_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +175,7 @@ def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
                                      "or --prometheus-url)")
     kubernetes = _kubernetes(root.obj("kubernetes"))
     sync = _sync(root.obj("sync"))
-    controller = _controller(root.obj("controller"))
+    controller = read_controller_settings(root.obj("controller"), suffix=SERVICE_SUFFIX)
     targets = root.string("targets", non_empty=True)
     dry_run = root.boolean("dryRun", default=False)
     http = _http(root.obj("http"))
@@ -222,33 +223,6 @@ def _sync(obj: Obj | None) -> SyncSettings | None:
     if period is None or jitter is None or concurrency is None or batch is None or skew is None:
         return None
     return SyncSettings(period, jitter, concurrency, batch, skew)
-
-
-def _controller(obj: Obj | None) -> ControllerSettings | None:
-    default = ControllerSettings()
-    if obj is None:
-        return default
-    tolerance = default.tolerances
-    if isinstance(obj.value.get("tolerance"), Mapping):
-        tol = obj.obj("tolerance")
-        assert tol is not None
-        up = tol.number("scaleUp", default=tolerance.scale_up, minimum=0)
-        down = tol.number("scaleDown", default=tolerance.scale_down, minimum=0)
-        tol.finish()
-        tolerance = Tolerances(down if down is not None else 0.1, up if up is not None else 0.1)
-    else:
-        value = obj.number("tolerance", minimum=0, maximum=10)
-        if value is not None:
-            # kube-controller-manager replaces a configured 0 with its default, 0.1.
-            tolerance = Tolerances(value or 0.1, value or 0.1)
-    cpu = obj.number("cpuInitializationPeriodSeconds", default=default.cpu_initialization_period, minimum=0)
-    ready = obj.number("initialReadinessDelaySeconds", default=default.initial_readiness_delay, minimum=0)
-    window = obj.number("downscaleStabilizationWindowSeconds", default=default.downscale_stabilization_window,
-                        minimum=0, maximum=3600)
-    obj.finish()
-    if cpu is None or ready is None or window is None:
-        return None
-    return ControllerSettings(tolerance, cpu, ready, window)
 
 
 def _http(obj: Obj | None) -> HttpSettings | None:

@@ -25,7 +25,7 @@ from autoscaler.core.explain import explain_lines
 from autoscaler.core.gomath import MAX_INT32
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.status import condition_json, metric_status
-from autoscaler.kube.times import parse_rfc3339, rfc3339
+from autoscaler.values.timestamps import parse_rfc3339, rfc3339
 
 # Keep recommendations this long at least (the longest stabilization window allowed is 3600 s).
 MAX_WINDOW_SECONDS = 3600.0

@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autoscaler.core.fields import ErrorList, FieldError, SpecError, type_name
-from autoscaler.core.limits import check_document
 from autoscaler.core.spec import TargetSpec
 from autoscaler.core.spec_parse import parse_target_spec
-from autoscaler.files import load_yaml_documents
 from autoscaler.kube.api import ResourcePath
+from autoscaler.values.fields import ErrorList, FieldError, SpecError, type_name
+from autoscaler.values.limits import check_document
+from autoscaler.values.yaml_files import load_yaml_documents
 
 GROUP = "autoscaler.dev"
 VERSION = "v1alpha1"
@@ -66,7 +66,7 @@ def target_from_object(obj: Mapping[str, Any], *, default_namespace: str = "defa
     """A target from a ScalingTarget object as the API server (or a targets file) gives it; never raises.
 
     Whatever is wrong with the object makes this one target invalid, each problem with its path: its
-    spec, and its spec and status against the depth and size limits (:mod:`autoscaler.core.limits`),
+    spec, and its spec and status against the depth and size limits (:mod:`autoscaler.values.limits`),
     checked before anything walks them. Its identity is read leniently (the API server validated it).
     """
     raw_meta = obj.get("metadata")

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from autoscaler.core.fields import REQUIRED, ErrorList, Obj
 from autoscaler.core.hvpa.spec import UpdateMode
 from autoscaler.core.hvpa.vpa import VpaStatus, read_vpa_status
 from autoscaler.core.spec import TargetSpec
-from autoscaler.core.timestamps import TimestampError, parse_rfc3339
+from autoscaler.values.fields import REQUIRED, ErrorList, Obj
+from autoscaler.values.timestamps import TimestampError, parse_rfc3339_exact
 
 HVPA_STEP_KEYS: tuple[str, ...] = ("vpa", "lastScaleTime", "clock")
 
@@ -59,7 +59,7 @@ def read_hvpa_step(extra: Mapping[str, Any], path: str, at: float, spec: TargetS
     text = obj.string("clock", non_empty=True)
     if text is not None:
         try:
-            clock = parse_rfc3339(text)
+            clock = parse_rfc3339_exact(text)
         except TimestampError as exc:
             obj.error("clock", str(exc))
     elif carry.clock is not None and carry.at is not None:

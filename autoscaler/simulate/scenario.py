@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from autoscaler.core.conditions import Condition
-from autoscaler.core.fields import ErrorList, Obj, to_quantity
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.observation import (
     DEFAULT_SAMPLE_WINDOW,
@@ -32,10 +31,12 @@ from autoscaler.core.observation import (
     Sample,
     ScaleInfo,
 )
-from autoscaler.core.settings import ControllerSettings, Tolerances
+from autoscaler.core.settings import ControllerSettings
+from autoscaler.core.settings_parse import SCENARIO_SUFFIX, read_controller_settings
 from autoscaler.core.spec import MetricSourceType, MetricSpec, TargetSpec
 from autoscaler.core.spec_parse import read_target_spec
 from autoscaler.simulate.hvpa_steps import HVPA_STEP_KEYS, ClockCarry, HvpaStepInput, read_hvpa_step
+from autoscaler.values.fields import ErrorList, Obj, to_quantity
 
 # "Far past" for readySince/startedAt when a pod does not say (relative to the step).
 FAR_PAST = -10_000_000_000.0
@@ -86,7 +87,7 @@ EXTENSION_STEP_KEYS: tuple[str, ...] = HVPA_STEP_KEYS
 
 
 def parse_scenario(data: object) -> Scenario:
-    """Validate a scenario document; raise :class:`~autoscaler.core.fields.SpecError` listing every problem."""
+    """Validate a scenario document; raise :class:`~autoscaler.values.fields.SpecError` listing every problem."""
     errors = ErrorList()
     scenario = _scenario(data, errors)
     errors.raise_if_any()
@@ -100,7 +101,7 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
         return None
     raw_spec = root.raw("spec", required=True)
     spec = read_target_spec(raw_spec, "spec", errors, require_queries=False) if raw_spec is not None else None
-    settings = _settings(root.obj("settings"))
+    settings = read_controller_settings(root.obj("settings"), suffix=SCENARIO_SUFFIX)
     history = _history(root.obj("history"))
     conditions = _status(root.obj("status"))
     steps: list[ScenarioStep] = []
@@ -126,33 +127,6 @@ def _check_step_order(steps: list[ScenarioStep], errors: ErrorList) -> None:
     for index in range(1, len(steps)):
         if steps[index].at <= steps[index - 1].at:
             errors.add(f"steps[{index}].at", f"must be later than steps[{index - 1}].at ({steps[index - 1].at:g})")
-
-
-def _settings(obj: Obj | None) -> ControllerSettings | None:
-    defaults = ControllerSettings()
-    if obj is None:
-        return defaults
-    tolerances = defaults.tolerances
-    raw_tolerance = obj.raw("tolerance")
-    if isinstance(raw_tolerance, Mapping):
-        tol = Obj(raw_tolerance, obj.at("tolerance"), obj.errors)
-        up = tol.number("scaleUp", minimum=0)
-        down = tol.number("scaleDown", minimum=0)
-        tol.finish()
-        tolerances = Tolerances(scale_down=down if down is not None else tolerances.scale_down,
-                                scale_up=up if up is not None else tolerances.scale_up)
-    elif raw_tolerance is not None:
-        value = obj.number("tolerance", minimum=0)
-        if value is not None:
-            tolerances = Tolerances(value, value)
-    cpu_init = obj.number("cpuInitializationPeriod", default=defaults.cpu_initialization_period, minimum=0)
-    readiness = obj.number("initialReadinessDelay", default=defaults.initial_readiness_delay, minimum=0)
-    window = obj.number("downscaleStabilizationWindow", default=defaults.downscale_stabilization_window,
-                        minimum=0)
-    obj.finish()
-    if cpu_init is None or readiness is None or window is None:
-        return None
-    return ControllerSettings(tolerances, cpu_init, readiness, window)
 
 
 def _time(obj: Obj, key: str, *, required: bool = False, default: float | None = None) -> float | None:

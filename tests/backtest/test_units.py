@@ -1,4 +1,4 @@
-"""Pure parts of the backtest: times, the grid, kube-state-metrics facts into pods, limit details,
+"""Pure parts of the backtest: the grid, kube-state-metrics facts into pods, limit details,
 the progress bar."""
 
 from __future__ import annotations
@@ -11,36 +11,16 @@ import pytest
 from autoscaler.backtest.history import Grid, HistoryClient, Matrix
 from autoscaler.backtest.progress import Progress
 from autoscaler.backtest.report import ReportBuilder
-from autoscaler.backtest.times import TimeError, format_seconds, format_time, parse_step, parse_time
 from autoscaler.backtest.workload import WorkloadHistory, owned_pods_query, restrict_to_pods, workload_queries
 from autoscaler.core.observation import ConditionStatus, PodPhase
 from autoscaler.core.spec import CrossVersionObjectReference
-from autoscaler.files import load_yaml_file
 from autoscaler.prometheus.results import RangeResult, RangeSeries
 from autoscaler.simulate.runner import run_scenario
 from autoscaler.simulate.scenario import parse_scenario
+from autoscaler.values.yaml_files import load_yaml_file
 
 NOW = 1_715_072_400.0  # 2024-05-07T09:00:00Z
 SCENARIOS = Path(__file__).resolve().parents[2] / "config" / "scenarios"
-
-
-@pytest.mark.parametrize(("text", "expected"), [
-    ("now", NOW), ("-2h", NOW - 7200), ("now-1d12h", NOW - 129_600), ("now+30m", NOW + 1800),
-    ("2024-05-07T09:00:00Z", NOW), ("2024-05-07T11:00:00+02:00", NOW), ("2024-05-07", NOW - 9 * 3600),
-    ("1715072400", NOW), ("2024-05-07T09:00:00.250Z", NOW + 0.25),
-])
-def test_times(text: str, expected: float) -> None:
-    assert parse_time(text, NOW) == expected
-
-
-def test_steps_and_formats() -> None:
-    assert [parse_step(s) for s in ("15s", "1m", "500ms", "15", "0.5", "1h30m")] == [15, 60, 0.5, 15, 0.5, 5400]
-    for bad in ("0s", "-1", "0.0001", "abc"):
-        with pytest.raises(TimeError):
-            parse_step(bad)
-    assert format_time(NOW) == "2024-05-07T09:00:00Z" and format_time(NOW + 0.25) == "2024-05-07T09:00:00.250Z"
-    assert [format_seconds(x) for x in (0.5, 45, 750, 11_100, 187_200, 86_400)] == [
-        "0.5s", "45s", "12m30s", "3h5m", "2d4h", "1d"]
 
 
 def test_grid_in_milliseconds() -> None:

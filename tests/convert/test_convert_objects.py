@@ -14,8 +14,8 @@ from autoscaler.convert.adapter_config import read_adapter_config
 from autoscaler.convert.hpa import convert_hpa
 from autoscaler.convert.keda import convert_scaled_object
 from autoscaler.convert.model import Conversion
-from autoscaler.core.fields import ErrorList
 from autoscaler.prometheus.templates import validate_template
+from autoscaler.values.fields import ErrorList
 from tests.convert.helpers import ADAPTER_CONFIG, HPAS, SCALED_OBJECTS, documents, load_written
 
 

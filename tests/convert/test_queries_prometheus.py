@@ -19,12 +19,12 @@ import yaml
 
 from autoscaler.convert.adapter_config import read_adapter_config
 from autoscaler.convert.hpa import convert_hpa
-from autoscaler.core.fields import ErrorList
 from autoscaler.core.observation import ExternalReading, ObjectReading, PodsReading, ResourceReading
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.prometheus import MetricsReader, PrometheusClient, PrometheusSettings
 from autoscaler.prometheus.reader import TargetQuery
 from autoscaler.sandbox import PrometheusSandbox
+from autoscaler.values.fields import ErrorList
 from tests.convert.helpers import ADAPTER_CONFIG, HPAS, documents
 from tests.convert.series_data import T_END
 

@@ -14,7 +14,6 @@ from autoscaler.core.observation import (
     ScaleInfo,
     SelectorProblem,
 )
-from autoscaler.core.quantity import Quantity
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import (
     DEFAULT_SCALE_DOWN_RULES,
@@ -27,6 +26,7 @@ from autoscaler.core.spec import (
     MetricTargetType,
     TargetSpec,
 )
+from autoscaler.values.quantity import Quantity
 from tests.core.builders import pod, usage
 
 NOW = 5000.0

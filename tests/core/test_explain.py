@@ -6,8 +6,8 @@ from __future__ import annotations
 from autoscaler.core.decision import decide
 from autoscaler.core.explain import explain_lines
 from autoscaler.core.observation import ExternalReading, MetricFailure, Observation, ScaleInfo
-from autoscaler.core.quantity import Quantity
 from autoscaler.core.spec import MetricSourceType, MetricSpec, MetricTarget, MetricTargetType
+from autoscaler.values.quantity import Quantity
 from tests.core.builders import pod
 from tests.core.test_decision import NOW, OLD, SETTINGS, target
 

@@ -17,7 +17,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.core.decision import TargetState, apply_scale_result, decide
-from autoscaler.core.fields import SpecError
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.observation import (
     ConditionStatus,
@@ -32,7 +31,6 @@ from autoscaler.core.observation import (
     ResourceReading,
     ScaleInfo,
 )
-from autoscaler.core.quantity import Quantity
 from autoscaler.core.settings import ControllerSettings, Tolerances
 from autoscaler.core.spec import (
     Behavior,
@@ -49,6 +47,8 @@ from autoscaler.core.spec import (
 )
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.simulate.scenario import parse_scenario
+from autoscaler.values.fields import SpecError
+from autoscaler.values.quantity import Quantity
 
 CPU = MetricSpec(MetricSourceType.RESOURCE, "cpu", MetricTarget(MetricTargetType.UTILIZATION, average_utilization=60))
 QUEUE = MetricSpec(MetricSourceType.EXTERNAL, "queue",

@@ -5,7 +5,6 @@ from typing import Any
 import pytest
 import yaml
 
-from autoscaler.core.fields import SpecError
 from autoscaler.core.spec import (
     DEFAULT_SCALE_DOWN_RULES,
     DEFAULT_SCALE_UP_RULES,
@@ -15,6 +14,7 @@ from autoscaler.core.spec import (
     SelectPolicy,
 )
 from autoscaler.core.spec_parse import parse_target_spec
+from autoscaler.values.fields import SpecError
 
 
 def spec(text: str) -> Any:

@@ -19,11 +19,11 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient
 
-from autoscaler.core.limits import MAX_DEPTH
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.emulator import KubeEmulator
 from autoscaler.kube.api import KubeApi
 from autoscaler.service.manager import Manager
+from autoscaler.values.limits import MAX_DEPTH
 from tests.service.cluster import (
     CRD,
     FakeMetrics,

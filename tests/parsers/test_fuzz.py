@@ -28,13 +28,14 @@ from hypothesis import strategies as st
 
 from autoscaler.backtest.target import load_target
 from autoscaler.cli import main
-from autoscaler.core.fields import SpecError
-from autoscaler.files import load_yaml_documents
+from autoscaler.cli.explain import explain_status
+from autoscaler.cli.run import read_run_inputs
 from autoscaler.kube.records import trim_deployment, trim_object, trim_pod
-from autoscaler.service.cli import explain_status, read_run_inputs
 from autoscaler.service.hvpa import find_vpa, restore_hvpa_state, vpa_observation
 from autoscaler.service.status import needs_write, restore_state, significant
 from autoscaler.service.targets import target_from_object
+from autoscaler.values.fields import SpecError
+from autoscaler.values.yaml_files import load_yaml_documents
 from tests.parsers.mutations import as_json_bytes, byte_mutants, data_mutants
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -285,10 +286,10 @@ def test_backtest_options_are_validated_before_anything_is_read(option: str, val
 @fuzz(200)
 @given(value=ARGUMENT_TEXT)
 def test_demo_duration_is_validated(value: str) -> None:
-    from autoscaler.sandbox.demo import parse_duration_text
+    from autoscaler.cli.demo import parse_demo_duration
 
     try:
-        seconds = parse_duration_text(value)
+        seconds = parse_demo_duration(value)
     except ValueError as exc:
         assert str(exc).startswith("--duration")
     else:

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from autoscaler.core.fields import ErrorList, FieldError, Obj, SpecError, to_quantity
-from autoscaler.core.limits import MAX_DEPTH, MAX_VALUES, check_document
-from autoscaler.files import parse_yaml_text
 from autoscaler.kube.jsondecode import MAX_DEPTH as DECODED_LEVELS
 from autoscaler.kube.jsondecode import TOO_DEEP, loads, tolerant_loads
 from autoscaler.service.targets import error_text
+from autoscaler.values.fields import ErrorList, FieldError, Obj, SpecError, to_quantity
+from autoscaler.values.limits import MAX_DEPTH, MAX_VALUES, check_document
+from autoscaler.values.yaml_files import parse_yaml_text
 
 
 def problems(value: object, **kwargs: Any) -> list[str]:

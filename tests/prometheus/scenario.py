@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from autoscaler.core.quantity import Quantity
 from autoscaler.core.spec import (
     CrossVersionObjectReference,
     MetricSourceType,
@@ -15,6 +14,7 @@ from autoscaler.core.spec import (
 )
 from autoscaler.prometheus.reader import TargetQuery
 from autoscaler.sandbox import MetricsExporter
+from autoscaler.values.quantity import Quantity
 
 CPU_WINDOW = "5s"
 CPU = "container_cpu_usage_seconds_total"

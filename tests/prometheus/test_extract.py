@@ -16,7 +16,6 @@ from autoscaler.core.observation import (
     PodUsage,
     ResourceReading,
 )
-from autoscaler.core.quantity import milli_from_decimal_text
 from autoscaler.prometheus.extract import (
     LabelNames,
     external_reading,
@@ -27,6 +26,7 @@ from autoscaler.prometheus.extract import (
     resource_reading,
 )
 from autoscaler.prometheus.results import InstantResult, Series
+from autoscaler.values.quantity import milli_from_decimal_text
 
 
 def reference(text: str, truncate_to_nano: bool = False) -> int | None:

@@ -1,4 +1,4 @@
-"""Escaping, selectors, durations and templates (pure)."""
+"""Escaping, selectors and templates (pure)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from hypothesis import strategies as st
 from autoscaler.prometheus.promql import (
     MATCH_NOTHING,
     SelectorError,
-    format_duration,
-    parse_duration,
     regex_alternation,
     selector_matchers,
     string_literal,
@@ -77,21 +75,6 @@ def test_selector_matchers(selector: str, matchers: str) -> None:
 def test_selector_errors(selector: str) -> None:
     with pytest.raises(SelectorError):
         selector_matchers(selector)
-
-
-@pytest.mark.parametrize("text, seconds", [("2m", 120), ("90s", 90), ("1h30m", 5400), ("500ms", 0.5),
-                                           ("1m30s500ms", 90.5), ("1d", 86400)])
-def test_durations(text: str, seconds: float) -> None:
-    assert parse_duration(text) == seconds
-
-
-@pytest.mark.parametrize("text", ["", "2", "m", "1.5m", "2 m", "1s1m", "-1s"])
-def test_invalid_durations(text: str) -> None:
-    assert parse_duration(text) is None
-
-
-def test_format_duration() -> None:
-    assert [format_duration(s) for s in (120, 0.5, 1.25)] == ["120s", "500ms", "1250ms"]
 
 
 def test_builtin_templates_parse_and_render() -> None:

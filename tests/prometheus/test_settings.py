@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from autoscaler.core.fields import SpecError
 from autoscaler.prometheus.settings import BasicAuth, PrometheusSettings, parse_prometheus_settings
+from autoscaler.values.fields import SpecError
 
 
 def errors_of(data: object) -> list[str]:

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.core.fields import SpecError
 from autoscaler.service.settings import load_service_settings, parse_service_settings
+from autoscaler.values.fields import SpecError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from autoscaler.core.decision import Decision, TargetState, apply_scale_result, decide
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.observation import ExternalReading, Observation, ScaleInfo
-from autoscaler.core.quantity import Quantity
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import (
     DEFAULT_SCALE_DOWN_RULES,
@@ -38,6 +37,7 @@ from autoscaler.service.status import (
     status_document,
     status_fingerprint,
 )
+from autoscaler.values.quantity import Quantity
 
 T0 = 1_800_000_000.0
 QUEUE = MetricSpec(MetricSourceType.EXTERNAL, "q", MetricTarget(MetricTargetType.AVERAGE_VALUE,

@@ -63,7 +63,7 @@ steps:
     assert main(["simulate", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "spec.behavior.scaleUp.policies[0].periodSeconds: must be between 1 and 1800" in err
-    assert "settings.tolerance: must be greater than or equal to 0" in err
+    assert "settings.tolerance: must be between 0 and 10" in err  # the rules of the service's controller settings
     assert 'steps[0].pods[0].phase: Unsupported value: "Runing"' in err and '(did you mean "Running"?)' in err
     assert "steps[1].at: must be later than steps[0].at (0)" in err
     assert "Traceback" not in err

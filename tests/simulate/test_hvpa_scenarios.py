@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from autoscaler.cli import main
-from autoscaler.core.fields import SpecError
 from autoscaler.simulate.output import render_table, step_json
 from autoscaler.simulate.runner import run_scenario
 from autoscaler.simulate.scenario import parse_scenario
+from autoscaler.values.fields import SpecError
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "config" / "scenarios"
 

@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 from autoscaler.core.observation import ContainerInfo, PodInfo, PodPhase
-from autoscaler.core.quantity import Quantity, QuantityError
+from autoscaler.values.quantity import Quantity, QuantityError
 
 PIN = "pin"
 PODS = "pods"

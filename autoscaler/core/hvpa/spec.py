@@ -2,7 +2,7 @@
 
 Parsing and validation live in :mod:`autoscaler.core.hvpa.spec_parse`; these types hold the result.
 Amounts are exact :class:`~fractions.Fraction`s in base units (CPU cores, memory bytes); the user's own
-container bounds are kept as :class:`~autoscaler.core.quantity.Quantity` too, so that the VPA patch
+container bounds are kept as :class:`~autoscaler.values.quantity.Quantity` too, so that the VPA patch
 writes them back exactly as given. See docs/hvpa.md for the field-by-field reference.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from autoscaler.core.quantity import Format, Quantity, format_quantity
+from autoscaler.values.quantity import Format, Quantity, format_quantity
 
 # The resources HVPA scales: the VPA recommends only these two.
 CPU = "cpu"

@@ -10,8 +10,6 @@ import re
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
-from autoscaler.core.durations import DurationError, parse_duration_seconds
-from autoscaler.core.fields import REQUIRED, Obj, did_you_mean
 from autoscaler.core.hvpa.intervals import IntervalProblem, effective_intervals
 from autoscaler.core.hvpa.spec import (
     DEFAULT_POLICY,
@@ -31,8 +29,10 @@ from autoscaler.core.hvpa.spec import (
     UpdateMode,
 )
 from autoscaler.core.hvpa.windows import WindowTimeError, parse_time_of_day
-from autoscaler.core.quantity import Quantity
 from autoscaler.core.spec import MetricSourceType, MetricSpec
+from autoscaler.values.durations import DurationError, parse_go_duration
+from autoscaler.values.fields import REQUIRED, Obj, did_you_mean
+from autoscaler.values.quantity import Quantity
 
 MAX_INT32 = 2**31 - 1
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -184,7 +184,7 @@ def _scale_type(obj: Obj | None) -> ScaleType | None:
     seconds = Fraction(0)
     if duration_text is not None:
         try:
-            seconds = parse_duration_seconds(duration_text)
+            seconds = parse_go_duration(duration_text)
         except DurationError as exc:
             obj.error("stabilizationDuration", str(exc))
         else:

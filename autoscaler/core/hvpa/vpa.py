@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from autoscaler.core.fields import ErrorList, Obj
 from autoscaler.core.hvpa.spec import RESOURCES
-from autoscaler.core.timestamps import TimestampError, parse_rfc3339
+from autoscaler.values.fields import ErrorList, Obj
+from autoscaler.values.timestamps import TimestampError, parse_rfc3339_exact
 
 RECOMMENDATION_PROVIDED = "RecommendationProvided"
 LOW_CONFIDENCE = "LowConfidence"
@@ -162,7 +162,7 @@ def _condition(obj: Obj | None, strict: bool) -> VpaCondition | None:
     since = obj.string("lastTransitionTime")
     if since is not None:
         try:
-            parse_rfc3339(since)
+            parse_rfc3339_exact(since)
         except TimestampError as exc:
             obj.error("lastTransitionTime", str(exc))
     obj.integer("observedGeneration", minimum=0)

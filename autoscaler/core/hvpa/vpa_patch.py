@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 from autoscaler.core.hvpa.spec import MEMORY, ContainerPolicy, HvpaSpec
-from autoscaler.core.quantity import Format, format_quantity
+from autoscaler.values.quantity import Format, format_quantity
 
 Pins = Mapping[str, Mapping[str, Fraction]]   # container → resource → per-pod value
 BOUNDS = ("minAllowed", "maxAllowed")

@@ -12,9 +12,9 @@ from autoscaler.core.decision import Decision
 from autoscaler.core.hvpa.decision import HvpaDecision, HvpaObservation, HvpaState, VpaObservation, decide_hvpa
 from autoscaler.core.hvpa.vpa import ContainerRecommendation, VpaCondition, VpaStatus
 from autoscaler.core.observation import ContainerInfo, PodInfo
-from autoscaler.core.quantity import Quantity
 from autoscaler.core.spec import TargetSpec
 from autoscaler.core.spec_parse import parse_target_spec
+from autoscaler.values.quantity import Quantity
 
 GI = 2**30
 MI = 2**20

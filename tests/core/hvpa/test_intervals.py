@@ -192,6 +192,6 @@ def test_a_problem_names_the_field() -> None:
 
 
 def _qty(text: str):  # type: ignore[no-untyped-def]
-    from autoscaler.core.quantity import Quantity
+    from autoscaler.values.quantity import Quantity
 
     return Quantity.parse(text)

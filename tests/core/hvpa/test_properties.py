@@ -22,7 +22,6 @@ from typing import Any
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from autoscaler.core.fields import SpecError
 from autoscaler.core.hvpa.decision import HvpaDecision, HvpaObservation, HvpaState, VpaObservation, decide_hvpa
 from autoscaler.core.hvpa.intervals import IntervalProblem, desired_for_total, effective_intervals, interval_at
 from autoscaler.core.hvpa.recommend import clamp_to_policy
@@ -39,10 +38,11 @@ from autoscaler.core.hvpa.spec import (
 )
 from autoscaler.core.hvpa.vpa import ContainerRecommendation, VpaCondition, VpaStatus
 from autoscaler.core.observation import ContainerInfo, PodInfo
-from autoscaler.core.quantity import Quantity
 from autoscaler.core.spec import CrossVersionObjectReference, TargetSpec
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.simulate.scenario import parse_scenario
+from autoscaler.values.fields import SpecError
+from autoscaler.values.quantity import Quantity
 from tests.core.test_properties import _mutate, _paths, json_values
 
 FREE = ScaleType(min_change={"cpu": ChangeParams(Fraction(0))})   # Auto, no stabilization, no minChange

@@ -15,7 +15,7 @@ from autoscaler.core.hvpa.resources import (
     size_pair,
 )
 from autoscaler.core.hvpa.spec import ChangeParams, ContainerPolicy, ControlledValues
-from autoscaler.core.quantity import Quantity
+from autoscaler.values.quantity import Quantity
 from tests.core.hvpa.builders import q
 
 NO_BOUNDS = ContainerPolicy("main")

@@ -6,7 +6,6 @@ from typing import Any
 import pytest
 import yaml
 
-from autoscaler.core.fields import SpecError
 from autoscaler.core.hvpa.spec import (
     ContainerMode,
     ControlledValues,
@@ -15,6 +14,7 @@ from autoscaler.core.hvpa.spec import (
     UpdateMode,
 )
 from autoscaler.core.spec_parse import parse_target_spec
+from autoscaler.values.fields import SpecError
 from tests.core.hvpa.builders import GI, q
 
 BASE = "scaleTargetRef: {kind: Deployment, name: kube-apiserver}\nminReplicas: 1\nmaxReplicas: 5\n"

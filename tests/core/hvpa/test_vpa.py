@@ -2,8 +2,8 @@
 
 import pytest
 
-from autoscaler.core.fields import ErrorList
 from autoscaler.core.hvpa.vpa import ContainerRecommendation, VpaCondition, VpaStatus, distrust_reason, read_vpa_status
+from autoscaler.values.fields import ErrorList
 from tests.core.hvpa.builders import q
 
 

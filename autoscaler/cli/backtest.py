@@ -1,7 +1,8 @@
-"""``autoscaler backtest``: the command line around :func:`~autoscaler.backtest.replay.run_backtest`.
+"""``autoscaler backtest``: replay a target spec against Prometheus history (docs/backtest.md).
 
-Bad input (a spec, a time, a step, a missing option) gets a clear message and exit code 2, never a
-traceback; history that cannot be read gets exit code 1 (2 when Prometheus rejects a query).
+The command line around :func:`~autoscaler.backtest.replay.run_backtest`. Bad input (a spec, a time, a
+step, a missing option) gets a clear message and exit code 2, never a traceback; history that cannot be
+read gets exit code 1 (2 when Prometheus rejects a query).
 """
 
 from __future__ import annotations
@@ -18,39 +19,85 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autoscaler.backtest.arguments import DEFAULT_CHUNK_POINTS, MAX_POINTS_PER_QUERY
-from autoscaler.backtest.target import BacktestTarget, load_target
-from autoscaler.backtest.times import (
-    TimeError,
-    format_seconds,
-    format_time,
-    parse_duration_option,
-    parse_step,
-    parse_time,
-)
-from autoscaler.core.fields import SpecError, problem_report
-from autoscaler.service.settings import ServiceSettings, load_service_settings
+from autoscaler.backtest.limits import DEFAULT_CHUNK_POINTS, MAX_POINTS_PER_QUERY
+from autoscaler.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, fail, invalid_file
+from autoscaler.cli.times import TimeError, parse_duration_option, parse_step, parse_time
+from autoscaler.values.durations import format_seconds
+from autoscaler.values.fields import SpecError
+from autoscaler.values.timestamps import rfc3339_millis
 
 if TYPE_CHECKING:  # the replay (aiohttp and all) is imported only when the command runs
     from autoscaler.backtest.progress import Progress
     from autoscaler.backtest.replay import BacktestOptions, BacktestResult
+    from autoscaler.backtest.target import BacktestTarget
+    from autoscaler.cli.parser import Subcommands
+    from autoscaler.service.settings import ServiceSettings
 
-EXIT_INVALID = 2
+DEFAULT_TIMEOUT = 60.0  # seconds for one range query
+MAX_TIMEOUT = 3600.0
 MAX_SYNCS = 10_000_000  # a year at 3 s; more is a typo in --from/--to/--step
-MAX_TIMEOUT = 3600.0  # seconds for one range query
 MAX_INT32 = 2**31 - 1  # replicas
 
 
+def add_parser(sub: Subcommands) -> None:
+    parser = sub.add_parser(
+        "backtest", help="replay a target spec against Prometheus history",
+        dash_values=("--from", "--to", "--step", "--chunk", "--pod-startup"),  # --from -2h
+        description="Replay TARGET.yaml through the service's decision engine over the history Prometheus holds "
+                    "for its workload, and report what the spec would have done (docs/backtest.md).")
+    parser.add_argument("target", metavar="TARGET.yaml", nargs="?",
+                        help="a target spec, or a ScalingTarget object (with --demo: optional, and it must scale "
+                             "Deployment shop/web)")
+    parser.add_argument("--demo", action="store_true",
+                        help="nothing to set up: a synthetic day of history for Deployment shop/web in a private "
+                             "Prometheus (needs the prometheus and promtool binaries); without TARGET.yaml, the spec "
+                             "that scaled it is compared with a proposed one")
+    parser.add_argument("--prometheus", metavar="URL", help="where Prometheus answers (or prometheus.url in --config)")
+    parser.add_argument("--from", dest="start", metavar="T1",
+                        help="start (required but with --demo): RFC 3339 (2024-05-07T09:00:00Z), a date, Unix "
+                             "seconds, now, or -2h / now-1d")
+    parser.add_argument("--to", dest="end", default="now", metavar="T2", help="end, in the same forms (default now)")
+    parser.add_argument("--step", metavar="DURATION",
+                        help="the sync period replayed, a Prometheus duration (default: sync.periodSeconds of "
+                             "--config, else 15s)")
+    parser.add_argument("--compare", metavar="OTHER.yaml", help="also replay this spec over the same history")
+    parser.add_argument("--output", "-o", choices=("text", "json"), default="text",
+                        help="text (default): a summary to read; json: one object for scripts")
+    parser.add_argument("--plot", action="append", default=[], metavar="FILE",
+                        help="write a plot: FILE.png and/or FILE.html (repeatable; needs the plot extra)")
+    parser.add_argument("--config", metavar="SETTINGS.yaml",
+                        help="the service's settings file: its prometheus section (auth, TLS, labels, queries) "
+                             "and controller settings are used")
+    parser.add_argument("--namespace", help="the target's namespace (default: metadata.namespace, else default)")
+    parser.add_argument("--name", help="the target's name, for <<name>> (default: metadata.name, else the "
+                                       "scale target's name)")
+    parser.add_argument("--selector", help="the scale's label selector, for queries that use <<selector>>")
+    parser.add_argument("--pods-query", metavar="PROMQL",
+                        help="PromQL listing the workload's pods (label pod) instead of kube-state-metrics ownership")
+    parser.add_argument("--replicas-query", metavar="PROMQL",
+                        help="PromQL giving the workload's real replica count (default: kube-state-metrics)")
+    parser.add_argument("--initial-replicas", type=int, metavar="N",
+                        help="replicas at --from (default: the workload's real count then)")
+    parser.add_argument("--pod-startup", default="0s", metavar="DURATION",
+                        help="how long a pod the replay adds stays Pending before it is Running and Ready (default 0s)")
+    parser.add_argument("--chunk", metavar="DURATION",
+                        help=f"history fetched and replayed at a time (default {DEFAULT_CHUNK_POINTS} syncs; "
+                             f"at most {MAX_POINTS_PER_QUERY:,})")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help=f"deadline of one range query (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+    parser.set_defaults(func=cmd_backtest)
+
+
 def _fail(message: str) -> int:
-    print(f"autoscaler backtest: {message}", file=sys.stderr)
-    return EXIT_INVALID
+    return fail("backtest", message)
 
 
-def _print_spec_errors(source: str, error: SpecError) -> None:
-    print(problem_report(source, error), file=sys.stderr)
+def read_settings(args: argparse.Namespace) -> ServiceSettings:
+    """The service's settings the backtest uses (--config, the environment, --prometheus); SpecError
+    lists what is wrong, and has no errors when no Prometheus is named at all."""
+    from autoscaler.service.settings import load_service_settings
 
-
-def _settings(args: argparse.Namespace) -> ServiceSettings:
     if args.prometheus is None and args.config is None and "AUTOSCALER_PROMETHEUS_URL" not in os.environ:
         raise SpecError([])
     flags: dict[tuple[str, ...], Any] = {("prometheus", "url"): args.prometheus} if args.prometheus else {}
@@ -99,6 +146,7 @@ def _labels(targets: list[BacktestTarget]) -> list[str]:
 def cmd_backtest(args: argparse.Namespace) -> int:
     from autoscaler.backtest.progress import Progress
     from autoscaler.backtest.replay import BacktestError
+    from autoscaler.backtest.target import load_target
     from autoscaler.plot.output import PlotError, check_outputs
 
     try:
@@ -112,13 +160,12 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     if args.start is None:
         return _fail("--from is required (or --demo, which replays its own day)")
     try:
-        settings = _settings(args)
+        settings = read_settings(args)
     except SpecError as exc:
         if not exc.errors:
             return _fail("--prometheus URL is required (or --config with prometheus.url, or "
                          "AUTOSCALER_PROMETHEUS_URL)")
-        _print_spec_errors(args.config or "settings", exc)
-        return EXIT_INVALID
+        return invalid_file(args.config or "settings", exc)
     targets = []
     for path in (args.target, args.compare):
         if path is None:
@@ -126,8 +173,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         try:
             targets.append(load_target(path, namespace=args.namespace, name=args.name))
         except SpecError as exc:
-            _print_spec_errors(path, exc)
-            return EXIT_INVALID
+            return invalid_file(path, exc)
     if len(targets) == 2:
         first, other = targets
         if (first.namespace, first.spec.scale_target_ref.kind, first.spec.scale_target_ref.name) != (
@@ -146,19 +192,17 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     try:
         result = asyncio.run(_run(prometheus, settings, targets, options, labels, progress))
     except BacktestError as exc:
-        print(f"autoscaler backtest: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return fail("backtest", str(exc), exc.exit_code)
     except KeyboardInterrupt:
-        print("\nautoscaler backtest: interrupted", file=sys.stderr)
-        return 130
+        print(file=sys.stderr)  # past the progress bar
+        return fail("backtest", "interrupted", EXIT_INTERRUPTED)
     _print(result, args.output)
     if args.plot:
         try:
             _plot(result, args.plot)
         except PlotError as exc:  # checked up front; this is the disk failing meanwhile
-            print(f"autoscaler backtest: {exc}", file=sys.stderr)
-            return 1
-    return 0
+            return fail("backtest", str(exc), EXIT_FAILED)
+    return EXIT_OK
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -176,9 +220,9 @@ def _demo(args: argparse.Namespace) -> int:
             args.target, args.compare = str(current), args.compare or str(proposed)
         try:
             with demo_prometheus() as url:
-                print(f"autoscaler backtest --demo: a synthetic day ({format_time(START)} to {format_time(END)}) of "
-                      f"Deployment shop/web, scaled by {Path(current).name}'s spec, in a private Prometheus at "
-                      f"{url}", file=sys.stderr)
+                print(f"autoscaler backtest --demo: a synthetic day ({rfc3339_millis(START)} to "
+                      f"{rfc3339_millis(END)}) of Deployment shop/web, scaled by {Path(current).name}'s spec, in a "
+                      f"private Prometheus at {url}", file=sys.stderr)
                 demo_args = argparse.Namespace(**{**vars(args), "demo": False, "prometheus": url,
                                                   "start": str(int(START)), "end": str(int(END)),
                                                   "step": args.step or f"{STEP}s"})
@@ -186,8 +230,7 @@ def _demo(args: argparse.Namespace) -> int:
         except DemoUnavailable as exc:
             return _fail(str(exc))
         except SandboxError as exc:
-            print(f"autoscaler backtest: the demo's Prometheus did not start: {exc}", file=sys.stderr)
-            return 1
+            return fail("backtest", f"the demo's Prometheus did not start: {exc}", EXIT_FAILED)
 
 
 async def _run(prometheus: Any, settings: ServiceSettings, targets: list[BacktestTarget], options: BacktestOptions,

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from autoscaler.cli import build_parser, main
-from autoscaler.service.cli import explain_status, flag_overrides
+from autoscaler.cli.explain import explain_status
+from autoscaler.cli.run import flag_overrides
 
 
 def test_run_flags_become_setting_overrides() -> None:

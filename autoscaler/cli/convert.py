@@ -1,4 +1,5 @@
-"""``autoscaler convert``: read, convert, write, and with ``--compare`` backtest beside the old autoscaler.
+"""``autoscaler convert``: read, convert, write, and with ``--compare`` backtest beside the old autoscaler
+(docs/migrating.md).
 
 Exit codes: 0 when everything converted (and, with ``--compare``, agreed); 2 for invalid input —
 an unreadable file, an object or adapter configuration that does not convert, and with
@@ -16,24 +17,68 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from autoscaler.cli import EXIT_INVALID
-from autoscaler.convert.adapter_config import AdapterConfig
-from autoscaler.convert.documents import Inputs, convert_all, sort_documents
-from autoscaler.convert.model import Conversion
-from autoscaler.convert.output import file_name, render_all, render_target, stderr_lines
-from autoscaler.core.fields import SpecError
-from autoscaler.files import load_yaml_documents
-from autoscaler.prometheus.errors import PrometheusError
+from autoscaler.cli.backtest import read_settings  # --compare is a backtest, with its settings
+from autoscaler.cli.errors import EXIT_FAILED, EXIT_INVALID, EXIT_OK, fail, say
+from autoscaler.values.fields import SpecError
 
-EXIT_DISAGREES = 1
+if TYPE_CHECKING:  # the conversions, and the Prometheus client, load only when the command runs
+    from autoscaler.cli.parser import Subcommands
+    from autoscaler.convert.adapter_config import AdapterConfig
+    from autoscaler.convert.documents import Inputs
+    from autoscaler.convert.model import Conversion
+
+DEFAULT_AGREEMENT = 90.0
+EXIT_DISAGREES = EXIT_FAILED  # --compare flags a target
 HPA_SYNC_PERIOD = "15s"  # the controller's --horizontal-pod-autoscaler-sync-period default
 
 
+def add_parser(sub: Subcommands) -> None:
+    parser = sub.add_parser(
+        "convert", dash_values=("--from", "--to", "--step"),  # --from -7d
+        help="convert HPAs (+ prometheus-adapter config) and KEDA ScaledObjects to ScalingTargets",
+        description="Convert HorizontalPodAutoscalers, with prometheus-adapter's configuration, and KEDA "
+                    "ScaledObjects into ScalingTargets; with --compare, backtest each over Prometheus history "
+                    "beside what the old autoscaler did (docs/migrating.md).")
+    parser.add_argument("files", nargs="*", metavar="FILE.yaml",
+                        help="HPAs, ScaledObjects, prometheus-adapter's config file or ConfigMap (any mix, any "
+                             "number of documents)")
+    source = parser.add_argument_group("reading from a cluster")
+    source.add_argument("--from-cluster", action="store_true",
+                        help="read HPAs, ScaledObjects and the adapter's ConfigMap through the kubeconfig")
+    source.add_argument("--kubeconfig", metavar="FILE")
+    source.add_argument("--context")
+    source.add_argument("-n", "--namespace", help="only this namespace (default: all)")
+    source.add_argument("-l", "--selector", help="only HPAs and ScaledObjects with these labels (app=web,tier!=db)")
+    source.add_argument("--adapter-configmap", metavar="NAMESPACE/NAME",
+                        help="the adapter's ConfigMap (default: the one labelled "
+                             "app.kubernetes.io/name=prometheus-adapter)")
+    parser.add_argument("--adapter-config", metavar="FILE",
+                        help="prometheus-adapter's configuration: its config file, or its ConfigMap")
+    parser.add_argument("--output-dir", metavar="DIR", help="write one file per target here instead of stdout")
+    parser.add_argument("--strict", action="store_true", help="anything that does not convert is an error (exit 2)")
+    compare = parser.add_argument_group("proof before cut-over (--compare)")
+    compare.add_argument("--compare", action="store_true",
+                         help="backtest each converted target beside the old autoscaler's recorded decisions")
+    compare.add_argument("--prometheus", metavar="URL",
+                         help="Prometheus: which series exist (the adapter's rules are checked against it), and with "
+                              "--compare the history")
+    compare.add_argument("--from", dest="start", metavar="T1", help="start: -7d, RFC 3339, a date, Unix seconds")
+    compare.add_argument("--to", dest="end", default="now", metavar="T2", help="end (default now)")
+    compare.add_argument("--step", metavar="DURATION", help="the sync period replayed (default: the HPA's 15s)")
+    compare.add_argument("--config", metavar="SETTINGS.yaml",
+                         help="the service's settings (prometheus auth, TLS, labels; controller settings)")
+    compare.add_argument("--agreement", type=float, default=DEFAULT_AGREEMENT, metavar="PERCENT",
+                         help=f"flag a target whose replicas equal the old autoscaler's less than this share of "
+                              f"the time (default {DEFAULT_AGREEMENT:g})")
+    compare.add_argument("--plot-dir", metavar="DIR", help="write each target's backtest plot here (PNG)")
+    compare.add_argument("--output", "-o", choices=("text", "json"), default="text", help="the comparison's form")
+    parser.set_defaults(func=cmd_convert)
+
+
 def _fail(message: str) -> int:
-    print(f"autoscaler convert: {message}", file=sys.stderr)
-    return EXIT_INVALID
+    return fail("convert", message)
 
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
@@ -52,6 +97,9 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
 
 
 def _read_files(paths: list[str], inputs: Inputs) -> list[str]:
+    from autoscaler.convert.documents import sort_documents
+    from autoscaler.values.yaml_files import load_yaml_documents
+
     problems: list[str] = []
     for path in paths:
         try:
@@ -65,6 +113,7 @@ def _read_files(paths: list[str], inputs: Inputs) -> list[str]:
 
 def _read_cluster(args: argparse.Namespace, inputs: Inputs) -> str | None:
     from autoscaler.convert.cluster import ClusterQuery, read_cluster
+    from autoscaler.convert.documents import sort_documents
     from autoscaler.kube.api import KubeError
     from autoscaler.kube.client import ConnectionSettingsError
 
@@ -75,7 +124,7 @@ def _read_cluster(args: argparse.Namespace, inputs: Inputs) -> str | None:
     except (KubeError, ConnectionSettingsError) as exc:
         return f"--from-cluster: {exc}"
     for note in found.notes:
-        print(f"autoscaler convert: {note}", file=sys.stderr)
+        say("convert", note)
     sort_documents(found.documents, inputs)
     return None
 
@@ -91,6 +140,10 @@ def _adapter(inputs: Inputs) -> tuple[AdapterConfig | None, list[str]]:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    from autoscaler.convert.documents import Inputs, convert_all
+    from autoscaler.convert.output import stderr_lines
+    from autoscaler.prometheus.errors import PrometheusError
+
     problem = _usage_problem(args)
     if problem:
         return _fail(problem)
@@ -108,10 +161,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
             return _fail(cluster_problem)
     adapter, adapter_problems = _adapter(inputs)
     problems.extend(adapter_problems)
-    for line in problems:
-        print(f"autoscaler convert: {line}", file=sys.stderr)
-    for line in inputs.ignored:
-        print(f"autoscaler convert: {line}", file=sys.stderr)
+    for line in [*problems, *inputs.ignored]:
+        say("convert", line)
     if adapter_problems:  # every HPA would be converted without its queries: stop here
         return EXIT_INVALID
     known: frozenset[str] | None = None
@@ -121,8 +172,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         except SpecError as exc:
             return _fail("settings: " + "; ".join(str(e) for e in exc.errors))
         except PrometheusError as exc:  # convert nothing on a guess
-            print(f"autoscaler convert: asking Prometheus which series exist failed: {exc}", file=sys.stderr)
-            return EXIT_DISAGREES
+            return fail("convert", f"asking Prometheus which series exist failed: {exc}", EXIT_FAILED)
     conversions = convert_all(inputs, adapter, known)
     failed = False
     for conversion in conversions:
@@ -131,26 +181,19 @@ def cmd_convert(args: argparse.Namespace) -> int:
         failed = failed or conversion.target is None or (args.strict and bool(conversion.losses))
     written = [c for c in conversions if c.target is not None and not (args.strict and c.losses)]
     if not conversions and not problems:
-        print("autoscaler convert: no HPA or ScaledObject found", file=sys.stderr)
+        say("convert", "no HPA or ScaledObject found")
     adapter_source = adapter.source if adapter is not None else None
     _write(written, adapter_source, args.output_dir, to_stdout=not args.compare)
-    code = EXIT_INVALID if failed or problems else 0
+    code = EXIT_INVALID if failed or problems else EXIT_OK
     if args.compare and written:
         compared = _compare(args, written)
         code = code or compared
     return code
 
 
-def _settings(args: argparse.Namespace) -> Any:
-    from autoscaler.service.settings import load_service_settings
-
-    flags: dict[tuple[str, ...], Any] = {("prometheus", "url"): args.prometheus} if args.prometheus else {}
-    return load_service_settings(args.config, flags=flags)
-
-
 def _known_series(args: argparse.Namespace, inputs: Inputs, adapter: AdapterConfig) -> frozenset[str] | None:
     """The candidate series that Prometheus holds (None when no HPA asks for an adapter metric)."""
-    from autoscaler.backtest.times import TimeError, parse_time
+    from autoscaler.cli.times import TimeError, parse_time
     from autoscaler.convert.discover import LOOKBACK_SECONDS, known_series, metric_names, presence_query
     from autoscaler.prometheus.client import PrometheusClient
 
@@ -164,7 +207,7 @@ def _known_series(args: argparse.Namespace, inputs: Inputs, adapter: AdapterConf
     query = presence_query(adapter, metric_names(inputs.objects), lookback)
     if query is None:
         return None
-    settings = _settings(args)
+    settings = read_settings(args)
 
     async def ask() -> frozenset[str]:
         async with PrometheusClient(settings.prometheus) as client:
@@ -175,6 +218,8 @@ def _known_series(args: argparse.Namespace, inputs: Inputs, adapter: AdapterConf
 
 def _write(conversions: list[Conversion], adapter_source: str | None, directory: str | None, *,
            to_stdout: bool) -> None:
+    from autoscaler.convert.output import file_name, render_all, render_target
+
     if directory:
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
@@ -188,10 +233,10 @@ def _write(conversions: list[Conversion], adapter_source: str | None, directory:
 
 def _compare(args: argparse.Namespace, conversions: list[Conversion]) -> int:
     from autoscaler.backtest.replay import BacktestError, BacktestOptions
-    from autoscaler.backtest.times import TimeError, parse_step, parse_time
+    from autoscaler.cli.times import TimeError, parse_step, parse_time
 
     try:
-        settings = _settings(args)
+        settings = read_settings(args)
     except SpecError as exc:
         return _fail("settings: " + "; ".join(str(e) for e in exc.errors))
     now = time.time()
@@ -209,8 +254,7 @@ def _compare(args: argparse.Namespace, conversions: list[Conversion]) -> int:
     try:
         comparisons = asyncio.run(_compare_all(settings, conversions, options))
     except BacktestError as exc:
-        print(f"autoscaler convert --compare: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return fail("convert --compare", str(exc), exc.exit_code)
     return _report(args, comparisons, threshold)
 
 
@@ -229,6 +273,7 @@ async def _compare_all(settings: Any, conversions: list[Conversion], options: An
 
 def _report(args: argparse.Namespace, comparisons: list[Any], threshold: float) -> int:
     from autoscaler.convert.compare import comparison_json, render, write_plot
+    from autoscaler.convert.output import file_name
 
     if args.output == "json":
         print(json.dumps({"targets": [comparison_json(c, threshold) for c in comparisons],
@@ -241,4 +286,4 @@ def _report(args: argparse.Namespace, comparisons: list[Any], threshold: float) 
         for comparison in comparisons:
             write_plot(comparison, [str(directory / file_name(comparison.conversion).replace(".yaml", ".png"))])
     flagged = [c for c in comparisons if c.agreement.flagged(threshold)]
-    return EXIT_DISAGREES if flagged else 0
+    return EXIT_DISAGREES if flagged else EXIT_OK

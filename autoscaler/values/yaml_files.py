@@ -4,7 +4,7 @@ Every file the command line reads (a scenario, a target, a targets file, the set
 goes through :func:`load_yaml_file` or :func:`load_yaml_documents`, which read the data model JSON has, as
 Kubernetes does: objects with string keys, lists, strings, numbers, booleans and null. Anything else
 is refused with its line and column (binary data, sets, a key that is not a string, a key written
-twice), and so is a file that breaks the limits of :mod:`autoscaler.core.limits` (its size, its
+twice), and so is a file that breaks the limits of :mod:`autoscaler.values.limits` (its size, its
 nesting, its number of values with aliases written out) or is not UTF-8. A date stays the string it
 was written as.
 """
@@ -19,8 +19,8 @@ from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode
 
-from autoscaler.core.fields import ErrorList, FieldError, SpecError, type_name
-from autoscaler.core.limits import MAX_DEPTH, MAX_FILE_BYTES, check_document
+from autoscaler.values.fields import ErrorList, FieldError, SpecError, type_name
+from autoscaler.values.limits import MAX_DEPTH, MAX_FILE_BYTES, check_document
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 

@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from autoscaler.core.quantity import Format, Quantity, QuantityError, format_quantity, milli_from_decimal_text
+from autoscaler.values.quantity import Format, Quantity, QuantityError, format_quantity, milli_from_decimal_text
 
 
 @pytest.mark.parametrize(("text", "canonical", "milli"), [

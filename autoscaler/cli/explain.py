@@ -1,46 +1,20 @@
-"""``autoscaler run`` and ``autoscaler explain`` on the command line."""
+"""``autoscaler explain``: a target's last decision in words, from its live status."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autoscaler.core.fields import SpecError, problem_report
+from autoscaler.cli.errors import EXIT_FAILED, EXIT_INVALID, EXIT_OK, fail
 
-if TYPE_CHECKING:  # the service loads only when a command runs
-    from autoscaler.service.settings import ServiceSettings
-    from autoscaler.service.targets import Target
-
-DEFAULT_CONFIG = Path("config/autoscaler.yaml")
-EXIT_INVALID = 2
+if TYPE_CHECKING:
+    from autoscaler.cli.parser import Subcommands
 
 
-def add_parsers(sub: Any) -> None:
-    run = sub.add_parser("run", help="run the autoscaler service (in a cluster or against a kubeconfig)",
-                         description="Run the service: watch ScalingTargets (or --targets FILE), read metrics "
-                                     "from Prometheus, scale workloads. Settings: docs/configuration.md.")
-    run.add_argument("--config", metavar="FILE",
-                     help=f"settings file (default: {DEFAULT_CONFIG} when it exists)")
-    run.add_argument("--prometheus-url", metavar="URL")
-    run.add_argument("--kubeconfig", metavar="FILE")
-    run.add_argument("--context")
-    run.add_argument("--namespace", action="append", dest="namespaces", metavar="NS",
-                     help="watch targets in this namespace (repeatable; default: all)")
-    run.add_argument("--targets", metavar="FILE", help="read ScalingTarget objects from a YAML file (no CRD)")
-    run.add_argument("--sync-period", type=float, metavar="SECONDS")
-    run.add_argument("--dry-run", action="store_true", default=None,
-                     help="decide and report, but write nothing to the scaled workloads")
-    run.add_argument("--http-port", type=int)
-    run.add_argument("--no-leader-election", action="store_true", default=None)
-    run.add_argument("--log-format", choices=("auto", "json", "console"))
-    run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
-    run.set_defaults(func=cmd_run)
-
+def add_parser(sub: Subcommands) -> None:
     explain = sub.add_parser("explain", help="print a target's last decision in words",
                              description="Print the last decision of a target from its live status: each "
                                          "metric's value and proposal, the pods set aside, and what limited it.")
@@ -54,91 +28,24 @@ def add_parsers(sub: Any) -> None:
     explain.set_defaults(func=cmd_explain)
 
 
-def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, ...], Any]:
-    table: dict[str, tuple[str, ...]] = {
-        "prometheus_url": ("prometheus", "url"), "kubeconfig": ("kubernetes", "kubeconfig"),
-        "context": ("kubernetes", "context"), "namespaces": ("kubernetes", "namespaces"), "targets": ("targets",),
-        "sync_period": ("sync", "periodSeconds"), "dry_run": ("dryRun",), "http_port": ("http", "port"),
-        "log_format": ("logging", "format"), "log_level": ("logging", "level"),
-    }
-    overrides = {path: getattr(args, name) for name, path in table.items() if getattr(args, name) is not None}
-    if args.no_leader_election:
-        overrides[("leaderElection", "enabled")] = False
-    return overrides
-
-
-class TargetsFileError(SpecError):
-    """What is wrong with the ``--targets`` file, told apart from the settings' problems."""
-
-    def __init__(self, path: str, error: SpecError) -> None:
-        super().__init__(error.errors)
-        self.path = path
-
-
-def read_run_inputs(config: str | None,
-                    flags: Mapping[tuple[str, ...], Any]) -> tuple[ServiceSettings, list[Target] | None]:
-    """The settings and the targets file (standalone mode) ``autoscaler run`` starts from; SpecError
-    lists what is wrong with them (:class:`TargetsFileError` for the targets file)."""
-    from autoscaler.service.settings import load_service_settings
-    from autoscaler.service.targets import load_targets_file
-
-    settings = load_service_settings(config, flags=flags)
-    if not settings.targets_file:
-        return settings, None
-    try:
-        return settings, load_targets_file(settings.targets_file)
-    except SpecError as exc:
-        raise TargetsFileError(settings.targets_file, exc) from exc
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from autoscaler.kube.client import ConnectionSettingsError
-    from autoscaler.service.app import run_blocking
-
-    config = args.config or (str(DEFAULT_CONFIG) if DEFAULT_CONFIG.exists() else None)
-    try:
-        settings, static = read_run_inputs(config, flag_overrides(args))
-    except TargetsFileError as exc:  # the targets file's problems, not the settings'
-        _print_errors(f"--targets {exc.path}", exc)
-        return EXIT_INVALID
-    except SpecError as exc:
-        _print_errors(config or "settings", exc)
-        return EXIT_INVALID
-    try:
-        run_blocking(settings, static_targets=static)
-    except ConnectionSettingsError as exc:
-        print(f"autoscaler run: {exc}", file=sys.stderr)
-        return EXIT_INVALID
-    except KeyboardInterrupt:
-        pass
-    return 0
-
-
-def _print_errors(source: str, error: SpecError) -> None:
-    print(problem_report(source, error), file=sys.stderr)
-
-
 def cmd_explain(args: argparse.Namespace) -> int:
     namespace, _, name = args.target.rpartition("/")
     namespace = namespace or args.namespace or "default"
     if not name or "/" in namespace:
-        print(f"autoscaler explain: TARGET must be NAME or NAMESPACE/NAME, not {args.target!r}", file=sys.stderr)
-        return EXIT_INVALID
+        return fail("explain", f"TARGET must be NAME or NAMESPACE/NAME, not {args.target!r}")
     from autoscaler.kube.client import ConnectionSettingsError
 
     try:
         status = asyncio.run(_fetch_status(args, namespace, name))
     except ConnectionSettingsError as exc:  # a kubeconfig that cannot be read: bad input, like run's
-        print(f"autoscaler explain: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return fail("explain", str(exc), EXIT_INVALID)
     except LookupError as exc:
-        print(f"autoscaler explain: {exc}", file=sys.stderr)
-        return 1
+        return fail("explain", str(exc), EXIT_FAILED)
     if args.output == "json":
         print(json.dumps(status, indent=2))
     else:
         print(explain_status(namespace, name, status))
-    return 0
+    return EXIT_OK
 
 
 async def _fetch_status(args: argparse.Namespace, namespace: str, name: str) -> Mapping[str, Any]:

@@ -3,7 +3,7 @@
 Every parser below walks documents recursively, and so do ``json.dumps``, copies and comparisons: a
 document nested a thousand levels deep would end any of them with ``RecursionError``, and YAML aliases
 can make a small file stand for a billion values. So each document is first checked here, without
-recursion, and refused with a path-precise :class:`~autoscaler.core.fields.FieldError` when it is too
+recursion, and refused with a path-precise :class:`~autoscaler.values.fields.FieldError` when it is too
 deep, too large, or holds something JSON cannot (a key that is not a string, binary data, a date).
 
 The limits are far above anything real: the deepest field a target, a scenario or the settings
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from autoscaler.core.fields import ErrorList, type_name
+from autoscaler.values.fields import ErrorList, type_name
 
 MAX_DEPTH = 32            # levels of objects and lists, the document itself being level 1
 MAX_VALUES = 1_000_000    # values of every kind, counted as if YAML aliases were written out

@@ -14,22 +14,20 @@ import asyncio
 import contextlib
 import signal
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from autoscaler.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, fail
 from autoscaler.sandbox.timescale import SPEEDS
 
 if TYPE_CHECKING:  # the sandbox and the service load only when the command runs
+    from autoscaler.cli.parser import Subcommands
     from autoscaler.sandbox.demo_run import DemoOptions
     from autoscaler.sandbox.timeline import Summary
 
 DEFAULT_SPEED = 10
-EXIT_INVALID = 2
-EXIT_FAILED = 1
-EXIT_INTERRUPTED = 130
 
 
-def add_parser(sub: Any) -> None:
-    """Add ``demo`` to the ``autoscaler`` command's subparsers."""
+def add_parser(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "demo", help="watch the service scale a sandbox workload through a load curve (no cluster needed)",
         description="Run the real autoscaler service against an embedded sandbox (a Kubernetes API emulator "
@@ -59,21 +57,20 @@ def add_parser(sub: Any) -> None:
 MAX_DURATION = 7 * 24 * 3600.0  # demo time; the curve itself is 12 minutes
 
 
-def parse_duration_text(text: str) -> float:
-    from autoscaler.prometheus.promql import parse_duration
+def parse_demo_duration(text: str) -> float:
+    """Demo seconds of ``--duration``: a Prometheus duration (``5m``) or seconds (``900``), at most a week."""
+    from autoscaler.values.durations import MAX_DURATION_TEXT, DurationError, parse_duration_text
 
-    if len(text) > 64:  # Python will not read thousands of digits into an int
-        raise ValueError(f"--duration: {text[:20]!r}… is not a duration (5m, 90s, or seconds)")
+    shown = f"{text[:20]!r}…" if len(text) > MAX_DURATION_TEXT else repr(text)
     try:
-        seconds = float(text)
-    except ValueError:
-        parsed = parse_duration(text)
-        if parsed is None:
-            raise ValueError(f"--duration: {text!r} is not a duration (5m, 90s, or seconds)") from None
-        seconds = parsed
+        seconds = parse_duration_text(text, plain_seconds=True)
+    except DurationError:  # too long to be meant
+        seconds = None
+    if seconds is None:
+        raise ValueError(f"--duration: {shown} is not a duration (5m, 90s, or seconds)")
     if not 0 < seconds <= MAX_DURATION:  # also false for NaN
         raise ValueError(f"--duration must be more than 0 and at most {MAX_DURATION / 86400:g} days")
-    return float(seconds)
+    return seconds
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -83,28 +80,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from autoscaler.sandbox.sources import SourceError, resolve
 
     try:
-        duration = parse_duration_text(args.duration) if args.duration else None
+        duration = parse_demo_duration(args.duration) if args.duration else None
         source = resolve(args.prometheus)
     except (ValueError, SourceError) as exc:
-        print(f"autoscaler demo: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return fail("demo", str(exc))
     options = DemoOptions(speed=args.speed, duration=duration, quiet=args.quiet, prometheus=source,
                           kubeconfig=args.kubeconfig, keep_running=args.keep_running)
     with contextlib.ExitStack() as files:
         try:
             log = files.enter_context(open(args.log, "a", encoding="utf-8")) if args.log else None
         except OSError as exc:
-            print(f"autoscaler demo: --log: {exc}", file=sys.stderr)
-            return EXIT_INVALID
+            return fail("demo", f"--log: {exc}")
         try:
             summary = asyncio.run(_interruptible(options, log))
         except DemoError as exc:
-            print(f"autoscaler demo: {exc}", file=sys.stderr)
-            return EXIT_FAILED
+            return fail("demo", str(exc), EXIT_FAILED)
         except KeyboardInterrupt:  # a second Ctrl-C: asyncio.run has cancelled and awaited everything
-            print("autoscaler demo: aborted", file=sys.stderr)
-            return EXIT_INTERRUPTED
-    return EXIT_INTERRUPTED if summary.interrupted else 0
+            return fail("demo", "aborted", EXIT_INTERRUPTED)
+    return EXIT_INTERRUPTED if summary.interrupted else EXIT_OK
 
 
 async def _interruptible(options: DemoOptions, log: TextIO | None) -> Summary:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, TypeVar
 
-from autoscaler.core.quantity import Quantity, QuantityError
+from autoscaler.values.quantity import Quantity, QuantityError
 
 E = TypeVar("E")
 

@@ -1,0 +1,99 @@
+"""``autoscaler run``: the service, in a cluster or against a kubeconfig (docs/configuration.md)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from autoscaler.cli.errors import EXIT_INVALID, EXIT_OK, fail, invalid_file
+from autoscaler.values.fields import SpecError
+
+if TYPE_CHECKING:  # the service loads only when the command runs
+    from autoscaler.cli.parser import Subcommands
+    from autoscaler.service.settings import ServiceSettings
+    from autoscaler.service.targets import Target
+
+DEFAULT_CONFIG = Path("config/autoscaler.yaml")
+
+
+def add_parser(sub: Subcommands) -> None:
+    run = sub.add_parser("run", help="run the autoscaler service (in a cluster or against a kubeconfig)",
+                         description="Run the service: watch ScalingTargets (or --targets FILE), read metrics "
+                                     "from Prometheus, scale workloads. Settings: docs/configuration.md.")
+    run.add_argument("--config", metavar="FILE",
+                     help=f"settings file (default: {DEFAULT_CONFIG} when it exists)")
+    run.add_argument("--prometheus-url", metavar="URL")
+    run.add_argument("--kubeconfig", metavar="FILE")
+    run.add_argument("--context")
+    run.add_argument("--namespace", action="append", dest="namespaces", metavar="NS",
+                     help="watch targets in this namespace (repeatable; default: all)")
+    run.add_argument("--targets", metavar="FILE", help="read ScalingTarget objects from a YAML file (no CRD)")
+    run.add_argument("--sync-period", type=float, metavar="SECONDS")
+    run.add_argument("--dry-run", action="store_true", default=None,
+                     help="decide and report, but write nothing to the scaled workloads")
+    run.add_argument("--http-port", type=int)
+    run.add_argument("--no-leader-election", action="store_true", default=None)
+    run.add_argument("--log-format", choices=("auto", "json", "console"))
+    run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    run.set_defaults(func=cmd_run)
+
+
+def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, ...], Any]:
+    """The settings the flags set, by their path in the settings file (flags win over the file and the
+    environment)."""
+    table: dict[str, tuple[str, ...]] = {
+        "prometheus_url": ("prometheus", "url"), "kubeconfig": ("kubernetes", "kubeconfig"),
+        "context": ("kubernetes", "context"), "namespaces": ("kubernetes", "namespaces"), "targets": ("targets",),
+        "sync_period": ("sync", "periodSeconds"), "dry_run": ("dryRun",), "http_port": ("http", "port"),
+        "log_format": ("logging", "format"), "log_level": ("logging", "level"),
+    }
+    overrides = {path: getattr(args, name) for name, path in table.items() if getattr(args, name) is not None}
+    if args.no_leader_election:
+        overrides[("leaderElection", "enabled")] = False
+    return overrides
+
+
+class TargetsFileError(SpecError):
+    """What is wrong with the ``--targets`` file, told apart from the settings' problems."""
+
+    def __init__(self, path: str, error: SpecError) -> None:
+        super().__init__(error.errors)
+        self.path = path
+
+
+def read_run_inputs(config: str | None,
+                    flags: Mapping[tuple[str, ...], Any]) -> tuple[ServiceSettings, list[Target] | None]:
+    """The settings and the targets file (standalone mode) ``autoscaler run`` starts from; SpecError
+    lists what is wrong with them (:class:`TargetsFileError` for the targets file)."""
+    from autoscaler.service.settings import load_service_settings
+    from autoscaler.service.targets import load_targets_file
+
+    settings = load_service_settings(config, flags=flags)
+    if not settings.targets_file:
+        return settings, None
+    try:
+        return settings, load_targets_file(settings.targets_file)
+    except SpecError as exc:
+        raise TargetsFileError(settings.targets_file, exc) from exc
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from autoscaler.kube.client import ConnectionSettingsError
+    from autoscaler.service.app import run_blocking
+
+    config = args.config or (str(DEFAULT_CONFIG) if DEFAULT_CONFIG.exists() else None)
+    try:
+        settings, static = read_run_inputs(config, flag_overrides(args))
+    except TargetsFileError as exc:  # the targets file's problems, not the settings'
+        return invalid_file(f"--targets {exc.path}", exc)
+    except SpecError as exc:
+        return invalid_file(config or "settings", exc)
+    try:
+        run_blocking(settings, static_targets=static)
+    except ConnectionSettingsError as exc:
+        return fail("run", str(exc), EXIT_INVALID)
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK

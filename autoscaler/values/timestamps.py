@@ -1,0 +1,75 @@
+"""RFC 3339 timestamps (``2024-05-01T22:30:00Z``), as Kubernetes writes them: the one parser, and the
+three ways this project prints one.
+
+:func:`parse_rfc3339_exact` reads a time a person wrote (a scenario, a spec) and says what is wrong with
+it; :func:`parse_rfc3339` reads one from a document anyone may write (a stored status, an object from the
+API server) and gives None for anything that is not a time. Both accept exactly RFC 3339's ``date-time``:
+``T`` (or ``t``) between date and time, ``Z`` (or ``z``) or a numeric ``±hh:mm`` offset, any number of
+fraction digits (kept exactly).
+"""
+
+from __future__ import annotations
+
+import calendar
+import math
+import re
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+
+# re.ASCII: RFC 3339's digits are 0-9, where Python's \d is any Unicode digit.
+_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$",
+                      re.ASCII)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class TimestampError(ValueError):
+    """The text is not an RFC 3339 date-time."""
+
+
+def parse_rfc3339_exact(text: str) -> Fraction:
+    """Exact Unix seconds of an RFC 3339 date-time (``Z`` or a numeric offset; fractions of a second kept)."""
+    match = _RFC3339.match(text)
+    if match is None:
+        raise TimestampError(f'must be an RFC 3339 time such as "2024-05-01T22:30:00Z", not "{text}"')
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    try:
+        datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))
+    except ValueError as exc:
+        raise TimestampError(f'"{text}": {exc}') from None
+    offset = 0
+    if zone not in ("Z", "z"):
+        offset_hours, offset_minutes = int(zone[1:3]), int(zone[4:6])
+        if offset_hours > 23 or offset_minutes > 59:
+            raise TimestampError(f'"{text}": the UTC offset must be between -23:59 and +23:59')
+        offset = (offset_hours * 3600 + offset_minutes * 60) * (1 if zone[0] == "+" else -1)
+    whole = calendar.timegm((int(year), int(month), int(day), int(hour), int(minute), int(second), 0, 0, 0))
+    part = Fraction(int(fraction[1:]), 10 ** (len(fraction) - 1)) if fraction else Fraction(0)
+    return whole - offset + part
+
+
+def parse_rfc3339(value: object) -> float | None:
+    """Unix seconds of an RFC 3339 date-time, or None for anything that is not one (absent, another
+    type, another format): for documents anyone may write, where a bad time is left out, not trusted."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return float(parse_rfc3339_exact(value))
+    except TimestampError:
+        return None
+
+
+def rfc3339(seconds: float, *, fraction: bool = False) -> str:
+    """A Unix time as Kubernetes writes it, in UTC: ``metav1.Time`` (whole seconds, the fraction cut
+    off as Go's formatting does) or, with ``fraction``, ``metav1.MicroTime`` (six digits)."""
+    if fraction:
+        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return (_EPOCH + timedelta(seconds=math.floor(seconds))).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def rfc3339_millis(seconds: float) -> str:
+    """A Unix time for people to read, in UTC: ``2024-05-07T09:00:15Z``, with milliseconds only when
+    there are any (``2024-05-07T09:00:15.250Z``)."""
+    moment = datetime.fromtimestamp(seconds, UTC)
+    if moment.microsecond:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
