@@ -10,6 +10,7 @@ no code with the engine): for an AverageValue External or Object metric, the usa
 
 from __future__ import annotations
 
+import asyncio
 import math
 from pathlib import Path
 from typing import Any
@@ -72,15 +73,18 @@ def hpa_settles_at(current: int, queue: float, connections: float) -> int:
     raise AssertionError("the HPA algorithm does not settle on these values")
 
 
-def set_values(exporter: MetricsExporter, prometheus: PrometheusSandbox, queue: float, connections: float) -> None:
+async def set_values(exporter: MetricsExporter, prometheus: PrometheusSandbox, queue: float,
+                     connections: float) -> None:
+    """Set the values, and wait (in a thread: the emulator serves the service from this loop, and a blocked
+    loop would cost the service its 3 s lease) until Prometheus has them."""
     exporter.set("queue_messages_ready", {"namespace": "default", "queue": "jobs"}, queue)
     exporter.set("queue_messages_ready", {"namespace": "other", "queue": "jobs"}, 5000)
     exporter.set("ingress_active_connections", {"namespace": "default", "ingress": "main"}, connections)
     exporter.set("ingress_active_connections", {"namespace": "default", "ingress": "admin"}, 9000)
     for series, value in (('queue_messages_ready{namespace="default"}', queue),
                           ('ingress_active_connections{ingress="main"}', connections)):
-        prometheus.wait_for(series, lambda result, v=value: bool(result) and float(result[0]["value"][1]) == v,
-                            timeout=15)
+        await asyncio.to_thread(prometheus.wait_for, series,
+                                lambda result, v=value: bool(result) and float(result[0]["value"][1]) == v, 15)
 
 
 def converted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -97,7 +101,7 @@ async def test_converted_hpa_reaches_the_hpa_algorithms_counts(cluster: KubeEmul
                                                                 tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     target = converted(tmp_path, capsys)
-    set_values(exporter, prometheus, queue=60, connections=100)
+    await set_values(exporter, prometheus, queue=60, connections=100)
     cluster.create(deployment("shop", 2))
     cluster.create(target)
     services("one", cluster, prometheus)
@@ -106,7 +110,7 @@ async def test_converted_hpa_reaches_the_hpa_algorithms_counts(cluster: KubeEmul
     await until(lambda: replicas_of(cluster, "shop") == first, seconds=40, what=f"{first} replicas")
     assert (condition(status_of(cluster, "shop"), "ScalingActive") or {}).get("status") == "True"
 
-    set_values(exporter, prometheus, queue=0, connections=230)
+    await set_values(exporter, prometheus, queue=0, connections=230)
     second = hpa_settles_at(first, queue=0, connections=230)
     assert second == 5
     await until(lambda: replicas_of(cluster, "shop") == second, seconds=40, what=f"{second} replicas")

@@ -96,8 +96,13 @@ async def test_paused_prometheus_times_out_within_the_deadline(make_prometheus: 
             rows = await MetricsReader(client, client.settings).read(
                 [sc.web([sc.cpu_metric(), sc.pods_metric(sc.rps_query("x"))])], sc.T0)
             elapsed = time.monotonic() - started
-            assert all(isinstance(r, MetricFailure) and "did not answer within 0.5s" in r.message for r in rows[0])
-            assert elapsed < 1.5
+            # the query's deadline passed: waiting for the answer, or (on a loaded machine) for a slot first
+            assert all(isinstance(r, MetricFailure) and ("did not answer within 0.5s" in r.message
+                                                         or "before the query's deadline" in r.message)
+                       for r in rows[0]), [getattr(r, "message", r) for r in rows[0]]
+            # bounded by the 0.5 s deadline, not by TCP (which would wait minutes); the slack is for a
+            # loaded machine running four test workers on two cores
+            assert elapsed < 3.0
             with pytest.raises(PrometheusTimeout):
                 await client.query("vector(1)", sc.T0)
         assert (await client.query("vector(1)", sc.T0)).vector[0].value == "1"
