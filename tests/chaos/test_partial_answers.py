@@ -49,8 +49,9 @@ async def test_a_partial_sum_never_scales_down_and_whole_answers_decide_again(
     assert (await service.metric("autoscaler_prometheus_queries_total", outcome="partial") or 0) >= 3
     proxy.remove(rule)
     await set_load(exporter, prometheus, 60)
-    await wait_until(lambda: replicas_of(cluster, "web") == 6, 15, "the decision of the first whole answers")
-    assert scaling_active(cluster, "web").get("status") == "True"
+    # The scale is written before the status, so the test waits for both.
+    await wait_until(lambda: replicas_of(cluster, "web") == 6 and scaling_active(cluster, "web").get("status") == "True",
+                     15, "the decision of the first whole answers, and ScalingActive True")
 
     # A warning that does not say the answer is partial: the value stands, the warning is logged once.
     proxy.add(Rule("queue_depth", transform=with_warning(ANNOTATION)))
