@@ -52,20 +52,20 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(render_table(results, explain=args.explain))
     if args.plot:
         try:
-            _plot_simulation(args.scenario, scenario.spec, [step_json(r) for r in results], args.plot)
+            _plot_simulation(args.scenario, scenario.spec, results, args.plot)
         except PlotError as exc:  # checked up front; this is the disk failing meanwhile
             print(f"autoscaler simulate: {exc}", file=sys.stderr)
             return 1
     return 0
 
 
-def _plot_simulation(source: str, spec: Any, steps: list[dict[str, Any]], paths: list[str]) -> None:
+def _plot_simulation(source: str, spec: Any, results: list[Any], paths: list[str]) -> None:
     from autoscaler.plot.output import write_plots
-    from autoscaler.plot.records import slim
+    from autoscaler.plot.records import step_record
     from autoscaler.plot.series import PlotRun, plot_data
 
-    data = plot_data([PlotRun(source, [slim(step) for step in steps], spec)], f"Simulation of {source}",
-                     absolute_times=False)
+    data = plot_data([PlotRun(source, [step_record(r.at, r.outcome) for r in results], spec)],
+                     f"Simulation of {source}", absolute_times=False)
     write_plots(paths, data)
     for path in paths:
         print(f"wrote {path}", file=sys.stderr)

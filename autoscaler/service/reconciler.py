@@ -20,17 +20,15 @@ import random
 import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
 
 from autoscaler.core import conditions as c
 from autoscaler.core.conditions import Condition, set_condition
-from autoscaler.core.decision import Decision, TargetState, apply_scale_result, decide
-from autoscaler.core.hvpa.decision import HvpaDecision, HvpaObservation, HvpaState, decide_hvpa
-from autoscaler.core.hvpa.hpa_link import adopt_hvpa, hpa_off_decision
-from autoscaler.core.hvpa.spec import Source
+from autoscaler.core.decision import Decision, TargetState
+from autoscaler.core.hvpa.decision import HvpaState
 from autoscaler.core.observation import (
     ContainerInfo,
     MetricFailure,
@@ -42,6 +40,17 @@ from autoscaler.core.observation import (
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
 from autoscaler.core.status import condition_json
+from autoscaler.core.sync import (
+    NOTHING_WRITTEN,
+    SyncInputs,
+    SyncPlan,
+    SyncState,
+    WriteResults,
+    plan_sync,
+    reads_metrics,
+    scale_unreadable,
+    settle,
+)
 from autoscaler.kube.api import KubeError
 from autoscaler.kube.events import InvolvedObject
 from autoscaler.kube.labels import LabelSelector, SelectorError, parse_label_selector
@@ -336,32 +345,27 @@ class TargetReconciler:
                 self.services.metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started,
                                                         "error", "FailedGetScale")
                 return None
-            hpa_reads = spec.hvpa is None or Source.HPA in spec.hvpa.sources
-            observation = await self._observe(scale, read_metrics=hpa_reads, slot=slot)
-            if hpa_reads:
-                decision = decide(spec, observation, state, self.services.settings, now)
-            else:
-                decision = hpa_off_decision(spec, scale.spec_replicas, state, now)
-            hvpa: HvpaDecision | None = None
+            observation = await self._observe(scale, read_metrics=reads_metrics(spec), slot=slot)
+            inputs = SyncInputs(observation)
+            hvpa_state = HvpaState()
             if spec.hvpa is not None:
                 if self.hvpa_state is not None:
                     hvpa_state = self.hvpa_state
                 else:
                     saved = (self.last_status or {}).get("hvpa") or {}
                     hvpa_state = restore_hvpa_state(saved.get("state"))
-                hvpa = decide_hvpa(spec, HvpaObservation(
-                    scale.spec_replicas, observation.pods, vpa_observation(self.services.find_vpa(target)),
-                    template=self.services.template_of(target), clock=now), decision, hvpa_state, now)
-                decision = adopt_hvpa(decision, hvpa)
-            decision = await self._apply(decision, scale, now)
+                inputs = SyncInputs(observation, vpa_observation(self.services.find_vpa(target)),
+                                    template=self.services.template_of(target), clock=now)
+            plan = plan_sync(spec, inputs, SyncState(state, hvpa_state), self.services.settings, now)
+            outcome = settle(plan, await self._write(plan, scale))
+            decision = outcome.decision
             extra: dict[str, Any] = {}
-            if hvpa is not None:
-                self.hvpa_state = await self._apply_hvpa(hvpa, decision, hvpa_state)
-                extra["hvpa"] = hvpa_status(hvpa, self.hvpa_state)
+            if outcome.hvpa is not None:
+                self.hvpa_state = outcome.state.hvpa
+                extra["hvpa"] = hvpa_status(outcome.hvpa, self.hvpa_state)
             await self._report(decision, now, extra)
             self._settle_writes()
-            self.state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
-                                     decision.last_scale_time)
+            self.state = outcome.state.target
             self.syncs += 1
             result = ("dry_run" if decision.scale and decision.applied is None else
                       "scaled" if decision.applied else "error" if decision.error else "unchanged")
@@ -425,50 +429,51 @@ class TargetReconciler:
             self._pods_seen, self._pod_lists_seen = pods, ([p.name for p in pods], [p.info for p in pods])
         return self._pod_lists_seen
 
-    async def _apply(self, decision: Decision, scale: Scale, now: float) -> Decision:
-        if not decision.scale or self.services.dry_run:
-            return decision
-        self._fence()
-        try:
-            await self.services.scales.write(self.target, decision.replicas, scale)
-        except StaleScale as exc:  # another writer changed the replicas: decide again, no backoff (F8)
-            return apply_scale_result(decision, self.spec, False, now, str(exc))
-        except ScaleError as exc:
-            return apply_scale_result(decision, self.spec, False, now,
-                                      f"{exc}; {self._write_failed('scale', str(exc))}")
-        applied = apply_scale_result(decision, self.spec, True, now)
-        self.services.metrics.count_scale_event(self.target.namespace, self.target.name,
-                                                "up" if decision.replicas > decision.current_replicas else "down")
-        return applied
-
-    async def _apply_hvpa(self, hvpa: HvpaDecision, decision: Decision, before: HvpaState) -> HvpaState:
-        """Pin the VPA as HVPA decided; HVPA's state moves on only when everything was written."""
-        if decision.applied is False or self.services.dry_run:
-            return before
-        if hvpa.vpa_patch is not None:
-            name = str(((self.services.find_vpa(self.target) or {}).get("metadata") or {}).get("name") or "")
-            if not name or self.services.write_vpa is None:
-                return before
-            clock = time.monotonic()
-            if self.vpa_writes.holding(clock):
-                return before
+    async def _write(self, plan: SyncPlan, scale: Scale) -> WriteResults:
+        """Make the plan's writes: the scale, then (only if that went through) the VPA."""
+        if self.services.dry_run:
+            return NOTHING_WRITTEN
+        replicas = plan.scale_to
+        if replicas is not None:
             self._fence()
             try:
-                await self.services.write_vpa(self.target.namespace, name, hvpa.vpa_patch)
-            except KubeError as exc:
-                delay = self.vpa_writes.failed(str(exc), clock)
-                self.services.metrics.count_write_failure("vpa")
-                self.services.metrics.set_write_backoff(self.target.namespace, self.target.name, "vpa", delay)
-                log.warning("could not pin the VPA", vpa=name, error=str(exc), failures=self.vpa_writes.failures,
-                            retry_in=round(delay, 1))
-                self._fence()
-                await self.services.record_event(self.involved, "Warning", "FailedUpdateVPA",
-                                                 f"could not pin VPA {name}: {exc}; next attempt in {delay:.0f}s")
-                return before
-            if self.vpa_writes.succeeded():
-                self.services.metrics.set_write_backoff(self.target.namespace, self.target.name, "vpa", 0.0)
-                log.info("the VPA can be pinned again", vpa=name)
-        return hvpa.state
+                await self.services.scales.write(self.target, replicas, scale)
+            except StaleScale as exc:  # another writer changed the replicas: decide again, no backoff (F8)
+                return WriteResults(scale=False, scale_error=str(exc), vpa=False)
+            except ScaleError as exc:
+                return WriteResults(scale=False, scale_error=f"{exc}; {self._write_failed('scale', str(exc))}",
+                                    vpa=False)
+            current = plan.decision.current_replicas
+            self.services.metrics.count_scale_event(self.target.namespace, self.target.name,
+                                                    "up" if replicas > current else "down")
+        patch = plan.vpa_patch
+        return WriteResults(vpa=await self._write_vpa(patch) if patch is not None else True)
+
+    async def _write_vpa(self, patch: Mapping[str, Any]) -> bool:
+        """Pin the VPA as HVPA decided; False when it was not written (HVPA's state then stays)."""
+        name = str(((self.services.find_vpa(self.target) or {}).get("metadata") or {}).get("name") or "")
+        if not name or self.services.write_vpa is None:
+            return False
+        clock = time.monotonic()
+        if self.vpa_writes.holding(clock):
+            return False
+        self._fence()
+        try:
+            await self.services.write_vpa(self.target.namespace, name, patch)
+        except KubeError as exc:
+            delay = self.vpa_writes.failed(str(exc), clock)
+            self.services.metrics.count_write_failure("vpa")
+            self.services.metrics.set_write_backoff(self.target.namespace, self.target.name, "vpa", delay)
+            log.warning("could not pin the VPA", vpa=name, error=str(exc), failures=self.vpa_writes.failures,
+                        retry_in=round(delay, 1))
+            self._fence()
+            await self.services.record_event(self.involved, "Warning", "FailedUpdateVPA",
+                                             f"could not pin VPA {name}: {exc}; next attempt in {delay:.0f}s")
+            return False
+        if self.vpa_writes.succeeded():
+            self.services.metrics.set_write_backoff(self.target.namespace, self.target.name, "vpa", 0.0)
+            log.info("the VPA can be pinned again", vpa=name)
+        return True
 
     def _fence(self) -> None:
         """Checked right before every write: an instance whose lease may have run out writes nothing."""
@@ -548,15 +553,14 @@ class TargetReconciler:
 
     async def _scale_unreadable(self, state: TargetState, error: str, now: float) -> None:
         """AbleToScale False / FailedGetScale: the status keeps everything else as it was."""
-        conditions = set_condition(state.conditions, c.ABLE_TO_SCALE, c.FALSE, "FailedGetScale",
-                                   c.MSG_FAILED_GET_SCALE.format(error), now)
-        self.state = replace(state, conditions=conditions)
+        unreadable, event = scale_unreadable(SyncState(state), error, now)
+        self.state = unreadable.target
         log.warning("scale unreadable", error=error)
         if not self.services.may_write():
             return
-        await self.services.record_event(self.involved, "Warning", "FailedGetScale", error)
+        await self.services.record_event(self.involved, event.type, event.reason, event.message)
         document = dict(self.last_status or {})
-        document["conditions"] = [condition_json(x, seconds_time) for x in conditions]
+        document["conditions"] = [condition_json(x, seconds_time) for x in self.state.conditions]
         if self.target.generation is not None:
             document["observedGeneration"] = self.target.generation
         if self._needs_write(document):
