@@ -59,16 +59,8 @@ from autoscaler.kube.scale import Scale, ScaleError, StaleScale
 from autoscaler.prometheus.reader import TargetQuery
 from autoscaler.service.clock import PROCESS_CLOCK
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
-from autoscaler.service.status import (
-    limited_by,
-    restore_conditions,
-    restore_state,
-    seconds_time,
-    significant,
-    significant_change,
-    status_document,
-    status_fingerprint,
-)
+from autoscaler.service.status import restore_conditions, restore_state, seconds_time, status_document
+from autoscaler.service.status_digest import StatusDigest
 from autoscaler.service.targets import Target, error_text
 from autoscaler.service.write_backoff import WriteBackoff
 
@@ -255,15 +247,14 @@ class TargetReconciler:
         self.services = services
         self.state = state
         self._last_status_packed: bytes | None = None  # see last_status
-        self.last_status = last_status if last_status is not None else target.status
+        self._written: StatusDigest | None = None        # the digest of last_status
+        self._store(last_status if last_status is not None else target.status)
         self.hvpa_state: HvpaState | None = None
         self.selector: LabelSelector | None = None
         self._selector_text: str | None = None  # the scale's selector that self.selector was parsed from
         self.syncs = 0
         self._pods_seen: list[PodRecord] | None = None  # see _pod_lists
         self._pod_lists_seen: tuple[list[str], list[PodInfo]] = ([], [])
-        self._quiet: tuple[Any, ...] | None = None  # a fingerprint that needed no write against…
-        self._quiet_of: bytes | None = None           # …this last status (see _unchanged)
         # Writes that keep failing back off (see write_backoff): the scale and the status together (a
         # sync waits), the VPA on its own (HVPA's vertical path fails in isolation, horizontal goes on).
         self.writes = WriteBackoff(services.period)
@@ -276,17 +267,18 @@ class TargetReconciler:
 
         Kept as compressed compact JSON, a fraction of the parsed document's memory (~0.7 KiB instead of
         ~1.6 KiB of text, and far less than the parsed document): a steady sync never reads it (it
-        compares the decision's fingerprint, see ``_unchanged``), only writes, restarts and
+        compares digests, see :mod:`~autoscaler.service.status_digest`), only writes, restarts and
         /api/targets do."""
         if self._last_status_packed is None:
             return None
         status: Mapping[str, Any] = json.loads(zlib.decompress(self._last_status_packed))
         return status
 
-    @last_status.setter
-    def last_status(self, document: Mapping[str, Any] | None) -> None:
+    def _store(self, document: Mapping[str, Any] | None, digest: StatusDigest | None = None) -> None:
+        """``document`` is the last status now; ``digest`` its digest, when the caller has it."""
         self._last_status_packed = (None if document is None
-                                  else zlib.compress(json.dumps(document, separators=(",", ":")).encode()))
+                                    else zlib.compress(json.dumps(document, separators=(",", ":")).encode()))
+        self._written = digest if digest is not None else StatusDigest.of_status(document)
 
     @property
     def involved(self) -> InvolvedObject:
@@ -507,19 +499,17 @@ class TargetReconciler:
         extra = dict(extra or {})
         if self.services.dry_run:
             extra["dryRun"] = True
-        changed = not self._unchanged(status_fingerprint(decision, generation=target.generation, now=now,
-                                                         extra=extra),
-                                      lambda: status_document(decision, generation=target.generation, now=now,
-                                                              extra=extra, details=False))
+        digest = StatusDigest.of_decision(decision, generation=target.generation, now=now, extra=extra)
+        changed = digest.needs_write_after(self._written)
         if changed:
             document = status_document(decision, generation=target.generation, now=now, extra=extra)
             self._fence()
             try:
                 await self.services.write_status(target, document, self.last_status)
-                self.last_status = document
+                self._store(document, digest)
             except KubeError as exc:
                 self._write_failed("status", str(exc))
-        limited = limited_by(decision)
+        limited = decision.limited_by
         # info, but debug when nothing changed and nothing is limited (docs/operations.md): a steady
         # service would otherwise log every target every period.
         quiet = not (changed or decision.scale or decision.events or limited or decision.error
@@ -537,20 +527,6 @@ class TargetReconciler:
         self.services.metrics.set_target_conditions(
             target.namespace, target.name, _condition_states(decision.conditions))
 
-    def _unchanged(self, fingerprint: tuple[Any, ...], summary: Callable[[], Mapping[str, Any]]) -> bool:
-        """Whether the status needs no write: at once when the fingerprint equals the last one that
-        needed none against the same last status (the steady state), else by comparing ``summary()``."""
-        if self._quiet_of is self._last_status_packed and self._quiet == fingerprint:
-            return True
-        if self._needs_write(summary()):
-            return False
-        self._quiet, self._quiet_of = fingerprint, self._last_status_packed
-        return True
-
-    def _needs_write(self, document: Mapping[str, Any]) -> bool:
-        """:func:`needs_write` against the last status written."""
-        return significant_change(significant(self.last_status), significant(document))
-
     async def _scale_unreadable(self, state: TargetState, error: str, now: float) -> None:
         """AbleToScale False / FailedGetScale: the status keeps everything else as it was."""
         unreadable, event = scale_unreadable(SyncState(state), error, now)
@@ -563,11 +539,12 @@ class TargetReconciler:
         document["conditions"] = [condition_json(x, seconds_time) for x in self.state.conditions]
         if self.target.generation is not None:
             document["observedGeneration"] = self.target.generation
-        if self._needs_write(document):
+        digest = StatusDigest.of_status(document)
+        if digest is not None and digest.needs_write_after(self._written):
             self._fence()
             try:
                 await self.services.write_status(self.target, document, self.last_status)
-                self.last_status = document
+                self._store(document, digest)
             except KubeError as exc:
                 self._write_failed("status", str(exc))
 
