@@ -20,13 +20,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from autoscaler.core.conditions import Condition
+from autoscaler.core import conditions as c
+from autoscaler.core.conditions import Condition, set_condition
 from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.explain import explain_lines
 from autoscaler.core.gomath import MAX_INT32
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.status import condition_json, metric_status
 from autoscaler.kube.times import parse_rfc3339, rfc3339
+from autoscaler.service.targets import Target, error_text
 
 # Keep recommendations this long at least (the longest stabilization window allowed is 3600 s).
 MAX_WINDOW_SECONDS = 3600.0
@@ -178,3 +180,15 @@ def last_decision_document(decision: Decision, now: float) -> dict[str, Any]:
         "error": decision.error,
         "explanation": explain_lines(decision, now),
     }
+
+
+def invalid_status(target: Target, now: float, previous: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The status of a target whose spec is invalid: ScalingActive False / InvalidSpec with every error."""
+    conditions: tuple[Condition, ...] = restore_conditions((previous or {}).get("conditions"))
+    conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, "InvalidSpec",
+                               f"the target's spec is invalid: {error_text(target.errors)}", now)
+    document = dict(previous or {})
+    document["conditions"] = [condition_json(x, seconds_time) for x in conditions]
+    if target.generation is not None:
+        document["observedGeneration"] = target.generation
+    return document
