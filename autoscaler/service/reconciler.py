@@ -32,6 +32,7 @@ from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
 from autoscaler.core.status import condition_json
 from autoscaler.core.sync import (
+    ALL_WRITTEN,
     NOTHING_WRITTEN,
     SyncInputs,
     SyncPlan,
@@ -53,10 +54,11 @@ from autoscaler.service.schedule import ConcurrencySlot, Schedule
 from autoscaler.service.status import restore_state, seconds_time, status_document
 from autoscaler.service.status_digest import StatusDigest
 from autoscaler.service.targets import Target
-from autoscaler.service.view import NOTHING_SELECTED, ClusterView, Selection
+from autoscaler.service.view import NOTHING_SELECTED, ClusterView
 from autoscaler.service.writes import ClusterWriter, LeadershipLost, TargetWrites
 
 log = structlog.get_logger("autoscaler.reconciler")
+NO_HVPA = HvpaState()
 _stdlib_log = logging.getLogger("autoscaler.reconciler")  # the level structlog's filter_by_level reads
 
 
@@ -161,10 +163,6 @@ class TargetReconciler:
         started = time.monotonic()
         now = self._context.clock() if now is None else now
         target, spec, metrics = self._target, self._spec, self._context.metrics
-
-        def observed(result: str, reason: str | None) -> None:
-            metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started, result, reason)
-
         structlog.contextvars.bind_contextvars(namespace=target.namespace, name=target.name)
         try:
             stale = self._view.cache_problem(target)
@@ -172,7 +170,8 @@ class TargetReconciler:
                 # Deciding on state the cluster may have left behind could scale the wrong way: hold.
                 # (The cache logs its incident once; a line per target and period would be a flood.)
                 log.debug("sync held: cluster state is stale", reason=stale)
-                observed("error", "StaleCache")
+                metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started, "error",
+                                          "StaleCache")
                 return None
             clock = time.monotonic()
             if self._writes.holding(clock):
@@ -186,10 +185,17 @@ class TargetReconciler:
             except ScaleError as exc:
                 await self._scale_unreadable(state, str(exc), now)
                 self._writes.end(target)
-                observed("error", "FailedGetScale")
+                metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started, "error",
+                                          "FailedGetScale")
                 return None
-            plan = plan_sync(spec, await self._inputs(scale, now, slot), SyncState(state, self._hvpa_state_now()),
-                             self._context.settings, now)
+            observation = await self._observe(scale, read_metrics=reads_metrics(spec), slot=slot)
+            if spec.hvpa is None:
+                inputs, hvpa_state = SyncInputs(observation), NO_HVPA
+            else:
+                inputs = SyncInputs(observation, vpa_observation(self._view.find_vpa(target)),
+                                    template=self._view.template_of(target), clock=now)
+                hvpa_state = self._hvpa_state if self._hvpa_state is not None else self._restored_hvpa_state()
+            plan = plan_sync(spec, inputs, SyncState(state, hvpa_state), self._context.settings, now)
             outcome = settle(plan, await self._write(plan, scale))
             decision = outcome.decision
             extra: dict[str, Any] = {}
@@ -200,34 +206,25 @@ class TargetReconciler:
             self._writes.end(target)
             self._state = outcome.state.target
             self._syncs += 1
-            observed("dry_run" if decision.scale and decision.applied is None else
-                     "scaled" if decision.applied else "error" if decision.error else "unchanged",
-                     _error_reason(decision))
+            metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started,
+                                      "dry_run" if decision.scale and decision.applied is None else
+                                      "scaled" if decision.applied else "error" if decision.error else "unchanged",
+                                      _error_reason(decision))
             return decision
         except (asyncio.CancelledError, LeadershipLost):
             raise
         except Exception:  # a bug must not kill the reconciler: report it and try again next tick
             log.exception("sync failed unexpectedly")
-            observed("error", "InternalError")
+            metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started, "error",
+                                      "InternalError")
             return None
         finally:
             structlog.contextvars.unbind_contextvars("namespace", "name")
 
-    def _hvpa_state_now(self) -> HvpaState:
-        """HVPA's state: this reconciler's, else (its first sync) what the last status kept."""
-        if self._spec.hvpa is None:
-            return HvpaState()
-        if self._hvpa_state is None:
-            saved = (self.last_status or {}).get("hvpa") or {}
-            return restore_hvpa_state(saved.get("state"))
-        return self._hvpa_state
-
-    async def _inputs(self, scale: Scale, now: float, slot: ConcurrencySlot | None) -> SyncInputs:
-        observation = await self._observe(scale, read_metrics=reads_metrics(self._spec), slot=slot)
-        if self._spec.hvpa is None:
-            return SyncInputs(observation)
-        return SyncInputs(observation, vpa_observation(self._view.find_vpa(self._target)),
-                          template=self._view.template_of(self._target), clock=now)
+    def _restored_hvpa_state(self) -> HvpaState:
+        """HVPA's state at this reconciler's first sync: what the last status kept."""
+        saved = (self.last_status or {}).get("hvpa") or {}
+        return restore_hvpa_state(saved.get("state"))
 
     async def _observe(self, scale: Scale, *, read_metrics: bool, slot: ConcurrencySlot | None) -> Observation:
         target, spec = self._target, self._spec
@@ -244,14 +241,14 @@ class TargetReconciler:
                     self._selector, self._selector_text = None, None
                     problem = SelectorProblem("InvalidSelector", "couldn't convert selector into a "
                                                                  f"corresponding internal selector object: {exc}")
-            selection = self._select(self._selector)
+            selection = self._view.select(target, self._selector)
             if selection.others:
                 problem = SelectorProblem(
                     "AmbiguousSelector", f"pods by selector {scale.selector} are controlled by more than one HPA "
                                          f"(e.g. [{' '.join(selection.others)}])")
         else:  # the scale has no selector: this target selects nothing
             self._selector, self._selector_text = None, None
-            selection = self._select(None)
+            selection = self._view.select(target, None)
         readings: Sequence[MetricReading]
         if (read_metrics and problem is None and scale.selector
                 and (scale.spec_replicas > 0 or spec.has_object_or_external_metric)):
@@ -264,9 +261,6 @@ class TargetReconciler:
             readings = [MetricFailure("not read") for _ in spec.metrics]
         return Observation(ScaleInfo(scale.spec_replicas, scale.status_replicas, scale.selector),
                            self._pod_lists(selection.pods)[1], readings, problem)
-
-    def _select(self, selector: LabelSelector | None) -> Selection:
-        return self._view.select(self._target, selector)
 
     def _pod_lists(self, pods: list[PodRecord]) -> tuple[list[str], list[PodInfo]]:
         """The pods' names and infos, made again only when the selection is a new list (the pod index
@@ -286,7 +280,7 @@ class TargetReconciler:
                 return WriteResults(scale=False, scale_error=error, vpa=False)
         patch = plan.vpa_patch
         if patch is None:
-            return WriteResults()
+            return ALL_WRITTEN
         name = str(((self._view.find_vpa(self._target) or {}).get("metadata") or {}).get("name") or "")
         return WriteResults(vpa=bool(name) and await self._writes.vpa(self._target, name, patch))
 

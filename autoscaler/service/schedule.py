@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import math
 import random
 import time
 import zlib
-from collections.abc import AsyncIterator
 
 
 def _fraction(text: str) -> float:
@@ -80,19 +78,29 @@ class ConcurrencySlot:
             self._semaphore.release()
 
     @staticmethod
-    @contextlib.asynccontextmanager
-    async def given_back(slot: ConcurrencySlot | None) -> AsyncIterator[None]:
+    def given_back(slot: ConcurrencySlot | None) -> _GivenBack:
         """Without the slot for the body (a no-op for None, or a slot not held)."""
-        if slot is None or not slot._held:
-            yield
-            return
-        slot._held = False
-        slot._semaphore.release()
-        try:
-            yield
-        finally:
-            await slot._semaphore.acquire()
-            slot._held = True
+        return _GivenBack(slot)
+
+
+class _GivenBack:
+    """:meth:`ConcurrencySlot.given_back`: a class, not a generator-based context manager, as every sync
+    of every target enters one."""
+
+    __slots__ = ("_slot",)
+
+    def __init__(self, slot: ConcurrencySlot | None) -> None:
+        self._slot = slot if slot is not None and slot._held else None
+
+    async def __aenter__(self) -> None:
+        if self._slot is not None:
+            self._slot._held = False
+            self._slot._semaphore.release()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._slot is not None:
+            await self._slot._semaphore.acquire()
+            self._slot._held = True
 
 
 def first_delay(period: float, *, at_startup: bool) -> float | None:

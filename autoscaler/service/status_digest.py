@@ -71,11 +71,11 @@ class StatusDigest(NamedTuple):
         return cls(
             generation, decision.current_replicas, decision.status_desired_replicas,
             _seconds(decision.last_scale_time) if decision.last_scale_time is not None else None,
-            tuple((x.type, x.status, x.reason, x.message,
-                   _seconds(x.last_transition_time) if x.last_transition_time is not None else None)
-                  for x in decision.conditions),
-            frozenset([(count, _micro(at)) for count, at in closed.items()]),
-            frozenset((ongoing,)) if ongoing is not None else _NONE,
+            tuple([(x.type, x.status, x.reason, x.message,
+                    _seconds(x.last_transition_time) if x.last_transition_time is not None else None)
+                   for x in decision.conditions]),
+            frozenset([(count, _micro(at)) for count, at in closed.items()]) if closed else _NONE,
+            _only(ongoing) if ongoing is not None else _NONE,
             _events(history.scale_up_events, now), _events(history.scale_down_events, now),
             decision.limited_by, decision.error, _freeze(extra) if extra else (),
         )
@@ -125,14 +125,20 @@ def needs_write(previous: Mapping[str, Any] | None, new: Mapping[str, Any]) -> b
 
 # A target's times repeat from sync to sync (a condition's transition, a recommendation's time): each
 # is formatted once, not at every sync of every target.
-@functools.lru_cache(maxsize=16384)
+@functools.lru_cache(maxsize=4096)
 def _seconds(value: float) -> str:
     return seconds_time(value)
 
 
-@functools.lru_cache(maxsize=16384)
+@functools.lru_cache(maxsize=4096)
 def _micro(value: float) -> str:
     return rfc3339(value, fraction=True)
+
+
+@functools.lru_cache(maxsize=256)
+def _only(count: int) -> frozenset[int]:
+    """``{count}``, one set per count for every target's digest (each set takes 216 bytes)."""
+    return frozenset((count,))
 
 
 def _events(events: tuple[ScaleEvent, ...], now: float) -> tuple[Any, ...]:
