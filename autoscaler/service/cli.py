@@ -39,6 +39,9 @@ def add_parsers(sub: Any) -> None:
     run.add_argument("--no-leader-election", action="store_true", default=None)
     run.add_argument("--log-format", choices=("auto", "json", "console"))
     run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    run.add_argument("--record", metavar="FILE",
+                     help="append every sync's inputs and decision to FILE as JSON lines, for `autoscaler "
+                          "simulate` to replay (docs/simulate.md)")
     run.set_defaults(func=cmd_run)
 
     explain = sub.add_parser("explain", help="print a target's last decision in words",
@@ -104,8 +107,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     except SpecError as exc:
         _print_errors(config or "settings", exc)
         return EXIT_INVALID
+    if args.record:
+        try:
+            with open(args.record, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            print(f"autoscaler run: --record {args.record}: cannot write it: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_INVALID
     try:
-        run_blocking(settings, static_targets=static)
+        run_blocking(settings, static_targets=static, record=args.record)
     except ConnectionSettingsError as exc:
         print(f"autoscaler run: {exc}", file=sys.stderr)
         return EXIT_INVALID

@@ -31,6 +31,7 @@ from autoscaler.service.batcher import MetricsBatcher, ReadMany
 from autoscaler.service.caches import ClusterCaches, trim_target
 from autoscaler.service.metrics_sink import MetricsSink, NullMetrics
 from autoscaler.service.reconciler import SyncContext, TargetReconciler
+from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.scales import ClusterScales
 from autoscaler.service.schedule import Schedule, first_delay
 from autoscaler.service.status import invalid_status
@@ -59,7 +60,7 @@ class Manager:
                  namespaces: Iterable[str] = (), static_targets: list[Target] | None = None,
                  metrics: MetricsSink | None = None, may_write: Callable[[], bool] = lambda: True,
                  identity: str = "", on_targets: Callable[[int, int], None] | None = None,
-                 watch_silence: float = SILENCE_SECONDS) -> None:
+                 watch_silence: float = SILENCE_SECONDS, recorder: SyncRecorder | None = None) -> None:
         self.api = api
         self.namespaces = tuple(namespaces)
         self.static = static_targets is not None
@@ -73,7 +74,7 @@ class Manager:
         self.writer = ApiWriter(api, scales, EventRecorder(api, instance=identity), may_write=may_write,
                                 static=self.static)
         self.context = SyncContext(settings, period, dry_run, Schedule(period, jitter), asyncio.Semaphore(concurrency),
-                                   metrics or NullMetrics())
+                                   metrics or NullMetrics(), recorder=recorder)
         self.running: dict[Key, Running] = {}
         self.invalid: dict[Key, Target] = {}
         # The last status of targets without a running reconciler, for /api/targets only: a new term

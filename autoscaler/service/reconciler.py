@@ -50,6 +50,7 @@ from autoscaler.prometheus.reader import TargetQuery
 from autoscaler.service.clock import PROCESS_CLOCK
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
 from autoscaler.service.metrics_sink import MetricsSink
+from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.schedule import ConcurrencySlot, Schedule
 from autoscaler.service.status import restore_state, seconds_time, status_document
 from autoscaler.service.status_digest import StatusDigest
@@ -74,6 +75,7 @@ class SyncContext:
     semaphore: asyncio.Semaphore
     metrics: MetricsSink
     clock: Callable[[], float] = PROCESS_CLOCK.now  # decisions' "now": Unix time that never steps
+    recorder: SyncRecorder | None = None            # autoscaler run --record FILE
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,10 @@ class TargetReconciler:
                                     template=self._view.template_of(target), clock=now)
                 hvpa_state = self._hvpa_state if self._hvpa_state is not None else self._restored_hvpa_state()
             plan = plan_sync(spec, inputs, SyncState(state, hvpa_state), self._context.settings, now)
-            outcome = settle(plan, await self._write(plan, scale))
+            results = await self._write(plan, scale)
+            outcome = settle(plan, results)
+            if self._context.recorder is not None:
+                self._context.recorder.record(target, plan, observation, results, outcome)
             decision = outcome.decision
             extra: dict[str, Any] = {}
             if outcome.hvpa is not None:

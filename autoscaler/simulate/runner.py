@@ -36,7 +36,8 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
     ``lastScaleTime`` overrides when HVPA last applied a scaling, and its ``vpa`` and ``clock`` are
     what HVPA reads.
     """
-    state = SyncState(TargetState(history=scenario.history, conditions=scenario.conditions))
+    state = SyncState(TargetState(scenario.history, scenario.conditions, scenario.desired_replicas,
+                                  scenario.last_scale_time))
     replicas = 0
     results: list[StepResult] = []
     for step in scenario.steps:
