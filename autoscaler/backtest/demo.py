@@ -18,9 +18,7 @@ from typing import Any
 
 import yaml
 
-from autoscaler.backtest.replay import sync_once
 from autoscaler.backtest.target import load_target
-from autoscaler.core.decision import TargetState
 from autoscaler.core.observation import (
     ConditionStatus,
     ContainerInfo,
@@ -31,6 +29,7 @@ from autoscaler.core.observation import (
     ScaleInfo,
 )
 from autoscaler.core.settings import ControllerSettings
+from autoscaler.core.sync import SyncInputs, SyncState, sync
 from autoscaler.sandbox.history import OpenMetricsHistory
 from autoscaler.sandbox.prometheus import PrometheusSandbox, find_binary
 
@@ -83,7 +82,7 @@ def history(current_spec_path: str) -> str:
     pods: list[tuple[str, float]] = [(f"web-7f9c-{i}", START - 86_400) for i in range(3)]
     counters: dict[str, float] = {}
     created = len(pods)
-    state = TargetState()
+    state = SyncState()
     out = OpenMetricsHistory()
     for k in range(HOURS * 3600 // STEP + 1):
         now = START + k * STEP
@@ -105,11 +104,12 @@ def history(current_spec_path: str) -> str:
         out.replica_set("shop", "web-7f9c", "web", now)
         out.deployment("shop", "web", now, len(pods))
         observation = Observation(ScaleInfo(len(pods), len(pods), "app=web"), infos, [ResourceReading(usage)])
-        decision, state = sync_once(target, settings, observation, state, now)
-        while len(pods) < decision.replicas:
+        outcome = sync(target.spec, SyncInputs(observation), state, settings, now)
+        state, replicas = outcome.state, outcome.decision.replicas
+        while len(pods) < replicas:
             created += 1
             pods.append((f"web-7f9c-{created}", now + 5))
-        del pods[decision.replicas:]
+        del pods[replicas:]
     return out.text()
 
 

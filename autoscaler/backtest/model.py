@@ -15,13 +15,15 @@ holds the real pods' samples, so the simulated workload is built from them (``do
   share of it, each added pod that is running carries the real pods' average, and every value is
   scaled by the same factor: total ÷ (kept pods' values + added pods × average), rounded to the
   milli. Object and External metrics describe something outside the workload and stay as they were.
+* **Requests (and limits) HVPA applied** are every simulated pod's from the next sync on (as if the
+  VPA had recreated the pods at once); the others are the real pods'.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TypeVar
 
@@ -70,6 +72,16 @@ class SimulatedWorkload:
         self._added: list[AddedPod] = []
         self._created = 0
         self._template: tuple[ContainerInfo, ...] = ()
+        # container → resource → milli: the per-pod requests and limits HVPA applied
+        self._requests: dict[str, dict[str, int]] = {}
+        self._limits: dict[str, dict[str, int]] = {}
+
+    def pin(self, requests: Mapping[str, Mapping[str, Fraction]], limits: Mapping[str, Mapping[str, Fraction]]) -> None:
+        """HVPA applied these per-pod requests and limits: the simulated pods carry them from now on."""
+        for pinned, amounts_of in ((self._requests, requests), (self._limits, limits)):
+            for container, amounts in amounts_of.items():
+                for resource, value in amounts.items():
+                    pinned.setdefault(container, {})[resource] = math.ceil(value * 1000)
 
     def observe(self, real: RealWorkload, readings: Sequence[MetricReading], replicas: int, now: float,
                 selector: str) -> Observation:
@@ -81,13 +93,26 @@ class SimulatedWorkload:
             self._template = max(running, key=lambda p: (p.started_at or -math.inf, p.name)).containers
         self._resize(max(0, replicas - len(live)), now)
         if replicas == len(live):
-            return Observation(scale, real.pods, readings)
+            return Observation(scale, self._pinned(real.pods), readings)
         keep = {p.name for p in sorted(live, key=keep_order)[:replicas]}
         added = [self._added_pod(a, now) for a in self._added]
         pods = (*(p for p in real.pods if p.name in keep or not is_live(p)), *added)
         serving = [p.name for p in added if p.phase is PodPhase.RUNNING]
         live_names = {p.name for p in live}
-        return Observation(scale, pods, [rescale(r, live_names, keep, serving) for r in readings])
+        return Observation(scale, self._pinned(pods), [rescale(r, live_names, keep, serving) for r in readings])
+
+    def _pinned(self, pods: Sequence[PodInfo]) -> Sequence[PodInfo]:
+        """``pods`` with the requests and limits HVPA applied (see :meth:`pin`)."""
+        if not self._requests and not self._limits:
+            return pods
+        return tuple(replace(pod, containers=tuple(self._pinned_container(c) for c in pod.containers)) for pod in pods)
+
+    def _pinned_container(self, container: ContainerInfo) -> ContainerInfo:
+        requests, limits = self._requests.get(container.name), self._limits.get(container.name)
+        if requests is None and limits is None:
+            return container
+        return replace(container, requests={**container.requests, **(requests or {})},
+                       limits={**container.limits, **(limits or {})})
 
     def _resize(self, count: int, now: float) -> None:
         while len(self._added) < count:

@@ -2,8 +2,10 @@
 
 Each sync asks :class:`~autoscaler.prometheus.reader.MetricsReader` for the target's metrics at the
 sync's time, exactly as the service does, but the reader's client answers from range queries
-(:class:`~autoscaler.backtest.history.HistoryClient`). The decision is the service's own:
-:func:`decide` then :func:`apply_scale_result`, with the state carried in ``TargetState``.
+(:class:`~autoscaler.backtest.history.HistoryClient`). The sync is the service's own
+(:func:`autoscaler.core.sync.sync`, every write taken as done), HVPA included: the history holds no
+VPA, so HVPA reads no VPA recommendation, and the per-pod requests and limits it applies are the
+simulated pods' from then on (:meth:`~autoscaler.backtest.model.SimulatedWorkload.pin`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from autoscaler.backtest.compare import Divergence
 from autoscaler.backtest.history import (
@@ -27,16 +28,16 @@ from autoscaler.backtest.progress import Progress
 from autoscaler.backtest.report import Report, ReportBuilder
 from autoscaler.backtest.target import BacktestTarget
 from autoscaler.backtest.workload import RealWorkload, WorkloadHistory, restrict_to_pods, workload_queries
-from autoscaler.core.decision import Decision, TargetState, apply_scale_result, decide
-from autoscaler.core.observation import MetricReading, Observation, ResourceReading
+from autoscaler.core.hvpa.spec import Source
+from autoscaler.core.observation import MetricReading, ResourceReading
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import MetricSourceType
-from autoscaler.plot.records import plot_record
+from autoscaler.core.sync import SyncInputs, SyncState, sync
+from autoscaler.plot.records import StepRecord, step_record
 from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.reader import MetricsReader, TargetQuery
 from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.simulate.runner import StepResult
-from autoscaler.simulate.scenario import ScenarioStep
 
 
 class BacktestError(Exception):
@@ -62,7 +63,7 @@ class BacktestOptions:
     keep_records: bool = False       # keep one small record per sync (for plots)
 
 
-# Called with each run's label and each sync's result (the same object ``simulate`` produces) and
+# Called with each run's label and each sync's result (what ``simulate`` produces for a step) and
 # what the workload really was then: for scripts and tests that want every step.
 StepObserver = Callable[[str, StepResult, RealWorkload], None]
 
@@ -72,7 +73,7 @@ class RunResult:
     label: str
     target: BacktestTarget
     report: Report
-    records: list[dict[str, Any]] | None
+    records: list[StepRecord] | None
 
 
 @dataclass
@@ -81,16 +82,6 @@ class BacktestResult:
     divergence: Divergence
     stats: FetchStats
     notes: list[str] = field(default_factory=list)
-
-
-def sync_once(target: BacktestTarget, settings: ControllerSettings, observation: Observation, state: TargetState,
-              now: float) -> tuple[Decision, TargetState]:
-    """One sync as the service runs it (every scale assumed to succeed, as in ``simulate``)."""
-    decision = decide(target.spec, observation, state, settings, now)
-    if decision.scale:
-        decision = apply_scale_result(decision, target.spec, True, now)
-    return decision, TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
-                                 decision.last_scale_time)
 
 
 class Run:
@@ -104,24 +95,27 @@ class Run:
         self.settings = settings
         self.selector = selector
         self.workload = SimulatedWorkload(f"{target.spec.scale_target_ref.name}-backtest-", options.pod_startup)
-        self.state = TargetState()
+        self.state = SyncState()
         self.replicas: int | None = options.initial_replicas
         self.report = ReportBuilder(label, target.source, target.namespace, target.name, target.spec, options.start,
                                     options.end, options.step)
-        self.records: list[dict[str, Any]] | None = [] if options.keep_records else None
+        self.records: list[StepRecord] | None = [] if options.keep_records else None
 
     def step(self, real: RealWorkload, readings: Sequence[MetricReading], now: float) -> None:
         if self.replicas is None:
             self.replicas = _initial_replicas(real)
         observation = self.workload.observe(real, readings, self.replicas, now, self.selector)
-        decision, self.state = sync_once(self.target, self.settings, observation, self.state, now)
+        # The wall clock HVPA's maintenance windows read is the sync's own time (Unix seconds here).
+        outcome = sync(self.target.spec, SyncInputs(observation, clock=now), self.state, self.settings, now)
+        self.state = outcome.state
+        decision = outcome.decision
+        if outcome.hvpa is not None and outcome.hvpa.applied:
+            self.workload.pin(outcome.hvpa.requests, outcome.hvpa.limits)
         self.report.add(now, decision, real.replicas)
-        if self.records is not None or self.observer is not None:
-            result = StepResult(ScenarioStep(now, self.replicas, None, (), {}, {}, frozenset()), observation, decision)
-            if self.records is not None:
-                self.records.append(plot_record(result, real_replicas=real.replicas))
-            if self.observer is not None:
-                self.observer(self.label, result, real)
+        if self.records is not None:
+            self.records.append(step_record(now, outcome, real_replicas=real.replicas))
+        if self.observer is not None:
+            self.observer(self.label, StepResult(now, observation, outcome), real)
         self.replicas = decision.replicas
 
 
@@ -239,8 +233,8 @@ async def run_backtest(client: RangeQuerier, prometheus: PrometheusSettings, set
             progress.finish()
     notes = workload.notes(f"{ref.kind} {first.namespace}/{ref.name}")
     for target in targets:
-        if target.spec.hvpa is not None:
-            notes.append(f"{target.source}: the hvpa section is not replayed (backtest replays the horizontal "
-                         "decisions only)")
+        if target.spec.hvpa is not None and Source.VPA in target.spec.hvpa.sources:
+            notes.append(f"{target.source}: HVPA is replayed without the VPA source (Prometheus does not keep a "
+                         "VPA's recommendations): it decides from the HPA source alone")
     results = [RunResult(run.label, run.target, run.report.build(notes), run.records) for run in runs]
     return BacktestResult(results, divergence, history.stats, notes)

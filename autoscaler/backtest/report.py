@@ -129,8 +129,7 @@ class ReportBuilder:
         if norm is not None:
             for key in limit_keys(norm, self.spec):
                 _count(r.limits.setdefault(key, Tally()), at, "")
-            limited = norm.limit_reason if norm.limited else (norm.able_reason if norm.stabilized != norm.proposal
-                                                              else None)
+            limited = decision.limited_by
         for outcome in decision.metrics:
             if outcome.error is not None:
                 _count(r.failures.setdefault(outcome.spec.name, Tally()), at, outcome.error)

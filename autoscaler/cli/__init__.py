@@ -1,9 +1,9 @@
 """The ``autoscaler`` command line: :func:`main`, and a module per command.
 
 Each command's module adds its parser (``add_parser``) and runs it (``cmd_<name>``): :mod:`.run`,
-:mod:`.explain`, :mod:`.simulate`, :mod:`.backtest`, :mod:`.convert`, :mod:`.demo`. Building the parser
-imports none of the work behind a command: each loads what it needs when it runs. Every command exits
-with the codes of :mod:`.errors` (2 for bad input) and reports problems through it.
+:mod:`.explain`, :mod:`.simulate`, :mod:`.backtest`, :mod:`.convert`, :mod:`.scenario`, :mod:`.demo`.
+Building the parser imports none of the work behind a command: each loads what it needs when it runs.
+Every command exits with the codes of :mod:`.errors` (2 for bad input) and reports problems through it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from autoscaler.cli import backtest, convert, demo, explain, run, simulate
+from autoscaler.cli import backtest, convert, demo, explain, run, scenario, simulate
 from autoscaler.cli.errors import EXIT_BROKEN_PIPE
 from autoscaler.cli.parser import CommandParser
 
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="External Kubernetes autoscaler: upstream-exact HPA decisions from Prometheus, plus HVPA.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CommandParser)
-    for command in (simulate, backtest, convert, run, explain, demo):  # the order `autoscaler --help` lists
+    for command in (simulate, backtest, convert, run, explain, scenario, demo):  # the order `autoscaler --help` lists
         command.add_parser(sub)
     return parser
 

@@ -37,6 +37,9 @@ def add_parser(sub: Subcommands) -> None:
     run.add_argument("--no-leader-election", action="store_true", default=None)
     run.add_argument("--log-format", choices=("auto", "json", "console"))
     run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    run.add_argument("--record", metavar="FILE",
+                     help="append every sync's inputs and decision to FILE as JSON lines, for `autoscaler "
+                          "simulate` to replay (docs/simulate.md)")
     run.set_defaults(func=cmd_run)
 
 
@@ -90,8 +93,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         return invalid_file(f"--targets {exc.path}", exc)
     except SpecError as exc:
         return invalid_file(config or "settings", exc)
+    if args.record:
+        try:
+            with open(args.record, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            return fail("run", f"--record {args.record}: cannot write it: {exc.strerror or exc}", EXIT_INVALID)
     try:
-        run_blocking(settings, static_targets=static)
+        run_blocking(settings, static_targets=static, record=args.record)
     except ConnectionSettingsError as exc:
         return fail("run", str(exc), EXIT_INVALID)
     except KeyboardInterrupt:

@@ -60,19 +60,19 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(render_table(results, explain=args.explain))
     if args.plot:
         try:
-            _plot(args.scenario, scenario.spec, [step_json(r) for r in results], args.plot)
+            _plot(args.scenario, scenario.spec, results, args.plot)
         except PlotError as exc:  # checked up front; this is the disk failing meanwhile
             return fail("simulate", str(exc), EXIT_FAILED)
     return EXIT_OK
 
 
-def _plot(source: str, spec: Any, steps: list[dict[str, Any]], paths: list[str]) -> None:
+def _plot(source: str, spec: Any, results: list[Any], paths: list[str]) -> None:
     from autoscaler.plot.output import write_plots
-    from autoscaler.plot.records import slim
+    from autoscaler.plot.records import step_record
     from autoscaler.plot.series import PlotRun, plot_data
 
-    data = plot_data([PlotRun(source, [slim(step) for step in steps], spec)], f"Simulation of {source}",
-                     absolute_times=False)
+    data = plot_data([PlotRun(source, [step_record(r.at, r.outcome) for r in results], spec)],
+                     f"Simulation of {source}", absolute_times=False)
     write_plots(paths, data)
     for path in paths:
         print(f"wrote {path}", file=sys.stderr)

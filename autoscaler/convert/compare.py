@@ -20,7 +20,6 @@ from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.prometheus.promql import string_literal
 from autoscaler.prometheus.settings import PrometheusSettings
-from autoscaler.simulate.output import limited_by
 from autoscaler.simulate.runner import StepResult
 from autoscaler.values.durations import format_seconds
 from autoscaler.values.timestamps import rfc3339_millis
@@ -50,7 +49,7 @@ class _Recorder:
     def __call__(self, label: str, step: StepResult, real: RealWorkload) -> None:
         decision = step.decision
         failed = any(m.error is not None for m in decision.metrics)
-        self.syncs.append((step.step.at, decision.replicas, limited_by(decision), failed))
+        self.syncs.append((step.at, decision.replicas, decision.limited_by, failed))
 
 
 async def compare(client: RangeQuerier, prometheus: PrometheusSettings, controller: ControllerSettings,
@@ -76,9 +75,8 @@ async def compare(client: RangeQuerier, prometheus: PrometheusSettings, controll
         syncs.append(Sync(at, replicas, old, limit, failed))
     records = result.runs[0].records
     if records is not None:
-        for record, sync in zip(records, syncs, strict=True):
-            if sync.old is not None:
-                record["oldDesiredReplicas"] = sync.old
+        records[:] = [replace(record, old_desired_replicas=sync.old)
+                      for record, sync in zip(records, syncs, strict=True)]
     return Comparison(conversion, agreement(syncs, options.step), result)
 
 

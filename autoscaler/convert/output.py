@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import yaml
-
 from autoscaler.convert.model import Conversion, NoteKind
+from autoscaler.values.yaml_files import dump_yaml
 
 
 def _comment(text: str) -> list[str]:
@@ -30,22 +29,9 @@ def header(conversion: Conversion, adapter_source: str | None) -> list[str]:
     return [line for text in lines for line in _comment(text)]
 
 
-class _Dumper(yaml.SafeDumper):
-    """Multi-line strings (queries written over lines in the adapter's config) as literal blocks."""
-
-
-def _string(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _string)
-
-
 def render_target(conversion: Conversion, adapter_source: str | None) -> str:
     assert conversion.target is not None
-    body = yaml.dump(conversion.target, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120,
-                     allow_unicode=True)
+    body = dump_yaml(conversion.target)
     return "\n".join([*header(conversion, adapter_source), body.rstrip("\n")]) + "\n"
 
 

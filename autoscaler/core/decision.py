@@ -64,6 +64,17 @@ class Decision:
     applied: bool | None = None       # after apply_scale_result: whether the scale write succeeded
     previous_desired_replicas: int | None = None  # status.desiredReplicas before this sync
 
+    @property
+    def limited_by(self) -> str | None:
+        """What held the count back from the metrics' proposal: a limit (``ScaleUpLimit``,
+        ``TooManyReplicas``…), else a stabilization window (``ScaleDownStabilized``…); None if nothing."""
+        norm = self.normalization
+        if norm is None:
+            return None
+        if norm.limited:
+            return norm.limit_reason
+        return norm.able_reason if norm.stabilized != norm.proposal else None
+
 
 BRANCHES = {
     "disabled": "the target has 0 replicas: scaling is disabled",

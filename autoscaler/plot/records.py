@@ -1,29 +1,77 @@
-"""Per-step records for plots: the documented per-step JSON of ``simulate`` (``step_json``), reduced
-to what a plot shows, so that anything a step adds there (the ``hvpa`` object) is plotted too."""
+"""What a plot reads of one sync: a small, typed record made from the sync's outcome.
+
+``simulate`` and ``backtest`` (and ``convert --compare``, which is a backtest) make one
+:class:`StepRecord` per sync with :func:`step_record`; :mod:`autoscaler.plot.series` draws them. The
+record keeps only what is drawn, so a backtest of weeks keeps a few hundred bytes per sync, not the
+sync's observation and decision.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-from autoscaler.simulate.output import step_json
-from autoscaler.simulate.runner import StepResult
-
-# What plots read from a step's JSON; the rest (explanation, history, conditions…) is dropped.
-PLOTTED_KEYS = ("at", "currentReplicas", "desiredReplicas", "replicas", "scaled", "rescaleReason", "limitedBy",
-                "metrics", "hvpa")
-_METRIC_KEYS = ("type", "resource", "containerResource", "pods", "object", "external", "error")
+from autoscaler.core.metrics import MetricOutcome
+from autoscaler.core.spec import MetricSpec, MetricTargetType
+from autoscaler.core.sync import SyncOutcome
 
 
-def slim(step: dict[str, Any]) -> dict[str, Any]:
-    """``step`` (a ``step_json`` object) without what plots do not read."""
-    record = {key: step[key] for key in PLOTTED_KEYS if key in step}
-    record["metrics"] = [{k: m[k] for k in _METRIC_KEYS if k in m} for m in step.get("metrics", [])]
-    return record
+@dataclass(frozen=True, slots=True)
+class MetricPoint:
+    """One metric at one sync: its value in the unit its target uses (None: not read), and whether it
+    failed."""
+
+    spec: MetricSpec
+    value: float | None
+    failed: bool
 
 
-def plot_record(result: StepResult, *, real_replicas: int | None = None) -> dict[str, Any]:
-    """The plotted part of one step; ``realReplicas`` is what the workload really had (backtests)."""
-    record = slim(step_json(result))
-    if real_replicas is not None:
-        record["realReplicas"] = real_replicas
-    return record
+@dataclass(frozen=True, slots=True)
+class HvpaPoint:
+    """HVPA at one sync: its own count, the per-pod requests it proposes (cores, bytes…) and the gate
+    that blocked it, if one did."""
+
+    desired_replicas: int
+    requests: Mapping[tuple[str, str], float]     # (container, resource) → per-pod request
+    blocked: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    at: float
+    current_replicas: int
+    desired_replicas: int | None           # the metrics' proposal (None: no proposal)
+    replicas: int                          # the count set
+    limited_by: str | None
+    metrics: tuple[MetricPoint, ...]
+    hvpa: HvpaPoint | None = None
+    real_replicas: int | None = None       # backtest: what the workload really had
+    old_desired_replicas: int | None = None  # convert --compare: what the old autoscaler wanted
+
+
+def metric_value(outcome: MetricOutcome) -> float | None:
+    """The value the metric read, in the unit of its target (utilization in %, values in units)."""
+    current = outcome.current
+    if current is None:
+        return None
+    kind = outcome.spec.target.type
+    if kind is MetricTargetType.UTILIZATION:
+        return float(current.average_utilization) if current.average_utilization is not None else None
+    milli = current.average_value if kind is MetricTargetType.AVERAGE_VALUE else current.value
+    return milli / 1000 if milli is not None else None
+
+
+def step_record(at: float, outcome: SyncOutcome, *, real_replicas: int | None = None) -> StepRecord:
+    """The plotted part of one sync at ``at``."""
+    decision = outcome.decision
+    hvpa = outcome.hvpa
+    point = None
+    if hvpa is not None:
+        point = HvpaPoint(hvpa.desired_replicas, {(container, resource): float(value)
+                                                  for container, amounts in hvpa.requests.items()
+                                                  for resource, value in amounts.items()},
+                          hvpa.blocked.value if hvpa.blocked is not None else None)
+    return StepRecord(at, decision.current_replicas, decision.desired_replicas, decision.replicas,
+                      decision.limited_by,
+                      tuple(MetricPoint(o.spec, metric_value(o), bool(o.error)) for o in decision.metrics), point,
+                      real_replicas)

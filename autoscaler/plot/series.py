@@ -1,16 +1,17 @@
-"""What a plot shows, taken from per-step records (``records.slim``): one panel per metric (its value
-and target), the replicas panel (desired, final, real, min/max, and what limited each step), and for
-HVPA targets the per-pod requests. Both renderers (PNG, HTML) draw these same named series."""
+"""What a plot shows, taken from per-step records (:class:`~autoscaler.plot.records.StepRecord`): one
+panel per metric (its value and target), the replicas panel (desired, final, real, min/max, and what
+limited each step), and for HVPA targets the per-pod requests. Both renderers (PNG, HTML) draw these
+same named series."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from autoscaler.core.spec import MetricSourceType, MetricSpec, MetricTargetType, TargetSpec
-from autoscaler.values.quantity import Quantity, QuantityError
+from autoscaler.plot.records import StepRecord
 
 REPLICAS_PANEL = "replicas"
 # Stabilization windows in blues; rate limits orange (up) and green (down); min/max red and pink.
@@ -79,62 +80,16 @@ def metric_target(spec: MetricSpec) -> float | None:
     return quantity.as_float() if quantity is not None else None
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return Quantity.parse(value).as_float()
-        except (QuantityError, ValueError):
-            return None
-    return None
-
-
-def metric_value(spec: MetricSpec, entry: Mapping[str, Any]) -> float | None:
-    """The value a step's metric entry reports in the unit its target uses (None if not read)."""
-    block = entry.get(spec.type.source_key)
-    current = block.get("current") if isinstance(block, Mapping) else None
-    if not isinstance(current, Mapping):
-        return None
-    key = {MetricTargetType.UTILIZATION: "averageUtilization", MetricTargetType.AVERAGE_VALUE: "averageValue",
-           MetricTargetType.VALUE: "value"}[spec.target.type]
-    return _number(current.get(key))
-
-
 def requests_panel(resource: str) -> str:
     return f"HVPA {resource} requests per pod"
 
 
-def _hvpa_requests(hvpa: Mapping[str, Any]) -> dict[tuple[str, str], float]:
-    """``{(container, resource): value}`` from a step's ``hvpa.requests`` (per container, quantities)."""
-    result: dict[tuple[str, str], float] = {}
-    requests = hvpa.get("requests")
-    if not isinstance(requests, Mapping):
-        return result
-    for container, resources in requests.items():
-        if isinstance(resources, Mapping):
-            for resource, value in resources.items():
-                number = _number(value)
-                if number is not None:
-                    result[(str(container), str(resource))] = number
-    return result
-
-
-def _blocked(hvpa: Mapping[str, Any]) -> str | None:
-    blocked = hvpa.get("blocked")
-    if not blocked:
-        return None
-    return blocked if isinstance(blocked, str) else "blocked"
-
-
 @dataclass(frozen=True)
 class PlotRun:
-    """One run to plot: its label, its per-step records (``records.slim``) and its spec."""
+    """One run to plot: its label, its per-step records and its spec."""
 
     label: str
-    records: Sequence[Mapping[str, Any]]
+    records: Sequence[StepRecord]
     spec: TargetSpec
 
 
@@ -160,14 +115,14 @@ def plot_data(runs: Sequence[PlotRun], title: str, *, absolute_times: bool) -> P
                 metrics[_identity(metric)] = metric_title(metric)[0]
                 data.panels.append(metric_title(metric))
     data.panels.append((REPLICAS_PANEL, "replicas"))
-    resources = sorted({resource for run in runs for r in run.records if isinstance(r.get("hvpa"), Mapping)
-                        for _, resource in _hvpa_requests(r["hvpa"])})
+    resources = sorted({resource for run in runs for r in run.records if r.hvpa is not None
+                        for _, resource in r.hvpa.requests})
     for resource in resources:
         data.panels.append((requests_panel(resource), {"cpu": "cores", "memory": "bytes"}.get(resource, "")))
     for index, run in enumerate(runs):
         prefix = f"{run.label}: " if many else ""
         records = run.records
-        x = [float(r["at"]) for r in records]
+        x = [float(r.at) for r in records]
         if x and data.end is None:
             data.end = x[-1] + (x[-1] - x[-2] if len(x) > 1 else 1.0)
         for metric in run.spec.metrics:
@@ -175,10 +130,9 @@ def plot_data(runs: Sequence[PlotRun], title: str, *, absolute_times: bool) -> P
             values: list[float | None] = []
             failed: list[float | None] = []
             for record in records:
-                entries = [m for m in record.get("metrics", []) if _names(m, metric)]
-                entry = entries[0] if entries else {}
-                values.append(metric_value(metric, entry))
-                failed.append(1.0 if entry.get("error") else None)
+                point = next((m for m in record.metrics if _identity(m.spec) == _identity(metric)), None)
+                values.append(point.value if point is not None else None)
+                failed.append(1.0 if point is not None and point.failed else None)
             data.series.append(Series(f"{prefix}{panel}", panel, x, values, run=index))
             if any(v is not None for v in failed):
                 data.series.append(Series(f"{prefix}{metric.name} failed", panel, x, failed, "failed", index))
@@ -207,36 +161,27 @@ def _without_empty_panels(data: PlotData) -> PlotData:
     return data
 
 
-def _names(entry: Mapping[str, Any], metric: MetricSpec) -> bool:
-    """Whether a step's metric entry is ``metric`` (entries follow spec order; names identify them)."""
-    if entry.get("type") != metric.type.value:
-        return False
-    block = entry.get(metric.type.source_key)
-    if not isinstance(block, Mapping):
-        return False
-    if metric.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE):
-        return bool(block.get("name") == metric.name and block.get("container") == metric.container)
-    inner = block.get("metric")
-    return isinstance(inner, Mapping) and inner.get("name") == metric.name
+def _number(value: int | None) -> float | None:
+    return float(value) if value is not None else None
 
 
-def _replicas(data: PlotData, index: int, prefix: str, x: list[float], records: Sequence[Mapping[str, Any]],
+def _replicas(data: PlotData, index: int, prefix: str, x: list[float], records: Sequence[StepRecord],
               spec: TargetSpec, specs: Sequence[TargetSpec]) -> None:
     panel = REPLICAS_PANEL
-    replicas = [_number(r.get("replicas")) for r in records]
+    replicas = [_number(r.replicas) for r in records]
     data.series.append(Series(f"{prefix}replicas", panel, x, replicas, run=index))
-    data.series.append(Series(f"{prefix}desired replicas", panel, x, [_number(r.get("desiredReplicas"))
+    data.series.append(Series(f"{prefix}desired replicas", panel, x, [_number(r.desired_replicas)
                                                                       for r in records], "desired", index))
-    if any(isinstance(r.get("hvpa"), Mapping) and r["hvpa"].get("desiredReplicas") is not None for r in records):
+    if any(r.hvpa is not None for r in records):
         data.series.append(Series(f"{prefix}HVPA desired replicas", panel, x,
-                                  [_number(r["hvpa"].get("desiredReplicas")) if isinstance(r.get("hvpa"), Mapping)
-                                   else None for r in records], "desired", index))
+                                  [_number(r.hvpa.desired_replicas) if r.hvpa is not None else None
+                                   for r in records], "desired", index))
     if index == 0:
-        real = [_number(r.get("realReplicas")) for r in records]
+        real = [_number(r.real_replicas) for r in records]
         if any(v is not None for v in real):
             data.series.append(Series("real replicas", panel, x, real, "real"))
         # autoscaler convert --compare: what the old autoscaler (an HPA) wanted at each sync.
-        old = [_number(r.get("oldDesiredReplicas")) for r in records]
+        old = [_number(r.old_desired_replicas) for r in records]
         if any(v is not None for v in old):
             data.series.append(Series("old autoscaler's desired replicas", panel, x, old, "old"))
     for field_name, value in (("minReplicas", spec.min_replicas), ("maxReplicas", spec.max_replicas)):
@@ -244,19 +189,19 @@ def _replicas(data: PlotData, index: int, prefix: str, x: list[float], records: 
         if x and (index == 0 or not shared):
             data.series.append(Series(f"{'' if shared else prefix}{field_name} {value}", panel, [x[0], x[-1]],
                                       [float(value)] * 2, "bound", index, own=not shared))
-    reasons = sorted({r["limitedBy"] for r in records if r.get("limitedBy")})
+    reasons = sorted({r.limited_by for r in records if r.limited_by})
     for reason in reasons:
-        y = [replicas[i] if r.get("limitedBy") == reason else None for i, r in enumerate(records)]
+        y = [replicas[i] if r.limited_by == reason else None for i, r in enumerate(records)]
         data.series.append(Series(f"{prefix}limited: {reason}", panel, x, y, "limit", index, reason))
-    blocked = [_blocked(r["hvpa"]) if isinstance(r.get("hvpa"), Mapping) else None for r in records]
+    blocked = [r.hvpa.blocked if r.hvpa is not None else None for r in records]
     for reason in sorted({b for b in blocked if b}):
         data.series.append(Series(f"{prefix}HVPA blocked: {reason}", panel, x,
                                   [replicas[i] if b == reason else None for i, b in enumerate(blocked)], "blocked",
                                   index, reason))
 
 
-def _requests(data: PlotData, index: int, prefix: str, x: list[float], records: Sequence[Mapping[str, Any]]) -> None:
-    per_step = [_hvpa_requests(r["hvpa"]) if isinstance(r.get("hvpa"), Mapping) else {} for r in records]
+def _requests(data: PlotData, index: int, prefix: str, x: list[float], records: Sequence[StepRecord]) -> None:
+    per_step = [r.hvpa.requests if r.hvpa is not None else {} for r in records]
     for container, resource in sorted({k for step in per_step for k in step}):
         values = [step.get((container, resource)) for step in per_step]
         data.series.append(Series(f"{prefix}{container} {resource} request", requests_panel(resource), x, values,

@@ -37,6 +37,7 @@ from autoscaler.service.http import HttpServer, ReadinessCheck
 from autoscaler.service.logs import configure_logging
 from autoscaler.service.manager import Manager
 from autoscaler.service.metrics import ServiceMetrics
+from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.settings import ServiceSettings
 from autoscaler.service.targets import Target
 
@@ -111,8 +112,9 @@ def lease_namespace(configured: str | None) -> str:
 
 class Service:
     def __init__(self, settings: ServiceSettings, *, static_targets: list[Target] | None = None,
-                 identity: str | None = None) -> None:
+                 identity: str | None = None, record: str | None = None) -> None:
         self.settings = settings
+        self.record = record
         self.static_targets = static_targets
         self.identity = identity or default_identity()
         self.metrics = ServiceMetrics()
@@ -136,6 +138,7 @@ class Service:
         api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
         elector_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
         elector_task: asyncio.Task[None] | None = None
+        recorder: SyncRecorder | None = None
         try:
             async with api_client, elector_client, PrometheusClient(
                     settings.prometheus, observe_server_time=self.prometheus_skew.observe,
@@ -153,13 +156,16 @@ class Service:
                     return [with_clock_note(row, skew) for row in rows]
 
                 kube = KubeApi(api_client, observe=self.metrics.observe_kubernetes_request)
+                if self.record:
+                    recorder = SyncRecorder(self.record, settings.controller)
                 self.manager = manager = Manager(
                     kube, read_many, settings=settings.controller, period=settings.sync.period_seconds,
                     jitter=settings.sync.jitter, concurrency=settings.sync.concurrency,
                     batch_window=settings.sync.batch_window_seconds, dry_run=settings.dry_run,
                     namespaces=settings.kubernetes.namespaces, static_targets=self.static_targets,
                     metrics=self.metrics, may_write=self._may_write, identity=self.identity,
-                    on_targets=self.metrics.set_targets, watch_silence=settings.kubernetes.watch_silence_seconds)
+                    on_targets=self.metrics.set_targets, watch_silence=settings.kubernetes.watch_silence_seconds,
+                    recorder=recorder)
                 self.metrics.watch_caches(lambda: [
                     (c.resource.label, c.synced.is_set(), c.stale_for(), c.incidents, c.relists)
                     for c in manager.caches])
@@ -188,6 +194,8 @@ class Service:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            if recorder is not None:
+                await recorder.close()
             await self.http.stop()
 
     async def _wait_synced_then_ready(self, stop: asyncio.Event) -> None:
@@ -311,11 +319,11 @@ def install_signal_handlers(stop: asyncio.Event) -> None:
 
 
 async def serve(settings: ServiceSettings, *, static_targets: list[Target] | None = None,
-                identity: str | None = None, stop: asyncio.Event | None = None) -> None:
+                identity: str | None = None, stop: asyncio.Event | None = None, record: str | None = None) -> None:
     configure_logging(settings.logging)
     stop = stop or asyncio.Event()
     install_signal_handlers(stop)
-    await Service(settings, static_targets=static_targets, identity=identity).run(stop)
+    await Service(settings, static_targets=static_targets, identity=identity, record=record).run(stop)
 
 
 def identity_from_environment() -> str | None:
@@ -339,6 +347,8 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return factory
 
 
-def run_blocking(settings: ServiceSettings, *, static_targets: list[Target] | None = None) -> Any:
+def run_blocking(settings: ServiceSettings, *, static_targets: list[Target] | None = None,
+                 record: str | None = None) -> Any:
     with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-        return runner.run(serve(settings, static_targets=static_targets, identity=identity_from_environment()))
+        return runner.run(serve(settings, static_targets=static_targets, identity=identity_from_environment(),
+                                record=record))

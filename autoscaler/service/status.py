@@ -2,7 +2,8 @@
 
 The status carries everything a restarted (or newly elected) service needs to decide exactly as the
 old one would have — the decision history included, which upstream keeps only in memory — and it is
-written only when something a reader or a restart needs has changed, never just because a sync ran.
+written only when something a reader or a restart needs has changed, never just because a sync ran
+(:mod:`autoscaler.service.status_digest` tells).
 
 The history is kept compact without changing any decision. Stabilization only ever takes the highest or
 lowest recommendation inside a window, so for each replica count only the latest time it was
@@ -15,16 +16,18 @@ windows at least as long as they would have held (never shorter).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from autoscaler.core.conditions import Condition
+from autoscaler.core import conditions as c
+from autoscaler.core.conditions import Condition, set_condition
 from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.explain import explain_lines
 from autoscaler.core.gomath import MAX_INT32
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.status import condition_json, metric_status
+from autoscaler.service.targets import Target, error_text
 from autoscaler.values.timestamps import parse_rfc3339, rfc3339
 
 # Keep recommendations this long at least (the longest stabilization window allowed is 3600 s).
@@ -50,7 +53,7 @@ def _latest(history: DecisionHistory) -> Recommendation | None:
     return max(history.recommendations, key=lambda r: r.at, default=None)
 
 
-def _recent(events: tuple[ScaleEvent, ...], now: float) -> tuple[ScaleEvent, ...]:
+def recent_events(events: tuple[ScaleEvent, ...], now: float) -> tuple[ScaleEvent, ...]:
     """The scale events a status keeps (the longest policy period allowed is 1800 s)."""
     return tuple(e for e in events if e.at >= now - 1800)
 
@@ -68,8 +71,8 @@ def compact_history(history: DecisionHistory, now: float, retention: float = MAX
         closed=closed,
         ongoing=latest.replicas if latest is not None else None,
         ongoing_at=latest.at if latest is not None else None,
-        scale_up_events=_recent(history.scale_up_events, now),
-        scale_down_events=_recent(history.scale_down_events, now),
+        scale_up_events=recent_events(history.scale_up_events, now),
+        scale_down_events=recent_events(history.scale_down_events, now),
     )
 
 
@@ -145,19 +148,16 @@ def restore_state(status: object, now: float) -> TargetState:
 
 
 def status_document(decision: Decision, *, generation: int | None, now: float,
-                    retention: float = MAX_WINDOW_SECONDS, extra: Mapping[str, Any] | None = None,
-                    details: bool = True) -> dict[str, Any]:
-    """The status subresource's content after ``decision``. ``details=False`` leaves out what
-    :func:`significant` ignores (the metric values, the explanation): enough to tell whether the status
-    needs writing, at a fraction of the cost, for the many syncs where it does not."""
+                    retention: float = MAX_WINDOW_SECONDS, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The status subresource's content after ``decision`` (whether it is worth writing:
+    :mod:`autoscaler.service.status_digest`)."""
     doc: dict[str, Any] = {
         "currentReplicas": decision.current_replicas,
         "desiredReplicas": decision.status_desired_replicas,
-        "currentMetrics": [metric_status(o) for o in decision.metrics if not o.skipped] if details else [],
+        "currentMetrics": [metric_status(o) for o in decision.metrics if not o.skipped],
         "conditions": [condition_json(c, seconds_time) for c in decision.conditions],
         "history": history_document(compact_history(decision.history, now, retention)),
-        "lastDecision": (last_decision_document(decision, now) if details
-                         else {"limitedBy": limited_by(decision), "error": decision.error}),
+        "lastDecision": last_decision_document(decision, now),
     }
     if generation is not None:
         doc["observedGeneration"] = generation
@@ -168,14 +168,6 @@ def status_document(decision: Decision, *, generation: int | None, now: float,
     return doc
 
 
-def limited_by(decision: Decision) -> str | None:
-    """What held the decision back from the metrics' proposal (a limit or a stabilization), if anything."""
-    norm = decision.normalization
-    if norm is None:
-        return None
-    return norm.limit_reason if norm.limited else (norm.able_reason if norm.stabilized != norm.proposal else None)
-
-
 def last_decision_document(decision: Decision, now: float) -> dict[str, Any]:
     return {
         "time": rfc3339(now),
@@ -184,79 +176,19 @@ def last_decision_document(decision: Decision, now: float) -> dict[str, Any]:
         "replicas": decision.replicas,
         "scaled": decision.scale,
         "reason": decision.rescale_reason or None,
-        "limitedBy": limited_by(decision),
+        "limitedBy": decision.limited_by,
         "error": decision.error,
         "explanation": explain_lines(decision, now),
     }
 
 
-def significant(status: Mapping[str, Any] | None) -> Any:
-    """The part of a status whose change is worth a write: what a reader acts on and what a restart
-    needs. Metric values, the explanation and the ongoing count's moving end are left out, so a steady
-    sync writes nothing."""
-    if not status:
-        return None
-    history = _mapping(status.get("history"))
-    # Frozen: the status is read back from the API, where anyone may have written anything into it.
-    recs = [(_freeze(r.get("replicas")), _freeze(r.get("at")) if not r.get("ongoing") else "ongoing")
-            for r in _list(history.get("recommendations"))]
-    decision = _mapping(status.get("lastDecision"))
-    return (
-        status.get("observedGeneration"), status.get("currentReplicas"), status.get("desiredReplicas"),
-        status.get("lastScaleTime"),
-        tuple((c.get("type"), c.get("status"), c.get("reason"), c.get("message"), c.get("lastTransitionTime"))
-              for c in _list(status.get("conditions"))),
-        tuple(recs),
-        _freeze(history.get("scaleUpEvents")), _freeze(history.get("scaleDownEvents")),
-        decision.get("limitedBy"), decision.get("error"),
-        _freeze({k: v for k, v in status.items()
-                 if k not in {"observedGeneration", "currentReplicas", "desiredReplicas", "lastScaleTime",
-                              "conditions", "history", "lastDecision", "currentMetrics"}}),
-    )
-
-
-def status_fingerprint(decision: Decision, *, generation: int | None, now: float,
-                       extra: Mapping[str, Any] | None = None) -> tuple[Any, ...]:
-    """Everything :func:`significant` reads from ``status_document(decision, …)``, taken from the
-    decision itself, finer where it differs (exact times instead of formatted ones, every earlier
-    count's recommendations instead of the latest per count): two decisions with equal fingerprints
-    have statuses that need no write one after the other. A steady sync compares this with the last
-    one that needed no write instead of building and comparing a document (a test checks the rule).
-    """
-    history = decision.history
-    latest = _latest(history)
-    ongoing = latest.replicas if latest is not None else None
-    return (
-        generation, decision.current_replicas, decision.status_desired_replicas, decision.last_scale_time,
-        decision.conditions, ongoing,
-        tuple((r.replicas, r.at) for r in history.recommendations if r.replicas != ongoing),
-        _recent(history.scale_up_events, now), _recent(history.scale_down_events, now),
-        limited_by(decision), decision.error, _freeze(extra) if extra else None,
-    )
-
-
-def _freeze(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        return tuple(_freeze(v) for v in value)
-    return value
-
-
-def needs_write(previous: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
-    """Whether ``new`` differs from ``previous`` in anything significant. A recommendation that merely
-    aged out of the retention window is not worth a write: the next restore would drop it anyway."""
-    return significant_change(significant(previous), significant(new))
-
-
-def significant_change(old: Any, fresh: Any) -> bool:
-    """:func:`needs_write` on the :func:`significant` parts of the two statuses."""
-    if old is None or fresh is None:
-        return bool(old != fresh)
-    recs_index = 5
-    if bool(old[:recs_index] + old[recs_index + 1:] != fresh[:recs_index] + fresh[recs_index + 1:]):
-        return True
-    old_recs, new_recs = set(old[recs_index]), set(fresh[recs_index])
-    old_ongoing = [r for r in old_recs if r[1] == "ongoing"]
-    new_ongoing = [r for r in new_recs if r[1] == "ongoing"]
-    return old_ongoing != new_ongoing or not new_recs <= old_recs
+def invalid_status(target: Target, now: float, previous: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The status of a target whose spec is invalid: ScalingActive False / InvalidSpec with every error."""
+    conditions: tuple[Condition, ...] = restore_conditions((previous or {}).get("conditions"))
+    conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, "InvalidSpec",
+                               f"the target's spec is invalid: {error_text(target.errors)}", now)
+    document = dict(previous or {})
+    document["conditions"] = [condition_json(x, seconds_time) for x in conditions]
+    if target.generation is not None:
+        document["observedGeneration"] = target.generation
+    return document

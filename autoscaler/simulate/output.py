@@ -6,9 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from autoscaler.core.decision import BRANCHES, Decision
-from autoscaler.core.explain import explain_lines
 from autoscaler.core.hvpa.decision import HvpaDecision
-from autoscaler.core.hvpa.explain import explain_hvpa, hvpa_json, requests_text
+from autoscaler.core.hvpa.explain import hvpa_json, requests_text
 from autoscaler.core.metrics import MetricOutcome
 from autoscaler.core.status import condition_json, history_json, metric_status, quantity_from_milli
 from autoscaler.simulate.runner import StepResult
@@ -45,7 +44,7 @@ def metric_json(outcome: MetricOutcome) -> dict[str, Any]:
 def step_json(result: StepResult) -> dict[str, Any]:
     """The documented per-step object of ``--output json`` (plus ``hvpa`` when the spec has it)."""
     decision = result.decision
-    now = result.step.at
+    now = result.at
     entry = {
         "at": seconds(now),
         "currentReplicas": decision.current_replicas,
@@ -55,10 +54,10 @@ def step_json(result: StepResult) -> dict[str, Any]:
         "replicas": decision.replicas,
         "scaled": decision.scale,
         "rescaleReason": decision.rescale_reason or None,
-        "limitedBy": limited_by(decision),
+        "limitedBy": decision.limited_by,
         "conditions": [condition_json(c, seconds) for c in decision.conditions],
         "events": [{"type": e.type, "reason": e.reason, "message": e.message} for e in decision.events],
-        "explanation": "\n".join(_explanation(result)),
+        "explanation": "\n".join(result.outcome.explanation()),
         "history": history_json(decision.history, seconds),
     }
     if result.hvpa is not None:
@@ -66,31 +65,12 @@ def step_json(result: StepResult) -> dict[str, Any]:
     return entry
 
 
-def _explanation(result: StepResult) -> list[str]:
-    lines = explain_lines(result.decision, result.step.at)
-    if result.hvpa is not None:
-        lines.extend(explain_hvpa(result.hvpa))
-    return lines
-
-
-def limited_by(decision: Decision) -> str | None:
-    """The stabilization or limit reason that changed the proposal, if any."""
-    norm = decision.normalization
-    if norm is None:
-        return None
-    if norm.limited:
-        return norm.limit_reason
-    if norm.stabilized != norm.proposal:
-        return norm.able_reason
-    return None
-
-
 def _why(decision: Decision) -> str:
     if decision.scale and decision.rescale_reason.startswith("HVPA"):
         return decision.rescale_reason
     if decision.branch != "metrics":
         return BRANCHES[decision.branch]
-    limited = limited_by(decision)
+    limited = decision.limited_by
     if limited is not None:
         return limited
     return decision.rescale_reason if decision.scale else ""
@@ -124,7 +104,7 @@ def render_table(results: Sequence[StepResult], *, explain: bool = False) -> str
     for result in results:
         d = result.decision
         row = [
-            f"{seconds(result.step.at)}",
+            f"{seconds(result.at)}",
             str(d.current_replicas),
             ", ".join(_metric_cell(o) for o in d.metrics),
             "-" if d.desired_replicas is None else str(d.desired_replicas),
@@ -144,7 +124,7 @@ def render_table(results: Sequence[StepResult], *, explain: bool = False) -> str
     for result, row in zip(results, rows, strict=True):
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
         if explain:
-            lines.extend(f"      {line}" for line in _explanation(result))
+            lines.extend(f"      {line}" for line in result.outcome.explanation())
     lines.append("")
     lines.append("* = scaled this step")
     if with_hvpa:

@@ -36,6 +36,7 @@ from autoscaler.core.settings_parse import SCENARIO_SUFFIX, read_controller_sett
 from autoscaler.core.spec import MetricSourceType, MetricSpec, TargetSpec
 from autoscaler.core.spec_parse import read_target_spec
 from autoscaler.simulate.hvpa_steps import HVPA_STEP_KEYS, ClockCarry, HvpaStepInput, read_hvpa_step
+from autoscaler.simulate.observed import OBSERVED_STEP_KEYS, ObservedInputs, read_observed
 from autoscaler.values.fields import ErrorList, Obj, to_quantity
 
 # "Far past" for readySince/startedAt when a pod does not say (relative to the step).
@@ -70,6 +71,7 @@ class ScenarioStep:
     failures: frozenset[str]
     extra: Mapping[str, Any] = field(default_factory=dict)  # sections read by extensions (e.g. HVPA)
     hvpa: HvpaStepInput | None = None  # the HVPA keys, parsed (spec.hvpa only)
+    observed: ObservedInputs | None = None  # what a recorded sync observed exactly (simulate/observed.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +82,8 @@ class Scenario:
     conditions: tuple[Condition, ...]
     steps: tuple[ScenarioStep, ...]
     raw: Mapping[str, Any]
+    desired_replicas: int | None = None   # status.desiredReplicas before the first step
+    last_scale_time: float | None = None  # status.lastScaleTime before the first step
 
 
 # Step keys owned by extensions (the HVPA engine); parsed there, accepted here.
@@ -103,7 +107,7 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
     spec = read_target_spec(raw_spec, "spec", errors, require_queries=False) if raw_spec is not None else None
     settings = read_controller_settings(root.obj("settings"), suffix=SCENARIO_SUFFIX)
     history = _history(root.obj("history"))
-    conditions = _status(root.obj("status"))
+    conditions, desired, last_scale = _status(root.obj("status"))
     steps: list[ScenarioStep] = []
     raw_steps = root.value.get("steps")
     clock = ClockCarry()
@@ -112,7 +116,8 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
         step = _step(Obj.of(element, path, errors), first=index == 0, index=index)
         if step is not None:
             hvpa = read_hvpa_step(step.extra, path, step.at, spec, index == 0, clock, errors)
-            steps.append(replace(step, hvpa=hvpa))
+            observed = read_observed(element, path, step.at, spec, errors)
+            steps.append(replace(step, hvpa=hvpa, observed=observed))
     if isinstance(raw_steps, list) and not raw_steps:
         root.error("steps", "must list at least one step")
     root.finish()
@@ -120,7 +125,7 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
         _check_step_order(steps, errors)
     if errors or spec is None or settings is None:
         return None
-    return Scenario(spec, settings, history, conditions, tuple(steps), dict(root.value))
+    return Scenario(spec, settings, history, conditions, tuple(steps), dict(root.value), desired, last_scale)
 
 
 def _check_step_order(steps: list[ScenarioStep], errors: ErrorList) -> None:
@@ -167,10 +172,11 @@ def _events(obj: Obj, key: str) -> tuple[ScaleEvent, ...]:
     return tuple(events)
 
 
-def _status(obj: Obj | None) -> tuple[Condition, ...]:
-    """Optional ``status.conditions``: conditions the target already carries before the first step."""
+def _status(obj: Obj | None) -> tuple[tuple[Condition, ...], int | None, float | None]:
+    """Optional ``status``: the conditions the target already carries before the first step, and its
+    ``desiredReplicas`` and ``lastScaleTime`` as last written."""
     if obj is None:
-        return ()
+        return (), None, None
     result: list[Condition] = []
     for path, element in obj.items("conditions"):
         cond = Obj.of(element, path, obj.errors)
@@ -184,8 +190,10 @@ def _status(obj: Obj | None) -> tuple[Condition, ...]:
         cond.finish()
         if type_ and status:
             result.append(Condition(type_, status, reason, message, since))
+    desired = obj.integer("desiredReplicas", minimum=0, maximum=2**31 - 1)
+    last_scale = _time(obj, "lastScaleTime")
     obj.finish()
-    return tuple(result)
+    return tuple(result), desired, last_scale
 
 
 def _step(obj: Obj | None, *, first: bool, index: int) -> ScenarioStep | None:
@@ -212,7 +220,7 @@ def _step(obj: Obj | None, *, first: bool, index: int) -> ScenarioStep | None:
         else:
             obj.errors.add(path, "must be a metric name")
     extra = {key: obj.raw(key) for key in EXTENSION_STEP_KEYS if obj.has(key)}
-    obj.mark_known(*EXTENSION_STEP_KEYS)
+    obj.mark_known(*EXTENSION_STEP_KEYS, *OBSERVED_STEP_KEYS)
     obj.finish()
     if at is None:
         return None
@@ -270,7 +278,13 @@ def _pod(obj: Obj | None, at: float) -> ScenarioPod | None:
             ready = _READY[raw_ready]
         else:
             obj.error("ready", 'must be true, false, null or "Unknown"')
-    ready_since = _time(obj, "readySince", default=FAR_PAST)
+    ready_since: float | None = FAR_PAST
+    ready_untimed = "readySince" in obj.value and obj.value["readySince"] is None  # a Ready condition, no time
+    if ready_untimed:
+        obj.mark_known("readySince")
+        ready_since = None
+    else:
+        ready_since = _time(obj, "readySince", default=FAR_PAST)
     started_at: float | None = FAR_PAST
     if "startedAt" in obj.value and obj.value["startedAt"] is None:
         obj.mark_known("startedAt")
@@ -288,13 +302,14 @@ def _pod(obj: Obj | None, at: float) -> ScenarioPod | None:
     sample_at = _time(obj, "sampleAt", default=0.0)
     sample_window = obj.number("sampleWindow", default=DEFAULT_SAMPLE_WINDOW, minimum=0)
     obj.finish()
-    if name is None or phase is None or sample_at is None or sample_window is None or ready_since is None:
+    if name is None or phase is None or sample_at is None or sample_window is None or (
+            ready_since is None and not ready_untimed):
         return None
     info = PodInfo(
         name=name,
         phase=PodPhase(phase),
         ready=ready,
-        ready_since=at + ready_since,
+        ready_since=None if ready_since is None else at + ready_since,
         started_at=None if started_at is None else at + started_at,
         deleting=bool(deleting),
         containers=tuple(c.info for c in containers),
@@ -326,8 +341,12 @@ def observation_for(scenario: Scenario, step: ScenarioStep, replicas: int) -> Ob
     """What the engine observes at ``step`` when the scale's spec.replicas is ``replicas``."""
     status_replicas = step.status_replicas if step.status_replicas is not None else replicas
     pods = tuple(p.info for p in step.pods)
-    readings = tuple(_reading(metric, step) for metric in scenario.spec.metrics)
-    return Observation(ScaleInfo(replicas, status_replicas, SCENARIO_SELECTOR), pods, readings)
+    observed = step.observed or ObservedInputs()
+    readings = observed.readings
+    if readings is None:
+        readings = tuple(_reading(metric, step) for metric in scenario.spec.metrics)
+    selector = observed.selector if observed.selector is not None else SCENARIO_SELECTOR
+    return Observation(ScaleInfo(replicas, status_replicas, selector), pods, readings, observed.selector_problem)
 
 
 def _reading(metric: MetricSpec, step: ScenarioStep) -> MetricReading:

@@ -185,3 +185,30 @@ def yaml_problem(exc: yaml.YAMLError) -> str:
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
     problem = getattr(exc, "problem", None) or str(exc)
     return f"invalid YAML{where}: {problem}"
+
+
+# PyYAML writes these raw with allow_unicode, and reads a raw one back as a line break folded into a
+# space: a string that holds one is written double-quoted, where they are escapes (\N, \L, \P).
+_UNICODE_BREAKS = frozenset("\x85\u2028\u2029")
+
+
+class _Dumper(yaml.SafeDumper):
+    """The safe dumper; a multi-line string as a literal block, one with a Unicode line break quoted."""
+
+
+def _string(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if not _UNICODE_BREAKS.isdisjoint(value):
+        style: str | None = '"'
+    else:
+        style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _string)
+
+
+def dump_yaml(document: Any) -> str:
+    """``document`` as YAML a person reads (keys in their order, non-ASCII text as it is, queries over
+    several lines as blocks) that :func:`parse_yaml_text` reads back to exactly ``document``."""
+    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120,
+                     allow_unicode=True)

@@ -97,14 +97,14 @@ def test_limit_details_name_the_policy_or_window() -> None:
     scenario = parse_scenario(load_yaml_file(str(SCENARIOS / "hpa-docs-scale-down-policies.yaml")))
     builder = ReportBuilder("docs", "x.yaml", "ns", "t", scenario.spec, 0, 600, 30)
     for result in run_scenario(scenario):
-        builder.add(result.step.at, result.decision, None)
+        builder.add(result.at, result.decision, None)
     report = builder.build([])
     assert {key for key in report.limits} == {("ScaleDownLimit", "4 pods per 60s"),
                                               ("ScaleDownLimit", "10% per 60s")}
     legacy = parse_scenario(load_yaml_file(str(SCENARIOS / "quickstart.yaml")))
     builder = ReportBuilder("q", "q.yaml", "ns", "t", legacy.spec, 0, 195, 15)
     for result in run_scenario(legacy):
-        builder.add(result.step.at, result.decision, 5)
+        builder.add(result.at, result.decision, 5)
     report = builder.build(["a note"])
     assert ("ScaleDownStabilized", "120s window") in report.limits
     assert report.cost.real_covered == 5 * 15 * report.syncs and report.notes == ["a note"]

@@ -50,7 +50,8 @@ async def test_a_partial_sum_never_scales_down_and_whole_answers_decide_again(
     proxy.remove(rule)
     await set_load(exporter, prometheus, 60)
     # The scale is written before the status, so the test waits for both.
-    await wait_until(lambda: replicas_of(cluster, "web") == 6 and scaling_active(cluster, "web").get("status") == "True",
+    await wait_until(lambda: replicas_of(cluster, "web") == 6
+                     and scaling_active(cluster, "web").get("status") == "True",
                      15, "the decision of the first whole answers, and ScalingActive True")
 
     # A warning that does not say the answer is partial: the value stands, the warning is logged once.

@@ -69,3 +69,10 @@ def test_an_empty_or_non_object_file_says_so_without_an_empty_path(
     scenario.write_text(content)
     assert main(["simulate", str(scenario)]) == 2
     assert capsys.readouterr().err.splitlines()[1] == f"  {message}"
+
+
+def test_a_recording_that_cannot_be_written_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "no-such-directory" / "run.jsonl"
+    assert main(["run", "--prometheus-url", "http://127.0.0.1:1", "--record", str(missing)]) == 2
+    assert capsys.readouterr().err.strip() == (f"autoscaler run: --record {missing}: cannot write it: "
+                                               "No such file or directory")

@@ -9,7 +9,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +67,9 @@ async def cluster() -> AsyncIterator[KubeEmulator]:
 class ServiceProcess:
     """One ``autoscaler run`` process; its log is kept for the failure report."""
 
-    def __init__(self, workdir: Path, name: str, settings: dict[str, Any]) -> None:
+    def __init__(self, workdir: Path, name: str, settings: dict[str, Any], args: Sequence[str] = ()) -> None:
         self.name = name
+        self.args = list(args)
         self.config = workdir / f"{name}.yaml"
         self.config.write_text(yaml.safe_dump(settings))
         self.log = workdir / f"{name}.log"
@@ -77,7 +78,8 @@ class ServiceProcess:
     def start(self) -> ServiceProcess:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "POD_NAME": self.name}
         with open(self.log, "ab") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "autoscaler", "run", "--config", str(self.config)],
+            self.process = subprocess.Popen([sys.executable, "-m", "autoscaler", "run", "--config", str(self.config),
+                                             *self.args],
                                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             env=env, cwd=ROOT)
         return self
@@ -111,7 +113,8 @@ class ServiceProcess:
 def services(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
     started: list[ServiceProcess] = []
 
-    def launch(name: str, emu: KubeEmulator, prom: PrometheusSandbox, **overrides: Any) -> ServiceProcess:
+    def launch(name: str, emu: KubeEmulator, prom: PrometheusSandbox, args: Sequence[str] = (),
+               **overrides: Any) -> ServiceProcess:
         kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
         settings: dict[str, Any] = {
             "prometheus": {"url": prom.url, "timeoutSeconds": 2, "retries": 0},
@@ -125,7 +128,7 @@ def services(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
         }
         for key, value in overrides.items():
             settings[key] = {**settings.get(key, {}), **value} if isinstance(value, dict) else value
-        process = ServiceProcess(tmp_path, name, settings).start()
+        process = ServiceProcess(tmp_path, name, settings, args).start()
         started.append(process)
         return process
 

@@ -32,7 +32,8 @@ from autoscaler.cli.explain import explain_status
 from autoscaler.cli.run import read_run_inputs
 from autoscaler.kube.records import trim_deployment, trim_object, trim_pod
 from autoscaler.service.hvpa import find_vpa, restore_hvpa_state, vpa_observation
-from autoscaler.service.status import needs_write, restore_state, significant
+from autoscaler.service.status import restore_state
+from autoscaler.service.status_digest import StatusDigest, needs_write
 from autoscaler.service.targets import target_from_object
 from autoscaler.values.fields import SpecError
 from autoscaler.values.yaml_files import load_yaml_documents
@@ -203,7 +204,7 @@ def test_a_target_object_from_the_api_makes_only_that_target_invalid(data: st.Da
         explain_status(target.namespace, target.name, status)
         hvpa = status.get("hvpa")
         restore_hvpa_state(hvpa.get("state") if isinstance(hvpa, dict) else None)
-    significant(status)
+    StatusDigest.of_status(status)
 
 
 VPA: dict[str, Any] = {

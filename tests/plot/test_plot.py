@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from autoscaler.cli import main
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.plot.output import write_plots
+from autoscaler.plot.records import HvpaPoint, MetricPoint, StepRecord
 from autoscaler.plot.series import PlotRun, plot_data
+from autoscaler.values.quantity import Quantity
 from tests.backtest.files import html_data, png_chunks, png_series
 
 pytestmark = pytest.mark.plot
@@ -59,16 +60,13 @@ HVPA_SPEC = parse_target_spec({"scaleTargetRef": {"kind": "Deployment", "name": 
                               require_queries=False)
 
 
-def hvpa_step(at: int, replicas: int, cpu: str, memory: str, *, blocked: object = None,
-              limited: str | None = None) -> dict[str, Any]:
-    """A per-step record as ``simulate`` prints it for a target with an ``hvpa`` section."""
-    return {"at": at, "currentReplicas": replicas, "desiredReplicas": replicas, "replicas": replicas,
-            "scaled": False, "rescaleReason": None, "limitedBy": limited,
-            "metrics": [{"type": "Resource", "resource": {"name": "memory", "current": {"averageValue": "900Mi"}},
-                         "error": None}],
-            "hvpa": {"desiredReplicas": replicas + 1, "desiredByPair": None, "scaleInPostponed": False,
-                     "blocked": blocked, "requests": {"app": {"cpu": cpu, "memory": memory}},
-                     "limits": {"app": {"memory": "2Gi"}}, "vpaPatch": None}}
+def hvpa_step(at: int, replicas: int, cpu: str, memory: str, *, blocked: str | None = None,
+              limited: str | None = None) -> StepRecord:
+    """A per-step record of a target with an ``hvpa`` section."""
+    requests = {("app", "cpu"): Quantity.parse(cpu).as_float(), ("app", "memory"): Quantity.parse(memory).as_float()}
+    return StepRecord(at, replicas, replicas, replicas, limited,
+                      (MetricPoint(HVPA_SPEC.metrics[0], Quantity.parse("900Mi").as_float(), False),),
+                      HvpaPoint(replicas + 1, requests, blocked))
 
 
 def test_hvpa_requests_get_their_panels(tmp_path: Path) -> None:

@@ -299,7 +299,7 @@ async def test_ambiguity_follows_pod_labels(emu: KubeEmulator) -> None:
         web = manager.running[("default", "web")].target
 
         def others() -> list[str]:
-            return manager._others_selecting(web, manager.pods.select("default", parse_label_selector("app=web")))
+            return manager.view.others_selecting(web, manager.pods.select("default", parse_label_selector("app=web")))
 
         assert others() == []
         assert others() == []  # answered from the cache this time

@@ -8,7 +8,7 @@ import statistics
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.service.reconciler import Schedule
+from autoscaler.service.schedule import Schedule
 
 PERIOD = 15.0
 

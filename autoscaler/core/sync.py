@@ -1,0 +1,164 @@
+"""One sync of one target, whole: what was observed and the state carried in → what to write, and,
+once the writes are done, the state the next sync starts from.
+
+This is the only place the steps of a sync are put together; the service, ``autoscaler simulate`` and
+``autoscaler backtest`` all run a sync through it and differ only in where the inputs come from and
+whether the writes are real:
+
+1. :func:`plan_sync`: the HPA engine's decision (:func:`~autoscaler.core.decision.decide`, or
+   :func:`~autoscaler.core.hvpa.hpa_link.hpa_off_decision` when HVPA leaves the HPA out), then, for a
+   target with ``hvpa``, HVPA's decision and the replica count it sets
+   (:func:`~autoscaler.core.hvpa.hpa_link.adopt_hvpa`). The plan says which writes to make: the scale
+   (``scale_to``) and the VPA (``vpa_patch``).
+2. The caller makes the writes (the service), or makes none and takes them as done (simulate, backtest).
+3. :func:`settle`: the outcome of the writes recorded as upstream records it
+   (:func:`~autoscaler.core.decision.apply_scale_result`), HVPA's state moved on only when its writes
+   went through, and the :class:`SyncState` the next sync starts from.
+
+Pure: no I/O, no clock (``now`` is an argument). Same inputs, same outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any
+
+from autoscaler.core import conditions as c
+from autoscaler.core.conditions import set_condition
+from autoscaler.core.decision import WARNING, Decision, Event, TargetState, apply_scale_result, decide
+from autoscaler.core.explain import explain_lines
+from autoscaler.core.hvpa.decision import HvpaDecision, HvpaObservation, HvpaState, VpaObservation, decide_hvpa
+from autoscaler.core.hvpa.explain import explain_hvpa
+from autoscaler.core.hvpa.hpa_link import adopt_hvpa, hpa_off_decision
+from autoscaler.core.hvpa.spec import Source
+from autoscaler.core.observation import ContainerInfo, Observation
+from autoscaler.core.settings import ControllerSettings
+from autoscaler.core.spec import TargetSpec
+
+
+@dataclass(frozen=True, slots=True)
+class SyncState:
+    """Everything a target carries from one sync to the next: the HPA engine's state and HVPA's."""
+
+    target: TargetState = field(default_factory=TargetState)
+    hvpa: HvpaState = field(default_factory=HvpaState)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncInputs:
+    """What one sync observed. ``observation`` is what the HPA engine reads (its metric readings are
+    "not read" failures when :func:`reads_metrics` is False); the rest is read by HVPA only: the VPA,
+    the workload's pod template and the wall clock (Unix seconds, for maintenance windows)."""
+
+    observation: Observation
+    vpa: VpaObservation | None = None
+    template: Sequence[ContainerInfo] = ()
+    clock: Fraction | float | None = None
+
+
+def reads_metrics(spec: TargetSpec) -> bool:
+    """Whether a sync of ``spec`` reads its metrics: always, unless ``hvpa.sources`` leaves the HPA out."""
+    return spec.hvpa is None or Source.HPA in spec.hvpa.sources
+
+
+@dataclass(frozen=True, slots=True)
+class SyncPlan:
+    """A sync decided, before its writes: what to write, and what :func:`settle` needs afterwards."""
+
+    spec: TargetSpec
+    now: float
+    state: SyncState               # the state the sync started from
+    decision: Decision             # the HPA engine's decision, carrying HVPA's count when there is HVPA
+    hvpa: HvpaDecision | None
+
+    @property
+    def scale_to(self) -> int | None:
+        """The replica count to write to the scale subresource, or None: no scale write."""
+        return self.decision.replicas if self.decision.scale else None
+
+    @property
+    def vpa_patch(self) -> Mapping[str, Any] | None:
+        """The merge patch that pins the VPA (written after the scale, and only if that went through)."""
+        return self.hvpa.vpa_patch if self.hvpa is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResults:
+    """How a plan's writes went.
+
+    ``scale``: True written (or nothing to write), False failed (``scale_error`` says why, as the
+    condition and the Event will), None not attempted (a dry run). ``vpa``: whether HVPA's writes went
+    through, the VPA patch included when there was one; False leaves HVPA's state where it was, so
+    the next sync decides again from it.
+    """
+
+    scale: bool | None = True
+    scale_error: str | None = None
+    vpa: bool = True
+
+
+ALL_WRITTEN = WriteResults()                       # simulate and backtest: every write succeeds
+NOTHING_WRITTEN = WriteResults(scale=None, vpa=False)  # a dry run
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOutcome:
+    """A sync after its writes: the decisions as recorded, and the state the next sync starts from."""
+
+    now: float
+    decision: Decision
+    hvpa: HvpaDecision | None
+    state: SyncState
+
+    def explanation(self) -> list[str]:
+        """The decision in words, HVPA's after the HPA engine's."""
+        lines = explain_lines(self.decision, self.now)
+        if self.hvpa is not None:
+            lines.extend(explain_hvpa(self.hvpa))
+        return lines
+
+
+def plan_sync(spec: TargetSpec, inputs: SyncInputs, state: SyncState, settings: ControllerSettings,
+              now: float) -> SyncPlan:
+    """Decide one sync (step 1 in the module docstring)."""
+    observation = inputs.observation
+    if reads_metrics(spec):
+        decision = decide(spec, observation, state.target, settings, now)
+    else:
+        decision = hpa_off_decision(spec, observation.scale.spec_replicas, state.target, now)
+    hvpa: HvpaDecision | None = None
+    if spec.hvpa is not None:
+        seen = HvpaObservation(observation.scale.spec_replicas, observation.pods, inputs.vpa,
+                               template=inputs.template, clock=inputs.clock)
+        hvpa = decide_hvpa(spec, seen, decision, state.hvpa, now)
+        decision = adopt_hvpa(decision, hvpa)
+    return SyncPlan(spec, now, state, decision, hvpa)
+
+
+def settle(plan: SyncPlan, results: WriteResults) -> SyncOutcome:
+    """Record how the plan's writes went (step 3 in the module docstring)."""
+    decision = plan.decision
+    if results.scale is not None:
+        decision = apply_scale_result(decision, plan.spec, results.scale, plan.now, results.scale_error)
+    hvpa_state = plan.state.hvpa
+    if plan.hvpa is not None and decision.applied is not False and results.vpa:
+        hvpa_state = plan.hvpa.state
+    target = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
+                         decision.last_scale_time)
+    return SyncOutcome(plan.now, decision, plan.hvpa, SyncState(target, hvpa_state))
+
+
+def sync(spec: TargetSpec, inputs: SyncInputs, state: SyncState, settings: ControllerSettings,
+         now: float) -> SyncOutcome:
+    """A whole sync whose writes all succeed (what ``simulate`` and ``backtest`` replay)."""
+    return settle(plan_sync(spec, inputs, state, settings, now), ALL_WRITTEN)
+
+
+def scale_unreadable(state: SyncState, error: str, now: float) -> tuple[SyncState, Event]:
+    """A sync that could not read the scale decides nothing: AbleToScale False (FailedGetScale) is
+    all it carries on, with the Event upstream posts."""
+    conditions = set_condition(state.target.conditions, c.ABLE_TO_SCALE, c.FALSE, "FailedGetScale",
+                               c.MSG_FAILED_GET_SCALE.format(error), now)
+    return replace(state, target=replace(state.target, conditions=conditions)), Event(WARNING, "FailedGetScale", error)

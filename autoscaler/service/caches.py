@@ -1,0 +1,92 @@
+"""The watch caches the service keeps of the cluster: pods, Deployments and VPAs per watched scope (every
+namespace, or each listed one), and the targets themselves unless they come from a file."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from autoscaler.kube.api import DEPLOYMENTS, PODS, VPAS, KubeApi
+from autoscaler.kube.records import PodRecord, WorkloadRecord, trim_deployment, trim_object, trim_pod
+from autoscaler.kube.watch import Key, WatchCache
+from autoscaler.service.targets import TARGETS, Target, target_from_object
+
+PodHandler = Callable[[Key, PodRecord | None, PodRecord | None], None]
+TargetHandler = Callable[[Key, Target | None, Target | None], None]
+
+
+def trim_target(obj: Mapping[str, Any]) -> Target | None:
+    """The target cache keeps parsed targets (spec validated once per change, status as compact text).
+    A target past the depth and size limits is an invalid target with the path of the problem
+    (:func:`~autoscaler.service.targets.target_from_object` never raises)."""
+    meta = obj.get("metadata")
+    return target_from_object(obj) if isinstance(meta, Mapping) and isinstance(meta.get("name"), str) else None
+
+
+class ClusterCaches:
+    def __init__(self, api: KubeApi, namespaces: tuple[str, ...], *, on_pod: PodHandler,
+                 on_target: TargetHandler | None, silence_seconds: float) -> None:
+        """``on_target`` None: targets come from a file, no target cache."""
+        self.namespaces = namespaces
+        scopes: tuple[str | None, ...] = namespaces or (None,)
+        self.pods = {ns: WatchCache(api, PODS, trim_pod, namespace=ns, on_change=on_pod,
+                                    silence_seconds=silence_seconds) for ns in scopes}
+        self.deployments: dict[str | None, WatchCache[WorkloadRecord]] = {
+            ns: WatchCache(api, DEPLOYMENTS, trim_deployment, namespace=ns, silence_seconds=silence_seconds)
+            for ns in scopes}
+        self.vpas = {ns: WatchCache(api, VPAS, trim_object, namespace=ns, optional=True,
+                                    silence_seconds=silence_seconds) for ns in scopes}
+        self.targets = {} if on_target is None else {
+            ns: WatchCache(api, TARGETS, trim_target, namespace=ns, on_change=on_target,
+                           silence_seconds=silence_seconds) for ns in scopes}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def scope(self, namespace: str) -> str | None:
+        """The cache scope that holds ``namespace``'s objects."""
+        return namespace if self.namespaces else None
+
+    @property
+    def all(self) -> list[WatchCache[Any]]:
+        return [*self.pods.values(), *self.deployments.values(), *self.vpas.values(), *self.targets.values()]
+
+    def deployment(self, namespace: str, name: str) -> WorkloadRecord | None:
+        cache = self.deployments.get(self.scope(namespace))
+        return cache.get(namespace, name) if cache is not None else None
+
+    def vpas_of(self, namespace: str) -> Iterable[Mapping[str, Any]]:
+        cache = self.vpas.get(self.scope(namespace))
+        return cache.values() if cache is not None else ()
+
+    def behind(self, namespace: str, *, vpas: bool) -> WatchCache[Any] | None:
+        """A cache holding ``namespace``'s pods, workloads or targets (and VPAs, with ``vpas``) that does
+        not follow the API server now, if one does not."""
+        scope = self.scope(namespace)
+        caches: list[WatchCache[Any] | None] = [self.pods.get(scope), self.deployments.get(scope),
+                                                self.targets.get(scope)]
+        if vpas:
+            caches.append(self.vpas.get(scope))
+        return next((cache for cache in caches if cache is not None and not cache.following), None)
+
+    async def start(self) -> None:
+        for cache in self.all:
+            self._tasks.append(asyncio.create_task(cache.run(), name=f"watch {cache.name}"))
+
+    def stopped(self) -> list[str]:
+        """Caches whose task ended (it never should while the service runs: a bug), for /healthz."""
+        return [task.get_name() for task in self._tasks if task.done()]
+
+    def synced(self) -> bool:
+        return all(cache.synced.is_set() for cache in self.all)
+
+    async def wait_synced(self) -> None:
+        await asyncio.gather(*(cache.synced.wait() for cache in self.all))
+
+    def list_calls(self) -> int:
+        return sum(cache.lists for cache in self.all)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
