@@ -34,8 +34,8 @@ from autoscaler.core.spec import (
     MetricTargetType,
 )
 from autoscaler.prometheus import MetricsReader, PrometheusClient, PrometheusSettings, TargetQuery
-from autoscaler.sandbox import PrometheusSandbox
 from autoscaler.values.quantity import Quantity
+from autoscaler_sandbox import PrometheusSandbox
 
 T0 = 1_700_000_000
 STEP = 15

@@ -56,9 +56,9 @@ import aiohttp  # noqa: E402
 import yaml  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
-from autoscaler.emulator import KubeEmulator  # noqa: E402
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget, find_binary  # noqa: E402
 from autoscaler.values.timestamps import rfc3339  # noqa: E402
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget, find_binary  # noqa: E402
+from kube_emulator import KubeEmulator  # noqa: E402
 
 CRD = ROOT / "manifests" / "crd.yaml"
 TARGETS = "scalingtargets.autoscaler.dev"

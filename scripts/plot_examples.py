@@ -3,7 +3,7 @@
     python scripts/plot_examples.py            # writes docs/images/*.png and prints the reports
 
 1. ``autoscaler simulate config/scenarios/quickstart.yaml --plot docs/images/simulate-quickstart.png``.
-2. The day of synthetic history of ``autoscaler backtest --demo`` (``autoscaler/backtest/demo.py``),
+2. The day of synthetic history of ``autoscaler backtest --demo`` (``autoscaler_sandbox/backtest_demo.py``),
    loaded with promtool into a private Prometheus; then ``autoscaler backtest current.yaml --compare
    proposed.yaml --plot docs/images/backtest-example.png``.
 """
@@ -18,9 +18,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autoscaler.backtest.demo import CURRENT, END, PROPOSED, START, STEP, history  # noqa: E402
 from autoscaler.cli import main  # noqa: E402
-from autoscaler.sandbox import PrometheusSandbox  # noqa: E402
+from autoscaler_sandbox import PrometheusSandbox  # noqa: E402
+from autoscaler_sandbox.backtest_demo import CURRENT, END, PROPOSED, START, STEP, history  # noqa: E402
 
 IMAGES = ROOT / "docs" / "images"
 

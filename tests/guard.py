@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from autoscaler.sandbox import find_binary
+from autoscaler_sandbox import find_binary
 
 REQUIRE_SERVERS = os.environ.get("AUTOSCALER_REQUIRE_SERVERS") == "1"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from autoscaler.emulator.strategic_merge import apply_strategic_merge_patch, schema_for
+from kube_emulator.strategic_merge import apply_strategic_merge_patch, schema_for
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFESTS = ROOT / "manifests"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autoscaler.sandbox import find_binary
+from autoscaler_sandbox import find_binary
 from tests.guard import REQUIRE_SERVERS
 from tests.manifests import MANIFESTS, MONITORING, default_install, find, ident, monitored_install, one
 from tests.monitoring import alerts, dashboard, dashboard_expressions, metric_names, rule_groups

@@ -1,7 +1,7 @@
 """A private VictoriaMetrics single node (Debian's ``victoria-metrics``) on a free loopback port: the second
 backend the Prometheus layer is tested against. It scrapes like Prometheus (``-promscrape.config`` takes
 Prometheus' scrape config) and serves Prometheus' query API, so it stands in for
-:class:`~autoscaler.sandbox.PrometheusSandbox` everywhere a test only scrapes and queries: same lifecycle
+:class:`~autoscaler_sandbox.PrometheusSandbox` everywhere a test only scrapes and queries: same lifecycle
 (start, stop, restart, pause), same ``query``/``wait_for``.
 
 What it does not do: :meth:`backfill` (promtool writes Prometheus' TSDB blocks; VictoriaMetrics imports over
@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from autoscaler.sandbox import PrometheusSandbox, SandboxError, find_binary
+from autoscaler_sandbox import PrometheusSandbox, SandboxError, find_binary
 
 BINARY = "victoria-metrics"
 PACKAGE = "victoria-metrics"

@@ -207,8 +207,12 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     """``--demo``: the same backtest, against a private Prometheus holding a synthetic day."""
-    from autoscaler.backtest.demo import END, START, STEP, DemoUnavailable, demo_prometheus, write_specs
-    from autoscaler.sandbox.prometheus import SandboxError
+    from autoscaler.cli.demo import SANDBOX_MISSING, sandbox_installed
+
+    if not sandbox_installed():
+        return fail("backtest", f"--demo: {SANDBOX_MISSING}", EXIT_FAILED)
+    from autoscaler_sandbox.backtest_demo import END, START, STEP, DemoUnavailable, demo_prometheus, write_specs
+    from autoscaler_sandbox.prometheus import SandboxError
 
     given = [option for option, value in (("--prometheus", args.prometheus), ("--config", args.config),
                                           ("--from", args.start)) if value is not None]

@@ -13,9 +13,9 @@ from autoscaler.backtest.target import load_target
 from autoscaler.backtest.workload import RealWorkload
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.prometheus import PrometheusClient, PrometheusSettings
-from autoscaler.sandbox import PrometheusSandbox
 from autoscaler.simulate.output import step_json
 from autoscaler.simulate.runner import StepResult
+from autoscaler_sandbox import PrometheusSandbox
 from tests.backtest import history_data as hd
 
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from autoscaler.sandbox.history import OpenMetricsHistory as Backfill
 from autoscaler.simulate.runner import run_scenario
 from autoscaler.simulate.scenario import parse_scenario
+from autoscaler_sandbox.history import OpenMetricsHistory as Backfill
 
 T0 = 1_700_000_000.0
 STEP = 15

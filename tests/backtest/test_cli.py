@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from autoscaler.cli import main
-from autoscaler.sandbox import PrometheusSandbox
+from autoscaler_sandbox import PrometheusSandbox
 from tests.backtest import history_data as hd
 from tests.backtest.files import html_data, png_chunks, png_series
 from tests.backtest.helpers import write_target

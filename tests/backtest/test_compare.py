@@ -9,7 +9,7 @@ import pytest
 
 from autoscaler.backtest.compare import comparison_json, render_comparison
 from autoscaler.backtest.report import report_json
-from autoscaler.sandbox import PrometheusSandbox
+from autoscaler_sandbox import PrometheusSandbox
 from tests.backtest import history_data as hd
 from tests.backtest.helpers import as_json, replay, web_options, write_target
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.sandbox import PrometheusSandbox
 from autoscaler.simulate.runner import run_scenario
 from autoscaler.simulate.scenario import parse_scenario
+from autoscaler_sandbox import PrometheusSandbox
 from tests.backtest import history_data as hd
 from tests.backtest.helpers import as_json, replay, web_options, write_target
 

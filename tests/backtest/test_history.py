@@ -10,7 +10,7 @@ import pytest
 from autoscaler.backtest.history import MAX_POINTS_PER_QUERY, FetchStats, Grid, fetch_matrix
 from autoscaler.backtest.replay import BacktestError
 from autoscaler.prometheus import PrometheusBadQuery, PrometheusClient, PrometheusSettings
-from autoscaler.sandbox import PrometheusSandbox
+from autoscaler_sandbox import PrometheusSandbox
 from tests.backtest import history_data as hd
 from tests.backtest.helpers import as_json, replay, web_options, write_target
 

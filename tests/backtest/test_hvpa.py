@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from autoscaler.sandbox import PrometheusSandbox
+from autoscaler_sandbox import PrometheusSandbox
 from tests.backtest import history_data as hd
 from tests.backtest.helpers import replay, web_options, write_target
 

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 import yaml
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.emulator.controllers import PodLifecycle, WorkloadController
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
+from kube_emulator import KubeEmulator
+from kube_emulator.controllers import PodLifecycle, WorkloadController
 from tests.chaos.promproxy import PrometheusProxy
 from tests.chaos.relay import TcpRelay
 from tests.chaos.service import ServiceProcess, libfaketime

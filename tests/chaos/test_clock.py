@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
+from kube_emulator import KubeEmulator
 from tests.chaos.conftest import Chaos
 from tests.chaos.promproxy import PrometheusProxy, Rule, empty
 from tests.chaos.service import ServiceProcess, monotonic, wait_until

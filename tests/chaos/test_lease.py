@@ -12,7 +12,7 @@ import asyncio
 import itertools
 import time
 
-from autoscaler.emulator import KubeEmulator
+from kube_emulator import KubeEmulator
 from tests.chaos.conftest import Chaos
 from tests.chaos.relay import requests_matching
 from tests.chaos.service import ServiceProcess, wait_until

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
+from kube_emulator import KubeEmulator
 from tests.chaos.conftest import Chaos
 from tests.chaos.promproxy import PrometheusProxy, Rule, thanos_partial, vm_partial, with_warning
 from tests.chaos.service import monotonic, wait_until

@@ -12,9 +12,9 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.emulator.controllers import PodLifecycle, WorkloadController, is_ready
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
+from kube_emulator import KubeEmulator
+from kube_emulator.controllers import PodLifecycle, WorkloadController, is_ready
 from tests.chaos.conftest import Chaos
 from tests.chaos.service import wait_until
 from tests.chaos.world import condition, status_of, target

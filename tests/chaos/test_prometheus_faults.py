@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
+from kube_emulator import KubeEmulator
 from tests.chaos.conftest import Chaos
 from tests.chaos.promproxy import PrometheusProxy, Rule, duplicated, empty, values_to
 from tests.chaos.service import monotonic, wait_until

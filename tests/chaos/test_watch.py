@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
+from kube_emulator import KubeEmulator
 from tests.chaos.conftest import Chaos
 from tests.chaos.relay import requests_matching
 from tests.chaos.service import ServiceProcess, wait_until

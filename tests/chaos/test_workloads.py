@@ -11,8 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
+from kube_emulator import KubeEmulator
 from tests.chaos.conftest import Chaos
 from tests.chaos.service import ServiceProcess, wait_until
 from tests.chaos.world import condition, kubectl, replicas_of, set_load, status_of, target

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from autoscaler.emulator import KubeEmulator
+from kube_emulator import KubeEmulator
 
 
 @dataclass(frozen=True)

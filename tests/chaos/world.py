@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
+from kube_emulator import KubeEmulator
 
 QUEUE_QUERY = 'sum(queue_depth{queue="jobs"})'
 

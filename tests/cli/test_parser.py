@@ -58,7 +58,7 @@ def test_building_the_parser_loads_no_command() -> None:
     """``autoscaler run`` must not pay for the backtest's or the service's imports to read its flags."""
     code = ("import sys; from autoscaler.cli import build_parser; build_parser(); "
             "print(sorted(m for m in sys.modules if m.startswith(('aiohttp', 'yaml', 'kubernetes_asyncio', "
-            "'autoscaler.service', 'autoscaler.kube', 'autoscaler.prometheus', 'autoscaler.emulator', "
+            "'autoscaler.service', 'autoscaler.kube', 'autoscaler.prometheus', 'kube_emulator', "
             "'autoscaler.simulate', 'autoscaler.convert', 'autoscaler.plot', 'autoscaler.core'))))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"

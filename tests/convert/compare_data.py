@@ -12,9 +12,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from autoscaler.sandbox.history import OpenMetricsHistory
 from autoscaler.simulate.runner import run_scenario
 from autoscaler.simulate.scenario import parse_scenario
+from autoscaler_sandbox.history import OpenMetricsHistory
 from tests.backtest import history_data as hd
 
 ADAPTER_CONFIG: dict[str, Any] = {

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.sandbox import PrometheusSandbox
+from autoscaler_sandbox import PrometheusSandbox
 from tests.convert import series_data
 from tests.guard import Guard, missing_binaries, missing_modules
 

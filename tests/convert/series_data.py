@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from autoscaler.sandbox.history import OpenMetricsHistory
+from autoscaler_sandbox.history import OpenMetricsHistory
 
 T_END = 1_700_000_000.0
 STEP = 15

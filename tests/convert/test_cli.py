@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from autoscaler.cli import main
-from autoscaler.emulator import KubeEmulator
-from autoscaler.sandbox import PrometheusSandbox
+from autoscaler_sandbox import PrometheusSandbox
+from kube_emulator import KubeEmulator
 from tests.convert.helpers import ADAPTER_CONFIG, HPAS, SCALED_OBJECTS, documents, load_written
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from autoscaler.cli import main
-from autoscaler.sandbox import PrometheusSandbox
+from autoscaler_sandbox import PrometheusSandbox
 from tests.backtest import history_data as hd
 from tests.backtest.files import png_series
 from tests.convert import compare_data

@@ -23,8 +23,8 @@ from autoscaler.core.observation import ExternalReading, ObjectReading, PodsRead
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.prometheus import MetricsReader, PrometheusClient, PrometheusSettings
 from autoscaler.prometheus.reader import TargetQuery
-from autoscaler.sandbox import PrometheusSandbox
 from autoscaler.values.fields import ErrorList
+from autoscaler_sandbox import PrometheusSandbox
 from tests.convert.helpers import ADAPTER_CONFIG, HPAS, documents
 from tests.convert.series_data import T_END
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.emulator.controllers import PodLifecycle, WorkloadController
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
+from kube_emulator import KubeEmulator
+from kube_emulator.controllers import PodLifecycle, WorkloadController
 from tests.guard import Guard, missing_binaries
 from tests.service.cluster import CRD
 from tests.victoriametrics import BINARY, PACKAGE, VictoriaMetricsSandbox

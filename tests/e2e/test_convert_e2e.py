@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from autoscaler.cli import main
-from autoscaler.emulator import KubeEmulator
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
+from kube_emulator import KubeEmulator
 from tests.e2e.conftest import until
 from tests.service.cluster import condition, deployment, replicas_of, status_of
 

@@ -15,8 +15,8 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
+from kube_emulator import KubeEmulator
 from tests.e2e.conftest import until
 from tests.e2e.test_service_e2e import QUEUE, set_load, target
 from tests.monitoring import alerts, dashboard_expressions, metric_names

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.emulator.controllers import PodLifecycle, WorkloadController
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
+from kube_emulator import KubeEmulator
+from kube_emulator.controllers import PodLifecycle, WorkloadController
 from tests.e2e.conftest import ROOT, until
 from tests.service.cluster import CRD, deployment, replicas_of, status_of
 

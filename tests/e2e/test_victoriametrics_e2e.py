@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.sandbox import MetricsExporter
+from autoscaler_sandbox import MetricsExporter
+from kube_emulator import KubeEmulator
 from tests.e2e.conftest import until
 from tests.e2e.test_service_e2e import set_load, target
 from tests.service.cluster import condition, deployment, replicas_of, status_of

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from autoscaler.emulator import KubeEmulator
+from kube_emulator import KubeEmulator
 from tests.guard import Guard, missing_binaries
 
 from .kubectl import Kubectl

@@ -8,8 +8,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.sandbox import find_binary
+from autoscaler_sandbox import find_binary
+from kube_emulator import KubeEmulator
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ import time
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiException
 
-from autoscaler.emulator import KubeEmulator
+from kube_emulator import KubeEmulator
 
 from .builders import deployment, pod
 

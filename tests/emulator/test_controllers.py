@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from autoscaler.emulator import KubeEmulator, ManualClock, PodLifecycle, WorkloadController
+from kube_emulator import KubeEmulator, ManualClock, PodLifecycle, WorkloadController
 
 from .builders import deployment, statefulset
 

@@ -8,7 +8,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient, ApiException
 
-from autoscaler.emulator import ApiError, KubeEmulator
+from kube_emulator import ApiError, KubeEmulator
 
 from .builders import TARGET_CRD_YAML, VPA_CRD, vpa
 

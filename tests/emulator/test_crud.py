@@ -10,7 +10,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient, ApiException
 
-from autoscaler.emulator import KubeEmulator
+from kube_emulator import KubeEmulator
 
 from .builders import deployment, pod
 

@@ -7,7 +7,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.dynamic import DynamicClient
 
-from autoscaler.emulator import KubeEmulator
+from kube_emulator import KubeEmulator
 
 from .builders import TARGET_CRD_YAML, VPA_CRD, deployment
 

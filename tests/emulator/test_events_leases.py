@@ -11,7 +11,7 @@ from kubernetes_asyncio.client import ApiClient, ApiException
 from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
 from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
 
-from autoscaler.emulator import KubeEmulator
+from kube_emulator import KubeEmulator
 
 
 async def test_core_events_and_events_v1_are_the_same_objects(emulator: KubeEmulator, api: ApiClient) -> None:

@@ -12,7 +12,7 @@ import pytest
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client import ApiClient, ApiException
 
-from autoscaler.emulator import FaultRule, KubeEmulator, Respond
+from kube_emulator import FaultRule, KubeEmulator, Respond
 
 from .builders import deployment
 from .test_watch import take

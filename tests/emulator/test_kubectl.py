@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from autoscaler.emulator import KubeEmulator
+from kube_emulator import KubeEmulator
 from tests.manifests import EXAMPLES, MANIFESTS, build, ident
 
 from .builders import deployment

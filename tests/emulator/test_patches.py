@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from autoscaler.emulator.patches import PatchError, apply_json_patch, apply_merge_patch
-from autoscaler.emulator.strategic_merge import apply_strategic_merge_patch, schema_for
+from kube_emulator.patches import PatchError, apply_json_patch, apply_merge_patch
+from kube_emulator.strategic_merge import apply_strategic_merge_patch, schema_for
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,9 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.emulator.errors import ApiError
-from autoscaler.emulator.protobuf import MAGIC, decode_object
+from kube_emulator import KubeEmulator
+from kube_emulator.errors import ApiError
+from kube_emulator.protobuf import MAGIC, decode_object
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 

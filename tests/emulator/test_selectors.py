@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.emulator.errors import ApiError
-from autoscaler.emulator.selectors import (
+from kube_emulator.errors import ApiError
+from kube_emulator.selectors import (
     field_value,
     parse_field_selector,
     parse_label_selector,

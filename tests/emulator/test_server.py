@@ -11,7 +11,7 @@ import pytest
 from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client import ApiClient, ApiException
 
-from autoscaler.emulator import KubeEmulator
+from kube_emulator import KubeEmulator
 
 from .builders import TARGET_CRD_YAML, deployment, pod
 from .test_watch import take

@@ -1,4 +1,4 @@
-"""``python -m autoscaler.emulator`` in its own process, reached through a kubeconfig."""
+"""``python -m kube_emulator`` in its own process, reached through a kubeconfig."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ async def test_standalone_process_with_seed_and_kubeconfig(tmp_path: Path) -> No
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "autoscaler.emulator",
+        "kube_emulator",
         "--port",
         "0",
         "--seed",

@@ -13,7 +13,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient, ApiException
 
-from autoscaler.emulator import KubeEmulator
+from kube_emulator import KubeEmulator
 
 WIDGETS = ("example.dev", "v1", "default", "widgets")
 CRD: dict[str, Any] = {

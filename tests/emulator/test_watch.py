@@ -13,7 +13,7 @@ import pytest
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client import ApiClient, ApiException
 
-from autoscaler.emulator import KubeEmulator
+from kube_emulator import KubeEmulator
 
 from .builders import VPA_CRD, deployment, vpa
 

@@ -20,10 +20,10 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient
 
 from autoscaler.core.settings import ControllerSettings
-from autoscaler.emulator import KubeEmulator
 from autoscaler.kube.api import KubeApi
 from autoscaler.service.manager import Manager
 from autoscaler.values.limits import MAX_DEPTH
+from kube_emulator import KubeEmulator
 from tests.service.cluster import (
     CRD,
     FakeMetrics,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
 from tests.guard import Guard, missing_binaries
 from tests.prometheus import scenario
 from tests.victoriametrics import BINARY, PACKAGE, VictoriaMetricsSandbox

@@ -13,8 +13,8 @@ from autoscaler.core.spec import (
     MetricTargetType,
 )
 from autoscaler.prometheus.reader import TargetQuery
-from autoscaler.sandbox import MetricsExporter
 from autoscaler.values.quantity import Quantity
+from autoscaler_sandbox import MetricsExporter
 
 CPU_WINDOW = "5s"
 CPU = "container_cpu_usage_seconds_total"

@@ -12,7 +12,7 @@ import pytest
 
 from autoscaler.prometheus import PrometheusClient, PrometheusHTTPError, PrometheusSettings
 from autoscaler.prometheus.settings import BasicAuth
-from autoscaler.sandbox import PrometheusSandbox
+from autoscaler_sandbox import PrometheusSandbox
 from tests.prometheus.conftest import BACKENDS, _guard
 
 pytestmark = pytest.mark.prometheus

@@ -18,7 +18,7 @@ from autoscaler.prometheus import (
     PrometheusTimeout,
     PrometheusUnreachable,
 )
-from autoscaler.sandbox import PrometheusSandbox
+from autoscaler_sandbox import PrometheusSandbox
 from tests.prometheus import scenario as sc
 
 pytestmark = pytest.mark.prometheus

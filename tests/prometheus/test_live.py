@@ -38,7 +38,7 @@ from autoscaler.prometheus import (
     PrometheusSettings,
 )
 from autoscaler.prometheus.promql import regex_literal, string_literal
-from autoscaler.sandbox import MetricsExporter, PrometheusSandbox
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
 from tests.prometheus import scenario as sc
 
 pytestmark = pytest.mark.prometheus

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from autoscaler.cli import main
-from autoscaler.sandbox import demo_objects as objects
-from autoscaler.sandbox.demo_run import DemoOptions, run_demo
-from autoscaler.sandbox.loadcurve import DEMO_CURVE
-from autoscaler.sandbox.prometheus import find_binary
+from autoscaler_sandbox import demo_objects as objects
+from autoscaler_sandbox.demo_run import DemoOptions, run_demo
+from autoscaler_sandbox.loadcurve import DEMO_CURVE
+from autoscaler_sandbox.prometheus import find_binary
 
 RISE_STARTS = 60.0    # demo seconds: the curve's calm phase ends
 FALL_STARTS = 390.0   # the spike ends

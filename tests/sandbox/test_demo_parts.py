@@ -13,15 +13,15 @@ from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.prometheus.client import PrometheusClient
 from autoscaler.prometheus.reader import MetricsReader, TargetQuery
 from autoscaler.prometheus.settings import PrometheusSettings
-from autoscaler.sandbox import MetricsExporter
-from autoscaler.sandbox import demo_objects as objects
-from autoscaler.sandbox.feeder import ExporterFeeder, continuous_origin
-from autoscaler.sandbox.loadcurve import DEMO_CURVE, LoadCurve, Phase
-from autoscaler.sandbox.promapi import SyntheticPrometheus
-from autoscaler.sandbox.timeline import Timeline
-from autoscaler.sandbox.timescale import TimeScale, clock_text
-from autoscaler.sandbox.traffic import PodState
-from autoscaler.sandbox.world import DemoWorld
+from autoscaler_sandbox import MetricsExporter
+from autoscaler_sandbox import demo_objects as objects
+from autoscaler_sandbox.feeder import ExporterFeeder, continuous_origin
+from autoscaler_sandbox.loadcurve import DEMO_CURVE, LoadCurve, Phase
+from autoscaler_sandbox.promapi import SyntheticPrometheus
+from autoscaler_sandbox.timeline import Timeline
+from autoscaler_sandbox.timescale import TimeScale, clock_text
+from autoscaler_sandbox.traffic import PodState
+from autoscaler_sandbox.world import DemoWorld
 
 
 def test_the_curve_rises_spikes_and_falls() -> None:

@@ -20,11 +20,11 @@ from autoscaler.core.observation import (
     Sample,
 )
 from autoscaler.core.spec import MetricSourceType
-from autoscaler.emulator import KubeEmulator
 from autoscaler.kube.api import KubeApi
 from autoscaler.prometheus.reader import TargetQuery
-from autoscaler.sandbox import demo_objects
 from autoscaler.service.manager import Manager
+from autoscaler_sandbox import demo_objects
+from kube_emulator import KubeEmulator
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD = ROOT / "manifests" / "crd.yaml"

@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient
 
-from autoscaler.emulator import KubeEmulator
+from kube_emulator import KubeEmulator
 
 # Hop-by-hop headers are the link's own business, not the client's or the emulator's.
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from autoscaler.emulator.requestinfo import RequestInfo
+from kube_emulator.requestinfo import RequestInfo
 
 SYSTEM_DISCOVERY_PATHS = ("/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*",
                           "/readyz", "/version", "/version/")

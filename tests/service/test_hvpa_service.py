@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from autoscaler.core.settings import ControllerSettings
-from autoscaler.emulator import KubeEmulator
+from kube_emulator import KubeEmulator
 from tests.service.cluster import (
     CRD,
     VPA_CRD,
@@ -53,7 +53,7 @@ async def emu() -> AsyncIterator[KubeEmulator]:
 
 
 async def test_hvpa_scales_out_and_pins_the_vpa(emu: KubeEmulator) -> None:
-    from autoscaler.emulator.controllers import PodLifecycle, WorkloadController
+    from kube_emulator.controllers import PodLifecycle, WorkloadController
 
     controller = WorkloadController(PodLifecycle())
     await controller.start(emu)

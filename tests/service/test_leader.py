@@ -20,8 +20,8 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
-from autoscaler.emulator import KubeEmulator
 from autoscaler.kube.leader import LeaderElector, NotLeader, default_identity, micro_time
+from kube_emulator import KubeEmulator
 from tests.service.conftest import Link
 
 NAMESPACE, NAME = "kube-system", "autoscaler"

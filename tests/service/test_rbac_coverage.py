@@ -35,10 +35,10 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from autoscaler.emulator import KubeEmulator
-from autoscaler.emulator.controllers import PodLifecycle, WorkloadController
 from autoscaler.service.app import Service
 from autoscaler.service.settings import load_service_settings
+from kube_emulator import KubeEmulator
+from kube_emulator.controllers import PodLifecycle, WorkloadController
 from tests.manifests import (
     Doc,
     container_environment,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from autoscaler.emulator import KubeEmulator
 from autoscaler.kube.api import DEPLOYMENTS, VPAS, KubeApi
 from autoscaler.kube.records import trim_deployment, trim_object
 from autoscaler.kube.watch import WatchCache
+from kube_emulator import KubeEmulator
 from tests.service.cluster import VPA_CRD, deployment, eventually, vpa
 
 
