@@ -15,8 +15,13 @@ if TYPE_CHECKING:
 
 __all__ = ["MetricsExporter", "PrometheusSandbox", "SandboxError", "ScrapeTarget", "find_binary"]
 
-_MODULES = {"MetricsExporter": "exporter", "PrometheusSandbox": "prometheus", "SandboxError": "prometheus",
-            "ScrapeTarget": "prometheus", "find_binary": "prometheus"}
+_MODULES = {
+    "MetricsExporter": "exporter",
+    "PrometheusSandbox": "prometheus",
+    "SandboxError": "prometheus",
+    "ScrapeTarget": "prometheus",
+    "find_binary": "prometheus",
+}
 
 
 def __getattr__(name: str) -> Any:

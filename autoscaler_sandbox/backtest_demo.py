@@ -42,23 +42,40 @@ POD_READY_AFTER = 30.0
 
 
 def _cpu(utilization: int) -> list[dict[str, Any]]:
-    return [{"type": "Resource", "resource": {"name": "cpu",
-                                              "target": {"type": "Utilization", "averageUtilization": utilization}}}]
+    return [
+        {
+            "type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": utilization}},
+        }
+    ]
 
 
 CURRENT: dict[str, Any] = {
-    "apiVersion": "autoscaler.dev/v1alpha1", "kind": "ScalingTarget",
+    "apiVersion": "autoscaler.dev/v1alpha1",
+    "kind": "ScalingTarget",
     "metadata": {"name": "web", "namespace": "shop"},
-    "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-             "minReplicas": 3, "maxReplicas": 30, "metrics": _cpu(60)},
+    "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "minReplicas": 3,
+        "maxReplicas": 30,
+        "metrics": _cpu(60),
+    },
 }
 """The spec that scaled the workload while its history was recorded."""
 PROPOSED: dict[str, Any] = {
     **CURRENT,
-    "spec": {**CURRENT["spec"], "maxReplicas": 20, "metrics": _cpu(70),
-             "behavior": {"scaleUp": {"policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}]},
-                          "scaleDown": {"stabilizationWindowSeconds": 120,
-                                        "policies": [{"type": "Percent", "value": 20, "periodSeconds": 60}]}}},
+    "spec": {
+        **CURRENT["spec"],
+        "maxReplicas": 20,
+        "metrics": _cpu(70),
+        "behavior": {
+            "scaleUp": {"policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}]},
+            "scaleDown": {
+                "stabilizationWindowSeconds": 120,
+                "policies": [{"type": "Percent", "value": 20, "periodSeconds": 60}],
+            },
+        },
+    },
 }
 """A change to try against that history: a higher target, a lower cap, paced scaling."""
 
@@ -93,14 +110,31 @@ def history(current_spec_path: str) -> str:
             is_ready = name in ready
             cores = share if is_ready else 0.05
             counters[name] = counters.get(name, 0.0) + cores * STEP
-            infos.append(PodInfo(name, ready=ConditionStatus.TRUE if is_ready else ConditionStatus.FALSE,
-                                 ready_since=born + POD_READY_AFTER if is_ready else born, started_at=born,
-                                 containers=(ContainerInfo("app", {"cpu": round(REQUEST_CORES * 1000)}),)))
+            infos.append(
+                PodInfo(
+                    name,
+                    ready=ConditionStatus.TRUE if is_ready else ConditionStatus.FALSE,
+                    ready_since=born + POD_READY_AFTER if is_ready else born,
+                    started_at=born,
+                    containers=(ContainerInfo("app", {"cpu": round(REQUEST_CORES * 1000)}),),
+                )
+            )
             usage[name] = PodUsage({"app": round(cores * 1000)}, now, 120)
-            out.pod("shop", name, "web-7f9c", now, ready=is_ready, started=born,
-                    requests={"app": {"cpu": str(REQUEST_CORES)}})
-            out.add("container_cpu_usage_seconds_total", {"namespace": "shop", "pod": name, "container": "app"},
-                    now, f"{counters[name]:.3f}")
+            out.pod(
+                "shop",
+                name,
+                "web-7f9c",
+                now,
+                ready=is_ready,
+                started=born,
+                requests={"app": {"cpu": str(REQUEST_CORES)}},
+            )
+            out.add(
+                "container_cpu_usage_seconds_total",
+                {"namespace": "shop", "pod": name, "container": "app"},
+                now,
+                f"{counters[name]:.3f}",
+            )
         out.replica_set("shop", "web-7f9c", "web", now)
         out.deployment("shop", "web", now, len(pods))
         observation = Observation(ScaleInfo(len(pods), len(pods), "app=web"), infos, [ResourceReading(usage)])

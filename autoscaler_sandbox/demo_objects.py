@@ -34,14 +34,28 @@ SCALE_DOWN_PERCENT = 50
 SCALE_DOWN_PERIOD = 60
 
 VPA_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
     "metadata": {"name": "verticalpodautoscalers.autoscaling.k8s.io"},
-    "spec": {"group": "autoscaling.k8s.io", "scope": "Namespaced",
-             "names": {"kind": "VerticalPodAutoscaler", "plural": "verticalpodautoscalers",
-                       "singular": "verticalpodautoscaler", "shortNames": ["vpa"]},
-             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                           "schema": {"openAPIV3Schema": {"type": "object",
-                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
+    "spec": {
+        "group": "autoscaling.k8s.io",
+        "scope": "Namespaced",
+        "names": {
+            "kind": "VerticalPodAutoscaler",
+            "plural": "verticalpodautoscalers",
+            "singular": "verticalpodautoscaler",
+            "shortNames": ["vpa"],
+        },
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
+    },
 }
 
 
@@ -51,19 +65,32 @@ def scalingtarget_crd() -> str:
     try:
         return CRD_FILE.read_text(encoding="utf-8")
     except OSError as exc:
-        raise FileNotFoundError(f"cannot read the ScalingTarget CRD ({exc}): the demo runs from a source "
-                                f"checkout of the project (pip install -e .)") from None
+        raise FileNotFoundError(
+            f"cannot read the ScalingTarget CRD ({exc}): the demo runs from a source "
+            f"checkout of the project (pip install -e .)"
+        ) from None
 
 
 def deployment(workload: Workload = WEB, replicas: int = INITIAL_REPLICAS) -> dict[str, Any]:
     labels = {"app": workload.name}
-    container = {"name": workload.container, "image": f"demo/{workload.name}:1.0",
-                 "resources": {"requests": {"cpu": f"{round(workload.cpu_request * 1000)}m", "memory": "256Mi"},
-                               "limits": {"memory": "256Mi"}}}
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": workload.name, "namespace": workload.namespace, "labels": labels},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}}}}
+    container = {
+        "name": workload.container,
+        "image": f"demo/{workload.name}:1.0",
+        "resources": {
+            "requests": {"cpu": f"{round(workload.cpu_request * 1000)}m", "memory": "256Mi"},
+            "limits": {"memory": "256Mi"},
+        },
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": workload.name, "namespace": workload.namespace, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        },
+    }
 
 
 def running_pods(stored_deployment: dict[str, Any], count: int, age: float = 3600.0) -> list[dict[str, Any]]:
@@ -77,25 +104,53 @@ def running_pods(stored_deployment: dict[str, Any], count: int, age: float = 360
     for index in range(count):
         suffix = hashlib.sha256(f"{meta['name']}-{index}".encode()).hexdigest()[:5]
         ready = {"status": "True", "lastTransitionTime": since}
-        pods.append({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{meta['name']}-{revision}-{suffix}", "namespace": meta["namespace"],
-                         "creationTimestamp": since,
-                         "labels": {**template["metadata"]["labels"], "pod-template-hash": revision},
-                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": meta["name"],
-                                              "uid": meta["uid"], "controller": True,
-                                              "blockOwnerDeletion": True}]},
-            "spec": {**template["spec"], "nodeName": "emulated-node"},
-            "status": {"phase": "Running", "qosClass": "Burstable", "startTime": since,
-                       "podIP": f"10.244.0.{index + 2}", "hostIP": "10.0.0.1",
-                       "conditions": [{"type": "Initialized", "status": "True", "lastTransitionTime": since},
-                                      {"type": "Ready", **ready}, {"type": "ContainersReady", **ready},
-                                      {"type": "PodScheduled", "status": "True", "lastTransitionTime": since}],
-                       "containerStatuses": [{"name": c["name"], "image": c["image"], "ready": True,
-                                              "started": True, "restartCount": 0,
-                                              "state": {"running": {"startedAt": since}}}
-                                             for c in template["spec"]["containers"]]},
-        })
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{meta['name']}-{revision}-{suffix}",
+                    "namespace": meta["namespace"],
+                    "creationTimestamp": since,
+                    "labels": {**template["metadata"]["labels"], "pod-template-hash": revision},
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "apps/v1",
+                            "kind": "Deployment",
+                            "name": meta["name"],
+                            "uid": meta["uid"],
+                            "controller": True,
+                            "blockOwnerDeletion": True,
+                        }
+                    ],
+                },
+                "spec": {**template["spec"], "nodeName": "emulated-node"},
+                "status": {
+                    "phase": "Running",
+                    "qosClass": "Burstable",
+                    "startTime": since,
+                    "podIP": f"10.244.0.{index + 2}",
+                    "hostIP": "10.0.0.1",
+                    "conditions": [
+                        {"type": "Initialized", "status": "True", "lastTransitionTime": since},
+                        {"type": "Ready", **ready},
+                        {"type": "ContainersReady", **ready},
+                        {"type": "PodScheduled", "status": "True", "lastTransitionTime": since},
+                    ],
+                    "containerStatuses": [
+                        {
+                            "name": c["name"],
+                            "image": c["image"],
+                            "ready": True,
+                            "started": True,
+                            "restartCount": 0,
+                            "state": {"running": {"startedAt": since}},
+                        }
+                        for c in template["spec"]["containers"]
+                    ],
+                },
+            }
+        )
     return pods
 
 
@@ -104,24 +159,47 @@ def target(scale: TimeScale, workload: Workload = WEB) -> dict[str, Any]:
     stabilization window followed by a rate limit, compressed to the demo's speed."""
     requests_query = f'sum(rate({REQUESTS_SERIES}{{<<scope>>, service="{workload.name}"}}[<<window>>]))'
     return {
-        "apiVersion": "autoscaler.dev/v1alpha1", "kind": "ScalingTarget",
+        "apiVersion": "autoscaler.dev/v1alpha1",
+        "kind": "ScalingTarget",
         "metadata": {"name": workload.name, "namespace": workload.namespace},
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload.name},
-            "minReplicas": MIN_REPLICAS, "maxReplicas": MAX_REPLICAS,
+            "minReplicas": MIN_REPLICAS,
+            "maxReplicas": MAX_REPLICAS,
             "metrics": [
-                {"type": "Resource", "resource": {"name": "cpu", "target": {
-                    "type": "Utilization", "averageUtilization": CPU_TARGET_PERCENT}}},
-                {"type": "External", "external": {
-                    "metric": {"name": "requests_per_second"}, "query": requests_query,
-                    "target": {"type": "AverageValue", "averageValue": str(REQUESTS_TARGET_PER_POD)}}},
+                {
+                    "type": "Resource",
+                    "resource": {
+                        "name": "cpu",
+                        "target": {"type": "Utilization", "averageUtilization": CPU_TARGET_PERCENT},
+                    },
+                },
+                {
+                    "type": "External",
+                    "external": {
+                        "metric": {"name": "requests_per_second"},
+                        "query": requests_query,
+                        "target": {"type": "AverageValue", "averageValue": str(REQUESTS_TARGET_PER_POD)},
+                    },
+                },
             ],
             "behavior": {
-                "scaleUp": {"stabilizationWindowSeconds": 0, "policies": [
-                    {"type": "Pods", "value": SCALE_UP_PODS, "periodSeconds": scale.whole_wall(SCALE_UP_PERIOD)}]},
-                "scaleDown": {"stabilizationWindowSeconds": scale.whole_wall(SCALE_DOWN_WINDOW), "policies": [
-                    {"type": "Percent", "value": SCALE_DOWN_PERCENT,
-                     "periodSeconds": scale.whole_wall(SCALE_DOWN_PERIOD)}]},
+                "scaleUp": {
+                    "stabilizationWindowSeconds": 0,
+                    "policies": [
+                        {"type": "Pods", "value": SCALE_UP_PODS, "periodSeconds": scale.whole_wall(SCALE_UP_PERIOD)}
+                    ],
+                },
+                "scaleDown": {
+                    "stabilizationWindowSeconds": scale.whole_wall(SCALE_DOWN_WINDOW),
+                    "policies": [
+                        {
+                            "type": "Percent",
+                            "value": SCALE_DOWN_PERCENT,
+                            "periodSeconds": scale.whole_wall(SCALE_DOWN_PERIOD),
+                        }
+                    ],
+                },
             },
         },
     }
@@ -153,16 +231,28 @@ def vpa(workload: Workload = WEB) -> dict[str, Any]:
     """A VPA in recommendation-only mode beside the target, as teams run one to size requests: with
     ``updateMode: Off`` it never fights the horizontal scaling (docs/hvpa.md combines the two)."""
     return {
-        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
         "metadata": {"name": workload.name, "namespace": workload.namespace},
-        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload.name},
-                 "updatePolicy": {"updateMode": "Off"},
-                 "resourcePolicy": {"containerPolicies": [{"containerName": workload.container,
-                                                           "controlledResources": ["cpu", "memory"]}]}},
-        "status": {"conditions": [{"type": "RecommendationProvided", "status": "True"}],
-                   "recommendation": {"containerRecommendations": [
-                       {"containerName": workload.container, "target": {"cpu": "300m", "memory": "200Mi"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload.name},
+            "updatePolicy": {"updateMode": "Off"},
+            "resourcePolicy": {
+                "containerPolicies": [{"containerName": workload.container, "controlledResources": ["cpu", "memory"]}]
+            },
+        },
+        "status": {
+            "conditions": [{"type": "RecommendationProvided", "status": "True"}],
+            "recommendation": {
+                "containerRecommendations": [
+                    {
+                        "containerName": workload.container,
+                        "target": {"cpu": "300m", "memory": "200Mi"},
                         "lowerBound": {"cpu": "150m", "memory": "180Mi"},
                         "upperBound": {"cpu": "900m", "memory": "256Mi"},
-                        "uncappedTarget": {"cpu": "300m", "memory": "200Mi"}}]}},
+                        "uncappedTarget": {"cpu": "300m", "memory": "200Mi"},
+                    }
+                ]
+            },
+        },
     }

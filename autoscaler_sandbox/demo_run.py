@@ -31,8 +31,8 @@ from autoscaler_sandbox.world import DemoWorld
 from kube_emulator import KubeEmulator
 from kube_emulator.controllers import PodLifecycle, WorkloadController
 
-READY_TIMEOUT = 30.0   # wall seconds for the service to start and sync its caches
-TICK = 5.0             # demo seconds between two looks at the heartbeat
+READY_TIMEOUT = 30.0  # wall seconds for the service to start and sync its caches
+TICK = 5.0  # demo seconds between two looks at the heartbeat
 
 
 class DemoError(RuntimeError):
@@ -44,13 +44,14 @@ class DemoOptions:
     speed: int = 10
     duration: float | None = None  # demo seconds; None: the whole load curve
     quiet: bool = False
-    prometheus: str = "builtin"    # builtin or binary (the command line resolves auto)
+    prometheus: str = "builtin"  # builtin or binary (the command line resolves auto)
     kubeconfig: str | None = None  # where kubectl's kubeconfig goes (None: the demo's temporary directory)
-    keep_running: bool = False     # after the curve, run on until interrupted (the load stays at its end)
+    keep_running: bool = False  # after the curve, run on until interrupted (the load stays at its end)
 
 
-async def run_demo(options: DemoOptions, out: TextIO, *, interrupt: asyncio.Event | None = None,
-                   log: TextIO | None = None) -> Summary:
+async def run_demo(
+    options: DemoOptions, out: TextIO, *, interrupt: asyncio.Event | None = None, log: TextIO | None = None
+) -> Summary:
     """Run the demo to the end of its curve (or ``options.duration``, or ``interrupt``), printing the
     timeline to ``out``; return the summary. Everything it starts is stopped before it returns."""
     interrupt = interrupt or asyncio.Event()
@@ -68,7 +69,8 @@ async def run_demo(options: DemoOptions, out: TextIO, *, interrupt: asyncio.Even
         world = DemoWorld(DEMO_CURVE, scale, objects.WEB, recorder.pod_states)
         try:
             source = await stack.enter_async_context(
-                metrics_source(options.prometheus, world, scale.wall(config.CPU_RATE_WINDOW)))
+                metrics_source(options.prometheus, world, scale.wall(config.CPU_RATE_WINDOW))
+            )
         except SandboxError as exc:
             raise DemoError(f"the metrics source did not start: {exc}") from None
         kubeconfig = await asyncio.to_thread(emulator.write_kubeconfig, workdir / "kubeconfig")
@@ -78,10 +80,12 @@ async def run_demo(options: DemoOptions, out: TextIO, *, interrupt: asyncio.Even
             await asyncio.to_thread(emulator.write_kubeconfig, user_kubeconfig, namespace=objects.NAMESPACE)
         except OSError as exc:
             raise DemoError(f"--kubeconfig: {exc}") from None
-        service = Service(config.service_settings(scale, source.url, source.rate_window, str(kubeconfig)),
-                          identity="autoscaler-demo")
-        timeline = Timeline(out, scale, world, recorder, limits=objects.LIMIT_MEANINGS, quiet=options.quiet,
-                            heartbeat=config.HEARTBEAT)
+        service = Service(
+            config.service_settings(scale, source.url, source.rate_window, str(kubeconfig)), identity="autoscaler-demo"
+        )
+        timeline = Timeline(
+            out, scale, world, recorder, limits=objects.LIMIT_MEANINGS, quiet=options.quiet, heartbeat=config.HEARTBEAT
+        )
         tap = DecisionTap(objects.NAMESPACE, objects.WEB.name, timeline.on_decision)
         stack.enter_context(_service_logging(tap, log))
         halt = asyncio.Event()
@@ -94,10 +98,20 @@ async def run_demo(options: DemoOptions, out: TextIO, *, interrupt: asyncio.Even
         assert service.http is not None  # started before the service is ready
         kubectl = [f"watch it        KUBECONFIG={user_kubeconfig} kubectl get st -w"]
         if options.keep_running:
-            kubectl.append(f"change it       KUBECONFIG={user_kubeconfig} kubectl edit st {objects.WEB.name}  "
-                           "(the sandbox runs on after the curve, until Ctrl-C)")
-        _header(timeline, emulator.url, source.description, f"http://127.0.0.1:{service.http.port}", scale,
-                duration, DEMO_CURVE, kubectl)
+            kubectl.append(
+                f"change it       KUBECONFIG={user_kubeconfig} kubectl edit st {objects.WEB.name}  "
+                "(the sandbox runs on after the curve, until Ctrl-C)"
+            )
+        _header(
+            timeline,
+            emulator.url,
+            source.description,
+            f"http://127.0.0.1:{service.http.port}",
+            scale,
+            duration,
+            DEMO_CURVE,
+            kubectl,
+        )
         scale.start()
         recorder.begin()
         timeline.begin()
@@ -108,10 +122,12 @@ async def run_demo(options: DemoOptions, out: TextIO, *, interrupt: asyncio.Even
                     break
                 if not kept:
                     kept = True
-                    timeline.say(f"  demo time is up; the sandbox and the service keep running (the load goes on "
-                                 f"along the curve, then stays at its last value): kubectl edit st "
-                                 f"{objects.WEB.name} and watch the next decisions (Ctrl-C ends the demo)",
-                                 always=True)
+                    timeline.say(
+                        f"  demo time is up; the sandbox and the service keep running (the load goes on "
+                        f"along the curve, then stays at its last value): kubectl edit st "
+                        f"{objects.WEB.name} and watch the next decisions (Ctrl-C ends the demo)",
+                        always=True,
+                    )
             timeline.tick()
             left = duration - scale.now()
             wait = scale.wall(min(TICK, left) if left > 0 else TICK)
@@ -135,8 +151,11 @@ async def _sandbox(emulator: KubeEmulator, scale: TimeScale) -> ClusterRecorder:
     stored = emulator.create(objects.deployment())
     emulator.seed(*objects.running_pods(stored, objects.INITIAL_REPLICAS), objects.vpa())
     # Started after the pods are in: it adopts them rather than starting new ones.
-    await emulator.add_controller(WorkloadController(PodLifecycle(
-        start_delay=scale.wall(config.POD_START_DELAY), ready_delay=scale.wall(config.POD_READY_DELAY))))
+    await emulator.add_controller(
+        WorkloadController(
+            PodLifecycle(start_delay=scale.wall(config.POD_START_DELAY), ready_delay=scale.wall(config.POD_READY_DELAY))
+        )
+    )
     emulator.create(objects.target(scale))
     return recorder
 
@@ -144,8 +163,7 @@ async def _sandbox(emulator: KubeEmulator, scale: TimeScale) -> ClusterRecorder:
 async def _until_ready(ready: asyncio.Event, running: asyncio.Task[None], interrupted: asyncio.Task[bool]) -> None:
     waiting = asyncio.create_task(ready.wait())
     try:
-        await asyncio.wait({waiting, running, interrupted}, timeout=READY_TIMEOUT,
-                           return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({waiting, running, interrupted}, timeout=READY_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiting.cancel()
     if running.done():
@@ -194,19 +212,31 @@ def _service_logging(tap: DecisionTap, log: TextIO | None) -> Iterator[None]:
         root.setLevel(level)
 
 
-def _header(timeline: Timeline, emulator_url: str, metrics: str, status: str, scale: TimeScale,
-            duration: float, curve: LoadCurve, kubectl: list[str]) -> None:
+def _header(
+    timeline: Timeline,
+    emulator_url: str,
+    metrics: str,
+    status: str,
+    scale: TimeScale,
+    duration: float,
+    curve: LoadCurve,
+    kubectl: list[str],
+) -> None:
     say = timeline.say
     say("autoscaler demo: the real service against a sandbox on loopback (no cluster, no network)")
-    say(f"  Kubernetes API  {emulator_url} (emulator: Deployment web with {objects.INITIAL_REPLICAS} pods, a VPA, "
-        f"the ScalingTarget CRD)")
+    say(
+        f"  Kubernetes API  {emulator_url} (emulator: Deployment web with {objects.INITIAL_REPLICAS} pods, a VPA, "
+        f"the ScalingTarget CRD)"
+    )
     say(f"  metrics         {metrics}")
     say(f"  service         {status}/api/targets  (try: autoscaler explain web --url {status})")
     for line in objects.describe_target():
         say(f"  {line}")
     say(f"  load            {curve_text(curve)}")
-    say(f"  time runs {scale.speed}× faster than real time: {clock_text(duration)} of demo time in about "
-        f"{scale.wall(duration):.0f} s; all times below are demo times")
+    say(
+        f"  time runs {scale.speed}× faster than real time: {clock_text(duration)} of demo time in about "
+        f"{scale.wall(duration):.0f} s; all times below are demo times"
+    )
     for line in kubectl:
         say(f"  {line}")
     say()
@@ -215,8 +245,7 @@ def _header(timeline: Timeline, emulator_url: str, metrics: str, status: str, sc
 def curve_text(curve: LoadCurve) -> str:
     parts = []
     for phase in curve.phases:
-        level = (f"{phase.start:.0f}/s" if phase.start == phase.end
-                 else f"{phase.start:.0f} → {phase.end:.0f}/s")
+        level = f"{phase.start:.0f}/s" if phase.start == phase.end else f"{phase.start:.0f} → {phase.end:.0f}/s"
         parts.append(f"{phase.name} {level} for {phase.seconds:.0f}s")
     return ", ".join(parts)
 

@@ -64,8 +64,7 @@ class MetricsExporter:
         with self._lock:
             self._gauges.setdefault(name, {})[tuple(sorted(labels.items()))] = _format_value(value)
 
-    def set_rate(self, name: str, labels: Mapping[str, str], per_second: float, *,
-                 origin: float | None = None) -> None:
+    def set_rate(self, name: str, labels: Mapping[str, str], per_second: float, *, origin: float | None = None) -> None:
         """A counter equal to ``per_second × (t - origin)`` at scrape time t (default origin: an
         hour ago, so the counter is never near zero)."""
         start = origin if origin is not None else self._clock() - 3600.0
@@ -107,8 +106,7 @@ class MetricsExporter:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, 0))
         self.port = sock.getsockname()[1]
-        self._thread = threading.Thread(target=self._serve, args=(sock,), name="metrics-exporter",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._serve, args=(sock,), name="metrics-exporter", daemon=True)
         self._thread.start()
         if not self._started.wait(10):
             raise RuntimeError("the exporter did not start")
@@ -145,8 +143,12 @@ class MetricsExporter:
 
     async def _handle(self, request: web.Request) -> web.Response:
         self.scrapes += 1
-        return web.Response(text=self.render(), content_type="text/plain", charset="utf-8",
-                            headers={"X-Content-Type-Options": "nosniff"})
+        return web.Response(
+            text=self.render(),
+            content_type="text/plain",
+            charset="utf-8",
+            headers={"X-Content-Type-Options": "nosniff"},
+        )
 
 
 def _labels_text(key: LabelKey) -> str:

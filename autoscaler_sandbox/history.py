@@ -27,24 +27,52 @@ class OpenMetricsHistory:
     # -- kube-state-metrics --------------------------------------------------------------------
 
     def replica_set(self, namespace: str, name: str, deployment: str, at: float) -> None:
-        self.add("kube_replicaset_owner", {"namespace": namespace, "replicaset": name, "owner_kind": "Deployment",
-                                           "owner_name": deployment, "owner_is_controller": "true"}, at, "1")
+        self.add(
+            "kube_replicaset_owner",
+            {
+                "namespace": namespace,
+                "replicaset": name,
+                "owner_kind": "Deployment",
+                "owner_name": deployment,
+                "owner_is_controller": "true",
+            },
+            at,
+            "1",
+        )
 
-    def pod(self, namespace: str, pod: str, replica_set: str, at: float, *, phase: str | None = "Running",
-            ready: bool | None = True, started: float | None = None, deleting: bool = False,
-            requests: dict[str, dict[str, str]] | None = None) -> None:
+    def pod(
+        self,
+        namespace: str,
+        pod: str,
+        replica_set: str,
+        at: float,
+        *,
+        phase: str | None = "Running",
+        ready: bool | None = True,
+        started: float | None = None,
+        deleting: bool = False,
+        requests: dict[str, dict[str, str]] | None = None,
+    ) -> None:
         """One pod at one time: ownership, and each fact given (None leaves its series out).
         ``requests``: container → resource → value in kube-state-metrics' units (cores, bytes)."""
         labels = {"namespace": namespace, "pod": pod}
-        self.add("kube_pod_owner", {**labels, "owner_kind": "ReplicaSet", "owner_name": replica_set,
-                                    "owner_is_controller": "true"}, at, "1")
+        self.add(
+            "kube_pod_owner",
+            {**labels, "owner_kind": "ReplicaSet", "owner_name": replica_set, "owner_is_controller": "true"},
+            at,
+            "1",
+        )
         if phase is not None:
             for name in PHASES:
                 self.add("kube_pod_status_phase", {**labels, "phase": name}, at, "1" if name == phase else "0")
         if ready is not None:
             for condition in ("true", "false", "unknown"):
-                self.add("kube_pod_status_ready", {**labels, "condition": condition}, at,
-                         "1" if condition == str(ready).lower() else "0")
+                self.add(
+                    "kube_pod_status_ready",
+                    {**labels, "condition": condition},
+                    at,
+                    "1" if condition == str(ready).lower() else "0",
+                )
         if started is not None:
             self.add("kube_pod_start_time", labels, at, f"{started:.0f}")
         if deleting:
@@ -52,9 +80,12 @@ class OpenMetricsHistory:
         units = {"cpu": "core", "memory": "byte"}
         for container, resources in (requests or {}).items():
             for resource, value in resources.items():
-                self.add("kube_pod_container_resource_requests",
-                         {**labels, "container": container, "resource": resource,
-                          "unit": units.get(resource, "integer")}, at, value)
+                self.add(
+                    "kube_pod_container_resource_requests",
+                    {**labels, "container": container, "resource": resource, "unit": units.get(resource, "integer")},
+                    at,
+                    value,
+                )
 
     def deployment(self, namespace: str, name: str, at: float, replicas: int) -> None:
         for family in ("kube_deployment_status_replicas", "kube_deployment_spec_replicas"):

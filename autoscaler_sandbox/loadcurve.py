@@ -11,7 +11,7 @@ class Phase:
     name: str
     seconds: float
     start: float  # requests per second when the phase begins
-    end: float    # ... and when it ends (linear in between)
+    end: float  # ... and when it ends (linear in between)
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,12 @@ class LoadCurve:
 
 # 12 minutes: a steady start, a steady rise, a spike that needs more than maxReplicas, a fall, and a
 # quiet tail long enough for the scale-down window and rate policy to bring the replicas back down.
-DEMO_CURVE = LoadCurve((
-    Phase("calm", 60, 180, 180),
-    Phase("rise", 210, 180, 1000),
-    Phase("spike", 120, 1700, 1700),
-    Phase("fall", 120, 900, 150),
-    Phase("quiet", 210, 150, 150),
-))
+DEMO_CURVE = LoadCurve(
+    (
+        Phase("calm", 60, 180, 180),
+        Phase("rise", 210, 180, 1000),
+        Phase("spike", 120, 1700, 1700),
+        Phase("fall", 120, 900, 150),
+        Phase("quiet", 210, 150, 150),
+    )
+)

@@ -75,10 +75,20 @@ class ScrapeTarget:
 class PrometheusSandbox:
     kind = "prometheus"  # which server this is (tests run some servers' sandboxes in its place)
 
-    def __init__(self, *, scrape_targets: Sequence[ScrapeTarget] = (), scrape_interval: float = 1.0,
-                 work_dir: str | Path | None = None, binary: str | None = None, promtool: str | None = None,
-                 retention: str = "100y", extra_args: Sequence[str] = (), startup_timeout: float = 30.0,
-                 log_level: str = "warn", host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        *,
+        scrape_targets: Sequence[ScrapeTarget] = (),
+        scrape_interval: float = 1.0,
+        work_dir: str | Path | None = None,
+        binary: str | None = None,
+        promtool: str | None = None,
+        retention: str = "100y",
+        extra_args: Sequence[str] = (),
+        startup_timeout: float = 30.0,
+        log_level: str = "warn",
+        host: str = "127.0.0.1",
+    ) -> None:
         self.binary = binary or find_binary("prometheus")
         self.promtool = promtool or find_binary("promtool")
         self.scrape_targets = list(scrape_targets)
@@ -140,22 +150,25 @@ class PrometheusSandbox:
 
     def _spawn(self) -> None:
         assert self.port is not None
-        self._launch([
-            f"--config.file={self.config_file}",
-            f"--storage.tsdb.path={self.data_dir}",
-            f"--storage.tsdb.retention.time={self.retention}",
-            f"--web.listen-address={self.host}:{self.port}",
-            f"--log.level={self.log_level}",
-            *self.extra_args,
-        ])
+        self._launch(
+            [
+                f"--config.file={self.config_file}",
+                f"--storage.tsdb.path={self.data_dir}",
+                f"--storage.tsdb.retention.time={self.retention}",
+                f"--web.listen-address={self.host}:{self.port}",
+                f"--log.level={self.log_level}",
+                *self.extra_args,
+            ]
+        )
 
     def _launch(self, args: Sequence[str]) -> None:
         """Run the binary with ``args``, its output appended to the log file."""
         assert self.binary is not None
         log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child, closed below
         try:
-            self._process = subprocess.Popen([self.binary, *args], stdout=log, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL, cwd=self.work_dir)
+            self._process = subprocess.Popen(
+                [self.binary, *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.work_dir
+            )
         finally:
             log.close()
         self._paused = False
@@ -163,11 +176,14 @@ class PrometheusSandbox:
     def write_config(self) -> None:
         interval = f"{max(1, round(self.scrape_interval * 1000))}ms"
         config: dict[str, Any] = {
-            "global": {"scrape_interval": interval, "scrape_timeout": interval,
-                       "evaluation_interval": interval},
+            "global": {"scrape_interval": interval, "scrape_timeout": interval, "evaluation_interval": interval},
             "scrape_configs": [
-                {"job_name": target.job, "honor_labels": target.honor_labels,
-                 "metrics_path": target.metrics_path, "static_configs": [{"targets": [target.address]}]}
+                {
+                    "job_name": target.job,
+                    "honor_labels": target.honor_labels,
+                    "metrics_path": target.metrics_path,
+                    "static_configs": [{"targets": [target.address]}],
+                }
                 for target in self.scrape_targets
             ],
         }
@@ -224,8 +240,9 @@ class PrometheusSandbox:
     def __enter__(self) -> PrometheusSandbox:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     async def astart(self) -> PrometheusSandbox:
@@ -275,12 +292,18 @@ class PrometheusSandbox:
             source.write_text(text)
         completed = subprocess.run(
             [self.promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(self.data_dir)],
-            capture_output=True, text=True, check=False, cwd=self.work_dir)
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=self.work_dir,
+        )
         if source.parent == self.work_dir and not isinstance(openmetrics, Path):
             source.unlink(missing_ok=True)
         if completed.returncode != 0:
-            raise SandboxError(f"promtool backfill failed ({completed.returncode}):\n"
-                               f"{completed.stdout[-2000:]}{completed.stderr[-2000:]}")
+            raise SandboxError(
+                f"promtool backfill failed ({completed.returncode}):\n"
+                f"{completed.stdout[-2000:]}{completed.stderr[-2000:]}"
+            )
         if was_running:
             self.start()
 
@@ -289,14 +312,17 @@ class PrometheusSandbox:
         form = {"query": promql}
         if at is not None:
             form["time"] = f"{at:.3f}"
-        request = urllib.request.Request(self.url + "/api/v1/query", data=urllib.parse.urlencode(form).encode(),
-                                         method="POST", headers=self.request_headers)
+        request = urllib.request.Request(
+            self.url + "/api/v1/query",
+            data=urllib.parse.urlencode(form).encode(),
+            method="POST",
+            headers=self.request_headers,
+        )
         with urllib.request.urlopen(request, timeout=timeout) as response:
             document: dict[str, Any] = json.loads(response.read())
         return document
 
-    def wait_for(self, promql: str, predicate: Callable[[list[Any]], bool] = bool,
-                 timeout: float = 30.0) -> list[Any]:
+    def wait_for(self, promql: str, predicate: Callable[[list[Any]], bool] = bool, timeout: float = 30.0) -> list[Any]:
         """Poll ``promql`` until ``predicate(result)`` holds; return that result."""
         deadline = time.monotonic() + timeout
         result: list[Any] = []
@@ -308,8 +334,9 @@ class PrometheusSandbox:
             except (urllib.error.URLError, OSError, KeyError, ValueError):
                 pass
             time.sleep(0.2)
-        raise SandboxError(f"{promql!r} did not produce the expected result within {timeout:g}s "
-                           f"(last: {str(result)[:300]})")
+        raise SandboxError(
+            f"{promql!r} did not produce the expected result within {timeout:g}s (last: {str(result)[:300]})"
+        )
 
     def log_tail(self, lines: int = 30) -> str:
         try:

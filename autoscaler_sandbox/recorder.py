@@ -88,8 +88,10 @@ class ClusterRecorder:
 
     def _mine(self, obj: JsonObject) -> bool:
         meta = obj.get("metadata") or {}
-        return bool(meta.get("namespace") == self.workload.namespace
-                    and (meta.get("labels") or {}).get("app") == self.workload.name)
+        return bool(
+            meta.get("namespace") == self.workload.namespace
+            and (meta.get("labels") or {}).get("app") == self.workload.name
+        )
 
     def _on_pod(self, _key: str, event: WatchEvent) -> None:
         if self._mine(event.current.obj):

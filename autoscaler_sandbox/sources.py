@@ -18,7 +18,7 @@ from autoscaler_sandbox.world import CPU_SERIES, DemoWorld
 
 CHOICES = ("auto", "builtin", "binary")
 SCRAPE_INTERVAL = 0.5  # wall seconds: Prometheus' own granularity does not compress
-WINDOW_SCRAPES = 4     # a rate() window must hold a few scrapes
+WINDOW_SCRAPES = 4  # a rate() window must hold a few scrapes
 
 
 class SourceError(RuntimeError):
@@ -46,8 +46,11 @@ def resolve(choice: str) -> str:
 async def metrics_source(kind: str, world: DemoWorld, rate_window: float) -> AsyncIterator[MetricsSource]:
     if kind == "builtin":
         async with SyntheticPrometheus(world.answer) as synthetic:
-            yield MetricsSource(synthetic.url, rate_window,
-                                f"built-in Prometheus API on {synthetic.url} (values straight from the curve)")
+            yield MetricsSource(
+                synthetic.url,
+                rate_window,
+                f"built-in Prometheus API on {synthetic.url} (values straight from the curve)",
+            )
         return
     window = max(rate_window, WINDOW_SCRAPES * SCRAPE_INTERVAL)
     exporter = MetricsExporter()
@@ -60,11 +63,14 @@ async def metrics_source(kind: str, world: DemoWorld, rate_window: float) -> Asy
         await prometheus.astart()
         feeding = asyncio.create_task(feeder.run(), name="demo exporter feeder")
         # Until rate() has two scrapes in its window, the service would read no CPU at all.
-        await asyncio.to_thread(prometheus.wait_for, f"rate({CPU_SERIES}[{format_prometheus_duration(window)}])",
-                                timeout=30)
-        yield MetricsSource(prometheus.url, window,
-                            f"prometheus {prometheus.binary} on {prometheus.url}, scraping every "
-                            f"{SCRAPE_INTERVAL:g} s (wall)")
+        await asyncio.to_thread(
+            prometheus.wait_for, f"rate({CPU_SERIES}[{format_prometheus_duration(window)}])", timeout=30
+        )
+        yield MetricsSource(
+            prometheus.url,
+            window,
+            f"prometheus {prometheus.binary} on {prometheus.url}, scraping every {SCRAPE_INTERVAL:g} s (wall)",
+        )
     finally:
         if feeding is not None:
             feeding.cancel()

@@ -66,8 +66,17 @@ class Summary:
 
 
 class Timeline:
-    def __init__(self, out: TextIO, scale: TimeScale, world: DemoWorld, recorder: ClusterRecorder, *,
-                 limits: Mapping[str, str], quiet: bool = False, heartbeat: float = 60.0) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        scale: TimeScale,
+        world: DemoWorld,
+        recorder: ClusterRecorder,
+        *,
+        limits: Mapping[str, str],
+        quiet: bool = False,
+        heartbeat: float = 60.0,
+    ) -> None:
         self.out = out
         self.scale = scale
         self.world = world
@@ -104,8 +113,10 @@ class Timeline:
         cpu = self.world.utilization(load)
         ready = f"{self.recorder.ready}/{len(self.recorder.pods)}"
         cpu_text = f"{cpu:.0f}%" if cpu is not None else "–"
-        self.say(f"{mark} {clock_text(now):>6}  {self.world.curve.phase(now):<6} {load:>5.0f}/s {cpu_text:>5}  "
-                 f"{ready:>5}  {replicas:<8}  {text}")
+        self.say(
+            f"{mark} {clock_text(now):>6}  {self.world.curve.phase(now):<6} {load:>5.0f}/s {cpu_text:>5}  "
+            f"{ready:>5}  {replicas:<8}  {text}"
+        )
 
     def _limit_text(self, reason: str) -> str:
         meaning = self.limits.get(reason)
@@ -167,12 +178,22 @@ class Timeline:
         self.recorder.finish()
         changes = self.recorder.changes
         summary = Summary(
-            demo_seconds=now, wall_seconds=wall_seconds, interrupted=interrupted, decisions=self.decisions,
-            errors=self.errors, start_replicas=self.start_replicas, final_replicas=self.recorder.replicas,
-            peak=self.recorder.peak, scale_ups=sum(1 for c in changes if c.new > c.old),
-            scale_downs=sum(1 for c in changes if c.new < c.old), limited=dict(self.limited),
-            pod_seconds=self.recorder.pod_seconds, ready_pod_seconds=self.recorder.ready_pod_seconds,
-            pods_started=self.recorder.pods_started, changes=list(changes))
+            demo_seconds=now,
+            wall_seconds=wall_seconds,
+            interrupted=interrupted,
+            decisions=self.decisions,
+            errors=self.errors,
+            start_replicas=self.start_replicas,
+            final_replicas=self.recorder.replicas,
+            peak=self.recorder.peak,
+            scale_ups=sum(1 for c in changes if c.new > c.old),
+            scale_downs=sum(1 for c in changes if c.new < c.old),
+            limited=dict(self.limited),
+            pod_seconds=self.recorder.pod_seconds,
+            ready_pod_seconds=self.recorder.ready_pod_seconds,
+            pods_started=self.recorder.pods_started,
+            changes=list(changes),
+        )
         summary.lines = summary_lines(summary)
         self.say(always=True)
         for line in summary.lines:
@@ -186,17 +207,21 @@ def summary_lines(s: Summary) -> list[str]:
     peak_text = f"peak {s.peak[0]} at {clock_text(s.peak[1])}" if s.peak else "no peak"
     lines.append(f"  replicas       {s.start_replicas} at the start, {peak_text}, {s.final_replicas} at the end")
     events = s.scale_ups + s.scale_downs
-    lines.append(f"  scale events   {events}: {s.scale_ups} up, {s.scale_downs} down; "
-                 f"{s.pods_started} pods started")
-    limited = " · ".join(f"{reason} {clock_text(seconds)}" for reason, seconds in
-                         sorted(s.limited.items(), key=lambda item: -item[1]) if seconds > 0)
+    lines.append(f"  scale events   {events}: {s.scale_ups} up, {s.scale_downs} down; {s.pods_started} pods started")
+    limited = " · ".join(
+        f"{reason} {clock_text(seconds)}"
+        for reason, seconds in sorted(s.limited.items(), key=lambda item: -item[1])
+        if seconds > 0
+    )
     lines.append(f"  limited        {limited or 'never'}")
     pod_line = f"  pod-seconds    {s.pod_seconds:,.0f} ({s.ready_pod_seconds:,.0f} of them ready)"
     peak = s.peak[0] if s.peak else 0
     fixed = peak * s.demo_seconds
     if fixed > 0 and s.pod_seconds < 0.995 * fixed:  # only when scaling made a difference
-        pod_line += (f"; a fixed {peak} pods would have taken {fixed:,.0f} "
-                     f"(autoscaling saved {100 * (1 - s.pod_seconds / fixed):.0f}%)")
+        pod_line += (
+            f"; a fixed {peak} pods would have taken {fixed:,.0f} "
+            f"(autoscaling saved {100 * (1 - s.pod_seconds / fixed):.0f}%)"
+        )
     lines.append(pod_line)
     lines.append(f"  decisions      {s.decisions} ({s.errors} with an error)")
     return lines

@@ -21,12 +21,15 @@ class PodState:
 @dataclass(frozen=True, slots=True)
 class TrafficModel:
     cpu_per_request: float = 0.0025  # cores per request per second
-    idle_cpu: float = 0.025          # cores, a ready pod without traffic
-    warmup_cpu: float = 0.2          # cores, a running pod that is not ready yet
+    idle_cpu: float = 0.025  # cores, a ready pod without traffic
+    warmup_cpu: float = 0.2  # cores, a running pod that is not ready yet
 
     def cpu(self, load: float, pods: list[PodState]) -> dict[str, float]:
         """Cores per running pod at this load."""
         ready = sum(1 for pod in pods if pod.ready)
         share = load / ready if ready else 0.0
-        return {pod.name: (self.idle_cpu + share * self.cpu_per_request) if pod.ready else self.warmup_cpu
-                for pod in pods if pod.running}
+        return {
+            pod.name: (self.idle_cpu + share * self.cpu_per_request) if pod.ready else self.warmup_cpu
+            for pod in pods
+            if pod.running
+        }

@@ -25,8 +25,14 @@ class Workload:
 
 
 class DemoWorld:
-    def __init__(self, curve: LoadCurve, scale: TimeScale, workload: Workload,
-                 pods: Callable[[], list[PodState]], model: TrafficModel | None = None) -> None:
+    def __init__(
+        self,
+        curve: LoadCurve,
+        scale: TimeScale,
+        workload: Workload,
+        pods: Callable[[], list[PodState]],
+        model: TrafficModel | None = None,
+    ) -> None:
         self.curve = curve
         self.scale = scale
         self.workload = workload
@@ -63,5 +69,6 @@ class DemoWorld:
             return [Sample(self.cpu_labels(pod), cores) for pod, cores in self.cpu(load).items()]
         if REQUESTS_SERIES in promql:
             return [Sample({}, load)]  # sum(...) has no labels left
-        raise UnknownQuery(f"the demo's metrics source answers queries over {CPU_SERIES} and "
-                           f"{REQUESTS_SERIES} only, not {promql!r}")
+        raise UnknownQuery(
+            f"the demo's metrics source answers queries over {CPU_SERIES} and {REQUESTS_SERIES} only, not {promql!r}"
+        )

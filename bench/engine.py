@@ -42,21 +42,33 @@ from autoscaler.values.quantity import Quantity
 
 NOW = 1_000_000.0
 SPEC = TargetSpec(
-    CrossVersionObjectReference("Deployment", "web", "apps/v1"), max_replicas=5000, min_replicas=1,
+    CrossVersionObjectReference("Deployment", "web", "apps/v1"),
+    max_replicas=5000,
+    min_replicas=1,
     metrics=(
-        MetricSpec(MetricSourceType.RESOURCE, "cpu",
-                   MetricTarget(MetricTargetType.UTILIZATION, average_utilization=60)),
-        MetricSpec(MetricSourceType.PODS, "rps", MetricTarget(MetricTargetType.AVERAGE_VALUE,
-                                                               average_value=Quantity.parse("100"))),
+        MetricSpec(
+            MetricSourceType.RESOURCE, "cpu", MetricTarget(MetricTargetType.UTILIZATION, average_utilization=60)
+        ),
+        MetricSpec(
+            MetricSourceType.PODS,
+            "rps",
+            MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("100")),
+        ),
     ),
     behavior=Behavior(DEFAULT_SCALE_UP_RULES, DEFAULT_SCALE_DOWN_RULES),
 )
 
 
 def workload(pods: int) -> tuple[Observation, TargetState]:
-    infos = [PodInfo(f"web-{i}", ready_since=NOW - 3600, started_at=NOW - 3700,
-                     containers=(ContainerInfo("app", {"cpu": 500}), ContainerInfo("proxy", {"cpu": 100}, True)))
-             for i in range(pods)]
+    infos = [
+        PodInfo(
+            f"web-{i}",
+            ready_since=NOW - 3600,
+            started_at=NOW - 3700,
+            containers=(ContainerInfo("app", {"cpu": 500}), ContainerInfo("proxy", {"cpu": 100}, True)),
+        )
+        for i in range(pods)
+    ]
     usage = {p.name: PodUsage({"app": 300 + i % 50, "proxy": 20}, NOW - 5) for i, p in enumerate(infos)}
     rps = {p.name: Sample(90_000 + i, NOW - 5) for i, p in enumerate(infos)}
     observation = Observation(ScaleInfo(pods, pods, "app=web"), infos, (ResourceReading(usage), PodsReading(rps)))

@@ -80,10 +80,15 @@ def write_openmetrics(path: Path, plan: list[tuple[str, str, list[str]]]) -> int
 
 
 def metrics() -> tuple[MetricSpec, MetricSpec]:
-    cpu = MetricSpec(MetricSourceType.RESOURCE, "cpu",
-                     MetricTarget(MetricTargetType.UTILIZATION, average_utilization=60))
-    rps = MetricSpec(MetricSourceType.PODS, "http_requests", MetricTarget(
-        MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("10")), query=CUSTOM_QUERY)
+    cpu = MetricSpec(
+        MetricSourceType.RESOURCE, "cpu", MetricTarget(MetricTargetType.UTILIZATION, average_utilization=60)
+    )
+    rps = MetricSpec(
+        MetricSourceType.PODS,
+        "http_requests",
+        MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("10")),
+        query=CUSTOM_QUERY,
+    )
     return cpu, rps
 
 
@@ -92,8 +97,9 @@ def proc_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def measure(url: str, pid: int, targets: list[TargetQuery], batch: bool, runs: int,
-                  concurrency: int) -> dict[str, object]:
+async def measure(
+    url: str, pid: int, targets: list[TargetQuery], batch: bool, runs: int, concurrency: int
+) -> dict[str, object]:
     settings = PrometheusSettings(url=url, timeout_seconds=30, concurrency=concurrency)
     rows: list[dict[str, float]] = []
     async with PrometheusClient(settings) as client:
@@ -108,17 +114,24 @@ async def measure(url: str, pid: int, targets: list[TargetQuery], batch: bool, r
             cpu = time.process_time() - cpu
             prom_cpu = proc_cpu_seconds(pid) - prom_cpu
             check(readings, targets)
-            row = {"wall_s": wall, "client_cpu_s": cpu, "prometheus_cpu_s": prom_cpu,
-                   "queries": client.stats.calls - calls}
+            row = {
+                "wall_s": wall,
+                "client_cpu_s": cpu,
+                "prometheus_cpu_s": prom_cpu,
+                "queries": client.stats.calls - calls,
+            }
             if run > 0:  # run 0 warms Prometheus' caches and the connection pool
                 rows.append(row)
     return {
         "mode": "batched" if batch else "unbatched",
         "targets": len(targets),
         "queries_per_sync": rows[0]["queries"],
-        **{f"{key}_median": statistics.median(r[key] for r in rows)
-           for key in ("wall_s", "client_cpu_s", "prometheus_cpu_s")},
-        "wall_s_min": min(r["wall_s"] for r in rows), "wall_s_max": max(r["wall_s"] for r in rows),
+        **{
+            f"{key}_median": statistics.median(r[key] for r in rows)
+            for key in ("wall_s", "client_cpu_s", "prometheus_cpu_s")
+        },
+        "wall_s_min": min(r["wall_s"] for r in rows),
+        "wall_s_max": max(r["wall_s"] for r in rows),
     }
 
 
@@ -139,22 +152,37 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--modes", default="batched,unbatched")
     parser.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
-    parser.add_argument("--no-gc-freeze", action="store_true",
-                        help="do not gc.freeze() the long-lived objects (targets) before measuring")
+    parser.add_argument(
+        "--no-gc-freeze",
+        action="store_true",
+        help="do not gc.freeze() the long-lived objects (targets) before measuring",
+    )
     args = parser.parse_args()
 
     plan = layout(args.targets, args.pods, args.namespaces)
     cpu, rps = metrics()
-    targets = [TargetQuery(ns, f"{name}-hpa", CrossVersionObjectReference("Deployment", name, "apps/v1"),
-                           f"app={name}", pods, (cpu, rps)) for ns, name, pods in plan]
+    targets = [
+        TargetQuery(
+            ns,
+            f"{name}-hpa",
+            CrossVersionObjectReference("Deployment", name, "apps/v1"),
+            f"app={name}",
+            pods,
+            (cpu, rps),
+        )
+        for ns, name, pods in plan
+    ]
     with PrometheusSandbox(startup_timeout=120) as prom:
         started = time.perf_counter()
         source = prom.work_dir / "bench.om"
         samples = write_openmetrics(source, plan)
         prom.backfill(source)
         source.unlink()
-        print(f"# {args.targets} targets × {args.pods} pods in {args.namespaces} namespaces: "
-              f"{samples:,} samples loaded in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+        print(
+            f"# {args.targets} targets × {args.pods} pods in {args.namespaces} namespaces: "
+            f"{samples:,} samples loaded in {time.perf_counter() - started:.1f}s",
+            file=sys.stderr,
+        )
         assert prom.pid is not None
         time.sleep(2)  # let Prometheus finish loading the blocks before timing it
         if not args.no_gc_freeze:
@@ -162,9 +190,10 @@ def main() -> None:
             # and their pod lists) leave the generations the collector scans on every sync.
             gc.collect()
             gc.freeze()
-        results = [asyncio.run(measure(prom.url, prom.pid, targets, mode == "batched", args.runs,
-                                       args.concurrency))
-                   for mode in args.modes.split(",")]
+        results = [
+            asyncio.run(measure(prom.url, prom.pid, targets, mode == "batched", args.runs, args.concurrency))
+            for mode in args.modes.split(",")
+        ]
     if args.json:
         for result in results:
             print(json.dumps(result))
@@ -172,9 +201,11 @@ def main() -> None:
     print("| mode | targets | HTTP queries / sync | wall (median, min–max) | client CPU | Prometheus CPU |")
     print("|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['mode']} | {r['targets']} | {r['queries_per_sync']:.0f} | {r['wall_s_median']:.3f} s "
-              f"({r['wall_s_min']:.3f}–{r['wall_s_max']:.3f}) | {r['client_cpu_s_median']:.3f} s | "
-              f"{r['prometheus_cpu_s_median']:.3f} s |")
+        print(
+            f"| {r['mode']} | {r['targets']} | {r['queries_per_sync']:.0f} | {r['wall_s_median']:.3f} s "
+            f"({r['wall_s_min']:.3f}–{r['wall_s_max']:.3f}) | {r['client_cpu_s_median']:.3f} s | "
+            f"{r['prometheus_cpu_s_median']:.3f} s |"
+        )
 
 
 if __name__ == "__main__":

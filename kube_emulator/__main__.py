@@ -39,17 +39,13 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="run the workload controller (pods and status for Deployments/StatefulSets/ReplicaSets)",
     )
-    parser.add_argument(
-        "--pod-start-delay", type=float, default=1.0, help="seconds from pod creation to Running"
-    )
+    parser.add_argument("--pod-start-delay", type=float, default=1.0, help="seconds from pod creation to Running")
     parser.add_argument("--pod-ready-delay", type=float, default=2.0, help="seconds from Running to Ready")
     parser.add_argument("--watch-history", type=int, default=1000, help="change events kept per resource")
     parser.add_argument(
         "--versions-per-object", type=int, default=20, help="object versions kept for history (memory bound)"
     )
-    parser.add_argument(
-        "--bookmark-interval", type=float, default=60.0, help="seconds between watch bookmarks"
-    )
+    parser.add_argument("--bookmark-interval", type=float, default=60.0, help="seconds between watch bookmarks")
     return parser.parse_args(argv)
 
 

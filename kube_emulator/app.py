@@ -62,9 +62,7 @@ def json_response(payload: Served | JsonObject, status: int = 200) -> web.Respon
 
 
 def error_response(problem: ApiError) -> web.Response:
-    return web.Response(
-        body=encode(problem.status()), status=problem.code, content_type=JSON, headers=problem.headers
-    )
+    return web.Response(body=encode(problem.status()), status=problem.code, content_type=JSON, headers=problem.headers)
 
 
 class _Disconnected(Exception):
@@ -109,9 +107,7 @@ class ApiHandler:
         finally:
             record.finish(status)
 
-    async def _handle(
-        self, request: web.Request, info: RequestInfo, record: RequestRecord
-    ) -> web.StreamResponse:
+    async def _handle(self, request: web.Request, info: RequestInfo, record: RequestRecord) -> web.StreamResponse:
         token = self.settings.token
         if token is not None and request.path not in _HEALTH_PATHS and not _bearer_matches(request, token):
             raise errors.unauthorized()
@@ -208,9 +204,7 @@ class ApiHandler:
         if verb == "list":
             listed = self._list(resource_type, namespace, query)
             if as_table:
-                return json_response(
-                    self._table(resource_type, listed.items, as_table, query, _list_meta(listed))
-                )
+                return json_response(self._table(resource_type, listed.items, as_table, query, _list_meta(listed)))
             return self._list_response(resource_type, listed)
         if verb == "watch":
             return await self._watch(request, info, resource_type, namespace, plan, as_table)
@@ -347,9 +341,7 @@ class ApiHandler:
         labels = parse_label_selector(query.get("labelSelector"))
         fields = parse_field_selector(query.get("fieldSelector"))
         if info.name:  # the legacy /watch/.../<name> form
-            fields = FieldSelector(
-                (*fields.requirements, FieldRequirement("metadata.name", info.name, False))
-            )
+            fields = FieldSelector((*fields.requirements, FieldRequirement("metadata.name", info.name, False)))
         accepts = self.ops.matcher(resource_type, labels, fields)
         raw_version = query.get("resourceVersion") or ""
         since: int | None = None
@@ -374,10 +366,7 @@ class ApiHandler:
         settings = WatchSettings(self.settings.bookmark_interval, self.settings.watch_buffer)
         return await serve_watch(request, self.ops, watch, settings, plan.drop_watch)
 
-
-    def _watch_table(
-        self, resource_type: ResourceType, version: str, query: Any
-    ) -> Callable[[Served], JsonObject]:
+    def _watch_table(self, resource_type: ResourceType, version: str, query: Any) -> Callable[[Served], JsonObject]:
         """Each watched object as a one-row Table; only the first carries the column definitions."""
         first = True
 
@@ -423,9 +412,7 @@ def _write_options(request: web.Request) -> WriteOptions:
     query = request.query
     validation = query.get("fieldValidation") or "Warn"
     if validation not in FIELD_VALIDATIONS:
-        raise errors.bad_request(
-            f'fieldValidation "{validation}" is not one of {", ".join(FIELD_VALIDATIONS)}'
-        )
+        raise errors.bad_request(f'fieldValidation "{validation}" is not one of {", ".join(FIELD_VALIDATIONS)}')
     return WriteOptions(
         field_validation=validation,
         field_manager=query.get("fieldManager") or None,

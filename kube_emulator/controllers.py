@@ -73,9 +73,7 @@ class _Timer:
 
 def template_hash(template: JsonObject) -> str:
     digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
-    return "".join(
-        _RANDOM_ALPHABET[int(digest[i : i + 2], 16) % len(_RANDOM_ALPHABET)] for i in range(0, 20, 2)
-    )
+    return "".join(_RANDOM_ALPHABET[int(digest[i : i + 2], 16) % len(_RANDOM_ALPHABET)] for i in range(0, 20, 2))
 
 
 def is_ready(pod: JsonObject) -> bool:
@@ -148,9 +146,7 @@ class WorkloadController:
         raise TimeoutError("the workload controller did not settle")
 
     def _due_timers(self) -> bool:
-        return (
-            bool(self._timers) and self._clock is not None and self._timers[0].deadline <= self._clock.now()
-        )
+        return bool(self._timers) and self._clock is not None and self._timers[0].deadline <= self._clock.now()
 
     # --- event intake ----------------------------------------------------------------------------
 
@@ -170,10 +166,7 @@ class WorkloadController:
         if owner is None:
             return
         for storage_key, resource_type in self._types.items():
-            if (
-                owner.get("kind") == resource_type.kind
-                and owner.get("apiVersion") == resource_type.api_version
-            ):
+            if owner.get("kind") == resource_type.kind and owner.get("apiVersion") == resource_type.api_version:
                 self._enqueue((storage_key, event.current.namespace, str(owner.get("name"))))
 
     async def _work(self) -> None:
@@ -419,9 +412,7 @@ class WorkloadController:
             )
         started_at = status.get("startTime", now)
         transition = {"status": "True" if ready else "False", "lastTransitionTime": now}
-        not_ready = (
-            {} if ready else {"reason": "ContainersNotReady", "message": "containers with unready status"}
-        )
+        not_ready = {} if ready else {"reason": "ContainersNotReady", "message": "containers with unready status"}
         status["conditions"] = [
             {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": started_at},
             {"type": "Initialized", "status": "True", "lastTransitionTime": created},
@@ -442,9 +433,7 @@ class WorkloadController:
             }
             for container in (pod.get("spec") or {}).get("containers") or []
         ]
-        self.ops.update(
-            PODS, namespace, name, {"metadata": {"name": name}, "status": status}, subresource="status"
-        )
+        self.ops.update(PODS, namespace, name, {"metadata": {"name": name}, "status": status}, subresource="status")
 
     # --- workload status -------------------------------------------------------------------------
 
@@ -497,9 +486,7 @@ class WorkloadController:
                     previous,
                     "Progressing",
                     True,
-                    "NewReplicaSetAvailable"
-                    if len(updated) == len(pods) and available
-                    else "ReplicaSetUpdated",
+                    "NewReplicaSetAvailable" if len(updated) == len(pods) and available else "ReplicaSetUpdated",
                     f'ReplicaSet "{meta["name"]}-{revision}" is progressing.',
                 ),
             ]
@@ -513,9 +500,7 @@ class WorkloadController:
             subresource="status",
         )
 
-    def _condition(
-        self, previous_status: JsonObject, kind: str, value: bool, reason: str, message: str
-    ) -> JsonObject:
+    def _condition(self, previous_status: JsonObject, kind: str, value: bool, reason: str, message: str) -> JsonObject:
         now = format_time(self.clock.now())
         before = next((c for c in previous_status.get("conditions") or [] if c.get("type") == kind), None)
         status = "True" if value else "False"
@@ -525,9 +510,7 @@ class WorkloadController:
             "type": kind,
             "status": status,
             "lastUpdateTime": now if updated or before is None else before.get("lastUpdateTime", now),
-            "lastTransitionTime": now
-            if transitioned or before is None
-            else before.get("lastTransitionTime", now),
+            "lastTransitionTime": now if transitioned or before is None else before.get("lastTransitionTime", now),
             "reason": reason,
             "message": message,
         }

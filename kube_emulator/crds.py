@@ -102,9 +102,7 @@ def resource_types_from_crd(crd: JsonObject) -> list[ResourceType]:
             selector_path = scale_spec.get("labelSelectorPath")
             scale = ScaleSubresource(
                 spec_replicas_path=parse_dotted_path(scale_spec.get("specReplicasPath", ".spec.replicas")),
-                status_replicas_path=parse_dotted_path(
-                    scale_spec.get("statusReplicasPath", ".status.replicas")
-                ),
+                status_replicas_path=parse_dotted_path(scale_spec.get("statusReplicasPath", ".status.replicas")),
                 label_selector_path=parse_dotted_path(selector_path) if selector_path else None,
             )
         types.append(
@@ -169,9 +167,7 @@ class CrdRegistrar:
         group, plural = spec.get("group", ""), spec.get("names", {}).get("plural", "")
         self._registry.remove_group_resource(group, plural)
         if event.type == "DELETED":
-            self._store.drop(
-                f"{group}/{plural}", reason=f"CustomResourceDefinition {crd['metadata']['name']} deleted"
-            )
+            self._store.drop(f"{group}/{plural}", reason=f"CustomResourceDefinition {crd['metadata']['name']} deleted")
             return
         for resource_type in resource_types_from_crd(crd):
             self._registry.add(resource_type)

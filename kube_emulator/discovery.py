@@ -98,9 +98,7 @@ def api_resource_list(registry: ResourceRegistry, group: str, version: str) -> J
     if not types:
         return None
     resources = [
-        entry
-        for resource_type in sorted(types, key=lambda rt: rt.plural)
-        for entry in _resource_entries(resource_type)
+        entry for resource_type in sorted(types, key=lambda rt: rt.plural) for entry in _resource_entries(resource_type)
     ]
     return {
         "kind": "APIResourceList",

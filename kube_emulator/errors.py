@@ -106,9 +106,7 @@ def already_exists(resource: str, group: str, name: str) -> ApiError:
     )
 
 
-OBJECT_MODIFIED = (
-    "the object has been modified; please apply your changes to the latest version and try again"
-)
+OBJECT_MODIFIED = "the object has been modified; please apply your changes to the latest version and try again"
 
 
 def conflict(resource: str, group: str, name: str, why: str = OBJECT_MODIFIED) -> ApiError:
@@ -247,7 +245,6 @@ def generic(code: int, message: str | None = None, reason: str | None = None) ->
     default_message = {
         500: "Internal error occurred: injected fault",
         503: "the server is currently unable to handle the request",
-        504: "the server was unable to return a response in the time allotted, "
-        "but may still be processing the request",
+        504: "the server was unable to return a response in the time allotted, but may still be processing the request",
     }.get(code, f"injected {code}")
     return ApiError(code, chosen_reason, message or default_message)

@@ -27,11 +27,27 @@ class LabelSelectorError(ValueError):
 
 _SPECIAL = frozenset("=!(),><")
 _WHITESPACE = frozenset(" \t\r\n")
-_SYMBOLS = {")": "CLOSE", ",": "COMMA", "!": "NOT", "==": "DOUBLE_EQUALS", "=": "EQUALS", ">": "GREATER",
-            "<": "LESS", "!=": "NOT_EQUALS", "(": "OPEN"}
+_SYMBOLS = {
+    ")": "CLOSE",
+    ",": "COMMA",
+    "!": "NOT",
+    "==": "DOUBLE_EQUALS",
+    "=": "EQUALS",
+    ">": "GREATER",
+    "<": "LESS",
+    "!=": "NOT_EQUALS",
+    "(": "OPEN",
+}
 _KEYWORDS = {"in": "IN", "notin": "NOTIN"}
-_BINARY = {"IN": "in", "NOTIN": "notin", "EQUALS": "=", "DOUBLE_EQUALS": "==", "NOT_EQUALS": "!=",
-           "GREATER": "gt", "LESS": "lt"}
+_BINARY = {
+    "IN": "in",
+    "NOTIN": "notin",
+    "EQUALS": "=",
+    "DOUBLE_EQUALS": "==",
+    "NOT_EQUALS": "!=",
+    "GREATER": "gt",
+    "LESS": "lt",
+}
 _BINARY_LIST = "in, notin, =, ==, !=, gt, lt"
 
 _NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
@@ -60,7 +76,7 @@ def _lex(text: str) -> list[_Token]:
             best: _Token | None = None
             end = position
             while end < len(text) and text[end] in _SPECIAL:
-                candidate = text[position:end + 1]
+                candidate = text[position : end + 1]
                 if candidate in _SYMBOLS:
                     best = _Token(_SYMBOLS[candidate], candidate)
                 elif best is not None:
@@ -90,8 +106,10 @@ def _key_problem(key: str) -> str | None:
     if len(name) > 63:
         return "name part must be no more than 63 characters"
     if not _NAME.fullmatch(name):
-        return ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-                "with an alphanumeric character")
+        return (
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+            "with an alphanumeric character"
+        )
     return None
 
 
@@ -99,8 +117,10 @@ def _value_problem(value: str) -> str | None:
     if len(value) > 63:
         return "must be no more than 63 characters"
     if not _VALUE.fullmatch(value):
-        return ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-                "and must start and end with an alphanumeric character")
+        return (
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+            "and must start and end with an alphanumeric character"
+        )
     return None
 
 

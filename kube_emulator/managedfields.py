@@ -255,8 +255,7 @@ def write_entries(obj: JsonObject, entries: list[Entry]) -> None:
         obj["metadata"].pop("managedFields", None)
 
 
-def _entry(entries: list[Entry], manager: str, operation: str, subresource: str, api_version: str,
-           time: str) -> Entry:
+def _entry(entries: list[Entry], manager: str, operation: str, subresource: str, api_version: str, time: str) -> Entry:
     for entry in entries:
         if entry.key() == (manager, operation, subresource):
             entry.api_version, entry.time = api_version, time
@@ -266,8 +265,17 @@ def _entry(entries: list[Entry], manager: str, operation: str, subresource: str,
     return created
 
 
-def record_update(entries: list[Entry], old: JsonObject | None, new: JsonObject, root: Node, *, manager: str,
-                  subresource: str, api_version: str, time: str) -> None:
+def record_update(
+    entries: list[Entry],
+    old: JsonObject | None,
+    new: JsonObject,
+    root: Node,
+    *,
+    manager: str,
+    subresource: str,
+    api_version: str,
+    time: str,
+) -> None:
     """An update: ``manager`` owns what it changed; the others lose it."""
     status = subresource == "status"
     before = fields_of(old, root, status=status) if old is not None else set()
@@ -280,8 +288,14 @@ def record_update(entries: list[Entry], old: JsonObject | None, new: JsonObject,
         _entry(entries, manager, "Update", subresource, api_version, time).fields |= changed
 
 
-def apply_conflicts(entries: list[Entry], live: JsonObject, applied: JsonObject, applied_fields: set[FieldPath],
-                    manager: str, subresource: str) -> list[tuple[Entry, FieldPath]]:
+def apply_conflicts(
+    entries: list[Entry],
+    live: JsonObject,
+    applied: JsonObject,
+    applied_fields: set[FieldPath],
+    manager: str,
+    subresource: str,
+) -> list[tuple[Entry, FieldPath]]:
     """Fields of the applied configuration that differ from the live object and that others own."""
     conflicts = []
     for path in sorted(applied_fields):
@@ -296,8 +310,10 @@ def apply_conflicts(entries: list[Entry], live: JsonObject, applied: JsonObject,
 
 def conflict_error(conflicts: list[tuple[Entry, FieldPath]]) -> ApiError:
     """The API server's 409 for an apply that conflicts (``NewApplyConflict``)."""
-    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {entry.describe()}",
-               "field": path_string(path)} for entry, path in conflicts]
+    causes = [
+        {"reason": "FieldManagerConflict", "message": f"conflict with {entry.describe()}", "field": path_string(path)}
+        for entry, path in conflicts
+    ]
     if len(conflicts) == 1:
         entry, path = conflicts[0]
         message = f"Apply failed with 1 conflict: conflict with {entry.describe()}: {path_string(path)}"
@@ -313,8 +329,18 @@ def conflict_error(conflicts: list[tuple[Entry, FieldPath]]) -> ApiError:
     return ApiError(409, "Conflict", message, details={"causes": causes})
 
 
-def plan_apply(entries: list[Entry], live: JsonObject | None, applied: JsonObject, root: Node, *, manager: str,
-               subresource: str, force: bool, api_version: str, time: str) -> set[FieldPath]:
+def plan_apply(
+    entries: list[Entry],
+    live: JsonObject | None,
+    applied: JsonObject,
+    root: Node,
+    *,
+    manager: str,
+    subresource: str,
+    force: bool,
+    api_version: str,
+    time: str,
+) -> set[FieldPath]:
     """Settle an apply's ownership in ``entries``; returns the fields it stopped applying that nobody else
     owns (to be removed from the object). Raises the 409 conflict unless ``force``."""
     applied_fields = fields_of(applied, root, status=subresource == "status")

@@ -44,20 +44,49 @@ _GNOSTIC: Mapping[str, Mapping[int, str]] = {
     "NamedAny": {1: "name string", 2: "value Any"},
     "Any": {2: "yaml string"},
     "Schema": {
-        2: "format string", 4: "description string", 7: "maximum double", 8: "exclusive_maximum bool",
-        9: "minimum double", 10: "exclusive_minimum bool", 11: "max_length int64", 12: "min_length int64",
-        13: "pattern string", 14: "max_items int64", 15: "min_items int64", 19: "required string[]",
-        20: "enum Any[]", 21: "additional_properties AdditionalPropertiesItem", 22: "type TypeItem",
-        23: "items ItemsItem", 25: "properties Properties", 31: "vendor_extension NamedAny[]",
+        2: "format string",
+        4: "description string",
+        7: "maximum double",
+        8: "exclusive_maximum bool",
+        9: "minimum double",
+        10: "exclusive_minimum bool",
+        11: "max_length int64",
+        12: "min_length int64",
+        13: "pattern string",
+        14: "max_items int64",
+        15: "min_items int64",
+        19: "required string[]",
+        20: "enum Any[]",
+        21: "additional_properties AdditionalPropertiesItem",
+        22: "type TypeItem",
+        23: "items ItemsItem",
+        25: "properties Properties",
+        31: "vendor_extension NamedAny[]",
     },
     "AdditionalPropertiesItem": {1: "schema Schema", 2: "boolean bool"},
     "TypeItem": {1: "value string[]"},
     "ItemsItem": {1: "schema Schema[]"},
     "Properties": {1: "additional_properties NamedSchema[]"},
 }
-_KEPT = ("type", "format", "description", "properties", "items", "required", "enum", "minimum", "maximum",
-         "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "pattern", "minItems", "maxItems",
-         "additionalProperties")
+_KEPT = (
+    "type",
+    "format",
+    "description",
+    "properties",
+    "items",
+    "required",
+    "enum",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "additionalProperties",
+)
 
 
 def _v2_schema(schema: Any) -> JsonObject:
@@ -106,8 +135,12 @@ def _patch_path(resource_type: ResourceType) -> tuple[str, JsonObject]:
 def document(registry: ResourceRegistry, server_version: str) -> JsonObject:
     definitions = {schema_name(rt): _definition(rt) for rt in registry if not rt.builtin}
     paths = dict(_patch_path(rt) for rt in registry if "patch" in rt.verbs)
-    return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": server_version}, "paths": paths,
-            "definitions": definitions}
+    return {
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": server_version},
+        "paths": paths,
+        "definitions": definitions,
+    }
 
 
 @functools.cache
@@ -131,8 +164,12 @@ def _schema_message(schema: JsonObject) -> Any:
     for key, field in (("exclusiveMinimum", "exclusive_minimum"), ("exclusiveMaximum", "exclusive_maximum")):
         if isinstance(schema.get(key), bool):
             setattr(message, field, schema[key])
-    for key, field in (("minLength", "min_length"), ("maxLength", "max_length"), ("minItems", "min_items"),
-                       ("maxItems", "max_items")):
+    for key, field in (
+        ("minLength", "min_length"),
+        ("maxLength", "max_length"),
+        ("minItems", "min_items"),
+        ("maxItems", "max_items"),
+    ):
         if isinstance(schema.get(key), int) and not isinstance(schema.get(key), bool):
             setattr(message, field, schema[key])
     if isinstance(schema.get("type"), str):

@@ -120,16 +120,12 @@ class ApiOperations:
         return self.present(resource_type, self._existing(resource_type, namespace, name))
 
     def _existing(self, resource_type: ResourceType, namespace: str, name: str) -> StoredObject:
-        stored = self.store.get(
-            resource_type.storage_key, namespace if resource_type.namespaced else "", name
-        )
+        stored = self.store.get(resource_type.storage_key, namespace if resource_type.namespaced else "", name)
         if stored is None:
             raise errors.not_found(resource_type.plural, resource_type.group, name)
         return stored
 
-    def matcher(
-        self, resource_type: ResourceType, labels: LabelSelector, fields: FieldSelector
-    ) -> ObjectFilter | None:
+    def matcher(self, resource_type: ResourceType, labels: LabelSelector, fields: FieldSelector) -> ObjectFilter | None:
         """A predicate for list/watch filtering, or ``None`` when everything matches.
 
         Field selectors are evaluated on the served representation, so ``regarding.name``
@@ -293,9 +289,7 @@ class ApiOperations:
             meta["name"] = name
         problem = strategies.name_problem(resource_type, str(name))
         if problem:
-            raise errors.invalid(
-                resource_type.kind, resource_type.group, str(name), [problem]
-            )
+            raise errors.invalid(resource_type.kind, resource_type.group, str(name), [problem])
         return str(name)
 
     # --- update ----------------------------------------------------------------------------------
@@ -326,9 +320,7 @@ class ApiOperations:
             raise errors.bad_request(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
-        self._check_resource_version(
-            resource_type, current, meta.get("resourceVersion"), required=not _from_patch
-        )
+        self._check_resource_version(resource_type, current, meta.get("resourceVersion"), required=not _from_patch)
         if subresource == "status":
             new = clone(current.obj)
             if "status" in incoming:
@@ -347,7 +339,11 @@ class ApiOperations:
         return managedfields.Node(schema=resource_type.schema or {})
 
     def _track(
-        self, resource_type: ResourceType, old: JsonObject | None, new: JsonObject, options: WriteOptions,
+        self,
+        resource_type: ResourceType,
+        old: JsonObject | None,
+        new: JsonObject,
+        options: WriteOptions,
         subresource: str,
     ) -> None:
         """Record in ``new`` who owns which fields after this write (see :mod:`.managedfields`)."""
@@ -477,9 +473,7 @@ class ApiOperations:
             return self.patch_scale(
                 resource_type, namespace, name, content_type, patch, dry_run=dry_run, options=options
             ), False
-        current = self.store.get(
-            resource_type.storage_key, namespace if resource_type.namespaced else "", name
-        )
+        current = self.store.get(resource_type.storage_key, namespace if resource_type.namespaced else "", name)
         if current is None:
             if content_type == APPLY_PATCH and subresource is None:
                 body = dict(patch) if isinstance(patch, dict) else patch
@@ -512,7 +506,11 @@ class ApiOperations:
         return result, False
 
     def _settle_apply(
-        self, resource_type: ResourceType, live: JsonObject | None, applied: JsonObject, options: WriteOptions,
+        self,
+        resource_type: ResourceType,
+        live: JsonObject | None,
+        applied: JsonObject,
+        options: WriteOptions,
         subresource: str,
     ) -> set[managedfields.FieldPath]:
         entries = managedfields.read_entries(live) if live is not None else []
@@ -540,9 +538,7 @@ class ApiOperations:
     def _apply_patch(resource_type: ResourceType, content_type: str, base: JsonObject, patch: Any) -> Any:
         if content_type == JSON_PATCH:
             if not isinstance(patch, list):
-                raise errors.bad_request(
-                    "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
-                )
+                raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
         elif not isinstance(patch, dict):
             raise errors.bad_request(f"a {content_type} body must be a JSON object")
         try:
@@ -646,9 +642,7 @@ class ApiOperations:
             meta = obj["metadata"]
             try:
                 deleted.append(
-                    self.delete(
-                        resource_type, meta.get("namespace", ""), meta["name"], options, dry_run=dry_run
-                    )
+                    self.delete(resource_type, meta.get("namespace", ""), meta["name"], options, dry_run=dry_run)
                 )
             except errors.ApiError as problem:
                 if problem.code != 404:

@@ -59,9 +59,7 @@ def apply_json_patch(document: Any, operations: list[Any]) -> Any:
         elif op == "move":
             source = _from_of(operation)
             if path != source and path.startswith(source + "/"):
-                raise PatchError(
-                    f"move operation can not move a value into one of its children: {source} → {path}"
-                )
+                raise PatchError(f"move operation can not move a value into one of its children: {source} → {path}")
             result, moved = _remove(result, source, verb="move")
             result = _add(result, path, moved)
         elif op == "copy":

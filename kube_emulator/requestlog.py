@@ -52,9 +52,7 @@ class RequestLog:
         return sum(
             n
             for (v, r, g), n in self._counts.items()
-            if (verb is None or v == verb)
-            and (resource is None or r == resource)
-            and (group is None or g == group)
+            if (verb is None or v == verb) and (resource is None or r == resource) and (group is None or g == group)
         )
 
     def counts(self) -> dict[str, int]:

@@ -20,8 +20,17 @@ from kube_emulator.labels import (
     selector_from_label_selector,
 )
 
-__all__ = ["EVERYTHING", "FieldSelector", "LabelSelector", "LabelSelectorError", "Requirement", "field_value",
-           "parse_field_selector", "parse_label_selector", "selector_from_label_selector"]
+__all__ = [
+    "EVERYTHING",
+    "FieldSelector",
+    "LabelSelector",
+    "LabelSelectorError",
+    "Requirement",
+    "field_value",
+    "parse_field_selector",
+    "parse_label_selector",
+    "selector_from_label_selector",
+]
 
 
 def parse_label_selector(text: str | None) -> LabelSelector:

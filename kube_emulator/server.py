@@ -177,9 +177,7 @@ class KubeEmulator:
             "kind": "Config",
             "clusters": [{"name": context, "cluster": {"server": self.url}}],
             "users": [{"name": context, "user": user}],
-            "contexts": [
-                {"name": context, "context": {"cluster": context, "user": context, "namespace": namespace}}
-            ],
+            "contexts": [{"name": context, "context": {"cluster": context, "user": context, "namespace": namespace}}],
             "current-context": context,
             "preferences": {},
         }
@@ -267,9 +265,7 @@ class KubeEmulator:
     def get(self, resource: str, name: str, namespace: str | None = None) -> JsonObject | None:
         """A copy of the stored object, or ``None``. ``namespace`` defaults to ``default``."""
         resource_type = self.resource(resource)
-        stored = self.store.get(
-            resource_type.storage_key, self._namespace_for(resource_type, namespace), name
-        )
+        stored = self.store.get(resource_type.storage_key, self._namespace_for(resource_type, namespace), name)
         return as_dict(self.api.present(resource_type, stored)) if stored is not None else None
 
     def list(
@@ -309,9 +305,7 @@ class KubeEmulator:
     def history(self, resource: str, name: str, namespace: str | None = None) -> builtins.list[JsonObject]:
         """Every stored version of the object, oldest first (copies), across re-creations."""
         resource_type = self.resource(resource)
-        versions = self.store.versions(
-            resource_type.storage_key, self._namespace_for(resource_type, namespace), name
-        )
+        versions = self.store.versions(resource_type.storage_key, self._namespace_for(resource_type, namespace), name)
         return [clone(version) for version in versions]
 
     def events(

@@ -229,9 +229,7 @@ class ObjectStore:
     # --- watching --------------------------------------------------------------------------------
 
     def subscribe(self, subscription: Subscription) -> None:
-        self._bucket(subscription.storage_key).watchers.setdefault(subscription.namespace, set()).add(
-            subscription
-        )
+        self._bucket(subscription.storage_key).watchers.setdefault(subscription.namespace, set()).add(subscription)
 
     def unsubscribe(self, subscription: Subscription) -> None:
         bucket = self._buckets.get(subscription.storage_key)

@@ -74,9 +74,7 @@ SCHEMAS: Mapping[str, Schema] = {
     "/services": _map(metadata=METADATA, spec=_map(ports=_keyed("port")), status=_map(conditions=CONDITIONS)),
     "/nodes": _map(metadata=METADATA, status=_map(conditions=CONDITIONS, addresses=_keyed("type"))),
     "/namespaces": _map(metadata=METADATA, status=_map(conditions=CONDITIONS)),
-    "apiextensions.k8s.io/customresourcedefinitions": _map(
-        metadata=METADATA, status=_map(conditions=CONDITIONS)
-    ),
+    "apiextensions.k8s.io/customresourcedefinitions": _map(metadata=METADATA, status=_map(conditions=CONDITIONS)),
 }
 DEFAULT_SCHEMA = _map(metadata=METADATA)
 

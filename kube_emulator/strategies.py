@@ -193,11 +193,7 @@ def _metadata_problems(obj: JsonObject, old: JsonObject | None) -> list[FieldErr
             causes.append(invalid_value(f"metadata.{field}", meta.get(field), "must be a map of strings"))
     for label, value in (meta.get("labels") or {}).items():
         prefix, _, name = str(label).rpartition("/")
-        if (
-            (prefix and not _DNS_SUBDOMAIN.fullmatch(prefix))
-            or len(name) > 63
-            or not _LABEL_NAME.fullmatch(name)
-        ):
+        if (prefix and not _DNS_SUBDOMAIN.fullmatch(prefix)) or len(name) > 63 or not _LABEL_NAME.fullmatch(name):
             causes.append(invalid_value("metadata.labels", label, "name part must be a valid label name"))
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
             causes.append(invalid_value("metadata.labels", value, "a valid label must be 63 characters or less"))

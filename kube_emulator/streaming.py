@@ -152,9 +152,7 @@ async def serve_watch(
         if watch.since is None or watch.send_initial_events:
             listed = ops.list(resource_type, watch.namespace, watch.labels, watch.fields)
             transform = watch.transform
-            initial = [
-                _line("ADDED", transform(served) if transform else served) for served in listed.items
-            ]
+            initial = [_line("ADDED", transform(served) if transform else served) for served in listed.items]
         else:
             for event in ops.store.events_since(resource_type.storage_key, watch.since):
                 subscription.offer(event)

@@ -37,11 +37,25 @@ from kube_emulator.jsonutil import JsonObject, clone
 PRESERVE = "x-kubernetes-preserve-unknown-fields"
 EMBEDDED = "x-kubernetes-embedded-resource"
 INT_OR_STRING = "x-kubernetes-int-or-string"
-_OBJECT_META_FIELDS = frozenset({
-    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
-    "ownerReferences", "finalizers", "managedFields",
-})
+_OBJECT_META_FIELDS = frozenset(
+    {
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    }
+)
 
 
 # --- pruning ----------------------------------------------------------------------------------------
@@ -119,8 +133,11 @@ def _as_json_schema(schema: Any) -> Any:
         return [_as_json_schema(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    converted = {key: _as_json_schema(value) for key, value in schema.items()
-                 if not key.startswith("x-kubernetes-") and key not in ("format", "nullable", "default", "example")}
+    converted = {
+        key: _as_json_schema(value)
+        for key, value in schema.items()
+        if not key.startswith("x-kubernetes-") and key not in ("format", "nullable", "default", "example")
+    }
     if schema.get(INT_OR_STRING):
         converted["type"] = ["integer", "string"]
     if schema.get("nullable") and "type" in converted:

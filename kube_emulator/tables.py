@@ -45,9 +45,7 @@ class Column:
 def table_version(accept: str) -> str | None:
     """The meta.k8s.io version of a Table the Accept header asks for first, or ``None``."""
     for media_range in accept.split(","):
-        parameters = dict(
-            part.strip().partition("=")[::2] for part in media_range.split(";")[1:] if "=" in part
-        )
+        parameters = dict(part.strip().partition("=")[::2] for part in media_range.split(";")[1:] if "=" in part)
         is_table = parameters.get("as") == "Table" and parameters.get("g") == "meta.k8s.io"
         if is_table and parameters.get("v") in TABLE_VERSIONS:
             return parameters["v"]
@@ -126,11 +124,18 @@ def _text(obj: JsonObject, *path: str, empty: str = "<none>") -> str:
 
 
 NAME = Column("Name", "string", _name, format="name", description="Name must be unique within a namespace.")
-AGE = Column("Age", "string", _age, description="CreationTimestamp is a timestamp representing the server "
-             "time when this object was created.")
-CREATED_AT = Column("Created At", "date", lambda obj, _: obj["metadata"].get("creationTimestamp"),
-                    description="CreationTimestamp is a timestamp representing the server time when this object "
-                    "was created.")
+AGE = Column(
+    "Age",
+    "string",
+    _age,
+    description="CreationTimestamp is a timestamp representing the server time when this object was created.",
+)
+CREATED_AT = Column(
+    "Created At",
+    "date",
+    lambda obj, _: obj["metadata"].get("creationTimestamp"),
+    description="CreationTimestamp is a timestamp representing the server time when this object was created.",
+)
 
 
 # --- built-in kinds -------------------------------------------------------------------------------------
@@ -157,8 +162,14 @@ def _selector(obj: JsonObject, _now: datetime) -> str:
     for expression in selector.get("matchExpressions") or []:
         operator, key = expression.get("operator"), expression.get("key")
         values = ",".join(sorted(str(value) for value in expression.get("values") or []))
-        terms.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
-                      "Exists": str(key), "DoesNotExist": f"!{key}"}.get(str(operator), ""))
+        terms.append(
+            {
+                "In": f"{key} in ({values})",
+                "NotIn": f"{key} notin ({values})",
+                "Exists": str(key),
+                "DoesNotExist": f"!{key}",
+            }.get(str(operator), "")
+        )
     return ",".join(terms) or "<none>"
 
 
@@ -240,9 +251,7 @@ def _int_or_string(*path: str) -> Callable[[JsonObject, datetime], str]:
     return lambda obj, _now: "N/A" if _at(obj, *path) is None else str(_at(obj, *path))
 
 
-def _column(
-    name: str, cell: Callable[[JsonObject, datetime], Any], type_: str = "string", priority: int = 0
-) -> Column:
+def _column(name: str, cell: Callable[[JsonObject, datetime], Any], type_: str = "string", priority: int = 0) -> Column:
     return Column(name, type_, cell, priority=priority)
 
 
@@ -258,6 +267,8 @@ _BINDING = (
     _column("Groups", _binding_subjects("Group"), priority=1),
     _column("ServiceAccounts", _binding_subjects("ServiceAccount"), priority=1),
 )
+
+
 def _ready_of_desired(obj: JsonObject, _now: datetime) -> str:
     return f"{_integer(obj, 'status', 'readyReplicas')}/{_integer(obj, 'spec', 'replicas')}"
 
@@ -428,10 +439,13 @@ def _custom_cell(column: PrinterColumn) -> Callable[[JsonObject, datetime], Any]
 
 def columns_for(resource_type: ResourceType) -> tuple[Column, ...]:
     if not resource_type.builtin:
-        return (NAME, *(
-            Column(c.name, c.type, _custom_cell(c), c.format, c.priority, c.description)
-            for c in resource_type.printer_columns
-        ))
+        return (
+            NAME,
+            *(
+                Column(c.name, c.type, _custom_cell(c), c.format, c.priority, c.description)
+                for c in resource_type.printer_columns
+            ),
+        )
     return BUILTIN_COLUMNS.get(resource_type.storage_key, DEFAULT_COLUMNS)
 
 

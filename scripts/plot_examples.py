@@ -37,9 +37,24 @@ def main_() -> int:
     try:
         prom.backfill(history(str(IMAGES / "current.yaml")))
         prom.start()
-        return main(["backtest", str(IMAGES / "current.yaml"), "--compare", str(IMAGES / "proposed.yaml"),
-                     "--prometheus", prom.url, "--from", str(int(START)), "--to", str(int(END)), "--step", f"{STEP}s",
-                     "--plot", str(IMAGES / "backtest-example.png")])
+        return main(
+            [
+                "backtest",
+                str(IMAGES / "current.yaml"),
+                "--compare",
+                str(IMAGES / "proposed.yaml"),
+                "--prometheus",
+                prom.url,
+                "--from",
+                str(int(START)),
+                "--to",
+                str(int(END)),
+                "--step",
+                f"{STEP}s",
+                "--plot",
+                str(IMAGES / "backtest-example.png"),
+            ]
+        )
     finally:
         prom.close()
 

@@ -27,8 +27,11 @@ def missing_binaries(*names: str, package: str = "prometheus") -> list[str]:
 
 def missing_modules(*names: str, extra: str) -> list[str]:
     """What is lacking of the Python modules ``names``, installed with the package extra ``extra``."""
-    return [f"{name} is not installed (pip install '.[{extra}]')" for name in names
-            if importlib.util.find_spec(name) is None]
+    return [
+        f"{name} is not installed (pip install '.[{extra}]')"
+        for name in names
+        if importlib.util.find_spec(name) is None
+    ]
 
 
 class Guard:
@@ -42,6 +45,7 @@ class Guard:
 
     def hooks(self) -> tuple[Callable[..., Any], ...]:
         """The four pytest hooks for a conftest: runtest_setup, runtest_logreport, deselected, sessionfinish."""
+
         def pytest_runtest_setup(item: pytest.Item) -> None:
             self.setup(item)
 
@@ -66,8 +70,7 @@ class Guard:
             pytest.skip(message)
 
     def _lacking(self, item: pytest.Item) -> list[str]:
-        return [text for marker, items in self.missing.items() if item.get_closest_marker(marker)
-                for text in items]
+        return [text for marker, items in self.missing.items() if item.get_closest_marker(marker) for text in items]
 
     def setup(self, item: pytest.Item) -> None:
         lacking = self._lacking(item)
@@ -83,8 +86,11 @@ class Guard:
             self.skipped.append(report.nodeid)
 
     def deselect(self, items: list[pytest.Item]) -> None:
-        self.deselected.extend(item.nodeid for item in items if str(item.path).startswith(self.where)
-                               and any(item.get_closest_marker(marker) for marker in self.missing))
+        self.deselected.extend(
+            item.nodeid
+            for item in items
+            if str(item.path).startswith(self.where) and any(item.get_closest_marker(marker) for marker in self.missing)
+        )
 
     def finish(self, session: pytest.Session) -> None:
         if not REQUIRE_SERVERS or session.config.option.collectonly:
@@ -93,6 +99,10 @@ class Guard:
             if ids:
                 reporter = session.config.pluginmanager.get_plugin("terminalreporter")
                 if reporter is not None:
-                    reporter.write_line(f"ERROR: {len(ids)} test(s) needing {', '.join(self.missing)} were {outcome} "
-                                        f"with AUTOSCALER_REQUIRE_SERVERS=1: {', '.join(ids[:5])}", red=True, bold=True)
+                    reporter.write_line(
+                        f"ERROR: {len(ids)} test(s) needing {', '.join(self.missing)} were {outcome} "
+                        f"with AUTOSCALER_REQUIRE_SERVERS=1: {', '.join(ids[:5])}",
+                        red=True,
+                        bold=True,
+                    )
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED

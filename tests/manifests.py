@@ -24,12 +24,27 @@ EXAMPLES = MANIFESTS / "examples"
 Doc = dict[str, Any]
 
 # Kinds without a namespace (the namespace transformer leaves them alone).
-CLUSTER_SCOPED = frozenset({"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-                            "PriorityClass", "StorageClass", "ValidatingWebhookConfiguration",
-                            "MutatingWebhookConfiguration", "APIService"})
+CLUSTER_SCOPED = frozenset(
+    {
+        "Namespace",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "PriorityClass",
+        "StorageClass",
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+        "APIService",
+    }
+)
 # Where strategic merge finds a kind's list merge keys (the emulator's per-kind patch schemas).
-_STORAGE_KEYS = {"Deployment": "apps/deployments", "StatefulSet": "apps/statefulsets", "Pod": "/pods",
-                 "Service": "/services", "Namespace": "/namespaces"}
+_STORAGE_KEYS = {
+    "Deployment": "apps/deployments",
+    "StatefulSet": "apps/statefulsets",
+    "Pod": "/pods",
+    "Service": "/services",
+    "Namespace": "/namespaces",
+}
 
 
 def load_documents(path: Path) -> list[Doc]:
@@ -85,15 +100,20 @@ def _apply_component(directory: Path, docs: list[Doc]) -> list[Doc]:
 def _patch(docs: list[Doc], body: Doc) -> list[Doc]:
     """A strategic-merge patch naming its target by apiVersion, kind, name (and namespace)."""
     group, kind, namespace, name = ident(body)
-    matches = [i for i, doc in enumerate(docs)
-               if ident(doc)[0] == group and ident(doc)[1] == kind and ident(doc)[3] == name
-               and (not namespace or ident(doc)[2] in ("", namespace))]
+    matches = [
+        i
+        for i, doc in enumerate(docs)
+        if ident(doc)[0] == group
+        and ident(doc)[1] == kind
+        and ident(doc)[3] == name
+        and (not namespace or ident(doc)[2] in ("", namespace))
+    ]
     assert len(matches) == 1, f"patch for {kind} {name} matches {len(matches)} resources"
     index = matches[0]
     if body.get("$patch") == "delete":
-        return docs[:index] + docs[index + 1:]
+        return docs[:index] + docs[index + 1 :]
     merged = apply_strategic_merge_patch(docs[index], body, schema_for(_STORAGE_KEYS.get(kind, "")))
-    return [*docs[:index], merged, *docs[index + 1:]]
+    return [*docs[:index], merged, *docs[index + 1 :]]
 
 
 def _set_namespace(doc: Doc, namespace: str) -> Doc:

@@ -10,8 +10,23 @@ from typing import Any
 
 from tests.manifests import MONITORING, load_documents
 
-_KEYWORDS = frozenset({"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring", "group_left",
-                       "group_right", "inf", "nan"})
+_KEYWORDS = frozenset(
+    {
+        "and",
+        "or",
+        "unless",
+        "bool",
+        "offset",
+        "by",
+        "without",
+        "on",
+        "ignoring",
+        "group_left",
+        "group_right",
+        "inf",
+        "nan",
+    }
+)
 # Grafana variables, replaced by what "All" selects.
 _VARIABLES = {"$namespace": ".+", "$target": ".+"}
 
@@ -59,7 +74,7 @@ def metric_names(expr: str) -> set[str]:
     names = set()
     for match in re.finditer(r"(?<![\w.])[A-Za-z_:][A-Za-z0-9_:]*", text):
         word = match.group(0)
-        if word in _KEYWORDS or text[match.end():].lstrip().startswith("("):
+        if word in _KEYWORDS or text[match.end() :].lstrip().startswith("("):
             continue
         names.add(word)
     return names

@@ -59,13 +59,18 @@ def kubernetes_errors(document: Mapping[str, Any], version: str) -> list[str]:
         schema = utils.schema_contents(f"{directory}/{str(document['kind']).lower()}-{name}.json", version)
     except FileNotFoundError:
         return [f"no schema for {document['kind']} {group_version} in Kubernetes {version}"]
-    registry: referencing.Registry[Any] = referencing.Registry().with_resources([
-        ("", referencing.Resource.from_contents(schema)),
-        ("_definitions.json", referencing.Resource.from_contents(definitions))])
+    registry: referencing.Registry[Any] = referencing.Registry().with_resources(
+        [
+            ("", referencing.Resource.from_contents(schema)),
+            ("_definitions.json", referencing.Resource.from_contents(definitions)),
+        ]
+    )
     registry = referencing.Resource.from_contents(definitions) @ registry
     validator = jsonschema.Draft202012Validator(schema, registry=registry)
-    return [f"{_path(error.absolute_path)}: {error.message}" for error in
-            sorted(validator.iter_errors(dict(document)), key=lambda e: list(map(str, e.absolute_path)))]
+    return [
+        f"{_path(error.absolute_path)}: {error.message}"
+        for error in sorted(validator.iter_errors(dict(document)), key=lambda e: list(map(str, e.absolute_path)))
+    ]
 
 
 def _path(parts: Any) -> str:
@@ -76,6 +81,7 @@ def _path(parts: Any) -> str:
 
 
 # -- custom resources -------------------------------------------------------------------------------
+
 
 def crd_version_schema(crd: Mapping[str, Any], version: str) -> dict[str, Any]:
     for entry in crd["spec"]["versions"]:
@@ -88,8 +94,10 @@ def custom_resource_errors(obj: Mapping[str, Any], schema: Mapping[str, Any]) ->
     """Validation errors (the CRD's openAPIV3Schema) and fields the API server would prune."""
     validator = jsonschema.Draft4Validator(schema)
     errors = [f"{_path(e.absolute_path)}: {e.message}" for e in validator.iter_errors(json.loads(json.dumps(obj)))]
-    errors += [f"{path}: unknown field, the API server would drop it (not in the CRD's schema)"
-               for path in pruned_fields(obj, schema, root=True)]
+    errors += [
+        f"{path}: unknown field, the API server would drop it (not in the CRD's schema)"
+        for path in pruned_fields(obj, schema, root=True)
+    ]
     return errors
 
 
@@ -139,8 +147,9 @@ def _check_node(node: Mapping[str, Any], path: str, errors: list[str], *, root: 
     int_or_string = bool(node.get("x-kubernetes-int-or-string"))
     preserve = bool(node.get("x-kubernetes-preserve-unknown-fields"))
     if not node.get("type") and not int_or_string and not preserve:
-        errors.append(f"{path}: type is required (unless x-kubernetes-int-or-string or "
-                      "x-kubernetes-preserve-unknown-fields)")
+        errors.append(
+            f"{path}: type is required (unless x-kubernetes-int-or-string or x-kubernetes-preserve-unknown-fields)"
+        )
     if int_or_string:
         if node.get("type"):
             errors.append(f"{path}: x-kubernetes-int-or-string must not have a type")
@@ -156,9 +165,14 @@ def _check_node(node: Mapping[str, Any], path: str, errors: list[str], *, root: 
         errors.append(f"{path}: properties and additionalProperties are mutually exclusive")
     for key in node:
         if key.startswith("x-kubernetes-") and key not in (
-                "x-kubernetes-int-or-string", "x-kubernetes-preserve-unknown-fields", "x-kubernetes-embedded-resource",
-                "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type",
-                "x-kubernetes-validations"):
+            "x-kubernetes-int-or-string",
+            "x-kubernetes-preserve-unknown-fields",
+            "x-kubernetes-embedded-resource",
+            "x-kubernetes-list-type",
+            "x-kubernetes-list-map-keys",
+            "x-kubernetes-map-type",
+            "x-kubernetes-validations",
+        ):
             errors.append(f"{path}: unknown extension {key}")
     properties = node.get("properties") or {}
     for name, child in properties.items():
@@ -183,12 +197,18 @@ def _check_node(node: Mapping[str, Any], path: str, errors: list[str], *, root: 
         if branches is None:
             continue
         for index, branch in enumerate(branches if isinstance(branches, list) else [branches]):
-            _check_junctor_branch(branch, node, f"{path}.{junctor}[{index}]", errors,
-                                  int_or_string=int_or_string and junctor in ("anyOf", "allOf"))
+            _check_junctor_branch(
+                branch,
+                node,
+                f"{path}.{junctor}[{index}]",
+                errors,
+                int_or_string=int_or_string and junctor in ("anyOf", "allOf"),
+            )
 
 
-def _check_junctor_branch(branch: Mapping[str, Any], outer: Mapping[str, Any], path: str, errors: list[str],
-                          *, int_or_string: bool) -> None:
+def _check_junctor_branch(
+    branch: Mapping[str, Any], outer: Mapping[str, Any], path: str, errors: list[str], *, int_or_string: bool
+) -> None:
     """Inside allOf/anyOf/oneOf/not: no types, descriptions, defaults…, and only fields also specified outside."""
     if "$ref" in branch:
         errors.append(f"{path}: $ref is not allowed")

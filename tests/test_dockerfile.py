@@ -102,8 +102,13 @@ def pip_commands(stage: Stage, verb: str) -> list[list[str]]:
         for part in re.split(r"&&|;|\|\|", run.arguments):
             words = shlex.split(part)
             for start in range(len(words)):
-                if words[start:start + 2] == ["pip", verb] or words[start:start + 4] == ["python", "-m", "pip", verb]:
-                    commands.append(words[start + (2 if words[start] == "pip" else 4):])
+                if words[start : start + 2] == ["pip", verb] or words[start : start + 4] == [
+                    "python",
+                    "-m",
+                    "pip",
+                    verb,
+                ]:
+                    commands.append(words[start + (2 if words[start] == "pip" else 4) :])
     return commands
 
 
@@ -122,7 +127,7 @@ def test_runs_as_a_numeric_non_root_user(stages: list[Stage]) -> None:
     uid, _, gid = users[-1].arguments.partition(":")
     assert uid.isdigit() and int(uid) > 0, "numeric (runAsNonRoot can only verify a numeric user)"
     assert gid.isdigit() and int(gid) > 0
-    after = final.instructions[final.instructions.index(users[-1]) + 1:]
+    after = final.instructions[final.instructions.index(users[-1]) + 1 :]
     assert not [i for i in after if i.keyword == "RUN"], "nothing runs as root after USER"
     created = " ".join(i.arguments for i in final.all("RUN"))
     assert f"--uid {uid}" in created and f"--gid {gid}" in created, "the user and group exist in the image"
@@ -137,8 +142,9 @@ def test_command_is_autoscaler_run_with_the_copied_settings(stages: list[Stage],
     scripts = pyproject["project"]["scripts"]
     assert scripts["autoscaler"] == "autoscaler.cli:main"
     config = command[command.index("--config") + 1]
-    copies = {shlex.split(c.arguments)[-1]: shlex.split(c.arguments)[:-1] for c in final.all("COPY")
-              if "from" not in c.flags}
+    copies = {
+        shlex.split(c.arguments)[-1]: shlex.split(c.arguments)[:-1] for c in final.all("COPY") if "from" not in c.flags
+    }
     assert copies.get(config) == ["config/autoscaler.yaml"], "the settings file --config names is copied"
     assert (ROOT / "config" / "autoscaler.yaml").is_file()
     port = yaml.safe_load((ROOT / "config" / "autoscaler.yaml").read_text())["http"]["port"]
@@ -152,8 +158,9 @@ def test_only_the_built_wheel_and_its_runtime_dependencies(stages: list[Stage], 
     instructions = [i for s in stages for i in s.instructions]
     for instruction in instructions:
         # Removing a tool from the image (`pip uninstall --yes pip setuptools wheel`) is not installing one.
-        lowered = " && ".join(part for part in re.split(r"&&|;", instruction.arguments.lower())
-                              if "pip uninstall" not in part)
+        lowered = " && ".join(
+            part for part in re.split(r"&&|;", instruction.arguments.lower()) if "pip uninstall" not in part
+        )
         assert "[dev" not in lowered and ".[" not in lowered, f"an extra is installed: {instruction.arguments}"
         for tool in (*DEV_TOOLS, *dev_packages):
             assert tool not in lowered, f"{tool} in {instruction.keyword} {instruction.arguments}"
@@ -177,17 +184,26 @@ def test_only_the_built_wheel_and_its_runtime_dependencies(stages: list[Stage], 
 
 def dockerignore() -> Callable[[str], bool]:
     """Whether .dockerignore lets a path (relative to the repository) into the build context."""
-    patterns = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-                if line.strip() and not line.startswith("#")]
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
 
     def included(path: str) -> bool:
         keep = True
         for pattern in patterns:
             negate = pattern.startswith("!")
             bare = pattern.lstrip("!").rstrip("/")
-            if fnmatch.fnmatch(path, bare) or path.startswith(bare + "/") or any(
-                    fnmatch.fnmatch(part, bare.removeprefix("**/")) for part in path.split("/")
-                    if bare.startswith("**/")):
+            if (
+                fnmatch.fnmatch(path, bare)
+                or path.startswith(bare + "/")
+                or any(
+                    fnmatch.fnmatch(part, bare.removeprefix("**/"))
+                    for part in path.split("/")
+                    if bare.startswith("**/")
+                )
+            ):
                 keep = negate
         return keep
 
@@ -235,8 +251,10 @@ def test_the_image_holds_no_test_machinery(stages: list[Stage], pyproject: dict[
 
 
 def test_parser_reads_continuations_and_flags() -> None:
-    stages = parse("# syntax=docker/dockerfile:1\nFROM a AS b\nRUN --mount=type=bind,from=b x \\\n    # note\n"
-                   "    && y\nFROM c\nUSER 1:1\n")
+    stages = parse(
+        "# syntax=docker/dockerfile:1\nFROM a AS b\nRUN --mount=type=bind,from=b x \\\n    # note\n"
+        "    && y\nFROM c\nUSER 1:1\n"
+    )
     assert [(s.image, s.name) for s in stages] == [("a", "b"), ("c", None)]
     run = stages[0].instructions[0]
     assert run.flags == {"mount": "type=bind,from=b"} and run.arguments == "x && y"

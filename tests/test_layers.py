@@ -93,8 +93,9 @@ def loaded_with(starts: tuple[str, ...], *, nested: bool) -> set[str]:
         if parent:
             todo.append((parent, False))
         if module in modules:
-            found = imported_modules(modules[module].read_text(encoding="utf-8"), module, annotations=False,
-                                     nested=deep)
+            found = imported_modules(
+                modules[module].read_text(encoding="utf-8"), module, annotations=False, nested=deep
+            )
             todo.extend((name, deep) for name in found if name in modules or name.startswith(TEST_MACHINERY))
     return {module for module, _ in seen}
 
@@ -103,10 +104,14 @@ def import_circles() -> list[list[str]]:
     """Every set of modules that import one another (Tarjan's strongly connected components). A package's
     ``__init__`` is left out: it gathers its modules' names by design, and is no module's dependency."""
     paths = {module_name(path): path for path in PACKAGE.rglob("*.py") if path.name != "__init__.py"}
-    graph = {module: sorted(name for name in imported_modules(path.read_text(encoding="utf-8"), module,
-                                                              annotations=False)
-                            if name in paths and name != module)
-             for module, path in paths.items()}
+    graph = {
+        module: sorted(
+            name
+            for name in imported_modules(path.read_text(encoding="utf-8"), module, annotations=False)
+            if name in paths and name != module
+        )
+        for module, path in paths.items()
+    }
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -156,21 +161,29 @@ def test_autoscaler_run_never_loads_the_test_machinery() -> None:
 
 
 def test_the_package_imports_the_test_machinery_only_inside_the_demo_commands() -> None:
-    found = sorted(f"{module} imports {name}" for module, path in package_modules("autoscaler").items()
-                   for name in imported_modules(path.read_text(encoding="utf-8"), module)
-                   if name.startswith(TEST_MACHINERY))
+    found = sorted(
+        f"{module} imports {name}"
+        for module, path in package_modules("autoscaler").items()
+        for name in imported_modules(path.read_text(encoding="utf-8"), module)
+        if name.startswith(TEST_MACHINERY)
+    )
     assert found and {line.split()[0] for line in found} == {"autoscaler.cli.demo", "autoscaler.cli.backtest"}
-    at_load = sorted(f"{module} imports {name}" for module, path in package_modules("autoscaler").items()
-                     for name in imported_modules(path.read_text(encoding="utf-8"), module, annotations=False,
-                                                  nested=False)
-                     if name.startswith(TEST_MACHINERY))
+    at_load = sorted(
+        f"{module} imports {name}"
+        for module, path in package_modules("autoscaler").items()
+        for name in imported_modules(path.read_text(encoding="utf-8"), module, annotations=False, nested=False)
+        if name.startswith(TEST_MACHINERY)
+    )
     assert at_load == []
 
 
 def test_the_emulator_shares_no_code_with_what_it_judges() -> None:
-    found = sorted(f"{module} imports {name}" for module, path in package_modules("kube_emulator").items()
-                   for name in imported_modules(path.read_text(encoding="utf-8"), module)
-                   if name.startswith("autoscaler"))
+    found = sorted(
+        f"{module} imports {name}"
+        for module, path in package_modules("kube_emulator").items()
+        for name in imported_modules(path.read_text(encoding="utf-8"), module)
+        if name.startswith("autoscaler")
+    )
     assert found == []
 
 
@@ -178,12 +191,18 @@ def test_no_module_imports_itself_through_others() -> None:
     assert import_circles() == []
 
 
-@pytest.mark.parametrize(("source", "found"), [
-    ("from autoscaler.service.settings import X\n", {"autoscaler.service.settings", "autoscaler.service.settings.X"}),
-    ("def f():\n    import autoscaler.kube.api\n", {"autoscaler.kube.api"}),
-    ("from .. import files\n", {"autoscaler", "autoscaler.files"}),
-    ("from ..kube import api\n", {"autoscaler.kube", "autoscaler.kube.api"}),
-])
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        (
+            "from autoscaler.service.settings import X\n",
+            {"autoscaler.service.settings", "autoscaler.service.settings.X"},
+        ),
+        ("def f():\n    import autoscaler.kube.api\n", {"autoscaler.kube.api"}),
+        ("from .. import files\n", {"autoscaler", "autoscaler.files"}),
+        ("from ..kube import api\n", {"autoscaler.kube", "autoscaler.kube.api"}),
+    ],
+)
 def test_the_check_sees_every_kind_of_import(source: str, found: set[str]) -> None:
     """The check itself: an import inside a function, or a relative one, is seen."""
     assert imported_modules(source, "autoscaler.core.probe") == found

@@ -89,6 +89,7 @@ def _by_id(docs: Iterable[Doc]) -> dict[tuple[str, str, str, str], Any]:
 
 # -- what gets applied ------------------------------------------------------------------------------
 
+
 def test_kustomization_applies_every_manifest_once() -> None:
     listed = load_documents(MANIFESTS / "kustomization.yaml")[0]["resources"]
     files = sorted(p.name for p in MANIFESTS.glob("*.yaml") if p.name != "kustomization.yaml")
@@ -114,12 +115,18 @@ def test_the_renderer_is_kustomize(variant: str) -> None:
         if variant == "default":
             directory = str(MANIFESTS)
         else:  # a user's own kustomization using the component, as manifests/namespaced/kustomization.yaml says
-            Path(scratch, "kustomization.yaml").write_text(yaml.safe_dump({
-                "resources": [os.path.relpath(MANIFESTS, scratch)],
-                "components": [os.path.relpath(NAMESPACED, scratch)]}))
+            Path(scratch, "kustomization.yaml").write_text(
+                yaml.safe_dump(
+                    {
+                        "resources": [os.path.relpath(MANIFESTS, scratch)],
+                        "components": [os.path.relpath(NAMESPACED, scratch)],
+                    }
+                )
+            )
             directory = scratch
-        result = subprocess.run([kubectl, "kustomize", directory], capture_output=True, text=True, timeout=60,
-                                check=False)
+        result = subprocess.run(
+            [kubectl, "kustomize", directory], capture_output=True, text=True, timeout=60, check=False
+        )
     assert result.returncode == 0, result.stderr
     rendered = [d for d in yaml.safe_load_all(result.stdout) if d]
     assert _by_id(rendered) == _by_id(INSTALLS[variant]())
@@ -127,12 +134,16 @@ def test_the_renderer_is_kustomize(variant: str) -> None:
 
 # -- Kubernetes schemas -----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
 @pytest.mark.parametrize("variant", INSTALLS)
 def test_every_object_is_valid_for_kubernetes(variant: str, version: str) -> None:
     require_schemas()
-    problems = [f"{d['kind']}/{d['metadata']['name']}: {error}" for d in INSTALLS[variant]()
-                for error in kubernetes_errors(d, version)]
+    problems = [
+        f"{d['kind']}/{d['metadata']['name']}: {error}"
+        for d in INSTALLS[variant]()
+        for error in kubernetes_errors(d, version)
+    ]
     assert not problems, "\n".join(problems)
 
 
@@ -140,7 +151,7 @@ def test_the_schema_check_finds_errors() -> None:
     require_schemas()
     deployment = one(default_install(), "Deployment", "autoscaler")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
-    container["securityContext"]["readOnlyRootFS"] = True          # a typo: strict schemas refuse it
+    container["securityContext"]["readOnlyRootFS"] = True  # a typo: strict schemas refuse it
     container["resources"]["limits"]["memory"] = {"Mi": 512}
     errors = kubernetes_errors(deployment, "latest")
     assert any("readOnlyRootFS" in e for e in errors) and any("limits.memory" in e for e in errors), errors
@@ -153,8 +164,9 @@ def test_crd_schema_is_structural() -> None:
     assert structural_errors({"type": "object", "properties": {"a": {"description": "no type"}}})
     assert structural_errors({"type": "object", "properties": {"a": {"$ref": "#/x"}}})
     assert structural_errors({"type": "object", "properties": {"a": {"type": "string", "anyOf": [{"type": "string"}]}}})
-    assert structural_errors({"type": "object", "properties": {"metadata": {
-        "type": "object", "properties": {"labels": {"type": "object"}}}}})
+    assert structural_errors(
+        {"type": "object", "properties": {"metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}}}
+    )
 
 
 def test_crd_printer_columns_point_into_the_schema() -> None:
@@ -189,7 +201,7 @@ def test_example_targets_fit_the_crd_and_the_service(path: Path) -> None:
     for doc in documents:
         assert "namespace" not in doc["metadata"], "examples are applied with -n <the workload's namespace>"
         assert custom_resource_errors(doc, target_schema()) == []
-        spec = parse_target_spec(doc["spec"], "spec")   # raises SpecError listing every problem
+        spec = parse_target_spec(doc["spec"], "spec")  # raises SpecError listing every problem
         assert spec.hvpa is None or not spec.hvpa.warnings, spec.hvpa.warnings if spec.hvpa else None
 
 
@@ -207,12 +219,13 @@ SCENARIOS = sorted((ROOT / "config" / "scenarios").glob("*.yaml"))
 def test_the_crd_admits_every_shipped_spec(path: Path) -> None:
     """Each scenario's target spec, as a ScalingTarget: nothing the service accepts is refused or pruned."""
     spec = load_documents(path)[0]["spec"]
-    parse_target_spec(spec, "spec", require_queries=False)   # scenarios need no PromQL (simulate reads none)
+    parse_target_spec(spec, "spec", require_queries=False)  # scenarios need no PromQL (simulate reads none)
     obj = {"apiVersion": "autoscaler.dev/v1alpha1", "kind": "ScalingTarget", "metadata": {"name": "t"}, "spec": spec}
     assert custom_resource_errors(obj, target_schema()) == []
 
 
 # -- the Deployment -----------------------------------------------------------------------------------
+
 
 def pod_spec(docs: list[Doc]) -> dict[str, Any]:
     return dict(one(docs, "Deployment", "autoscaler")["spec"]["template"]["spec"])
@@ -283,15 +296,17 @@ def test_settings_file_is_the_one_the_service_reads() -> None:
         docs = install()
         container = service_container(docs)
         assert container["args"][:1] == ["run"], "the image's entrypoint is `autoscaler`"
-        document = with_overrides(yaml.safe_load(settings_text(docs)),
-                                  environment_overrides(container_environment(docs)))
-        settings = parse_service_settings(document)   # SpecError lists every problem
+        document = with_overrides(
+            yaml.safe_load(settings_text(docs)), environment_overrides(container_environment(docs))
+        )
+        settings = parse_service_settings(document)  # SpecError lists every problem
         assert settings.leader_election.enabled
         assert settings.leader_election.lease_namespace is None, "the Lease lives in the pod's own namespace"
         assert settings.targets_file is None and not settings.dry_run
         assert settings.logging.format == "json"
-        assert re.fullmatch(r"https?://[a-z0-9.-]+\.svc(:\d+)?(/.*)?", settings.prometheus.url), \
+        assert re.fullmatch(r"https?://[a-z0-9.-]+\.svc(:\d+)?(/.*)?", settings.prometheus.url), (
             "an in-cluster Service address"
+        )
         role = one(docs, "Role", "autoscaler-leader-election")
         assert role["metadata"]["namespace"] == one(docs, "Deployment", "autoscaler")["metadata"]["namespace"]
         named = [r for r in role["rules"] if r.get("resourceNames")]
@@ -318,6 +333,7 @@ def test_image_user_is_the_pods_user() -> None:
 
 
 # -- Service, disruption budget ---------------------------------------------------------------------
+
 
 def test_metrics_service_selects_the_pods_and_is_scraped() -> None:
     docs = default_install()
@@ -347,11 +363,22 @@ def test_bindings_name_the_service_account() -> None:
         docs = install()
         account = one(docs, "ServiceAccount", "autoscaler")
         for binding in find(docs, "ClusterRoleBinding") + find(docs, "RoleBinding"):
-            assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
-                                            "namespace": account["metadata"]["namespace"]}]
+            assert binding["subjects"] == [
+                {
+                    "kind": "ServiceAccount",
+                    "name": account["metadata"]["name"],
+                    "namespace": account["metadata"]["namespace"],
+                }
+            ]
             kind, name = binding["roleRef"]["kind"], binding["roleRef"]["name"]
             assert find(docs, kind, name), f"{binding['metadata']['name']} refers to a missing {kind} {name}"
         # roles for people are aggregated into admin/edit/view, never bound to the service
         bound = {b["roleRef"]["name"] for b in find(docs, "ClusterRoleBinding") + find(docs, "RoleBinding")}
-        assert not {r["metadata"]["name"] for r in find(docs, "ClusterRole")
-                    if "aggregate-to-view" in str(r["metadata"].get("labels"))} & bound
+        assert (
+            not {
+                r["metadata"]["name"]
+                for r in find(docs, "ClusterRole")
+                if "aggregate-to-view" in str(r["metadata"].get("labels"))
+            }
+            & bound
+        )

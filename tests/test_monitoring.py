@@ -32,7 +32,10 @@ def test_the_component_adds_a_servicemonitor_rules_and_a_dashboard() -> None:
     base, monitored = default_install(), monitored_install()
     added = [doc for doc in monitored if ident(doc) not in {ident(d) for d in base}]
     assert sorted((doc["kind"], doc["metadata"]["name"]) for doc in added) == [
-        ("ConfigMap", "autoscaler-dashboard"), ("PrometheusRule", "autoscaler"), ("ServiceMonitor", "autoscaler")]
+        ("ConfigMap", "autoscaler-dashboard"),
+        ("PrometheusRule", "autoscaler"),
+        ("ServiceMonitor", "autoscaler"),
+    ]
     assert all(doc["metadata"]["namespace"] == "autoscaler" for doc in added)
     service = one(base, "Service", "autoscaler-metrics")
     monitor = one(monitored, "ServiceMonitor")
@@ -47,10 +50,17 @@ def test_the_component_adds_a_servicemonitor_rules_and_a_dashboard() -> None:
 def test_kustomize_renders_the_component_as_the_test_renderer_does() -> None:
     kubectl = _binary("kubectl", "kubernetes-client")
     with tempfile.TemporaryDirectory() as scratch:
-        Path(scratch, "kustomization.yaml").write_text(yaml.safe_dump({
-            "resources": [os.path.relpath(MANIFESTS, scratch)], "components": [os.path.relpath(MONITORING, scratch)]}))
-        result = subprocess.run([kubectl, "kustomize", scratch], capture_output=True, text=True, timeout=60,
-                                check=False)
+        Path(scratch, "kustomization.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "resources": [os.path.relpath(MANIFESTS, scratch)],
+                    "components": [os.path.relpath(MONITORING, scratch)],
+                }
+            )
+        )
+        result = subprocess.run(
+            [kubectl, "kustomize", scratch], capture_output=True, text=True, timeout=60, check=False
+        )
     assert result.returncode == 0, result.stderr
     rendered = {ident(doc): doc for doc in yaml.safe_load_all(result.stdout) if doc}
     for doc in monitored_install():
@@ -62,16 +72,23 @@ def test_promtool_accepts_the_rules(tmp_path: Path) -> None:
     promtool = _binary("promtool", "prometheus")
     rules = tmp_path / "rules.yaml"
     rules.write_text(yaml.safe_dump({"groups": rule_groups()}))
-    result = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True, timeout=60,
-                            check=False)
+    result = subprocess.run(
+        [promtool, "check", "rules", str(rules)], capture_output=True, text=True, timeout=60, check=False
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"SUCCESS: {len(alerts())} rules found" in result.stdout
 
 
 def test_the_rules_alert_on_what_the_issue_asks() -> None:
     names = alerts()
-    assert {"AutoscalerNoLeader", "AutoscalerCacheStale", "AutoscalerTargetMetricsFailing",
-            "AutoscalerTargetAtMaxReplicas", "AutoscalerTargetLimited", "AutoscalerLeaseRenewalsLate"} <= set(names)
+    assert {
+        "AutoscalerNoLeader",
+        "AutoscalerCacheStale",
+        "AutoscalerTargetMetricsFailing",
+        "AutoscalerTargetAtMaxReplicas",
+        "AutoscalerTargetLimited",
+        "AutoscalerLeaseRenewalsLate",
+    } <= set(names)
     for group in rule_groups():
         for rule in group["rules"]:
             assert rule["labels"]["severity"] in ("critical", "warning", "info"), rule["alert"]
@@ -89,7 +106,7 @@ def test_the_dashboard_is_loadable() -> None:
 
 def test_the_metric_name_reader() -> None:
     assert metric_names('sum by (le) (rate(a_bucket{x="y", le=~"1"}[5m])) > 0.5 or absent(b)') == {"a_bucket", "b"}
-    assert metric_names("time() - c{n=~\".+\"} > 4 * 15") == {"c"}
+    assert metric_names('time() - c{n=~".+"} > 4 * 15') == {"c"}
     assert metric_names("histogram_quantile(0.99, sum without (pod) (irate(d[1m])))") == {"d"}
     assert metric_names("max(e) < 1 or absent(e) unless on (instance) f offset 5m") == {"e", "f"}
     assert metric_names("process_resident_memory_bytes / 2^20") == {"process_resident_memory_bytes"}

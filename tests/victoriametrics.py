@@ -47,9 +47,15 @@ class VictoriaMetricsSandbox(PrometheusSandbox):
 
     def _spawn(self) -> None:
         assert self.port is not None
-        args = [f"-httpListenAddr={self.host}:{self.port}", f"-storageDataPath={self.data_dir}",
-                "-retentionPeriod=100y", f"-loggerLevel={self.log_level}", "-search.latencyOffset=1s",
-                "-search.disableCache", *self.extra_args]
+        args = [
+            f"-httpListenAddr={self.host}:{self.port}",
+            f"-storageDataPath={self.data_dir}",
+            "-retentionPeriod=100y",
+            f"-loggerLevel={self.log_level}",
+            "-search.latencyOffset=1s",
+            "-search.disableCache",
+            *self.extra_args,
+        ]
         if self.scrape_targets:
             args.append(f"-promscrape.config={self.config_file}")
         self._launch(args)
@@ -59,8 +65,12 @@ class VictoriaMetricsSandbox(PrometheusSandbox):
         config: dict[str, Any] = {
             "global": {"scrape_interval": interval, "scrape_timeout": interval},
             "scrape_configs": [
-                {"job_name": target.job, "honor_labels": target.honor_labels,
-                 "metrics_path": target.metrics_path, "static_configs": [{"targets": [target.address]}]}
+                {
+                    "job_name": target.job,
+                    "honor_labels": target.honor_labels,
+                    "metrics_path": target.metrics_path,
+                    "static_configs": [{"targets": [target.address]}],
+                }
                 for target in self.scrape_targets
             ],
         }

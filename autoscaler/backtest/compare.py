@@ -61,7 +61,7 @@ def _time(report: Report, syncs: int) -> str:
 
 def _fit(text: str, width: int) -> str:
     """``text`` in at most ``width`` characters, keeping its end (file names end paths)."""
-    return text if len(text) <= width else "…" + text[-(width - 1):]
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
 def render_comparison(reports: Sequence[Report], divergence: Divergence) -> str:
@@ -74,28 +74,38 @@ def render_comparison(reports: Sequence[Report], divergence: Divergence) -> str:
         ("pod-hours", [f"{r.cost.replay / 3600:,.1f}" for r in reports]),
         ("against the real workload", [_cost_change(r) for r in reports]),
     ]
-    keys = sorted({k for r in reports for k in r.limits}, key=lambda k: -sum(r.limits[k].syncs
-                                                                             for r in reports if k in r.limits))
+    keys = sorted(
+        {k for r in reports for k in r.limits}, key=lambda k: -sum(r.limits[k].syncs for r in reports if k in r.limits)
+    )
     for reason, detail in keys:
-        rows.append((f"{reason} ({detail})" if detail else reason,
-                     [_time(r, r.limits[(reason, detail)].syncs if (reason, detail) in r.limits else 0)
-                      for r in reports]))
+        rows.append(
+            (
+                f"{reason} ({detail})" if detail else reason,
+                [_time(r, r.limits[(reason, detail)].syncs if (reason, detail) in r.limits else 0) for r in reports],
+            )
+        )
     for name in sorted({n for r in reports for n in r.failures}):
-        rows.append((f"{name} failed", [_time(r, r.failures[name].syncs if name in r.failures else 0)
-                                        for r in reports]))
+        rows.append(
+            (f"{name} failed", [_time(r, r.failures[name].syncs if name in r.failures else 0) for r in reports])
+        )
     label_width = max(len(label) for label, _ in rows) + 2
-    lines = [f"Backtest of {first.namespace}/{first.name} ({first.workload})",
-             f"  {rfc3339_millis(first.start)} → {rfc3339_millis(first.end)}, "
-             f"a sync every {format_seconds(first.step)}: {first.syncs:,} syncs", ""]
+    lines = [
+        f"Backtest of {first.namespace}/{first.name} ({first.workload})",
+        f"  {rfc3339_millis(first.start)} → {rfc3339_millis(first.end)}, "
+        f"a sync every {format_seconds(first.step)}: {first.syncs:,} syncs",
+        "",
+    ]
     lines.append(" " * label_width + "".join(_fit(r.label, width - 2).ljust(width) for r in reports).rstrip())
     for label, cells in rows:
         lines.append(label.ljust(label_width) + "".join(c.ljust(width) for c in cells).rstrip())
     lines.append("")
     if divergence.syncs:
         share = 100 * divergence.syncs / first.syncs if first.syncs else 0
-        lines.append(f"The replica counts differ at {divergence.syncs:,} of {first.syncs:,} syncs ({share:.1f} %), "
-                     f"by up to {divergence.largest_gap}; first at "
-                     f"{rfc3339_millis(divergence.first_at or first.start)}.")
+        lines.append(
+            f"The replica counts differ at {divergence.syncs:,} of {first.syncs:,} syncs ({share:.1f} %), "
+            f"by up to {divergence.largest_gap}; first at "
+            f"{rfc3339_millis(divergence.first_at or first.start)}."
+        )
     else:
         lines.append("The replica counts are the same at every sync.")
     lines.append("")
@@ -114,8 +124,9 @@ def render_comparison(reports: Sequence[Report], divergence: Divergence) -> str:
             lines.append(f"Scale events of {r.label}:")
             for event in r.events[:20]:
                 limited = f"  [limited: {event.limited_by}]" if event.limited_by else ""
-                lines.append(f"  {rfc3339_millis(event.at)}  {event.before:>4} → {event.after:<4} "
-                             f"{event.reason}{limited}")
+                lines.append(
+                    f"  {rfc3339_millis(event.at)}  {event.before:>4} → {event.after:<4} {event.reason}{limited}"
+                )
             if len(r.events) > 20:
                 lines.append(f"  … {len(r.events) - 20} more (--output json lists them all)")
     notes = first.notes

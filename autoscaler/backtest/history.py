@@ -89,12 +89,19 @@ class FetchStats:
     points: int = 0
 
 
-async def fetch_matrix(client: RangeQuerier, promql: str, grid: Grid, *, max_points: int = MAX_POINTS_PER_QUERY,
-                       stats: FetchStats | None = None) -> Matrix:
+async def fetch_matrix(
+    client: RangeQuerier,
+    promql: str,
+    grid: Grid,
+    *,
+    max_points: int = MAX_POINTS_PER_QUERY,
+    stats: FetchStats | None = None,
+) -> Matrix:
     """``promql`` at every time of ``grid``, with as many range queries as the points limit needs."""
     parts = list(grid.chunks(max_points))
-    results = await asyncio.gather(*(
-        client.query_range(promql, part.start_ms / 1000, part.end_ms / 1000, part.step) for part in parts))
+    results = await asyncio.gather(
+        *(client.query_range(promql, part.start_ms / 1000, part.end_ms / 1000, part.step) for part in parts)
+    )
     matrix = Matrix(grid.start_ms)
     for result in results:
         matrix.add(result)
@@ -127,9 +134,12 @@ class HistoryClient:
         (a per-pod query restricted to the target's pods, for example)."""
         texts = list(queries)
         try:
-            matrices = await asyncio.gather(*(
-                fetch_matrix(self._client, queries[text], chunk, max_points=self._max_points, stats=self.stats)
-                for text in texts))
+            matrices = await asyncio.gather(
+                *(
+                    fetch_matrix(self._client, queries[text], chunk, max_points=self._max_points, stats=self.stats)
+                    for text in texts
+                )
+            )
         except PrometheusError as error:
             self.error = self.error or error
             raise
@@ -144,8 +154,9 @@ class HistoryClient:
         matrix = self._matrices.get(text)
         return matrix.at(t_ms) if matrix is not None else []
 
-    async def query(self, promql: str, at: float | None, *, deadline: float | None = None,
-                    keep: SeriesFilter | None = None) -> InstantResult:
+    async def query(
+        self, promql: str, at: float | None, *, deadline: float | None = None, keep: SeriesFilter | None = None
+    ) -> InstantResult:
         """The fetched value at ``at`` (a replay always asks for a time; ``deadline`` and ``keep`` are
         the live client's, not used here)."""
         if at is None:
@@ -156,8 +167,9 @@ class HistoryClient:
             if self._chunk is None:
                 raise RuntimeError("HistoryClient.query before use()")
             try:
-                matrix = await fetch_matrix(self._client, promql, self._chunk.from_time(t_ms),
-                                            max_points=self._max_points, stats=self.stats)
+                matrix = await fetch_matrix(
+                    self._client, promql, self._chunk.from_time(t_ms), max_points=self._max_points, stats=self.stats
+                )
             except PrometheusError as error:
                 self.error = self.error or error
                 raise

@@ -58,9 +58,13 @@ def is_live(pod: PodInfo) -> bool:
 
 def keep_order(pod: PodInfo) -> tuple[bool, bool, float, float, str]:
     """Sort key: the pods a ReplicaSet scaling down keeps come first (``ActivePods`` reversed)."""
-    return (pod.phase is not PodPhase.RUNNING, pod.ready is not ConditionStatus.TRUE,
-            pod.ready_since if pod.ready_since is not None else math.inf,
-            pod.started_at if pod.started_at is not None else math.inf, pod.name)
+    return (
+        pod.phase is not PodPhase.RUNNING,
+        pod.ready is not ConditionStatus.TRUE,
+        pod.ready_since if pod.ready_since is not None else math.inf,
+        pod.started_at if pod.started_at is not None else math.inf,
+        pod.name,
+    )
 
 
 class SimulatedWorkload:
@@ -83,8 +87,9 @@ class SimulatedWorkload:
                 for resource, value in amounts.items():
                     pinned.setdefault(container, {})[resource] = math.ceil(value * 1000)
 
-    def observe(self, real: RealWorkload, readings: Sequence[MetricReading], replicas: int, now: float,
-                selector: str) -> Observation:
+    def observe(
+        self, real: RealWorkload, readings: Sequence[MetricReading], replicas: int, now: float, selector: str
+    ) -> Observation:
         """What the engine observes when the replay's workload has ``replicas`` replicas."""
         scale = ScaleInfo(replicas, replicas, selector)
         live = [p for p in real.pods if is_live(p)]
@@ -111,8 +116,11 @@ class SimulatedWorkload:
         requests, limits = self._requests.get(container.name), self._limits.get(container.name)
         if requests is None and limits is None:
             return container
-        return replace(container, requests={**container.requests, **(requests or {})},
-                       limits={**container.limits, **(limits or {})})
+        return replace(
+            container,
+            requests={**container.requests, **(requests or {})},
+            limits={**container.limits, **(limits or {})},
+        )
 
     def _resize(self, count: int, now: float) -> None:
         while len(self._added) < count:
@@ -123,10 +131,17 @@ class SimulatedWorkload:
     def _added_pod(self, pod: AddedPod, now: float) -> PodInfo:
         ready_at = pod.created_at + self._startup
         if now < ready_at:
-            return PodInfo(pod.name, PodPhase.PENDING, ConditionStatus.FALSE, pod.created_at, pod.created_at,
-                           containers=self._template)
-        return PodInfo(pod.name, PodPhase.RUNNING, ConditionStatus.TRUE, ready_at, pod.created_at,
-                       containers=self._template)
+            return PodInfo(
+                pod.name,
+                PodPhase.PENDING,
+                ConditionStatus.FALSE,
+                pod.created_at,
+                pod.created_at,
+                containers=self._template,
+            )
+        return PodInfo(
+            pod.name, PodPhase.RUNNING, ConditionStatus.TRUE, ready_at, pod.created_at, containers=self._template
+        )
 
 
 def rescale(reading: MetricReading, live: set[str], kept: set[str], added: Sequence[str]) -> MetricReading:
@@ -162,8 +177,9 @@ def _first(by_name: Mapping[str, _T], live: set[str]) -> _T | None:
     return None
 
 
-def _scaled(values: Mapping[str, Mapping[str, int | None]], live: set[str], kept: set[str],
-            added: Sequence[str]) -> dict[str, dict[str, int | None]]:
+def _scaled(
+    values: Mapping[str, Mapping[str, int | None]], live: set[str], kept: set[str], added: Sequence[str]
+) -> dict[str, dict[str, int | None]]:
     """Per pod and container: kept pods' values and added pods' average, scaled to conserve each
     container's total over the live pods. Pods that are not live keep their values (the engine
     ignores them); dropped pods are left out."""

@@ -60,7 +60,7 @@ class BacktestOptions:
     selector: str | None = None
     pods_query: str | None = None
     replicas_query: str | None = None
-    keep_records: bool = False       # keep one small record per sync (for plots)
+    keep_records: bool = False  # keep one small record per sync (for plots)
 
 
 # Called with each run's label and each sync's result (what ``simulate`` produces for a step) and
@@ -87,8 +87,15 @@ class BacktestResult:
 class Run:
     """One spec's replay: its own replica count, engine state, simulated pods and report."""
 
-    def __init__(self, label: str, target: BacktestTarget, settings: ControllerSettings, options: BacktestOptions,
-                 selector: str, observer: StepObserver | None = None) -> None:
+    def __init__(
+        self,
+        label: str,
+        target: BacktestTarget,
+        settings: ControllerSettings,
+        options: BacktestOptions,
+        selector: str,
+        observer: StepObserver | None = None,
+    ) -> None:
         self.label = label
         self.observer = observer
         self.target = target
@@ -97,8 +104,9 @@ class Run:
         self.workload = SimulatedWorkload(f"{target.spec.scale_target_ref.name}-backtest-", options.pod_startup)
         self.state = SyncState()
         self.replicas: int | None = options.initial_replicas
-        self.report = ReportBuilder(label, target.source, target.namespace, target.name, target.spec, options.start,
-                                    options.end, options.step)
+        self.report = ReportBuilder(
+            label, target.source, target.namespace, target.name, target.spec, options.start, options.end, options.step
+        )
         self.records: list[StepRecord] | None = [] if options.keep_records else None
 
     def step(self, real: RealWorkload, readings: Sequence[MetricReading], now: float) -> None:
@@ -126,13 +134,17 @@ def _initial_replicas(real: RealWorkload) -> int:
     live = sum(1 for p in real.pods if is_live(p))
     if live:
         return live
-    raise BacktestError("cannot tell how many replicas the workload had at --from: Prometheus has neither its "
-                        "replicas (kube-state-metrics) nor any of its pods then; pass --initial-replicas", 2)
+    raise BacktestError(
+        "cannot tell how many replicas the workload had at --from: Prometheus has neither its "
+        "replicas (kube-state-metrics) nor any of its pods then; pass --initial-replicas",
+        2,
+    )
 
 
 def _target_query(target: BacktestTarget, selector: str, pods: Sequence[str]) -> TargetQuery:
-    return TargetQuery(target.namespace, target.name, target.spec.scale_target_ref, selector, tuple(pods),
-                       target.spec.metrics)
+    return TargetQuery(
+        target.namespace, target.name, target.spec.scale_target_ref, selector, tuple(pods), target.spec.metrics
+    )
 
 
 def plan_problems(reader: MetricsReader, target: BacktestTarget, selector: str | None) -> list[str]:
@@ -144,13 +156,16 @@ def plan_problems(reader: MetricsReader, target: BacktestTarget, selector: str |
         if planned.problem is not None:
             problems.append(f'{target.source}: {spec.type.value} metric "{spec.name}": {planned.problem}')
         elif selector is None and planned.text != other.text:
-            problems.append(f'{target.source}: {spec.type.value} metric "{spec.name}": its query uses <<selector>>, '
-                            "which needs the scale's selector: pass --selector (e.g. --selector app=web)")
+            problems.append(
+                f'{target.source}: {spec.type.value} metric "{spec.name}": its query uses <<selector>>, '
+                "which needs the scale's selector: pass --selector (e.g. --selector app=web)"
+            )
     return problems
 
 
-def _chunk_queries(reader: MetricsReader, targets: Sequence[BacktestTarget], selector: str, pod_set: str,
-                   pod_label: str) -> dict[str, str]:
+def _chunk_queries(
+    reader: MetricsReader, targets: Sequence[BacktestTarget], selector: str, pod_set: str, pod_label: str
+) -> dict[str, str]:
     """Metric queries to fetch per chunk (text the reader will ask → PromQL sent). Texts that depend on
     the pods (``<<pods>>``) are left out: the history client fetches them when they are asked."""
     queries: dict[str, str] = {}
@@ -160,8 +175,9 @@ def _chunk_queries(reader: MetricsReader, targets: Sequence[BacktestTarget], sel
         for planned, other in zip(one, two, strict=True):
             if planned.text is None or planned.text != other.text:
                 continue
-            queries[planned.text] = (restrict_to_pods(planned.text, pod_set, pod_label) if planned.per_pod
-                                     else planned.text)
+            queries[planned.text] = (
+                restrict_to_pods(planned.text, pod_set, pod_label) if planned.per_pod else planned.text
+            )
     return queries
 
 
@@ -175,9 +191,17 @@ def _usage_containers(rows: Sequence[Sequence[MetricReading]]) -> dict[str, set[
     return containers
 
 
-async def run_backtest(client: RangeQuerier, prometheus: PrometheusSettings, settings: ControllerSettings,
-                       targets: Sequence[BacktestTarget], options: BacktestOptions, *, labels: Sequence[str] = (),
-                       progress: Progress | None = None, observer: StepObserver | None = None) -> BacktestResult:
+async def run_backtest(
+    client: RangeQuerier,
+    prometheus: PrometheusSettings,
+    settings: ControllerSettings,
+    targets: Sequence[BacktestTarget],
+    options: BacktestOptions,
+    *,
+    labels: Sequence[str] = (),
+    progress: Progress | None = None,
+    observer: StepObserver | None = None,
+) -> BacktestResult:
     """Replay every target over the same history (the first target's workload) and report."""
     first = targets[0]
     ref = first.spec.scale_target_ref
@@ -188,13 +212,20 @@ async def run_backtest(client: RangeQuerier, prometheus: PrometheusSettings, set
     if problems:
         raise BacktestError("\n".join(problems), 2)
     selector = options.selector or f"{ref.kind}/{ref.name}"  # the engine needs one; queries do not use it
-    queries = workload_queries(first.namespace, ref, pods_query=options.pods_query,
-                               replicas_query=options.replicas_query)
-    resources = [m.name for t in targets for m in t.spec.metrics
-                 if m.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE)]
+    queries = workload_queries(
+        first.namespace, ref, pods_query=options.pods_query, replicas_query=options.replicas_query
+    )
+    resources = [
+        m.name
+        for t in targets
+        for m in t.spec.metrics
+        if m.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE)
+    ]
     workload = WorkloadHistory(queries, resources, f"{ref.kind} {first.namespace}/{ref.name}")
     chunk_queries: Mapping[str, str] = {
-        **queries.texts(), **_chunk_queries(reader, targets, selector, queries.pods, prometheus.pod_label)}
+        **queries.texts(),
+        **_chunk_queries(reader, targets, selector, queries.pods, prometheus.pod_label),
+    }
     names = list(labels) or [t.source for t in targets]
     runs = [Run(name, t, settings, options, selector, observer) for name, t in zip(names, targets, strict=True)]
     divergence = Divergence()
@@ -206,8 +237,11 @@ async def run_backtest(client: RangeQuerier, prometheus: PrometheusSettings, set
             assert pending is not None
             matrices = await pending
             # Fetch the next chunk while this one replays: at most two chunks are held at once.
-            pending = (asyncio.create_task(history.fetch(chunks[index + 1], chunk_queries))
-                       if index + 1 < len(chunks) else None)
+            pending = (
+                asyncio.create_task(history.fetch(chunks[index + 1], chunk_queries))
+                if index + 1 < len(chunks)
+                else None
+            )
             history.use(chunk, matrices)
             del matrices
             for t_ms in chunk.times():
@@ -234,7 +268,9 @@ async def run_backtest(client: RangeQuerier, prometheus: PrometheusSettings, set
     notes = workload.notes(f"{ref.kind} {first.namespace}/{ref.name}")
     for target in targets:
         if target.spec.hvpa is not None and Source.VPA in target.spec.hvpa.sources:
-            notes.append(f"{target.source}: HVPA is replayed without the VPA source (Prometheus does not keep a "
-                         "VPA's recommendations): it decides from the HPA source alone")
+            notes.append(
+                f"{target.source}: HVPA is replayed without the VPA source (Prometheus does not keep a "
+                "VPA's recommendations): it decides from the HPA source alone"
+            )
     results = [RunResult(run.label, run.target, run.report.build(notes), run.records) for run in runs]
     return BacktestResult(results, divergence, history.stats, notes)

@@ -52,10 +52,10 @@ class Bucket:
 class Cost:
     """Pod-seconds: each sync's final count held until the next sync."""
 
-    replay: float            # over every sync
-    covered_syncs: int       # syncs at which the real replicas are known
-    replay_covered: float    # the replay's pod-seconds at those syncs
-    real_covered: float      # the real workload's
+    replay: float  # over every sync
+    covered_syncs: int  # syncs at which the real replicas are known
+    replay_covered: float  # the replay's pod-seconds at those syncs
+    real_covered: float  # the real workload's
 
     @property
     def change(self) -> float | None:
@@ -93,12 +93,43 @@ class Report:
 
 
 class ReportBuilder:
-    def __init__(self, label: str, source: str, namespace: str, name: str, spec: TargetSpec, start: float,
-                 end: float, step: float) -> None:
+    def __init__(
+        self,
+        label: str,
+        source: str,
+        namespace: str,
+        name: str,
+        spec: TargetSpec,
+        start: float,
+        end: float,
+        step: float,
+    ) -> None:
         self.spec = spec
         ref = spec.scale_target_ref
-        self._report = Report(label, source, namespace, name, f"{ref.kind} {namespace}/{ref.name}", start, end, step,
-                              0, 0, 0, 2**31, 0, 0.0, [], [], {}, {}, Tally(), [], Cost(0, 0, 0, 0), False)
+        self._report = Report(
+            label,
+            source,
+            namespace,
+            name,
+            f"{ref.kind} {namespace}/{ref.name}",
+            start,
+            end,
+            step,
+            0,
+            0,
+            0,
+            2**31,
+            0,
+            0.0,
+            [],
+            [],
+            {},
+            {},
+            Tally(),
+            [],
+            Cost(0, 0, 0, 0),
+            False,
+        )
         span = max(end - start, step)
         self._bucket_size = next((s for s in _BUCKET_SIZES if span / s <= MAX_BUCKETS), _BUCKET_SIZES[-1])
         self._sum = 0
@@ -205,27 +236,53 @@ def _limit_detail(norm: Normalization, spec: TargetSpec) -> str:
 
 # -- rendering ------------------------------------------------------------------------------------
 
+
 def report_json(report: Report) -> dict[str, Any]:
     cost = report.cost
     return {
         "label": report.label,
-        "target": {"file": report.source, "namespace": report.namespace, "name": report.name,
-                   "workload": report.workload},
+        "target": {
+            "file": report.source,
+            "namespace": report.namespace,
+            "name": report.name,
+            "workload": report.workload,
+        },
         "from": rfc3339_millis(report.start),
         "to": rfc3339_millis(report.end),
         "stepSeconds": report.step,
         "syncs": report.syncs,
-        "replicas": {"initial": report.initial, "final": report.final, "min": report.low, "max": report.high,
-                     "mean": round(report.mean, 3)},
+        "replicas": {
+            "initial": report.initial,
+            "final": report.final,
+            "min": report.low,
+            "max": report.high,
+            "mean": round(report.mean, 3),
+        },
         "timeline": [{"at": rfc3339_millis(at), "replicas": n} for at, n in report.timeline],
-        "scaleEvents": [{"at": rfc3339_millis(e.at), "from": e.before, "to": e.after, "reason": e.reason,
-                         "limitedBy": e.limited_by} for e in report.events],
-        "limited": [{"reason": reason, "detail": detail, "syncs": t.syncs, "seconds": report.seconds(t.syncs),
-                     "first": rfc3339_millis(t.first_at or report.start)}
-                    for (reason, detail), t in sorted(report.limits.items(), key=lambda kv: -kv[1].syncs)],
-        "metricFailures": [{"metric": name, "syncs": t.syncs, "seconds": report.seconds(t.syncs),
-                            "first": rfc3339_millis(t.first_at or report.start), "message": t.message}
-                           for name, t in report.failures.items()],
+        "scaleEvents": [
+            {"at": rfc3339_millis(e.at), "from": e.before, "to": e.after, "reason": e.reason, "limitedBy": e.limited_by}
+            for e in report.events
+        ],
+        "limited": [
+            {
+                "reason": reason,
+                "detail": detail,
+                "syncs": t.syncs,
+                "seconds": report.seconds(t.syncs),
+                "first": rfc3339_millis(t.first_at or report.start),
+            }
+            for (reason, detail), t in sorted(report.limits.items(), key=lambda kv: -kv[1].syncs)
+        ],
+        "metricFailures": [
+            {
+                "metric": name,
+                "syncs": t.syncs,
+                "seconds": report.seconds(t.syncs),
+                "first": rfc3339_millis(t.first_at or report.start),
+                "message": t.message,
+            }
+            for name, t in report.failures.items()
+        ],
         "undecidedSyncs": report.undecided.syncs,
         "cost": {
             "replayPodSeconds": cost.replay,
@@ -234,9 +291,16 @@ def report_json(report: Report) -> dict[str, Any]:
             "realPodSecondsCompared": cost.real_covered if report.real_known else None,
             "change": round(cost.change, 6) if cost.change is not None else None,
         },
-        "buckets": [{"from": rfc3339_millis(b.start), "min": b.low, "mean": round(b.total / b.count, 3), "max": b.high,
-                     "realMean": round(b.real_total / b.real_count, 3) if b.real_count else None}
-                    for b in report.buckets],
+        "buckets": [
+            {
+                "from": rfc3339_millis(b.start),
+                "min": b.low,
+                "mean": round(b.total / b.count, 3),
+                "max": b.high,
+                "realMean": round(b.real_total / b.real_count, 3) if b.real_count else None,
+            }
+            for b in report.buckets
+        ],
         "notes": report.notes,
     }
 
@@ -252,11 +316,15 @@ def _hours(pod_seconds: float) -> str:
 def render_text(report: Report) -> str:
     """The readable summary."""
     r = report
-    lines = [f"Backtest of {r.namespace}/{r.name} ({r.workload}) from {r.source}",
-             f"  {rfc3339_millis(r.start)} → {rfc3339_millis(r.end)}, a sync every {format_seconds(r.step)}: "
-             f"{r.syncs:,} syncs", ""]
-    lines.append(f"Replicas: {r.initial} at the start, {r.final} at the end; min {r.low}, max {r.high}, "
-                 f"mean {r.mean:.2f}")
+    lines = [
+        f"Backtest of {r.namespace}/{r.name} ({r.workload}) from {r.source}",
+        f"  {rfc3339_millis(r.start)} → {rfc3339_millis(r.end)}, a sync every {format_seconds(r.step)}: "
+        f"{r.syncs:,} syncs",
+        "",
+    ]
+    lines.append(
+        f"Replicas: {r.initial} at the start, {r.final} at the end; min {r.low}, max {r.high}, mean {r.mean:.2f}"
+    )
     ups = sum(1 for e in r.events if e.after > e.before)
     lines.append(f"Scale events: {len(r.events)} ({ups} up, {len(r.events) - ups} down)")
     for event in r.events[:MAX_EVENTS_IN_TEXT]:

@@ -46,8 +46,9 @@ def load_target(path: str, *, namespace: str | None = None, name: str | None = N
     return target
 
 
-def _object(document: Mapping[str, object], errors: ErrorList, namespace: str | None, name: str | None,
-            path: str) -> BacktestTarget | None:
+def _object(
+    document: Mapping[str, object], errors: ErrorList, namespace: str | None, name: str | None, path: str
+) -> BacktestTarget | None:
     root = Obj(document, "", errors)
     root.string("apiVersion", required=True, choices=(API_VERSION,))
     root.string("kind", required=True, choices=(KIND,))

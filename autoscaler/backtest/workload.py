@@ -37,7 +37,7 @@ _PHASES = {p.value: p for p in PodPhase}
 class WorkloadQueries:
     """The PromQL of each kube-state-metrics fact, for one workload."""
 
-    pods: str             # one series per pod the workload owns (label ``pod``)
+    pods: str  # one series per pod the workload owns (label ``pod``)
     phase: str
     ready: str
     ready_time: str
@@ -49,8 +49,17 @@ class WorkloadQueries:
 
     def texts(self) -> dict[str, str]:
         """Every query, by itself (each is sent as it is)."""
-        texts = [self.pods, self.phase, self.ready, self.ready_time, self.start_time, self.deletion, self.requests,
-                 self.status_replicas, self.spec_replicas]
+        texts = [
+            self.pods,
+            self.phase,
+            self.ready,
+            self.ready_time,
+            self.start_time,
+            self.deletion,
+            self.requests,
+            self.status_replicas,
+            self.spec_replicas,
+        ]
         return {text: text for text in texts if text is not None}
 
 
@@ -59,15 +68,24 @@ def owned_pods_query(namespace: str, ref: CrossVersionObjectReference) -> str:
     (Deployment, or any kind that manages ReplicaSets), one series per pod with the ``pod`` label."""
     ns, kind, name = string_literal(namespace), string_literal(ref.kind), string_literal(ref.name)
     direct = f"kube_pod_owner{{namespace={ns}, owner_kind={kind}, owner_name={name}}}"
-    replica_sets = (f'max by (namespace, owner_name) (label_replace(kube_replicaset_owner{{namespace={ns}, '
-                    f'owner_kind={kind}, owner_name={name}}}, "owner_name", "$1", "replicaset", "(.+)"))')
-    via_replica_set = (f'kube_pod_owner{{namespace={ns}, owner_kind="ReplicaSet"}} '
-                       f"* on (namespace, owner_name) group_left () {replica_sets}")
+    replica_sets = (
+        f"max by (namespace, owner_name) (label_replace(kube_replicaset_owner{{namespace={ns}, "
+        f'owner_kind={kind}, owner_name={name}}}, "owner_name", "$1", "replicaset", "(.+)"))'
+    )
+    via_replica_set = (
+        f'kube_pod_owner{{namespace={ns}, owner_kind="ReplicaSet"}} '
+        f"* on (namespace, owner_name) group_left () {replica_sets}"
+    )
     return f"max by (pod) ({direct} or {via_replica_set})"
 
 
-def workload_queries(namespace: str, ref: CrossVersionObjectReference, *, pods_query: str | None = None,
-                     replicas_query: str | None = None) -> WorkloadQueries:
+def workload_queries(
+    namespace: str,
+    ref: CrossVersionObjectReference,
+    *,
+    pods_query: str | None = None,
+    replicas_query: str | None = None,
+) -> WorkloadQueries:
     pods = f"max by (pod) ({pods_query})" if pods_query else owned_pods_query(namespace, ref)
     ns = string_literal(namespace)
 
@@ -89,8 +107,7 @@ def workload_queries(namespace: str, ref: CrossVersionObjectReference, *, pods_q
         ready_time=of_pods(f"max by (pod) (kube_pod_status_ready_time{{namespace={ns}}})"),
         start_time=of_pods(f"max by (pod) (kube_pod_start_time{{namespace={ns}}})"),
         deletion=of_pods(f"max by (pod) (kube_pod_deletion_timestamp{{namespace={ns}}} > 0)"),
-        requests=of_pods(f"max by (pod, container, resource) "
-                         f"(kube_pod_container_resource_requests{{namespace={ns}}})"),
+        requests=of_pods(f"max by (pod, container, resource) (kube_pod_container_resource_requests{{namespace={ns}}})"),
         status_replicas=status,
         spec_replicas=spec,
     )
@@ -109,7 +126,7 @@ class RealWorkload:
     """The workload as it really was at one sync."""
 
     pods: tuple[PodInfo, ...]
-    replicas: int | None       # status.replicas; None when Prometheus does not have it
+    replicas: int | None  # status.replicas; None when Prometheus does not have it
     spec_replicas: int | None
 
 
@@ -131,8 +148,9 @@ class WorkloadHistory:
     def pod_names(self, history: HistoryClient, t_ms: int) -> list[str]:
         return sorted({s.labels["pod"] for s in history.vector(self.queries.pods, t_ms) if "pod" in s.labels})
 
-    def at(self, history: HistoryClient, t_ms: int, names: Sequence[str],
-           usage_containers: Mapping[str, set[str]]) -> RealWorkload:
+    def at(
+        self, history: HistoryClient, t_ms: int, names: Sequence[str], usage_containers: Mapping[str, set[str]]
+    ) -> RealWorkload:
         now = t_ms / 1000
         q = self.queries
         phases = _by_pod(history, q.phase, t_ms, "phase")
@@ -153,15 +171,17 @@ class WorkloadHistory:
             started_at = start if start is not None else LONG_AGO
             status = _READY.get(ready.get(name, ""), ConditionStatus.TRUE)
             became_ready = _number(ready_time.get(name))
-            pods.append(PodInfo(
-                name=name,
-                phase=_PHASES.get(phases.get(name, ""), PodPhase.RUNNING),
-                ready=status,
-                ready_since=self._ready_since(name, status, became_ready, started_at, now),
-                started_at=started_at,
-                deleting=name in deleting,
-                containers=_containers(requests.get(name, {}), usage_containers.get(name, set())),
-            ))
+            pods.append(
+                PodInfo(
+                    name=name,
+                    phase=_PHASES.get(phases.get(name, ""), PodPhase.RUNNING),
+                    ready=status,
+                    ready_since=self._ready_since(name, status, became_ready, started_at, now),
+                    started_at=started_at,
+                    deleting=name in deleting,
+                    containers=_containers(requests.get(name, {}), usage_containers.get(name, set())),
+                )
+            )
             self._count_missing(name, phases, ready, started, requests)
         self._ready = {name: self._ready[name] for name in names}
         self.syncs += 1
@@ -172,8 +192,9 @@ class WorkloadHistory:
             self.missing["replicas"] += 1
         return RealWorkload(tuple(pods), replicas, _integer(history, q.spec_replicas, t_ms))
 
-    def _ready_since(self, name: str, status: ConditionStatus, became_ready: float | None, started_at: float,
-                     now: float) -> float:
+    def _ready_since(
+        self, name: str, status: ConditionStatus, became_ready: float | None, started_at: float, now: float
+    ) -> float:
         """The Ready condition's lastTransitionTime: kube-state-metrics' ready time when it has one;
         otherwise the sync at which a change was first seen, or the start time if never seen changing."""
         previous = self._ready.get(name)
@@ -188,8 +209,14 @@ class WorkloadHistory:
             return became_ready
         return since
 
-    def _count_missing(self, name: str, phases: Mapping[str, str], ready: Mapping[str, str],
-                       started: Mapping[str, str], requests: Mapping[str, object]) -> None:
+    def _count_missing(
+        self,
+        name: str,
+        phases: Mapping[str, str],
+        ready: Mapping[str, str],
+        started: Mapping[str, str],
+        requests: Mapping[str, object],
+    ) -> None:
         self.pod_syncs += 1
         for fact, values in (("phase", phases), ("ready", ready), ("start", started), ("requests", requests)):
             if name not in values:
@@ -199,9 +226,11 @@ class WorkloadHistory:
         """What was missing, and what was assumed instead."""
         notes = []
         if self.syncs and self.syncs_without_pods == self.syncs:
-            notes.append(f"no pods of {kind_and_name} were found at any sync (kube_pod_owner, kube_replicaset_owner): "
-                         "per-pod metrics had nothing to read; is kube-state-metrics scraped with its own "
-                         "namespace and pod labels (honor_labels: true)?")
+            notes.append(
+                f"no pods of {kind_and_name} were found at any sync (kube_pod_owner, kube_replicaset_owner): "
+                "per-pod metrics had nothing to read; is kube-state-metrics scraped with its own "
+                "namespace and pod labels (honor_labels: true)?"
+            )
         elif self.syncs_without_pods:
             notes.append(f"{kind_and_name} had no pods at {self.syncs_without_pods} of {self.syncs} syncs")
         assumed = {
@@ -209,16 +238,21 @@ class WorkloadHistory:
             "ready": "kube_pod_status_ready: absent, pods assumed Ready",
             "start": "kube_pod_start_time: absent, pods assumed started long before (CPU initialization over)",
             "requests": "kube_pod_container_resource_requests: absent, requests unknown (Utilization metrics "
-                        "cannot be computed there)",
+            "cannot be computed there)",
         }
         for fact, text in assumed.items():
             if self.missing[fact]:
                 notes.append(f"{text} for {self.missing[fact]} of {self.pod_syncs} pod-syncs")
         if self.missing["replicas"]:
-            what = (self.queries.status_replicas or "the workload's replicas (no kube-state-metrics series for "
-                    "this kind; see --replicas-query)")
-            scope = "at any sync" if self.missing["replicas"] == self.syncs else \
-                f"at {self.missing['replicas']} of {self.syncs} syncs"
+            what = (
+                self.queries.status_replicas
+                or "the workload's replicas (no kube-state-metrics series for this kind; see --replicas-query)"
+            )
+            scope = (
+                "at any sync"
+                if self.missing["replicas"] == self.syncs
+                else f"at {self.missing['replicas']} of {self.syncs} syncs"
+            )
             notes.append(f"{what}: absent {scope}; the cost comparison covers only the syncs where it is known")
         return notes
 

@@ -41,50 +41,97 @@ MAX_INT32 = 2**31 - 1  # replicas
 
 def add_parser(sub: Subcommands) -> None:
     parser = sub.add_parser(
-        "backtest", help="replay a target spec against Prometheus history",
+        "backtest",
+        help="replay a target spec against Prometheus history",
         dash_values=("--from", "--to", "--step", "--chunk", "--pod-startup"),  # --from -2h
         description="Replay TARGET.yaml through the service's decision engine over the history Prometheus holds "
-                    "for its workload, and report what the spec would have done (docs/backtest.md).")
-    parser.add_argument("target", metavar="TARGET.yaml", nargs="?",
-                        help="a target spec, or a ScalingTarget object (with --demo: optional, and it must scale "
-                             "Deployment shop/web)")
-    parser.add_argument("--demo", action="store_true",
-                        help="nothing to set up: a synthetic day of history for Deployment shop/web in a private "
-                             "Prometheus (needs the prometheus and promtool binaries); without TARGET.yaml, the spec "
-                             "that scaled it is compared with a proposed one")
+        "for its workload, and report what the spec would have done (docs/backtest.md).",
+    )
+    parser.add_argument(
+        "target",
+        metavar="TARGET.yaml",
+        nargs="?",
+        help="a target spec, or a ScalingTarget object (with --demo: optional, and it must scale Deployment shop/web)",
+    )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="nothing to set up: a synthetic day of history for Deployment shop/web in a private "
+        "Prometheus (needs the prometheus and promtool binaries); without TARGET.yaml, the spec "
+        "that scaled it is compared with a proposed one",
+    )
     parser.add_argument("--prometheus", metavar="URL", help="where Prometheus answers (or prometheus.url in --config)")
-    parser.add_argument("--from", dest="start", metavar="T1",
-                        help="start (required but with --demo): RFC 3339 (2024-05-07T09:00:00Z), a date, Unix "
-                             "seconds, now, or -2h / now-1d")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        metavar="T1",
+        help="start (required but with --demo): RFC 3339 (2024-05-07T09:00:00Z), a date, Unix "
+        "seconds, now, or -2h / now-1d",
+    )
     parser.add_argument("--to", dest="end", default="now", metavar="T2", help="end, in the same forms (default now)")
-    parser.add_argument("--step", metavar="DURATION",
-                        help="the sync period replayed, a Prometheus duration (default: sync.periodSeconds of "
-                             "--config, else 15s)")
+    parser.add_argument(
+        "--step",
+        metavar="DURATION",
+        help="the sync period replayed, a Prometheus duration (default: sync.periodSeconds of --config, else 15s)",
+    )
     parser.add_argument("--compare", metavar="OTHER.yaml", help="also replay this spec over the same history")
-    parser.add_argument("--output", "-o", choices=("text", "json"), default="text",
-                        help="text (default): a summary to read; json: one object for scripts")
-    parser.add_argument("--plot", action="append", default=[], metavar="FILE",
-                        help="write a plot: FILE.png and/or FILE.html (repeatable; needs the plot extra)")
-    parser.add_argument("--config", metavar="SETTINGS.yaml",
-                        help="the service's settings file: its prometheus section (auth, TLS, labels, queries) "
-                             "and controller settings are used")
+    parser.add_argument(
+        "--output",
+        "-o",
+        choices=("text", "json"),
+        default="text",
+        help="text (default): a summary to read; json: one object for scripts",
+    )
+    parser.add_argument(
+        "--plot",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="write a plot: FILE.png and/or FILE.html (repeatable; needs the plot extra)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="SETTINGS.yaml",
+        help="the service's settings file: its prometheus section (auth, TLS, labels, queries) "
+        "and controller settings are used",
+    )
     parser.add_argument("--namespace", help="the target's namespace (default: metadata.namespace, else default)")
-    parser.add_argument("--name", help="the target's name, for <<name>> (default: metadata.name, else the "
-                                       "scale target's name)")
+    parser.add_argument(
+        "--name", help="the target's name, for <<name>> (default: metadata.name, else the scale target's name)"
+    )
     parser.add_argument("--selector", help="the scale's label selector, for queries that use <<selector>>")
-    parser.add_argument("--pods-query", metavar="PROMQL",
-                        help="PromQL listing the workload's pods (label pod) instead of kube-state-metrics ownership")
-    parser.add_argument("--replicas-query", metavar="PROMQL",
-                        help="PromQL giving the workload's real replica count (default: kube-state-metrics)")
-    parser.add_argument("--initial-replicas", type=int, metavar="N",
-                        help="replicas at --from (default: the workload's real count then)")
-    parser.add_argument("--pod-startup", default="0s", metavar="DURATION",
-                        help="how long a pod the replay adds stays Pending before it is Running and Ready (default 0s)")
-    parser.add_argument("--chunk", metavar="DURATION",
-                        help=f"history fetched and replayed at a time (default {DEFAULT_CHUNK_POINTS} syncs; "
-                             f"at most {MAX_POINTS_PER_QUERY:,})")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                        help=f"deadline of one range query (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument(
+        "--pods-query",
+        metavar="PROMQL",
+        help="PromQL listing the workload's pods (label pod) instead of kube-state-metrics ownership",
+    )
+    parser.add_argument(
+        "--replicas-query",
+        metavar="PROMQL",
+        help="PromQL giving the workload's real replica count (default: kube-state-metrics)",
+    )
+    parser.add_argument(
+        "--initial-replicas", type=int, metavar="N", help="replicas at --from (default: the workload's real count then)"
+    )
+    parser.add_argument(
+        "--pod-startup",
+        default="0s",
+        metavar="DURATION",
+        help="how long a pod the replay adds stays Pending before it is Running and Ready (default 0s)",
+    )
+    parser.add_argument(
+        "--chunk",
+        metavar="DURATION",
+        help=f"history fetched and replayed at a time (default {DEFAULT_CHUNK_POINTS} syncs; "
+        f"at most {MAX_POINTS_PER_QUERY:,})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"deadline of one range query (default {DEFAULT_TIMEOUT:g})",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     parser.set_defaults(func=cmd_backtest)
 
@@ -117,8 +164,10 @@ def _options(args: argparse.Namespace, settings: ServiceSettings, now: float) ->
         raise TimeError(f"--from ({args.start}) is in the future: there is no history to replay yet")
     syncs = math.floor((end - start) / step) + 1
     if syncs > MAX_SYNCS:
-        raise TimeError(f"{syncs:,} syncs from --from to --to every {format_seconds(step)}: at most {MAX_SYNCS:,} "
-                        "(use a longer --step or a shorter range)")
+        raise TimeError(
+            f"{syncs:,} syncs from --from to --to every {format_seconds(step)}: at most {MAX_SYNCS:,} "
+            "(use a longer --step or a shorter range)"
+        )
     chunk_points = DEFAULT_CHUNK_POINTS
     if args.chunk:
         chunk = parse_step(args.chunk)
@@ -130,10 +179,18 @@ def _options(args: argparse.Namespace, settings: ServiceSettings, now: float) ->
         raise TimeError(f"--initial-replicas must be between 0 and {MAX_INT32}")
     if not 0 < args.timeout <= MAX_TIMEOUT:  # also false for NaN
         raise TimeError(f"--timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds")
-    return BacktestOptions(start=start, end=end, step=step, chunk_points=chunk_points, pod_startup=startup,
-                           initial_replicas=args.initial_replicas, selector=args.selector,
-                           pods_query=args.pods_query, replicas_query=args.replicas_query,
-                           keep_records=bool(args.plot))
+    return BacktestOptions(
+        start=start,
+        end=end,
+        step=step,
+        chunk_points=chunk_points,
+        pod_startup=startup,
+        initial_replicas=args.initial_replicas,
+        selector=args.selector,
+        pods_query=args.pods_query,
+        replicas_query=args.replicas_query,
+        keep_records=bool(args.plot),
+    )
 
 
 def _labels(targets: list[BacktestTarget]) -> list[str]:
@@ -163,8 +220,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         settings = read_settings(args)
     except SpecError as exc:
         if not exc.errors:
-            return _fail("--prometheus URL is required (or --config with prometheus.url, or "
-                         "AUTOSCALER_PROMETHEUS_URL)")
+            return _fail("--prometheus URL is required (or --config with prometheus.url, or AUTOSCALER_PROMETHEUS_URL)")
         return invalid_file(args.config or "settings", exc)
     targets = []
     for path in (args.target, args.compare):
@@ -177,18 +233,24 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     if len(targets) == 2:
         first, other = targets
         if (first.namespace, first.spec.scale_target_ref.kind, first.spec.scale_target_ref.name) != (
-                other.namespace, other.spec.scale_target_ref.kind, other.spec.scale_target_ref.name):
+            other.namespace,
+            other.spec.scale_target_ref.kind,
+            other.spec.scale_target_ref.name,
+        ):
             theirs, ours = other.spec.scale_target_ref, first.spec.scale_target_ref
-            return _fail(f"--compare: {other.source} scales {theirs.kind} {other.namespace}/{theirs.name}, not "
-                         f"{ours.kind} {first.namespace}/{ours.name}: both must replay the same workload")
+            return _fail(
+                f"--compare: {other.source} scales {theirs.kind} {other.namespace}/{theirs.name}, not "
+                f"{ours.kind} {first.namespace}/{ours.name}: both must replay the same workload"
+            )
     try:
         options = _options(args, settings, time.time())
     except TimeError as exc:
         return _fail(str(exc))
     prometheus = replace(settings.prometheus, timeout_seconds=args.timeout)
     labels = _labels(targets)
-    progress = Progress(math.floor((options.end - options.start) / options.step) + 1,
-                        enabled=False if args.no_progress else None)
+    progress = Progress(
+        math.floor((options.end - options.start) / options.step) + 1, enabled=False if args.no_progress else None
+    )
     try:
         result = asyncio.run(_run(prometheus, settings, targets, options, labels, progress))
     except BacktestError as exc:
@@ -214,8 +276,11 @@ def _demo(args: argparse.Namespace) -> int:
     from autoscaler_sandbox.backtest_demo import END, START, STEP, DemoUnavailable, demo_prometheus, write_specs
     from autoscaler_sandbox.prometheus import SandboxError
 
-    given = [option for option, value in (("--prometheus", args.prometheus), ("--config", args.config),
-                                          ("--from", args.start)) if value is not None]
+    given = [
+        option
+        for option, value in (("--prometheus", args.prometheus), ("--config", args.config), ("--from", args.start))
+        if value is not None
+    ]
     if given or args.end != "now":
         return _fail(f"--demo brings its own Prometheus and day: leave out {', '.join(given) or '--to'}")
     with tempfile.TemporaryDirectory(prefix="autoscaler-backtest-demo-") as directory:
@@ -224,12 +289,22 @@ def _demo(args: argparse.Namespace) -> int:
             args.target, args.compare = str(current), args.compare or str(proposed)
         try:
             with demo_prometheus() as url:
-                print(f"autoscaler backtest --demo: a synthetic day ({rfc3339_millis(START)} to "
-                      f"{rfc3339_millis(END)}) of Deployment shop/web, scaled by {Path(current).name}'s spec, in a "
-                      f"private Prometheus at {url}", file=sys.stderr)
-                demo_args = argparse.Namespace(**{**vars(args), "demo": False, "prometheus": url,
-                                                  "start": str(int(START)), "end": str(int(END)),
-                                                  "step": args.step or f"{STEP}s"})
+                print(
+                    f"autoscaler backtest --demo: a synthetic day ({rfc3339_millis(START)} to "
+                    f"{rfc3339_millis(END)}) of Deployment shop/web, scaled by {Path(current).name}'s spec, in a "
+                    f"private Prometheus at {url}",
+                    file=sys.stderr,
+                )
+                demo_args = argparse.Namespace(
+                    **{
+                        **vars(args),
+                        "demo": False,
+                        "prometheus": url,
+                        "start": str(int(START)),
+                        "end": str(int(END)),
+                        "step": args.step or f"{STEP}s",
+                    }
+                )
                 return cmd_backtest(demo_args)
         except DemoUnavailable as exc:
             return _fail(str(exc))
@@ -237,16 +312,23 @@ def _demo(args: argparse.Namespace) -> int:
             return fail("backtest", f"the demo's Prometheus did not start: {exc}", EXIT_FAILED)
 
 
-async def _run(prometheus: Any, settings: ServiceSettings, targets: list[BacktestTarget], options: BacktestOptions,
-               labels: list[str], progress: Progress) -> BacktestResult:
+async def _run(
+    prometheus: Any,
+    settings: ServiceSettings,
+    targets: list[BacktestTarget],
+    options: BacktestOptions,
+    labels: list[str],
+    progress: Progress,
+) -> BacktestResult:
     from autoscaler.backtest.replay import BacktestError, run_backtest
     from autoscaler.prometheus.client import PrometheusClient
     from autoscaler.prometheus.errors import PrometheusError
 
     try:
         async with PrometheusClient(prometheus) as client:
-            return await run_backtest(client, prometheus, settings.controller, targets, options, labels=labels,
-                                      progress=progress)
+            return await run_backtest(
+                client, prometheus, settings.controller, targets, options, labels=labels, progress=progress
+            )
     except PrometheusError as error:  # e.g. an unreadable CA or token file, when the client starts
         raise BacktestError(str(error)) from None
 
@@ -257,8 +339,9 @@ def _print(result: BacktestResult, output: str) -> None:
 
     reports = [run.report for run in result.runs]
     if output == "json":
-        document: dict[str, Any] = (comparison_json(reports, result.divergence) if len(reports) > 1
-                                    else report_json(reports[0]))
+        document: dict[str, Any] = (
+            comparison_json(reports, result.divergence) if len(reports) > 1 else report_json(reports[0])
+        )
         document["history"] = {"rangeQueries": result.stats.range_queries, "points": result.stats.points}
         print(json.dumps(document, indent=2))
     elif len(reports) > 1:
@@ -272,10 +355,12 @@ def _plot(result: BacktestResult, paths: list[str]) -> None:
     from autoscaler.plot.series import PlotRun, plot_data
 
     first = result.runs[0].report
-    title = (f"Backtest of {first.namespace}/{first.name} ({first.workload})"
-             + (f": {' vs '.join(r.label for r in result.runs)}" if len(result.runs) > 1 else ""))
-    data = plot_data([PlotRun(run.label, run.records or [], run.target.spec) for run in result.runs], title,
-                     absolute_times=True)
+    title = f"Backtest of {first.namespace}/{first.name} ({first.workload})" + (
+        f": {' vs '.join(r.label for r in result.runs)}" if len(result.runs) > 1 else ""
+    )
+    data = plot_data(
+        [PlotRun(run.label, run.records or [], run.target.spec) for run in result.runs], title, absolute_times=True
+    )
     write_plots(paths, data)
     for path in paths:
         print(f"wrote {path}", file=sys.stderr)

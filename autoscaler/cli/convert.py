@@ -36,42 +36,67 @@ HPA_SYNC_PERIOD = "15s"  # the controller's --horizontal-pod-autoscaler-sync-per
 
 def add_parser(sub: Subcommands) -> None:
     parser = sub.add_parser(
-        "convert", dash_values=("--from", "--to", "--step"),  # --from -7d
+        "convert",
+        dash_values=("--from", "--to", "--step"),  # --from -7d
         help="convert HPAs (+ prometheus-adapter config) and KEDA ScaledObjects to ScalingTargets",
         description="Convert HorizontalPodAutoscalers, with prometheus-adapter's configuration, and KEDA "
-                    "ScaledObjects into ScalingTargets; with --compare, backtest each over Prometheus history "
-                    "beside what the old autoscaler did (docs/migrating.md).")
-    parser.add_argument("files", nargs="*", metavar="FILE.yaml",
-                        help="HPAs, ScaledObjects, prometheus-adapter's config file or ConfigMap (any mix, any "
-                             "number of documents)")
+        "ScaledObjects into ScalingTargets; with --compare, backtest each over Prometheus history "
+        "beside what the old autoscaler did (docs/migrating.md).",
+    )
+    parser.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE.yaml",
+        help="HPAs, ScaledObjects, prometheus-adapter's config file or ConfigMap (any mix, any number of documents)",
+    )
     source = parser.add_argument_group("reading from a cluster")
-    source.add_argument("--from-cluster", action="store_true",
-                        help="read HPAs, ScaledObjects and the adapter's ConfigMap through the kubeconfig")
+    source.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="read HPAs, ScaledObjects and the adapter's ConfigMap through the kubeconfig",
+    )
     source.add_argument("--kubeconfig", metavar="FILE")
     source.add_argument("--context")
     source.add_argument("-n", "--namespace", help="only this namespace (default: all)")
     source.add_argument("-l", "--selector", help="only HPAs and ScaledObjects with these labels (app=web,tier!=db)")
-    source.add_argument("--adapter-configmap", metavar="NAMESPACE/NAME",
-                        help="the adapter's ConfigMap (default: the one labelled "
-                             "app.kubernetes.io/name=prometheus-adapter)")
-    parser.add_argument("--adapter-config", metavar="FILE",
-                        help="prometheus-adapter's configuration: its config file, or its ConfigMap")
+    source.add_argument(
+        "--adapter-configmap",
+        metavar="NAMESPACE/NAME",
+        help="the adapter's ConfigMap (default: the one labelled app.kubernetes.io/name=prometheus-adapter)",
+    )
+    parser.add_argument(
+        "--adapter-config", metavar="FILE", help="prometheus-adapter's configuration: its config file, or its ConfigMap"
+    )
     parser.add_argument("--output-dir", metavar="DIR", help="write one file per target here instead of stdout")
     parser.add_argument("--strict", action="store_true", help="anything that does not convert is an error (exit 2)")
     compare = parser.add_argument_group("proof before cut-over (--compare)")
-    compare.add_argument("--compare", action="store_true",
-                         help="backtest each converted target beside the old autoscaler's recorded decisions")
-    compare.add_argument("--prometheus", metavar="URL",
-                         help="Prometheus: which series exist (the adapter's rules are checked against it), and with "
-                              "--compare the history")
+    compare.add_argument(
+        "--compare",
+        action="store_true",
+        help="backtest each converted target beside the old autoscaler's recorded decisions",
+    )
+    compare.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="Prometheus: which series exist (the adapter's rules are checked against it), and with "
+        "--compare the history",
+    )
     compare.add_argument("--from", dest="start", metavar="T1", help="start: -7d, RFC 3339, a date, Unix seconds")
     compare.add_argument("--to", dest="end", default="now", metavar="T2", help="end (default now)")
     compare.add_argument("--step", metavar="DURATION", help="the sync period replayed (default: the HPA's 15s)")
-    compare.add_argument("--config", metavar="SETTINGS.yaml",
-                         help="the service's settings (prometheus auth, TLS, labels; controller settings)")
-    compare.add_argument("--agreement", type=float, default=DEFAULT_AGREEMENT, metavar="PERCENT",
-                         help=f"flag a target whose replicas equal the old autoscaler's less than this share of "
-                              f"the time (default {DEFAULT_AGREEMENT:g})")
+    compare.add_argument(
+        "--config",
+        metavar="SETTINGS.yaml",
+        help="the service's settings (prometheus auth, TLS, labels; controller settings)",
+    )
+    compare.add_argument(
+        "--agreement",
+        type=float,
+        default=DEFAULT_AGREEMENT,
+        metavar="PERCENT",
+        help=f"flag a target whose replicas equal the old autoscaler's less than this share of "
+        f"the time (default {DEFAULT_AGREEMENT:g})",
+    )
     compare.add_argument("--plot-dir", metavar="DIR", help="write each target's backtest plot here (PNG)")
     compare.add_argument("--output", "-o", choices=("text", "json"), default="text", help="the comparison's form")
     parser.set_defaults(func=cmd_convert)
@@ -117,8 +142,14 @@ def _read_cluster(args: argparse.Namespace, inputs: Inputs) -> str | None:
     from autoscaler.kube.api import KubeError
     from autoscaler.kube.client import ConnectionSettingsError
 
-    query = ClusterQuery(args.kubeconfig, args.context, args.namespace, args.selector, args.adapter_configmap,
-                         find_adapter=not args.adapter_config)
+    query = ClusterQuery(
+        args.kubeconfig,
+        args.context,
+        args.namespace,
+        args.selector,
+        args.adapter_configmap,
+        find_adapter=not args.adapter_config,
+    )
     try:
         found = asyncio.run(read_cluster(query))
     except (KubeError, ConnectionSettingsError) as exc:
@@ -133,8 +164,10 @@ def _adapter(inputs: Inputs) -> tuple[AdapterConfig | None, list[str]]:
     problems = [f"{source}: {error}" for _, source, errors in inputs.adapters for error in errors]
     configs = [(config, source) for config, source, _ in inputs.adapters if config is not None]
     if len(configs) > 1:
-        problems.append("several prometheus-adapter configurations (" + ", ".join(s for _, s in configs) + "): "
-                        "give the one the adapter runs with, alone")
+        problems.append(
+            "several prometheus-adapter configurations (" + ", ".join(s for _, s in configs) + "): "
+            "give the one the adapter runs with, alone"
+        )
         return None, problems
     return (configs[0][0] if configs else None), problems
 
@@ -149,6 +182,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         return _fail(problem)
     if args.plot_dir:
         from autoscaler.plot.output import PlotError, check_outputs
+
         try:
             check_outputs(["plot.png"])
         except PlotError as exc:
@@ -216,8 +250,9 @@ def _known_series(args: argparse.Namespace, inputs: Inputs, adapter: AdapterConf
     return asyncio.run(ask())
 
 
-def _write(conversions: list[Conversion], adapter_source: str | None, directory: str | None, *,
-           to_stdout: bool) -> None:
+def _write(
+    conversions: list[Conversion], adapter_source: str | None, directory: str | None, *, to_stdout: bool
+) -> None:
     from autoscaler.convert.output import file_name, render_all, render_target
 
     if directory:
@@ -276,8 +311,12 @@ def _report(args: argparse.Namespace, comparisons: list[Any], threshold: float) 
     from autoscaler.convert.output import file_name
 
     if args.output == "json":
-        print(json.dumps({"targets": [comparison_json(c, threshold) for c in comparisons],
-                          "agreementThreshold": threshold}, indent=2))
+        print(
+            json.dumps(
+                {"targets": [comparison_json(c, threshold) for c in comparisons], "agreementThreshold": threshold},
+                indent=2,
+            )
+        )
     else:
         print("\n\n".join(render(c, threshold) for c in comparisons))
     if args.plot_dir:

@@ -26,8 +26,10 @@ if TYPE_CHECKING:  # the sandbox and the service load only when the command runs
 DEFAULT_SPEED = 10
 # The demo's sandbox (the API emulator, the metrics source) is test machinery: it ships with the source
 # repository, not in the service's image.
-SANDBOX_MISSING = ("the demo's sandbox (the packages autoscaler_sandbox and kube_emulator) is not installed: it ships "
-                   "with the source repository (pip install -e . in a clone), not in the service's container image")
+SANDBOX_MISSING = (
+    "the demo's sandbox (the packages autoscaler_sandbox and kube_emulator) is not installed: it ships "
+    "with the source repository (pip install -e . in a clone), not in the service's container image"
+)
 
 
 def sandbox_installed() -> bool:
@@ -41,28 +43,48 @@ def sandbox_installed() -> bool:
 
 def add_parser(sub: Subcommands) -> None:
     parser = sub.add_parser(
-        "demo", help="watch the service scale a sandbox workload through a load curve (no cluster needed)",
+        "demo",
+        help="watch the service scale a sandbox workload through a load curve (no cluster needed)",
         description="Run the real autoscaler service against an embedded sandbox (a Kubernetes API emulator "
-                    "and a synthetic Prometheus, both on loopback) through a load curve that rises, spikes "
-                    "and falls, printing each decision as it happens and a summary at the end (docs/demo.md).")
-    parser.add_argument("--speed", type=int, default=DEFAULT_SPEED, metavar="N",
-                        help=f"run N times faster than real time (default {DEFAULT_SPEED}: the whole curve in about "
-                             "72 s); a divisor of 60, from 1 to 60")
-    parser.add_argument("--duration", metavar="DURATION",
-                        help="demo time to run, e.g. 5m or 900 (default: the whole curve, 12m); past the curve's "
-                             "end the load stays at its last value")
+        "and a synthetic Prometheus, both on loopback) through a load curve that rises, spikes "
+        "and falls, printing each decision as it happens and a summary at the end (docs/demo.md).",
+    )
+    parser.add_argument(
+        "--speed",
+        type=int,
+        default=DEFAULT_SPEED,
+        metavar="N",
+        help=f"run N times faster than real time (default {DEFAULT_SPEED}: the whole curve in about "
+        "72 s); a divisor of 60, from 1 to 60",
+    )
+    parser.add_argument(
+        "--duration",
+        metavar="DURATION",
+        help="demo time to run, e.g. 5m or 900 (default: the whole curve, 12m); past the curve's "
+        "end the load stays at its last value",
+    )
     parser.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
-    parser.add_argument("--prometheus", choices=("auto", "builtin", "binary"), default="builtin",
-                        help="builtin (default): a synthetic Prometheus API answering from the curve; binary: a "
-                             "real prometheus from PATH scraping the sandbox; auto: binary when installed")
+    parser.add_argument(
+        "--prometheus",
+        choices=("auto", "builtin", "binary"),
+        default="builtin",
+        help="builtin (default): a synthetic Prometheus API answering from the curve; binary: a "
+        "real prometheus from PATH scraping the sandbox; auto: binary when installed",
+    )
     parser.add_argument("--log", metavar="FILE", help="write the service's own log (JSON lines) to FILE")
-    parser.add_argument("--kubeconfig", metavar="FILE",
-                        help="where to write the sandbox's kubeconfig for kubectl (default: in the demo's temporary "
-                             "directory); the header prints the kubectl command that watches the target")
-    parser.add_argument("--keep-running", action="store_true",
-                        help="after the curve (or --duration) keep the sandbox and the service running until "
-                             "Ctrl-C: change the target with kubectl (kubectl edit st web) and watch the next "
-                             "decisions")
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="where to write the sandbox's kubeconfig for kubectl (default: in the demo's temporary "
+        "directory); the header prints the kubectl command that watches the target",
+    )
+    parser.add_argument(
+        "--keep-running",
+        action="store_true",
+        help="after the curve (or --duration) keep the sandbox and the service running until "
+        "Ctrl-C: change the target with kubectl (kubectl edit st web) and watch the next "
+        "decisions",
+    )
     parser.set_defaults(func=cmd_demo)
 
 
@@ -101,8 +123,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
         source = resolve(args.prometheus)
     except (ValueError, SourceError) as exc:
         return fail("demo", str(exc))
-    options = DemoOptions(speed=args.speed, duration=duration, quiet=args.quiet, prometheus=source,
-                          kubeconfig=args.kubeconfig, keep_running=args.keep_running)
+    options = DemoOptions(
+        speed=args.speed,
+        duration=duration,
+        quiet=args.quiet,
+        prometheus=source,
+        kubeconfig=args.kubeconfig,
+        keep_running=args.keep_running,
+    )
     with contextlib.ExitStack() as files:
         try:
             log = files.enter_context(open(args.log, "a", encoding="utf-8")) if args.log else None

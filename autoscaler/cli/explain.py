@@ -15,15 +15,21 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Subcommands) -> None:
-    explain = sub.add_parser("explain", help="print a target's last decision in words",
-                             description="Print the last decision of a target from its live status: each "
-                                         "metric's value and proposal, the pods set aside, and what limited it.")
+    explain = sub.add_parser(
+        "explain",
+        help="print a target's last decision in words",
+        description="Print the last decision of a target from its live status: each "
+        "metric's value and proposal, the pods set aside, and what limited it.",
+    )
     explain.add_argument("target", metavar="TARGET", help="NAME or NAMESPACE/NAME")
     explain.add_argument("-n", "--namespace", default=None)
     explain.add_argument("--kubeconfig", metavar="FILE")
     explain.add_argument("--context")
-    explain.add_argument("--url", metavar="URL", help="read from a running service's HTTP endpoint instead "
-                                                      "(standalone mode), e.g. http://localhost:8080")
+    explain.add_argument(
+        "--url",
+        metavar="URL",
+        help="read from a running service's HTTP endpoint instead (standalone mode), e.g. http://localhost:8080",
+    )
     explain.add_argument("--output", "-o", choices=("text", "json"), default="text")
     explain.set_defaults(func=cmd_explain)
 
@@ -92,8 +98,10 @@ def explain_status(namespace: str, name: str, status: Mapping[str, Any]) -> str:
         scaled = "scaled" if decision.get("scaled") else "kept"
         proposal = decision.get("proposal")
         proposed = "no metric proposal" if proposal is None else f"metric proposal: {proposal}"
-        lines.append(f"  last decision at {decision.get('time')}: {scaled} {decision.get('currentReplicas')} → "
-                     f"{decision.get('replicas')} replicas ({proposed})")
+        lines.append(
+            f"  last decision at {decision.get('time')}: {scaled} {decision.get('currentReplicas')} → "
+            f"{decision.get('replicas')} replicas ({proposed})"
+        )
         if decision.get("limitedBy"):
             lines.append(f"  limited by: {decision['limitedBy']}")
         if decision.get("error"):

@@ -45,8 +45,13 @@ def join_dash_values(args: Sequence[str], options: Sequence[str], *, abbreviatio
         if arg == "--":  # what follows is never an option
             joined.extend(args[index:])
             break
-        names_option = arg in options or (abbreviations and arg.startswith("--") and len(arg) > 2
-                                          and "=" not in arg and any(o.startswith(arg) for o in options))
+        names_option = arg in options or (
+            abbreviations
+            and arg.startswith("--")
+            and len(arg) > 2
+            and "=" not in arg
+            and any(o.startswith(arg) for o in options)
+        )
         if names_option and index + 1 < len(args) and DASH_VALUE.match(args[index + 1]):
             joined.append(f"{arg}={args[index + 1]}")
             index += 2

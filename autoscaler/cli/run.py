@@ -19,27 +19,41 @@ DEFAULT_CONFIG = Path("config/autoscaler.yaml")
 
 
 def add_parser(sub: Subcommands) -> None:
-    run = sub.add_parser("run", help="run the autoscaler service (in a cluster or against a kubeconfig)",
-                         description="Run the service: watch ScalingTargets (or --targets FILE), read metrics "
-                                     "from Prometheus, scale workloads. Settings: docs/configuration.md.")
-    run.add_argument("--config", metavar="FILE",
-                     help=f"settings file (default: {DEFAULT_CONFIG} when it exists)")
+    run = sub.add_parser(
+        "run",
+        help="run the autoscaler service (in a cluster or against a kubeconfig)",
+        description="Run the service: watch ScalingTargets (or --targets FILE), read metrics "
+        "from Prometheus, scale workloads. Settings: docs/configuration.md.",
+    )
+    run.add_argument("--config", metavar="FILE", help=f"settings file (default: {DEFAULT_CONFIG} when it exists)")
     run.add_argument("--prometheus-url", metavar="URL")
     run.add_argument("--kubeconfig", metavar="FILE")
     run.add_argument("--context")
-    run.add_argument("--namespace", action="append", dest="namespaces", metavar="NS",
-                     help="watch targets in this namespace (repeatable; default: all)")
+    run.add_argument(
+        "--namespace",
+        action="append",
+        dest="namespaces",
+        metavar="NS",
+        help="watch targets in this namespace (repeatable; default: all)",
+    )
     run.add_argument("--targets", metavar="FILE", help="read ScalingTarget objects from a YAML file (no CRD)")
     run.add_argument("--sync-period", type=float, metavar="SECONDS")
-    run.add_argument("--dry-run", action="store_true", default=None,
-                     help="decide and report, but write nothing to the scaled workloads")
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        default=None,
+        help="decide and report, but write nothing to the scaled workloads",
+    )
     run.add_argument("--http-port", type=int)
     run.add_argument("--no-leader-election", action="store_true", default=None)
     run.add_argument("--log-format", choices=("auto", "json", "console"))
     run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
-    run.add_argument("--record", metavar="FILE",
-                     help="append every sync's inputs and decision to FILE as JSON lines, for `autoscaler "
-                          "simulate` to replay (docs/simulate.md)")
+    run.add_argument(
+        "--record",
+        metavar="FILE",
+        help="append every sync's inputs and decision to FILE as JSON lines, for `autoscaler "
+        "simulate` to replay (docs/simulate.md)",
+    )
     run.set_defaults(func=cmd_run)
 
 
@@ -47,10 +61,16 @@ def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, ...], Any]:
     """The settings the flags set, by their path in the settings file (flags win over the file and the
     environment)."""
     table: dict[str, tuple[str, ...]] = {
-        "prometheus_url": ("prometheus", "url"), "kubeconfig": ("kubernetes", "kubeconfig"),
-        "context": ("kubernetes", "context"), "namespaces": ("kubernetes", "namespaces"), "targets": ("targets",),
-        "sync_period": ("sync", "periodSeconds"), "dry_run": ("dryRun",), "http_port": ("http", "port"),
-        "log_format": ("logging", "format"), "log_level": ("logging", "level"),
+        "prometheus_url": ("prometheus", "url"),
+        "kubeconfig": ("kubernetes", "kubeconfig"),
+        "context": ("kubernetes", "context"),
+        "namespaces": ("kubernetes", "namespaces"),
+        "targets": ("targets",),
+        "sync_period": ("sync", "periodSeconds"),
+        "dry_run": ("dryRun",),
+        "http_port": ("http", "port"),
+        "log_format": ("logging", "format"),
+        "log_level": ("logging", "level"),
     }
     overrides = {path: getattr(args, name) for name, path in table.items() if getattr(args, name) is not None}
     if args.no_leader_election:
@@ -66,8 +86,9 @@ class TargetsFileError(SpecError):
         self.path = path
 
 
-def read_run_inputs(config: str | None,
-                    flags: Mapping[tuple[str, ...], Any]) -> tuple[ServiceSettings, list[Target] | None]:
+def read_run_inputs(
+    config: str | None, flags: Mapping[tuple[str, ...], Any]
+) -> tuple[ServiceSettings, list[Target] | None]:
     """The settings and the targets file (standalone mode) ``autoscaler run`` starts from; SpecError
     lists what is wrong with them (:class:`TargetsFileError` for the targets file)."""
     from autoscaler.service.settings import load_service_settings

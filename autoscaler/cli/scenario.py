@@ -15,11 +15,18 @@ if TYPE_CHECKING:
 
 def add_parser(sub: Subcommands) -> None:
     scenario = sub.add_parser(
-        "scenario", help="turn a target's recorded syncs (autoscaler run --record) into a scenario",
+        "scenario",
+        help="turn a target's recorded syncs (autoscaler run --record) into a scenario",
         description="Write a scenario that `autoscaler simulate` replays with exactly the decisions the service "
-                    "made: the syncs of one target in a recording of `autoscaler run --record FILE`.")
-    scenario.add_argument("--from-recording", required=True, metavar="FILE", dest="recording",
-                          help="the JSON lines `autoscaler run --record FILE` wrote")
+        "made: the syncs of one target in a recording of `autoscaler run --record FILE`.",
+    )
+    scenario.add_argument(
+        "--from-recording",
+        required=True,
+        metavar="FILE",
+        dest="recording",
+        help="the JSON lines `autoscaler run --record FILE` wrote",
+    )
     scenario.add_argument("--target", required=True, metavar="NAMESPACE/NAME")
     scenario.add_argument("--output", "-o", metavar="FILE", help="write the scenario here (default: standard output)")
     scenario.set_defaults(func=cmd_scenario)
@@ -37,8 +44,10 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         return fail("scenario", f"{args.recording}: cannot read it: {exc.strerror or exc}", EXIT_INVALID)
     except RecordingError as exc:
         return fail("scenario", f"{args.recording}: {exc}", EXIT_INVALID)
-    text = (f"# {args.target}: {len(scenario['steps'])} syncs recorded by autoscaler run --record "
-            f"({args.recording})\n" + dump_yaml(scenario))
+    text = (
+        f"# {args.target}: {len(scenario['steps'])} syncs recorded by autoscaler run --record "
+        f"({args.recording})\n" + dump_yaml(scenario)
+    )
     if not args.output:
         sys.stdout.write(text)
         return EXIT_OK

@@ -16,15 +16,28 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Subcommands) -> None:
-    parser = sub.add_parser("simulate", help="replay a scenario file through the decision engine",
-                            description="Replay a scenario file through the decision engine and print each "
-                                        "step's decision (docs/simulate.md).")
+    parser = sub.add_parser(
+        "simulate",
+        help="replay a scenario file through the decision engine",
+        description="Replay a scenario file through the decision engine and print each "
+        "step's decision (docs/simulate.md).",
+    )
     parser.add_argument("scenario", metavar="SCENARIO.yaml")
-    parser.add_argument("--output", "-o", choices=("table", "json"), default="table",
-                        help="table (default) or json: one JSON object per step")
+    parser.add_argument(
+        "--output",
+        "-o",
+        choices=("table", "json"),
+        default="table",
+        help="table (default) or json: one JSON object per step",
+    )
     parser.add_argument("--explain", action="store_true", help="print each decision's explanation under its row")
-    parser.add_argument("--plot", action="append", default=[], metavar="FILE",
-                        help="write a plot: FILE.png and/or FILE.html (repeatable; needs the plot extra)")
+    parser.add_argument(
+        "--plot",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="write a plot: FILE.png and/or FILE.html (repeatable; needs the plot extra)",
+    )
     parser.set_defaults(func=cmd_simulate)
 
 
@@ -71,8 +84,11 @@ def _plot(source: str, spec: Any, results: list[Any], paths: list[str]) -> None:
     from autoscaler.plot.records import step_record
     from autoscaler.plot.series import PlotRun, plot_data
 
-    data = plot_data([PlotRun(source, [step_record(r.at, r.outcome) for r in results], spec)],
-                     f"Simulation of {source}", absolute_times=False)
+    data = plot_data(
+        [PlotRun(source, [step_record(r.at, r.outcome) for r in results], spec)],
+        f"Simulation of {source}",
+        absolute_times=False,
+    )
     write_plots(paths, data)
     for path in paths:
         print(f"wrote {path}", file=sys.stderr)

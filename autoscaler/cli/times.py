@@ -42,8 +42,10 @@ def _within_range(text: str, seconds: float) -> float:
     return seconds
 
 
-TIME_FORMS = ("RFC 3339 (2024-05-07T09:00:00Z, 2024-05-07T11:00:00+02:00), a date (2024-05-07, midnight UTC), "
-              "Unix seconds (1715072400), now, or a duration relative to now (-2h, now-1d12h, now+30m)")
+TIME_FORMS = (
+    "RFC 3339 (2024-05-07T09:00:00Z, 2024-05-07T11:00:00+02:00), a date (2024-05-07, midnight UTC), "
+    "Unix seconds (1715072400), now, or a duration relative to now (-2h, now-1d12h, now+30m)"
+)
 
 
 def parse_time(text: str, now: float) -> float:

@@ -33,15 +33,15 @@ class GroupResource:
 @dataclass(frozen=True, slots=True)
 class ResourceMapping:
     template: str
-    overrides: tuple[tuple[str, GroupResource], ...]   # Prometheus label → group-resource
-    namespaced: bool                                   # external rules: add the namespace matcher
+    overrides: tuple[tuple[str, GroupResource], ...]  # Prometheus label → group-resource
+    namespaced: bool  # external rules: add the namespace matcher
 
 
 @dataclass(frozen=True, slots=True)
 class DiscoveryRule:
-    path: str                     # rules[2], externalRules[0]: where it is written
+    path: str  # rules[2], externalRules[0]: where it is written
     series_query: str
-    series_filters: tuple[tuple[bool, str], ...]    # (positive, regex): is / isNot
+    series_filters: tuple[tuple[bool, str], ...]  # (positive, regex): is / isNot
     resources: ResourceMapping
     name_matches: str
     name_as: str
@@ -50,7 +50,7 @@ class DiscoveryRule:
 
 @dataclass(frozen=True, slots=True)
 class ResourceRule:
-    path: str                     # resourceRules.cpu
+    path: str  # resourceRules.cpu
     container_query: str
     resources: ResourceMapping
     container_label: str
@@ -61,14 +61,13 @@ class AdapterConfig:
     source: str
     rules: tuple[DiscoveryRule, ...]
     external_rules: tuple[DiscoveryRule, ...]
-    resource_rules: Mapping[str, ResourceRule]       # cpu, memory
-    window: str | None                               # resourceRules.window
+    resource_rules: Mapping[str, ResourceRule]  # cpu, memory
+    window: str | None  # resourceRules.window
 
 
 def is_adapter_config(document: object) -> bool:
     """A mapping with the adapter's top-level keys and no ``kind`` (not a Kubernetes object)."""
-    return (isinstance(document, Mapping) and "kind" not in document
-            and any(key in document for key in TOP_LEVEL_KEYS))
+    return isinstance(document, Mapping) and "kind" not in document and any(key in document for key in TOP_LEVEL_KEYS)
 
 
 def is_adapter_configmap(document: object) -> bool:

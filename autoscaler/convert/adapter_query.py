@@ -32,9 +32,9 @@ class AdapterProblem(ValueError):
 @dataclass(frozen=True, slots=True)
 class AdapterQuery:
     query: str
-    rule: str          # where the rule is written: rules[1], resourceRules.cpu
-    series: str        # the Prometheus series it reads ("" for resource rules)
-    checked: bool = True   # whether Prometheus was asked that the series exists
+    rule: str  # where the rule is written: rules[1], resourceRules.cpu
+    series: str  # the Prometheus series it reads ("" for resource rules)
+    checked: bool = True  # whether Prometheus was asked that the series exists
 
 
 def selector_matchers(selector: Mapping[str, Any] | None) -> list[str]:
@@ -71,8 +71,10 @@ def selector_matchers(selector: Mapping[str, Any] | None) -> list[str]:
 def _namespace_label(mapping: ResourceMapping, rule: str) -> str:
     label = label_for_resource(mapping, "", "namespaces")
     if label is None:
-        raise AdapterProblem(f"{rule} maps no label to namespaces (resources.overrides or resources.template), "
-                             "so the adapter cannot scope its query to the HPA's namespace")
+        raise AdapterProblem(
+            f"{rule} maps no label to namespaces (resources.overrides or resources.template), "
+            "so the adapter cannot scope its query to the HPA's namespace"
+        )
     return label
 
 
@@ -84,8 +86,7 @@ def _renamed(query: str, renames: Sequence[tuple[str, str]]) -> str:
     """``query`` with each (from, to) label copied to the name this project's reader splits by."""
     for source, wanted in renames:
         if source != wanted:
-            query = (f"label_replace({query}, {string_literal(wanted)}, \"$1\", {string_literal(source)}, "
-                     '"(.*)")')
+            query = f'label_replace({query}, {string_literal(wanted)}, "$1", {string_literal(source)}, "(.*)")'
     return query
 
 
@@ -96,8 +97,14 @@ def _fill(template: str, rule: str, values: Mapping[str, str]) -> str:
         raise AdapterProblem(f"{rule}.metricsQuery: {exc}") from None
 
 
-def _serving_rule(rules: Sequence[DiscoveryRule], metric: str, resource: tuple[str, str] | None,
-                  what: str, source: str, known: frozenset[str] | None) -> tuple[DiscoveryRule, str]:
+def _serving_rule(
+    rules: Sequence[DiscoveryRule],
+    metric: str,
+    resource: tuple[str, str] | None,
+    what: str,
+    source: str,
+    known: frozenset[str] | None,
+) -> tuple[DiscoveryRule, str]:
     """The rule that serves ``metric`` (for ``resource``, a (group, kind) pair; None for external
     rules) and its series. The adapter keeps the last rule that registers a name, so the last wins;
     ``known`` (the metric names Prometheus holds, when it was asked) rules out series it lacks."""
@@ -111,24 +118,37 @@ def _serving_rule(rules: Sequence[DiscoveryRule], metric: str, resource: tuple[s
     raise AdapterProblem(
         f"no rule in {source} serves {what} {metric!r}: none both names a series{held} {metric!r} "
         "(name.matches/as, seriesFilters and the metric name in seriesQuery) and maps a label to its resource "
-        f"({len(rules)} rule{'s' if len(rules) != 1 else ''} checked)")
+        f"({len(rules)} rule{'s' if len(rules) != 1 else ''} checked)"
+    )
 
 
-def pods_query(config: AdapterConfig, metric: str, selector: Mapping[str, Any] | None,
-               known: frozenset[str] | None = None) -> AdapterQuery:
+def pods_query(
+    config: AdapterConfig, metric: str, selector: Mapping[str, Any] | None, known: frozenset[str] | None = None
+) -> AdapterQuery:
     rule, series = _serving_rule(config.rules, metric, ("", "pods"), "pods metric", config.source, known)
     pod_label = label_for_resource(rule.resources, "", "pods")
     assert pod_label is not None
     ns_label = _namespace_label(rule.resources, rule.path)
     matchers = [*selector_matchers(selector), _scope(ns_label)]
-    query = _fill(rule.metrics_query, rule.path, {"Series": series, "LabelMatchers": ",".join(matchers),
-                                                  "GroupBy": f"{ns_label},{pod_label}"})
-    return AdapterQuery(_renamed(query, [(pod_label, "pod"), (ns_label, "namespace")]), rule.path, series,
-                        known is not None)
+    query = _fill(
+        rule.metrics_query,
+        rule.path,
+        {"Series": series, "LabelMatchers": ",".join(matchers), "GroupBy": f"{ns_label},{pod_label}"},
+    )
+    return AdapterQuery(
+        _renamed(query, [(pod_label, "pod"), (ns_label, "namespace")]), rule.path, series, known is not None
+    )
 
 
-def object_query(config: AdapterConfig, metric: str, selector: Mapping[str, Any] | None, kind: str,
-                 api_version: str, name: str, known: frozenset[str] | None = None) -> AdapterQuery:
+def object_query(
+    config: AdapterConfig,
+    metric: str,
+    selector: Mapping[str, Any] | None,
+    kind: str,
+    api_version: str,
+    name: str,
+    known: frozenset[str] | None = None,
+) -> AdapterQuery:
     group = group_of(api_version)
     rule, series = _serving_rule(config.rules, metric, (group, kind), f"{kind} metric", config.source, known)
     label = label_for_resource(rule.resources, group, kind)
@@ -137,19 +157,20 @@ def object_query(config: AdapterConfig, metric: str, selector: Mapping[str, Any]
     if kind != "Namespace":
         matchers.append(f"{_namespace_label(rule.resources, rule.path)}=<<namespace>>")
     matchers.append(f"{label}={string_literal(name)}")
-    query = _fill(rule.metrics_query, rule.path, {"Series": series, "LabelMatchers": ",".join(matchers),
-                                                  "GroupBy": label})
+    query = _fill(
+        rule.metrics_query, rule.path, {"Series": series, "LabelMatchers": ",".join(matchers), "GroupBy": label}
+    )
     return AdapterQuery(query, rule.path, series, known is not None)
 
 
-def external_query(config: AdapterConfig, metric: str, selector: Mapping[str, Any] | None,
-                   known: frozenset[str] | None = None) -> AdapterQuery:
+def external_query(
+    config: AdapterConfig, metric: str, selector: Mapping[str, Any] | None, known: frozenset[str] | None = None
+) -> AdapterQuery:
     rule, series = _serving_rule(config.external_rules, metric, None, "external metric", config.source, known)
     matchers = selector_matchers(selector)
     if rule.resources.namespaced:
         matchers.append(f"{_namespace_label(rule.resources, rule.path)}=<<namespace>>")
-    query = _fill(rule.metrics_query, rule.path, {"Series": series, "LabelMatchers": ",".join(matchers),
-                                                  "GroupBy": ""})
+    query = _fill(rule.metrics_query, rule.path, {"Series": series, "LabelMatchers": ",".join(matchers), "GroupBy": ""})
     return AdapterQuery(query, rule.path, series, known is not None)
 
 
@@ -165,11 +186,16 @@ def resource_query(config: AdapterConfig, resource: str) -> AdapterQuery | None:
     if pod_label is None:
         raise AdapterProblem(f"{rule.path} maps no label to pods (resources.overrides or resources.template)")
     ns_label = _namespace_label(rule.resources, rule.path)
-    query = _fill(rule.container_query, rule.path,
-                  {"Series": "", "LabelMatchers": _scope(ns_label),
-                   "GroupBy": f"{ns_label},{pod_label},{rule.container_label}"})
-    return AdapterQuery(_renamed(query, [(pod_label, "pod"), (ns_label, "namespace"),
-                                         (rule.container_label, "container")]), rule.path, "")
+    query = _fill(
+        rule.container_query,
+        rule.path,
+        {"Series": "", "LabelMatchers": _scope(ns_label), "GroupBy": f"{ns_label},{pod_label},{rule.container_label}"},
+    )
+    return AdapterQuery(
+        _renamed(query, [(pod_label, "pod"), (ns_label, "namespace"), (rule.container_label, "container")]),
+        rule.path,
+        "",
+    )
 
 
 def candidate_series(config: AdapterConfig, metric: str) -> list[str]:

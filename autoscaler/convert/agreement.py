@@ -10,15 +10,15 @@ from dataclasses import dataclass, field
 # Why a sync disagrees, in the order they are tested (the first that applies is the cause).
 CAUSES = {
     "metric": "a metric could not be read in the replay (a metric the adapter served differently, or a query "
-              "that returns nothing there)",
+    "that returns nothing there)",
     "timing": "one sync apart: the same decision a sync earlier or later (the HPA's own sync and "
-              "kube-state-metrics' scrape are not the replay's)",
+    "kube-state-metrics' scrape are not the replay's)",
     "window": "a stabilization window held the replay's proposal (its window or the controller's default differs)",
     "limit": "a scaling policy limited the replay (behavior policies, or the HPA's legacy limits)",
     "tolerance": "off by one: tolerance or rounding at a boundary (the adapter truncated values to the milli, "
-                 "this autoscaler rounds up; samples taken seconds apart)",
+    "this autoscaler rounds up; samples taken seconds apart)",
     "values": "the replay saw other metric values than the old autoscaler (a metric the adapter served "
-              "differently: another query, window or series)",
+    "differently: another query, window or series)",
 }
 
 
@@ -26,9 +26,9 @@ CAUSES = {
 class Sync:
     at: float
     replay: int
-    old: int | None            # the old autoscaler's desired replicas (None: not recorded then)
-    limited_by: str | None     # the replay's limiting reason, if any
-    failed: bool               # a metric of the replay failed at this sync
+    old: int | None  # the old autoscaler's desired replicas (None: not recorded then)
+    limited_by: str | None  # the replay's limiting reason, if any
+    failed: bool  # a metric of the replay failed at this sync
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Agreement:
     compared: int = 0
     equal: int = 0
     largest_gap: int = 0
-    over_seconds: float = 0.0      # the replay above the old autoscaler
+    over_seconds: float = 0.0  # the replay above the old autoscaler
     under_seconds: float = 0.0
     first_difference: float | None = None
     causes: Counter[str] = field(default_factory=Counter)

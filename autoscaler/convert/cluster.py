@@ -21,10 +21,10 @@ ADAPTER_LABEL = "app.kubernetes.io/name=prometheus-adapter"
 class ClusterQuery:
     kubeconfig: str | None
     context: str | None
-    namespace: str | None            # None: every namespace
-    selector: str | None             # label selector for HPAs and ScaledObjects
-    adapter_configmap: str | None    # NAMESPACE/NAME; None: find it by its label
-    find_adapter: bool = True        # False when the configuration was given as a file
+    namespace: str | None  # None: every namespace
+    selector: str | None  # label selector for HPAs and ScaledObjects
+    adapter_configmap: str | None  # NAMESPACE/NAME; None: find it by its label
+    find_adapter: bool = True  # False when the configuration was given as a file
 
 
 @dataclass
@@ -33,8 +33,9 @@ class ClusterObjects:
     notes: list[str]
 
 
-async def _list(api: KubeApi, path: ResourcePath, namespace: str | None, selector: str | None,
-                kind: str, api_version: str) -> list[dict[str, Any]]:
+async def _list(
+    api: KubeApi, path: ResourcePath, namespace: str | None, selector: str | None, kind: str, api_version: str
+) -> list[dict[str, Any]]:
     query = [("labelSelector", selector)] if selector else []
     body = await api.get(path.collection(namespace), query=query, resource=path.label)
     items = list((body or {}).get("items") or [])
@@ -52,12 +53,14 @@ async def read_cluster(query: ClusterQuery, request_seconds: float = 15.0) -> Cl
     async with client:
         api = KubeApi(client, timeout=request_seconds)
         where = f"namespace {query.namespace}" if query.namespace else "all namespaces"
-        for item in await _list(api, HPAS, query.namespace, query.selector, "HorizontalPodAutoscaler",
-                                "autoscaling/v2"):
+        for item in await _list(
+            api, HPAS, query.namespace, query.selector, "HorizontalPodAutoscaler", "autoscaling/v2"
+        ):
             documents.append((item, "cluster"))
         try:
-            for item in await _list(api, SCALED_OBJECTS, query.namespace, query.selector, "ScaledObject",
-                                    "keda.sh/v1alpha1"):
+            for item in await _list(
+                api, SCALED_OBJECTS, query.namespace, query.selector, "ScaledObject", "keda.sh/v1alpha1"
+            ):
                 documents.append((item, "cluster"))
         except KubeError as exc:
             if not exc.not_found:
@@ -69,8 +72,9 @@ async def read_cluster(query: ClusterQuery, request_seconds: float = 15.0) -> Cl
     return ClusterObjects(documents, notes)
 
 
-async def _adapter_configmaps(api: KubeApi, named: str | None, notes: list[str]) -> Sequence[tuple[dict[str, Any],
-                                                                                                  str]]:
+async def _adapter_configmaps(
+    api: KubeApi, named: str | None, notes: list[str]
+) -> Sequence[tuple[dict[str, Any], str]]:
     if named:
         namespace, _, name = named.partition("/")
         body = await api.get(CONFIGMAPS.item(namespace, name), resource=CONFIGMAPS.label)
@@ -80,6 +84,7 @@ async def _adapter_configmaps(api: KubeApi, named: str | None, notes: list[str])
     with_config = [cm for cm in found if "config.yaml" in (cm.get("data") or {})]
     for cm in with_config:
         meta = cm.get("metadata") or {}
-        notes.append(f"found prometheus-adapter's ConfigMap {meta.get('namespace')}/{meta.get('name')} "
-                     f"(label {ADAPTER_LABEL})")
+        notes.append(
+            f"found prometheus-adapter's ConfigMap {meta.get('namespace')}/{meta.get('name')} (label {ADAPTER_LABEL})"
+        )
     return [(cm, "cluster") for cm in with_config]

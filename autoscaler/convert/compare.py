@@ -52,8 +52,13 @@ class _Recorder:
         self.syncs.append((step.at, decision.replicas, decision.limited_by, failed))
 
 
-async def compare(client: RangeQuerier, prometheus: PrometheusSettings, controller: ControllerSettings,
-                  conversion: Conversion, options: BacktestOptions) -> Comparison:
+async def compare(
+    client: RangeQuerier,
+    prometheus: PrometheusSettings,
+    controller: ControllerSettings,
+    conversion: Conversion,
+    options: BacktestOptions,
+) -> Comparison:
     """Backtest ``conversion``'s target over ``options``' range and set it beside the old HPA's
     recorded decisions. Raises :class:`~autoscaler.backtest.replay.BacktestError` as a backtest does."""
     assert conversion.target is not None
@@ -63,11 +68,22 @@ async def compare(client: RangeQuerier, prometheus: PrometheusSettings, controll
     current = hpa_series_query(CURRENT_SERIES, origin.namespace, conversion.old_hpa)
     recorder = _Recorder()
     # The "real" replicas of the report and plots are the old autoscaler's current replicas.
-    result = await run_backtest(client, prometheus, controller, [target], replace(options, replicas_query=current),
-                                labels=[f"{origin.namespace}/{origin.name} converted"], observer=recorder)
+    result = await run_backtest(
+        client,
+        prometheus,
+        controller,
+        [target],
+        replace(options, replicas_query=current),
+        labels=[f"{origin.namespace}/{origin.name} converted"],
+        observer=recorder,
+    )
     grid = Grid.between(options.start, options.end, options.step)
-    desired = await fetch_matrix(client, hpa_series_query(DESIRED_SERIES, origin.namespace, conversion.old_hpa),
-                                 grid, max_points=options.max_points)
+    desired = await fetch_matrix(
+        client,
+        hpa_series_query(DESIRED_SERIES, origin.namespace, conversion.old_hpa),
+        grid,
+        max_points=options.max_points,
+    )
     syncs = []
     for at, replicas, limit, failed in recorder.syncs:
         vector = desired.at(round(at * 1000))
@@ -75,8 +91,9 @@ async def compare(client: RangeQuerier, prometheus: PrometheusSettings, controll
         syncs.append(Sync(at, replicas, old, limit, failed))
     records = result.runs[0].records
     if records is not None:
-        records[:] = [replace(record, old_desired_replicas=sync.old)
-                      for record, sync in zip(records, syncs, strict=True)]
+        records[:] = [
+            replace(record, old_desired_replicas=sync.old) for record, sync in zip(records, syncs, strict=True)
+        ]
     return Comparison(conversion, agreement(syncs, options.step), result)
 
 
@@ -85,16 +102,23 @@ def render(comparison: Comparison, threshold: float) -> str:
     found = comparison.agreement
     report = comparison.result.runs[0].report
     name = f"{origin.label} → ScalingTarget {origin.namespace}/{origin.name}"
-    lines = [name, f"  against HPA {origin.namespace}/{comparison.conversion.old_hpa}'s recorded desired replicas, "
-                   f"{rfc3339_millis(report.start)} → {rfc3339_millis(report.end)}, a sync every "
-                   f"{format_seconds(report.step)}"]
+    lines = [
+        name,
+        f"  against HPA {origin.namespace}/{comparison.conversion.old_hpa}'s recorded desired replicas, "
+        f"{rfc3339_millis(report.start)} → {rfc3339_millis(report.end)}, a sync every "
+        f"{format_seconds(report.step)}",
+    ]
     if found.share is None:
-        lines.append(f"  FLAGGED: no recorded decision of HPA {comparison.conversion.old_hpa} in that range "
-                     f"({DESIRED_SERIES} has no samples): nothing to compare")
+        lines.append(
+            f"  FLAGGED: no recorded decision of HPA {comparison.conversion.old_hpa} in that range "
+            f"({DESIRED_SERIES} has no samples): nothing to compare"
+        )
         return "\n".join(lines)
-    lines.append(f"  agreement: {100 * found.share:.1f} % of {found.compared:,} syncs equal; largest gap "
-                 f"{found.largest_gap}; replay above the old autoscaler {format_seconds(found.over_seconds)}, "
-                 f"below {format_seconds(found.under_seconds)}")
+    lines.append(
+        f"  agreement: {100 * found.share:.1f} % of {found.compared:,} syncs equal; largest gap "
+        f"{found.largest_gap}; replay above the old autoscaler {format_seconds(found.over_seconds)}, "
+        f"below {format_seconds(found.under_seconds)}"
+    )
     if found.first_difference is not None:
         lines.append(f"  first difference at {rfc3339_millis(found.first_difference)}")
     if found.flagged(threshold):
@@ -132,8 +156,11 @@ def write_plot(comparison: Comparison, paths: Sequence[str]) -> None:
 
     run = comparison.result.runs[0]
     origin = comparison.conversion.origin
-    data = plot_data([PlotRun(run.label, run.records or [], run.target.spec)],
-                     f"{origin.label} converted, beside HPA {comparison.conversion.old_hpa}", absolute_times=True)
+    data = plot_data(
+        [PlotRun(run.label, run.records or [], run.target.spec)],
+        f"{origin.label} converted, beside HPA {comparison.conversion.old_hpa}",
+        absolute_times=True,
+    )
     write_plots(list(paths), data)
     for path in paths:
         print(f"wrote {path}", file=sys.stderr)

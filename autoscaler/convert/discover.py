@@ -39,8 +39,10 @@ def presence_query(config: AdapterConfig, names: Iterable[str], lookback: float 
     candidates = sorted({c for name in names for c in candidate_series(config, name)})
     if not candidates:
         return None
-    return (f"group by (__name__) (last_over_time({{__name__=~{regex_literal(candidates)}}}"
-            f"[{format_prometheus_duration(lookback)}]))")
+    return (
+        f"group by (__name__) (last_over_time({{__name__=~{regex_literal(candidates)}}}"
+        f"[{format_prometheus_duration(lookback)}]))"
+    )
 
 
 async def known_series(client: Any, query: str, at: float) -> frozenset[str]:

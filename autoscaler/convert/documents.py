@@ -26,15 +26,18 @@ from autoscaler.values.fields import ErrorList
 
 @dataclass
 class Inputs:
-    objects: list[tuple[Mapping[str, Any], str]] = field(default_factory=list)   # (document, source)
+    objects: list[tuple[Mapping[str, Any], str]] = field(default_factory=list)  # (document, source)
     adapters: list[tuple[AdapterConfig | None, str, list[str]]] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
 
 
 def _flatten(document: object) -> Iterable[object]:
     # kind: List, and the typed lists kubectl prints (HorizontalPodAutoscalerList…)
-    if isinstance(document, Mapping) and str(document.get("kind", "")).endswith("List") \
-            and isinstance(document.get("items"), list):
+    if (
+        isinstance(document, Mapping)
+        and str(document.get("kind", "")).endswith("List")
+        and isinstance(document.get("items"), list)
+    ):
         yield from document["items"]
     else:
         yield document
@@ -65,23 +68,32 @@ def sort_documents(documents: Iterable[tuple[object, str]], inputs: Inputs) -> N
                 assert isinstance(document, Mapping)
                 errors = ErrorList()
                 config = read_adapter_configmap(document, source, errors)
-                inputs.adapters.append((config, f"{source} (ConfigMap {_describe(document).split(' ', 1)[-1]})",
-                                        [str(e) for e in errors.items]))
+                inputs.adapters.append(
+                    (
+                        config,
+                        f"{source} (ConfigMap {_describe(document).split(' ', 1)[-1]})",
+                        [str(e) for e in errors.items],
+                    )
+                )
             elif isinstance(document, Mapping) and document.get("kind") == "HorizontalPodAutoscaler":
                 if _keda_owned(document):
-                    inputs.ignored.append(f"{source}: {_describe(document)}: made by KEDA for a ScaledObject "
-                                          "(convert the ScaledObject)")
+                    inputs.ignored.append(
+                        f"{source}: {_describe(document)}: made by KEDA for a ScaledObject (convert the ScaledObject)"
+                    )
                 else:
                     inputs.objects.append((document, source))
             elif isinstance(document, Mapping) and document.get("kind") == "ScaledObject":
                 inputs.objects.append((document, source))
             else:
-                inputs.ignored.append(f"{source}: {_describe(document)}: neither an HPA, a ScaledObject nor "
-                                      "prometheus-adapter's configuration: ignored")
+                inputs.ignored.append(
+                    f"{source}: {_describe(document)}: neither an HPA, a ScaledObject nor "
+                    "prometheus-adapter's configuration: ignored"
+                )
 
 
-def convert_all(inputs: Inputs, adapter: AdapterConfig | None,
-                known_series: frozenset[str] | None = None) -> list[Conversion]:
+def convert_all(
+    inputs: Inputs, adapter: AdapterConfig | None, known_series: frozenset[str] | None = None
+) -> list[Conversion]:
     conversions = []
     for document, source in inputs.objects:
         if document.get("kind") == "ScaledObject":

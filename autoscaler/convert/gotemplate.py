@@ -23,8 +23,10 @@ def fields_used(template: str) -> list[str]:
     for match in _ACTION.finditer(template):
         field = _FIELD.match(match.group(2))
         if field is None:
-            raise TemplateProblem(f"the template action <<{match.group(2).strip()}>> is not a plain field "
-                                  "reference such as <<.Series>>, which is all the converter reads")
+            raise TemplateProblem(
+                f"the template action <<{match.group(2).strip()}>> is not a plain field "
+                "reference such as <<.Series>>, which is all the converter reads"
+            )
         names.append(field.group(1))
     return names
 
@@ -35,15 +37,16 @@ def render(template: str, values: Mapping[str, str]) -> str:
     out: list[str] = []
     position = 0
     for match in _ACTION.finditer(template):
-        before = template[position:match.start()]
+        before = template[position : match.start()]
         if match.group(1):
             before = before.rstrip()
         out.append(before)
         name = _FIELD.match(match.group(2))
         assert name is not None
         if name.group(1) not in values:
-            raise TemplateProblem(f"<<.{name.group(1)}>> has no value here (known: "
-                                  f"{', '.join('.' + k for k in values)})")
+            raise TemplateProblem(
+                f"<<.{name.group(1)}>> has no value here (known: {', '.join('.' + k for k in values)})"
+            )
         out.append(values[name.group(1)])
         position = match.end()
         if match.group(3):

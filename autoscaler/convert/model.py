@@ -8,14 +8,14 @@ from typing import Any
 
 
 class NoteKind(enum.StrEnum):
-    CHANGED = "changed"         # carried over, with a difference the reader should know about
-    LOST = "not converted"      # dropped: --strict makes it an error
+    CHANGED = "changed"  # carried over, with a difference the reader should know about
+    LOST = "not converted"  # dropped: --strict makes it an error
 
 
 @dataclass(frozen=True, slots=True)
 class Note:
     kind: NoteKind
-    path: str           # the field of the source object it is about (spec.triggers[1].metadata.query)
+    path: str  # the field of the source object it is about (spec.triggers[1].metadata.query)
     message: str
 
     def __str__(self) -> str:

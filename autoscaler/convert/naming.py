@@ -19,11 +19,22 @@ from autoscaler.convert.gotemplate import TemplateProblem, render
 # kind → (resource, group) for kinds an HPA's describedObject commonly names; others are guessed
 # the way Kubernetes names resources (lower-case, plural).
 _KINDS = {
-    "Pod": "pod", "Service": "service", "Namespace": "namespace", "Node": "node", "Ingress": "ingress",
-    "Deployment": "deployment", "StatefulSet": "statefulset", "ReplicaSet": "replicaset",
-    "DaemonSet": "daemonset", "Job": "job", "CronJob": "cronjob", "PersistentVolumeClaim": "persistentvolumeclaim",
-    "PersistentVolume": "persistentvolume", "ReplicationController": "replicationcontroller",
-    "HorizontalPodAutoscaler": "horizontalpodautoscaler", "Route": "route",
+    "Pod": "pod",
+    "Service": "service",
+    "Namespace": "namespace",
+    "Node": "node",
+    "Ingress": "ingress",
+    "Deployment": "deployment",
+    "StatefulSet": "statefulset",
+    "ReplicaSet": "replicaset",
+    "DaemonSet": "daemonset",
+    "Job": "job",
+    "CronJob": "cronjob",
+    "PersistentVolumeClaim": "persistentvolumeclaim",
+    "PersistentVolume": "persistentvolume",
+    "ReplicationController": "replicationcontroller",
+    "HorizontalPodAutoscaler": "horizontalpodautoscaler",
+    "Route": "route",
 }
 _PLURAL_EXCEPTIONS = {"ingress": "ingresses", "endpoints": "endpoints"}
 _NAME_IN_QUERY = re.compile(r"^\s*([A-Za-z_:][A-Za-z0-9_:]*)\s*(\{.*\})?\s*$", re.S)
@@ -100,7 +111,7 @@ def go_expand(template: str, match: re.Match[str]) -> str:
                 out.append(ch)
                 i += 1
                 continue
-            name, i = template[i + 2:end], end + 1
+            name, i = template[i + 2 : end], end + 1
         else:
             j = i + 1
             while j < len(template) and (template[j].isalnum() or template[j] == "_"):
@@ -109,7 +120,7 @@ def go_expand(template: str, match: re.Match[str]) -> str:
                 out.append(ch)
                 i += 1
                 continue
-            name, i = template[i + 1:j], j
+            name, i = template[i + 1 : j], j
         out.append(_group(match, name))
     return "".join(out)
 
@@ -218,7 +229,7 @@ def _candidates(rule: DiscoveryRule, metric: str) -> Iterator[str]:
         prefix, suffix = _ESCAPED.sub(r"\1", shape.group(1)), _ESCAPED.sub(r"\1", shape.group(3))
         before, after = template.group(1).replace("$$", "$"), template.group(2).replace("$$", "$")
         if metric.startswith(before) and metric.endswith(after) and len(metric) >= len(before) + len(after):
-            yield prefix + metric[len(before):len(metric) - len(after)] + suffix
+            yield prefix + metric[len(before) : len(metric) - len(after)] + suffix
     literal = _literal(rule.name_matches)
     if literal is not None:
         yield literal

@@ -19,8 +19,10 @@ def header(conversion: Conversion, adapter_source: str | None) -> list[str]:
     if adapter_source and origin.kind == "HorizontalPodAutoscaler":
         lines.append(f"Queries from prometheus-adapter's configuration in {adapter_source}.")
     if conversion.old_hpa:
-        lines.append(f"The old autoscaler's decisions: HPA {origin.namespace}/{conversion.old_hpa} "
-                     "(`--compare` reads them from kube-state-metrics).")
+        lines.append(
+            f"The old autoscaler's decisions: HPA {origin.namespace}/{conversion.old_hpa} "
+            "(`--compare` reads them from kube-state-metrics)."
+        )
     for kind in (NoteKind.CHANGED, NoteKind.LOST):
         notes = [n for n in conversion.notes if n.kind is kind]
         if notes:

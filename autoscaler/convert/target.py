@@ -38,5 +38,9 @@ def finish_target(conversion: Conversion, spec: dict[str, Any]) -> None:
         conversion.errors.extend(f"converted {e}" for e in exc.errors)
         return
     origin = conversion.origin
-    conversion.target = {"apiVersion": API_VERSION, "kind": KIND,
-                         "metadata": {"name": origin.name, "namespace": origin.namespace}, "spec": spec}
+    conversion.target = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": origin.name, "namespace": origin.namespace},
+        "spec": spec,
+    }

@@ -40,9 +40,9 @@ class PolicyLimit:
 class RateLimit:
     """The bound the rate rules put on one direction, and how it was reached."""
 
-    direction: str                       # "up" or "down"
-    bound: int                           # the most (up) / fewest (down) replicas allowed
-    select_policy: SelectPolicy | None   # None on the legacy path
+    direction: str  # "up" or "down"
+    bound: int  # the most (up) / fewest (down) replicas allowed
+    select_policy: SelectPolicy | None  # None on the legacy path
     policies: tuple[PolicyLimit, ...] = ()
 
 
@@ -56,7 +56,7 @@ class Normalization:
     limit_reason: str
     limit_message: str
     history: DecisionHistory
-    up_window: float | None          # seconds; None on the legacy path (no up window)
+    up_window: float | None  # seconds; None on the legacy path (no up window)
     down_window: float
     binding_recommendation: Recommendation | None = None
     rate_limit: RateLimit | None = None
@@ -71,8 +71,15 @@ def legacy_scale_up_limit(current_replicas: int) -> int:
     return trunc_to_int32(max(LEGACY_SCALE_UP_FACTOR * float(current_replicas), LEGACY_SCALE_UP_MINIMUM))
 
 
-def normalize_legacy(history: DecisionHistory, current: int, proposal: int, min_replicas: int,
-                     max_replicas: int, window: float, now: float) -> Normalization:
+def normalize_legacy(
+    history: DecisionHistory,
+    current: int,
+    proposal: int,
+    min_replicas: int,
+    max_replicas: int,
+    window: float,
+    now: float,
+) -> Normalization:
     """``normalizeDesiredReplicas``: the path taken when ``behavior`` is absent."""
     cutoff = now - window
     stabilized = proposal
@@ -102,13 +109,32 @@ def normalize_legacy(history: DecisionHistory, current: int, proposal: int, min_
     else:
         final, reason = stabilized, "DesiredWithinRange"
     rate = RateLimit("up", scale_up_limit, None) if reason == "ScaleUpLimit" else None
-    return Normalization(proposal, stabilized, final, able[0], able[1], reason, c.LIMIT_MESSAGES[reason],
-                         history, None, window, binding, rate)
+    return Normalization(
+        proposal,
+        stabilized,
+        final,
+        able[0],
+        able[1],
+        reason,
+        c.LIMIT_MESSAGES[reason],
+        history,
+        None,
+        window,
+        binding,
+        rate,
+    )
 
 
-def normalize_with_behavior(history: DecisionHistory, behavior: Behavior, current: int, proposal: int,
-                            min_replicas: int, max_replicas: int, default_down_window: float,
-                            now: float) -> Normalization:
+def normalize_with_behavior(
+    history: DecisionHistory,
+    behavior: Behavior,
+    current: int,
+    proposal: int,
+    min_replicas: int,
+    max_replicas: int,
+    default_down_window: float,
+    now: float,
+) -> Normalization:
     """``normalizeDesiredReplicasWithBehaviors``."""
     up_window = float(behavior.scale_up.stabilization_window_seconds or 0)
     down_seconds = behavior.scale_down.stabilization_window_seconds
@@ -121,14 +147,26 @@ def normalize_with_behavior(history: DecisionHistory, behavior: Behavior, curren
             able = ("ScaleDownStabilized", c.MSG_SCALE_DOWN_STABILIZED)
     else:
         able = ("ReadyForNewScale", c.MSG_READY_FOR_NEW_SCALE)
-    final, reason, rate = _apply_rate_limits(history, behavior, current, stabilized, min_replicas,
-                                             max_replicas, now)
-    return Normalization(proposal, stabilized, final, able[0], able[1], reason, c.LIMIT_MESSAGES[reason],
-                         history, up_window, down_window, binding, rate)
+    final, reason, rate = _apply_rate_limits(history, behavior, current, stabilized, min_replicas, max_replicas, now)
+    return Normalization(
+        proposal,
+        stabilized,
+        final,
+        able[0],
+        able[1],
+        reason,
+        c.LIMIT_MESSAGES[reason],
+        history,
+        up_window,
+        down_window,
+        binding,
+        rate,
+    )
 
 
-def _stabilize_both(history: DecisionHistory, current: int, proposal: int, up_window: float,
-                    down_window: float, now: float) -> tuple[int, Recommendation | None, DecisionHistory]:
+def _stabilize_both(
+    history: DecisionHistory, current: int, proposal: int, up_window: float, down_window: float, now: float
+) -> tuple[int, Recommendation | None, DecisionHistory]:
     """``stabilizeRecommendationWithBehaviors``: scale up only to the lowest recommendation of the up
     window, down only to the highest of the down window; both cutoffs are exclusive."""
     up_cutoff = now - up_window
@@ -166,8 +204,9 @@ def _changed_in_period(events: Sequence[ScaleEvent], period_seconds: int, now: f
     return sum(e.change for e in events if e.at > cutoff)
 
 
-def _policy_limits(history: DecisionHistory, rules: ScalingRules, current: int, direction: str,
-                   now: float) -> tuple[int, tuple[PolicyLimit, ...]]:
+def _policy_limits(
+    history: DecisionHistory, rules: ScalingRules, current: int, direction: str, now: float
+) -> tuple[int, tuple[PolicyLimit, ...]]:
     """``calculateScaleUpLimitWithScalingRules`` / ``calculateScaleDownLimitWithBehaviors``."""
     if rules.select_policy is SelectPolicy.DISABLED:
         return current, ()
@@ -192,8 +231,15 @@ def _policy_limits(history: DecisionHistory, rules: ScalingRules, current: int, 
     return result, tuple(limits)
 
 
-def _apply_rate_limits(history: DecisionHistory, behavior: Behavior, current: int, desired: int,
-                       min_replicas: int, max_replicas: int, now: float) -> tuple[int, str, RateLimit | None]:
+def _apply_rate_limits(
+    history: DecisionHistory,
+    behavior: Behavior,
+    current: int,
+    desired: int,
+    min_replicas: int,
+    max_replicas: int,
+    now: float,
+) -> tuple[int, str, RateLimit | None]:
     """``convertDesiredReplicasWithBehaviorRate``. No clamping at all when desired == current."""
     if desired > current:
         limit, policies = _policy_limits(history, behavior.scale_up, current, "up", now)

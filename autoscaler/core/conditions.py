@@ -21,10 +21,12 @@ FALSE = "False"
 MSG_FAILED_GET_SCALE = "the HPA controller was unable to get the target's current scale: {}"
 MSG_SUCCEEDED_GET_SCALE = "the HPA controller was able to get the target's current scale"
 MSG_READY_FOR_NEW_SCALE = "recommended size matches current size"
-MSG_SCALE_DOWN_STABILIZED = ("recent recommendations were higher than current one, "
-                             "applying the highest recent recommendation")
-MSG_SCALE_UP_STABILIZED = ("recent recommendations were lower than current one, "
-                           "applying the lowest recent recommendation")
+MSG_SCALE_DOWN_STABILIZED = (
+    "recent recommendations were higher than current one, applying the highest recent recommendation"
+)
+MSG_SCALE_UP_STABILIZED = (
+    "recent recommendations were lower than current one, applying the lowest recent recommendation"
+)
 MSG_SUCCEEDED_RESCALE = "the HPA controller was able to update the target scale to {}"
 MSG_FAILED_UPDATE_SCALE = "the HPA controller was unable to update the target scale: {}"
 MSG_VALID_METRIC_FOUND = "the HPA was able to successfully calculate a replica count from {}"
@@ -58,8 +60,9 @@ class Condition:
     last_transition_time: float | None = None
 
 
-def set_condition(conditions: tuple[Condition, ...], type_: str, status: str, reason: str, message: str,
-                  now: float) -> tuple[Condition, ...]:
+def set_condition(
+    conditions: tuple[Condition, ...], type_: str, status: str, reason: str, message: str, now: float
+) -> tuple[Condition, ...]:
     """``setConditionInList``: update in place (transition time only on a status flip) or append."""
     for index, existing in enumerate(conditions):
         if existing.type == type_:
@@ -67,7 +70,7 @@ def set_condition(conditions: tuple[Condition, ...], type_: str, status: str, re
                 return conditions  # unchanged: the same tuple, not an equal copy (a steady sync's case)
             transition = existing.last_transition_time if existing.status == status else now
             updated = Condition(type_, status, reason, message, transition)
-            return (*conditions[:index], updated, *conditions[index + 1:])
+            return (*conditions[:index], updated, *conditions[index + 1 :])
     return (*conditions, Condition(type_, status, reason, message, now))
 
 

@@ -40,28 +40,28 @@ class TargetState:
 
     history: DecisionHistory | None = None
     conditions: tuple[Condition, ...] = ()
-    desired_replicas: int | None = None      # status.desiredReplicas as last written
+    desired_replicas: int | None = None  # status.desiredReplicas as last written
     last_scale_time: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     current_replicas: int
-    desired_replicas: int | None      # the sync's proposal before normalization; None when metrics failed
-    replicas: int                     # the count the scale is to be set to (== current when not scaling)
+    desired_replicas: int | None  # the sync's proposal before normalization; None when metrics failed
+    replicas: int  # the count the scale is to be set to (== current when not scaling)
     scale: bool
-    branch: str                       # which path the sync took (see BRANCHES)
+    branch: str  # which path the sync took (see BRANCHES)
     rescale_reason: str
     metrics: tuple[MetricOutcome, ...]
     combined: MetricsOutcome | None
     normalization: Normalization | None
     conditions: tuple[Condition, ...]
     history: DecisionHistory
-    status_desired_replicas: int      # what status.desiredReplicas becomes
+    status_desired_replicas: int  # what status.desiredReplicas becomes
     last_scale_time: float | None
     events: tuple[Event, ...] = ()
-    error: str | None = None          # the sync's error (a metric failed, or the scale could not be written)
-    applied: bool | None = None       # after apply_scale_result: whether the scale write succeeded
+    error: str | None = None  # the sync's error (a metric failed, or the scale could not be written)
+    applied: bool | None = None  # after apply_scale_result: whether the scale write succeeded
     previous_desired_replicas: int | None = None  # status.desiredReplicas before this sync
 
     @property
@@ -100,16 +100,19 @@ def tolerances_for(spec: TargetSpec, settings: ControllerSettings) -> Tolerances
     )
 
 
-def decide(spec: TargetSpec, observation: Observation, state: TargetState, settings: ControllerSettings,
-           now: float) -> Decision:
+def decide(
+    spec: TargetSpec, observation: Observation, state: TargetState, settings: ControllerSettings, now: float
+) -> Decision:
     """Compute one sync's decision. Pure: same inputs, same decision."""
     return _decide(spec, observation, state, settings, now)
 
 
-def _decide(spec: TargetSpec, observation: Observation, state: TargetState, settings: ControllerSettings,
-            now: float) -> Decision:
-    conditions = set_condition(state.conditions, c.ABLE_TO_SCALE, c.TRUE, "SucceededGetScale",
-                               c.MSG_SUCCEEDED_GET_SCALE, now)
+def _decide(
+    spec: TargetSpec, observation: Observation, state: TargetState, settings: ControllerSettings, now: float
+) -> Decision:
+    conditions = set_condition(
+        state.conditions, c.ABLE_TO_SCALE, c.TRUE, "SucceededGetScale", c.MSG_SUCCEEDED_GET_SCALE, now
+    )
     current = observation.scale.spec_replicas
     history = with_initial_recommendation(state.history, current, now)
     min_replicas = spec.min_replicas
@@ -120,32 +123,63 @@ def _decide(spec: TargetSpec, observation: Observation, state: TargetState, sett
 
     def without_metrics(branch: str, desired: int, reason: str, conds: tuple[Condition, ...]) -> Decision:
         scale = branch in ("above-max", "below-min") and desired != current
-        return Decision(current, desired, desired if scale else current, scale, branch, reason, skipped(), None,
-                        None, conds, history, desired if scale else current, state.last_scale_time,
-                        previous_desired_replicas=state.desired_replicas)
+        return Decision(
+            current,
+            desired,
+            desired if scale else current,
+            scale,
+            branch,
+            reason,
+            skipped(),
+            None,
+            None,
+            conds,
+            history,
+            desired if scale else current,
+            state.last_scale_time,
+            previous_desired_replicas=state.desired_replicas,
+        )
 
     if current == 0:
         # At zero, metrics are read only if this autoscaler put the target there (ScaledToZero True) and it
         # can ever leave zero (minReplicas ≠ 0, or an Object/External metric); a person's 0 is left alone.
         # The out-of-range branches below are not taken at zero.
         if not (scaled_to_zero and (min_replicas != 0 or spec.has_object_or_external_metric)):
-            conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, "ScalingDisabled",
-                                       c.MSG_SCALING_DISABLED, now)
+            conditions = set_condition(
+                conditions, c.SCALING_ACTIVE, c.FALSE, "ScalingDisabled", c.MSG_SCALING_DISABLED, now
+            )
             return without_metrics("disabled", 0, "", conditions)
     elif current > spec.max_replicas:
-        return without_metrics("above-max", spec.max_replicas,
-                               "Current number of replicas above Spec.MaxReplicas", conditions)
+        return without_metrics(
+            "above-max", spec.max_replicas, "Current number of replicas above Spec.MaxReplicas", conditions
+        )
     elif current < min_replicas:
-        return without_metrics("below-min", min_replicas, "Current number of replicas below Spec.MinReplicas",
-                               conditions)
+        return without_metrics(
+            "below-min", min_replicas, "Current number of replicas below Spec.MinReplicas", conditions
+        )
 
     selector_failure = _selector_failure(observation)
     if selector_failure is not None:
         event, reason, message = selector_failure
         conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, reason, message, now)
-        return Decision(current, None, current, False, "selector", "", skipped(), None, None, conditions, history,
-                        _previous_desired(state, current), state.last_scale_time, (event,),
-                        error=event.message, previous_desired_replicas=state.desired_replicas)
+        return Decision(
+            current,
+            None,
+            current,
+            False,
+            "selector",
+            "",
+            skipped(),
+            None,
+            None,
+            conditions,
+            history,
+            _previous_desired(state, current),
+            state.last_scale_time,
+            (event,),
+            error=event.message,
+            previous_desired_replicas=state.desired_replicas,
+        )
 
     tolerances = tolerances_for(spec, settings)
     outcomes = tuple(
@@ -157,14 +191,36 @@ def _decide(spec: TargetSpec, observation: Observation, state: TargetState, sett
     if combined.proposal is None:
         first = combined.first_invalid
         assert first is not None and combined.error is not None
-        conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, first.reason or "",
-                                   c.MSG_UNABLE_TO_COMPUTE.format(first.error), now)
+        conditions = set_condition(
+            conditions, c.SCALING_ACTIVE, c.FALSE, first.reason or "", c.MSG_UNABLE_TO_COMPUTE.format(first.error), now
+        )
         events.append(Event(WARNING, "FailedComputeMetricsReplicas", combined.error))
-        return Decision(current, None, current, False, "metrics-failed", "", outcomes, combined, None, conditions,
-                        history, _previous_desired(state, current), state.last_scale_time, tuple(events),
-                        error=combined.error, previous_desired_replicas=state.desired_replicas)
-    conditions = set_condition(conditions, c.SCALING_ACTIVE, c.TRUE, "ValidMetricFound",
-                               c.MSG_VALID_METRIC_FOUND.format(combined.description), now)
+        return Decision(
+            current,
+            None,
+            current,
+            False,
+            "metrics-failed",
+            "",
+            outcomes,
+            combined,
+            None,
+            conditions,
+            history,
+            _previous_desired(state, current),
+            state.last_scale_time,
+            tuple(events),
+            error=combined.error,
+            previous_desired_replicas=state.desired_replicas,
+        )
+    conditions = set_condition(
+        conditions,
+        c.SCALING_ACTIVE,
+        c.TRUE,
+        "ValidMetricFound",
+        c.MSG_VALID_METRIC_FOUND.format(combined.description),
+        now,
+    )
 
     desired = max(0, combined.proposal)
     rescale_reason = ""
@@ -173,23 +229,48 @@ def _decide(spec: TargetSpec, observation: Observation, state: TargetState, sett
     elif desired < current:
         rescale_reason = "All metrics below target"
     if spec.behavior is None:
-        norm = normalize_legacy(history, current, desired, min_replicas, spec.max_replicas,
-                                settings.downscale_stabilization_window, now)
+        norm = normalize_legacy(
+            history, current, desired, min_replicas, spec.max_replicas, settings.downscale_stabilization_window, now
+        )
     else:
-        norm = normalize_with_behavior(history, spec.behavior, current, desired, min_replicas, spec.max_replicas,
-                                       settings.downscale_stabilization_window, now)
+        norm = normalize_with_behavior(
+            history,
+            spec.behavior,
+            current,
+            desired,
+            min_replicas,
+            spec.max_replicas,
+            settings.downscale_stabilization_window,
+            now,
+        )
     conditions = set_condition(conditions, c.ABLE_TO_SCALE, c.TRUE, norm.able_reason, norm.able_message, now)
-    conditions = set_condition(conditions, c.SCALING_LIMITED, c.TRUE if norm.limited else c.FALSE,
-                               norm.limit_reason, norm.limit_message, now)
+    conditions = set_condition(
+        conditions, c.SCALING_LIMITED, c.TRUE if norm.limited else c.FALSE, norm.limit_reason, norm.limit_message, now
+    )
     final = norm.final
     if current == 0 and min_replicas != 0 and scaled_to_zero and final < min_replicas:
         # Scaling from zero after minReplicas was raised: never stop below it.
         final = min_replicas
         rescale_reason = rescale_reason or "Current number of replicas below Spec.MinReplicas"
     scale = final != current
-    return Decision(current, desired, final if scale else current, scale, "metrics", rescale_reason, outcomes,
-                    combined, norm, conditions, norm.history, final if scale else current, state.last_scale_time,
-                    tuple(events), error=combined.error, previous_desired_replicas=state.desired_replicas)
+    return Decision(
+        current,
+        desired,
+        final if scale else current,
+        scale,
+        "metrics",
+        rescale_reason,
+        outcomes,
+        combined,
+        norm,
+        conditions,
+        norm.history,
+        final if scale else current,
+        state.last_scale_time,
+        tuple(events),
+        error=combined.error,
+        previous_desired_replicas=state.desired_replicas,
+    )
 
 
 def _carries_scaled_to_zero(state: TargetState) -> bool:
@@ -204,42 +285,72 @@ def _previous_desired(state: TargetState, current: int) -> int:
 
 def _selector_failure(observation: Observation) -> tuple[Event, str, str] | None:
     if not observation.scale.selector:
-        return (Event(WARNING, "SelectorRequired", "selector is required"), "InvalidSelector",
-                c.MSG_MISSING_SELECTOR)
+        return (Event(WARNING, "SelectorRequired", "selector is required"), "InvalidSelector", c.MSG_MISSING_SELECTOR)
     problem = observation.selector_problem
     if problem is not None:
         return Event(WARNING, problem.reason, problem.message), problem.reason, problem.message
     return None
 
 
-def apply_scale_result(decision: Decision, spec: TargetSpec, succeeded: bool, now: float,
-                       error: str | None = None) -> Decision:
+def apply_scale_result(
+    decision: Decision, spec: TargetSpec, succeeded: bool, now: float, error: str | None = None
+) -> Decision:
     """Record the outcome of writing ``decision.replicas`` to the scale subresource."""
     if not decision.scale:
         return decision
     if not succeeded:
         message = error or "unknown error"
-        conditions = set_condition(decision.conditions, c.ABLE_TO_SCALE, c.FALSE, "FailedUpdateScale",
-                                   c.MSG_FAILED_UPDATE_SCALE.format(message), now)
-        event = Event(WARNING, "FailedRescale",
-                      f"New size: {decision.replicas}; reason: {decision.rescale_reason}; error: {message}")
-        return replace(decision, conditions=conditions, events=(*decision.events, event), applied=False,
-                       status_desired_replicas=_previous_or(decision.previous_desired_replicas,
-                                                            decision.current_replicas),
-                       error=f"failed to rescale: {message}")
-    conditions = set_condition(decision.conditions, c.ABLE_TO_SCALE, c.TRUE, "SucceededRescale",
-                               c.MSG_SUCCEEDED_RESCALE.format(decision.replicas), now)
+        conditions = set_condition(
+            decision.conditions,
+            c.ABLE_TO_SCALE,
+            c.FALSE,
+            "FailedUpdateScale",
+            c.MSG_FAILED_UPDATE_SCALE.format(message),
+            now,
+        )
+        event = Event(
+            WARNING,
+            "FailedRescale",
+            f"New size: {decision.replicas}; reason: {decision.rescale_reason}; error: {message}",
+        )
+        return replace(
+            decision,
+            conditions=conditions,
+            events=(*decision.events, event),
+            applied=False,
+            status_desired_replicas=_previous_or(decision.previous_desired_replicas, decision.current_replicas),
+            error=f"failed to rescale: {message}",
+        )
+    conditions = set_condition(
+        decision.conditions,
+        c.ABLE_TO_SCALE,
+        c.TRUE,
+        "SucceededRescale",
+        c.MSG_SUCCEEDED_RESCALE.format(decision.replicas),
+        now,
+    )
     # Set on every rescale (upstream master, HPAScaleToZero on) so that it is never stale.
-    if (decision.current_replicas > 0 and decision.replicas == 0 and spec.min_replicas == 0
-            and spec.has_object_or_external_metric):
+    if (
+        decision.current_replicas > 0
+        and decision.replicas == 0
+        and spec.min_replicas == 0
+        and spec.has_object_or_external_metric
+    ):
         conditions = set_condition(conditions, c.SCALED_TO_ZERO, c.TRUE, "ScaledToZero", c.MSG_SCALED_TO_ZERO, now)
     else:
-        conditions = set_condition(conditions, c.SCALED_TO_ZERO, c.FALSE, "NotScaledToZero",
-                                   c.MSG_NOT_SCALED_TO_ZERO, now)
+        conditions = set_condition(
+            conditions, c.SCALED_TO_ZERO, c.FALSE, "NotScaledToZero", c.MSG_NOT_SCALED_TO_ZERO, now
+        )
     history = record_scale_event(decision.history, spec.behavior, decision.current_replicas, decision.replicas, now)
     event = Event(NORMAL, "SuccessfulRescale", f"New size: {decision.replicas}; reason: {decision.rescale_reason}")
-    return replace(decision, conditions=conditions, history=history, events=(*decision.events, event),
-                   applied=True, last_scale_time=now)
+    return replace(
+        decision,
+        conditions=conditions,
+        history=history,
+        events=(*decision.events, event),
+        applied=True,
+        last_scale_time=now,
+    )
 
 
 def _previous_or(previous: int | None, fallback: int) -> int:

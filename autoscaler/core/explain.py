@@ -133,8 +133,11 @@ def normalization_lines(norm: Normalization, now: float) -> list[str]:
     if norm.stabilized != norm.proposal:
         rec = norm.binding_recommendation
         window = norm.down_window if norm.able_reason == "ScaleDownStabilized" else norm.up_window
-        held = (f", but the {window:g}s window holds a recommendation of {rec.replicas} from {ago(now, rec.at)}"
-                if rec is not None else "")
+        held = (
+            f", but the {window:g}s window holds a recommendation of {rec.replicas} from {ago(now, rec.at)}"
+            if rec is not None
+            else ""
+        )
         lines.append(f"Stabilization ({norm.able_reason}): proposal {norm.proposal}{held} → {norm.stabilized}.")
     if norm.limited:
         lines.append(f"Limited ({norm.limit_reason}): {norm.stabilized} → {norm.final}; {norm.limit_message}.")
@@ -147,9 +150,10 @@ def explain_lines(decision: Decision, now: float) -> list[str]:
     """The decision, sentence by sentence."""
     lines = [f"Current replicas: {decision.current_replicas}."]
     if decision.branch in ("disabled", "above-max", "below-min", "selector", "hvpa-only"):
-        lines.append(f"{BRANCHES[decision.branch][0].upper()}{BRANCHES[decision.branch][1:]}"
-                     + (f": {decision.rescale_reason}." if decision.rescale_reason and decision.branch != "hvpa-only"
-                        else "."))
+        lines.append(
+            f"{BRANCHES[decision.branch][0].upper()}{BRANCHES[decision.branch][1:]}"
+            + (f": {decision.rescale_reason}." if decision.rescale_reason and decision.branch != "hvpa-only" else ".")
+        )
         if decision.branch == "selector" and decision.error:
             lines.append(f"Error: {decision.error}.")
     for outcome in decision.metrics:
@@ -164,9 +168,11 @@ def explain_lines(decision: Decision, now: float) -> list[str]:
             if combined.invalid >= evaluated:
                 lines.append("No scaling: every metric failed, so there is no proposal.")
             else:
-                lines.append(f"No scaling: {combined.invalid} of {evaluated} metrics failed and the others propose "
-                             f"fewer than {decision.current_replicas} replicas; a failed metric never causes a "
-                             "scale-down.")
+                lines.append(
+                    f"No scaling: {combined.invalid} of {evaluated} metrics failed and the others propose "
+                    f"fewer than {decision.current_replicas} replicas; a failed metric never causes a "
+                    "scale-down."
+                )
         else:
             lines.append(f"Largest proposal: {combined.proposal} from {readable(combined.description)}.")
             if combined.invalid:
@@ -176,10 +182,9 @@ def explain_lines(decision: Decision, now: float) -> list[str]:
     if decision.scale:
         verb = "Scale up" if decision.replicas > decision.current_replicas else "Scale down"
         applied = "" if decision.applied is None else (" (applied)" if decision.applied else " (write FAILED)")
-        lines.append(f"{verb} {decision.current_replicas} → {decision.replicas}{applied}: "
-                     f"{readable(decision.rescale_reason)}.")
+        lines.append(
+            f"{verb} {decision.current_replicas} → {decision.replicas}{applied}: {readable(decision.rescale_reason)}."
+        )
     else:
         lines.append(f"Keep {decision.current_replicas} replicas.")
     return lines
-
-

@@ -40,16 +40,16 @@ class DecisionHistory:
     scale_down_events: tuple[ScaleEvent, ...] = ()
 
 
-def with_initial_recommendation(history: DecisionHistory | None, current_replicas: int,
-                                now: float) -> DecisionHistory:
+def with_initial_recommendation(history: DecisionHistory | None, current_replicas: int, now: float) -> DecisionHistory:
     """``recordInitialRecommendation``: a target seen for the first time remembers its current size."""
     if history is None:
         return DecisionHistory(recommendations=(Recommendation(current_replicas, now),))
     return history
 
 
-def record_scale_event(history: DecisionHistory, behavior: Behavior | None, previous: int, new: int,
-                       now: float) -> DecisionHistory:
+def record_scale_event(
+    history: DecisionHistory, behavior: Behavior | None, previous: int, new: int, now: float
+) -> DecisionHistory:
     """``storeScaleEvent``: remember a successful scale for the rate limits (behavior path only)."""
     if behavior is None or new == previous:
         return history
@@ -60,8 +60,7 @@ def record_scale_event(history: DecisionHistory, behavior: Behavior | None, prev
     return replace(history, scale_down_events=events)
 
 
-def _store(events: tuple[ScaleEvent, ...], rules: ScalingRules, change: int,
-           now: float) -> tuple[ScaleEvent, ...]:
+def _store(events: tuple[ScaleEvent, ...], rules: ScalingRules, change: int, now: float) -> tuple[ScaleEvent, ...]:
     longest_period = max((p.period_seconds for p in rules.policies), default=0)
     cutoff = now - longest_period
     marked = [replace(e, outdated=True) if e.at < cutoff else e for e in events]

@@ -59,22 +59,22 @@ class MetricOutcome:
     spec: MetricSpec
     proposal: int | None = None
     current: MetricValue | None = None
-    description: str = ""                 # upstream's metric name text, e.g. "pods metric qps"
-    error: str | None = None              # the condition's error text (None on success)
-    reason: str | None = None             # the ScalingActive reason when this metric failed
+    description: str = ""  # upstream's metric name text, e.g. "pods metric qps"
+    error: str | None = None  # the condition's error text (None on success)
+    reason: str | None = None  # the ScalingActive reason when this metric failed
     pod_result: PodMetricResult | None = None
     value_result: ValueResult | None = None
-    skipped: bool = False                 # not evaluated this sync (replicas outside [min, max], disabled)
+    skipped: bool = False  # not evaluated this sync (replicas outside [min, max], disabled)
 
 
 @dataclass(frozen=True, slots=True)
 class MetricsOutcome:
     outcomes: tuple[MetricOutcome, ...]
-    proposal: int | None                  # None: no usable proposal (nothing scales)
-    description: str                      # the winning metric's text
+    proposal: int | None  # None: no usable proposal (nothing scales)
+    description: str  # the winning metric's text
     invalid: int
     first_invalid: MetricOutcome | None
-    error: str | None                     # upstream's aggregated error, if any metric failed
+    error: str | None  # upstream's aggregated error, if any metric failed
 
 
 def go_selector_string(selector: Mapping[str, object] | None) -> str:
@@ -89,8 +89,10 @@ def go_selector_string(selector: Mapping[str, object] | None) -> str:
         f"Values:[{' '.join(e.get('values') or [])}],}},"
         for e in exprs  # type: ignore[attr-defined]
     )
-    return (f"&LabelSelector{{MatchLabels:map[string]string{{{label_text}}},"
-            f"MatchExpressions:[]LabelSelectorRequirement{{{expr_text}}},}}")
+    return (
+        f"&LabelSelector{{MatchLabels:map[string]string{{{label_text}}},"
+        f"MatchExpressions:[]LabelSelectorRequirement{{{expr_text}}},}}"
+    )
 
 
 def metric_description(spec: MetricSpec) -> str:
@@ -132,8 +134,15 @@ def pod_samples(spec: MetricSpec, reading: ResourceReading) -> dict[str, Sample]
     return samples
 
 
-def compute_metric(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: Sequence[PodInfo],
-                   tolerances: Tolerances, settings: ControllerSettings, now: float) -> MetricOutcome:
+def compute_metric(
+    spec: MetricSpec,
+    reading: MetricReading,
+    scale: ScaleInfo,
+    pods: Sequence[PodInfo],
+    tolerances: Tolerances,
+    settings: ControllerSettings,
+    now: float,
+) -> MetricOutcome:
     """``computeReplicasForMetric``: one metric's proposal, or its failure."""
     description = metric_description(spec)
     reason = FAILURE_REASONS[spec.type]
@@ -154,8 +163,16 @@ def _fetch_failed(prefix: str, reading: MetricReading) -> None:
         raise ReplicaCalculationError(f"{prefix}: {reading.message}")
 
 
-def _resource(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: Sequence[PodInfo],
-              tolerances: Tolerances, settings: ControllerSettings, now: float, description: str) -> MetricOutcome:
+def _resource(
+    spec: MetricSpec,
+    reading: MetricReading,
+    scale: ScaleInfo,
+    pods: Sequence[PodInfo],
+    tolerances: Tolerances,
+    settings: ControllerSettings,
+    now: float,
+    description: str,
+) -> MetricOutcome:
     average_target = spec.target.average_value
     what = "usage" if average_target is not None else "utilization"
     try:
@@ -167,13 +184,23 @@ def _resource(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: 
             raise ReplicaCalculationError(f"{fetch_prefix}: no metrics returned")
         samples = pod_samples(spec, reading)
         if average_target is not None:
-            result = plain_replicas(scale.spec_replicas, average_target.milli_value(), spec.name, pods, samples,
-                                    tolerances, settings, now)
+            result = plain_replicas(
+                scale.spec_replicas, average_target.milli_value(), spec.name, pods, samples, tolerances, settings, now
+            )
             current = MetricValue(average_value=result.usage)
         else:
             assert spec.target.average_utilization is not None
-            result = resource_replicas(scale.spec_replicas, spec.target.average_utilization, spec.name,
-                                       spec.container, pods, samples, tolerances, settings, now)
+            result = resource_replicas(
+                scale.spec_replicas,
+                spec.target.average_utilization,
+                spec.name,
+                spec.container,
+                pods,
+                samples,
+                tolerances,
+                settings,
+                now,
+            )
             current = MetricValue(average_utilization=result.utilization, average_value=result.usage)
     except ReplicaCalculationError as exc:
         # computeStatusForResourceMetricGeneric wraps every error this way.
@@ -181,8 +208,16 @@ def _resource(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: 
     return MetricOutcome(spec, result.replicas, current, description, pod_result=result)
 
 
-def _pods(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: Sequence[PodInfo],
-          tolerances: Tolerances, settings: ControllerSettings, now: float, description: str) -> MetricOutcome:
+def _pods(
+    spec: MetricSpec,
+    reading: MetricReading,
+    scale: ScaleInfo,
+    pods: Sequence[PodInfo],
+    tolerances: Tolerances,
+    settings: ControllerSettings,
+    now: float,
+    description: str,
+) -> MetricOutcome:
     fetch_prefix = f"unable to get metric {spec.name}"
     _fetch_failed(fetch_prefix, reading)
     if not isinstance(reading, PodsReading):
@@ -190,14 +225,27 @@ def _pods(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: Sequ
     if not reading.pods:
         raise ReplicaCalculationError(f"{fetch_prefix}: no metrics returned")
     assert spec.target.average_value is not None
-    result = plain_replicas(scale.spec_replicas, spec.target.average_value.milli_value(), "", pods,
-                            dict(reading.pods), tolerances, settings, now)
-    return MetricOutcome(spec, result.replicas, MetricValue(average_value=result.usage), description,
-                         pod_result=result)
+    result = plain_replicas(
+        scale.spec_replicas,
+        spec.target.average_value.milli_value(),
+        "",
+        pods,
+        dict(reading.pods),
+        tolerances,
+        settings,
+        now,
+    )
+    return MetricOutcome(spec, result.replicas, MetricValue(average_value=result.usage), description, pod_result=result)
 
 
-def _object(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: Sequence[PodInfo],
-            tolerances: Tolerances, description: str) -> MetricOutcome:
+def _object(
+    spec: MetricSpec,
+    reading: MetricReading,
+    scale: ScaleInfo,
+    pods: Sequence[PodInfo],
+    tolerances: Tolerances,
+    description: str,
+) -> MetricOutcome:
     kind = spec.described_object.kind if spec.described_object else ""
     name = spec.described_object.name if spec.described_object else ""
     fetch_prefix = f"unable to get metric {spec.name} on {kind} {name}"
@@ -206,21 +254,26 @@ def _object(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: Se
         raise ReplicaCalculationError(f"{fetch_prefix}: unexpected reading {type(reading).__name__}")
     target = spec.target
     if target.type is MetricTargetType.VALUE and target.value is not None:
-        result = usage_ratio_replicas(scale.spec_replicas, reading.value, target.value.milli_value(), pods,
-                                      tolerances)
-        return MetricOutcome(spec, result.replicas, MetricValue(value=reading.value), description,
-                             value_result=result)
+        result = usage_ratio_replicas(scale.spec_replicas, reading.value, target.value.milli_value(), pods, tolerances)
+        return MetricOutcome(spec, result.replicas, MetricValue(value=reading.value), description, value_result=result)
     if target.type is MetricTargetType.AVERAGE_VALUE and target.average_value is not None:
-        result = per_pod_replicas(scale.status_replicas, reading.value, target.average_value.milli_value(),
-                                  tolerances)
-        return MetricOutcome(spec, result.replicas, MetricValue(average_value=result.usage), description,
-                             value_result=result)
+        result = per_pod_replicas(scale.status_replicas, reading.value, target.average_value.milli_value(), tolerances)
+        return MetricOutcome(
+            spec, result.replicas, MetricValue(average_value=result.usage), description, value_result=result
+        )
     raise ReplicaCalculationError(
-        "invalid object metric source: neither a value target nor an average value target was set")
+        "invalid object metric source: neither a value target nor an average value target was set"
+    )
 
 
-def _external(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: Sequence[PodInfo],
-              tolerances: Tolerances, description: str) -> MetricOutcome:
+def _external(
+    spec: MetricSpec,
+    reading: MetricReading,
+    scale: ScaleInfo,
+    pods: Sequence[PodInfo],
+    tolerances: Tolerances,
+    description: str,
+) -> MetricOutcome:
     fetch_prefix = f"unable to get external metric {spec.name}"
     _fetch_failed(fetch_prefix, reading)
     if not isinstance(reading, ExternalReading):
@@ -232,13 +285,15 @@ def _external(spec: MetricSpec, reading: MetricReading, scale: ScaleInfo, pods: 
     # Upstream checks averageValue first, whatever the target type says.
     if target.average_value is not None:
         result = per_pod_replicas(scale.status_replicas, usage, target.average_value.milli_value(), tolerances)
-        return MetricOutcome(spec, result.replicas, MetricValue(average_value=result.usage), description,
-                             value_result=result)
+        return MetricOutcome(
+            spec, result.replicas, MetricValue(average_value=result.usage), description, value_result=result
+        )
     if target.value is not None:
         result = usage_ratio_replicas(scale.spec_replicas, usage, target.value.milli_value(), pods, tolerances)
         return MetricOutcome(spec, result.replicas, MetricValue(value=usage), description, value_result=result)
     raise ReplicaCalculationError(
-        "invalid external metric source: neither a value target nor an average value target was set")
+        "invalid external metric source: neither a value target nor an average value target was set"
+    )
 
 
 def sync_error_text(outcome: MetricOutcome) -> str:
@@ -286,8 +341,10 @@ def combine_metrics(outcomes: Sequence[MetricOutcome], spec_replicas: int) -> Me
             description = outcome.description
     error = None
     if first_invalid is not None:
-        error = (f"invalid metrics ({invalid} invalid out of {len(outcomes)}), first error is: "
-                 f"{sync_error_text(first_invalid)}")
+        error = (
+            f"invalid metrics ({invalid} invalid out of {len(outcomes)}), first error is: "
+            f"{sync_error_text(first_invalid)}"
+        )
     if invalid >= len(outcomes) or (invalid > 0 and replicas < spec_replicas):
         return MetricsOutcome(tuple(outcomes), None, "", invalid, first_invalid, error)
     return MetricsOutcome(tuple(outcomes), replicas, description, invalid, first_invalid, error)

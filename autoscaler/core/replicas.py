@@ -46,7 +46,7 @@ class Rebalance:
     """The second pass over missing and unready pods (upstream's "rebalance")."""
 
     new_ratio: float
-    considered: int          # samples in the enlarged set (len(metrics) upstream)
+    considered: int  # samples in the enlarged set (len(metrics) upstream)
     missing_filled_with: str  # "target" / "zero" / "nothing"
     unready_as_zero: bool
 
@@ -57,11 +57,11 @@ class PodMetricResult:
 
     replicas: int
     ratio: float
-    usage: int                    # average milli value (raw average for utilization)
-    utilization: int | None       # integer percent of request (utilization targets only)
+    usage: int  # average milli value (raw average for utilization)
+    utilization: int | None  # integer percent of request (utilization targets only)
     groups: PodGroups
-    samples_used: int             # samples left after dropping ignored and unready pods
-    rule: str                     # which rule produced ``replicas``
+    samples_used: int  # samples left after dropping ignored and unready pods
+    rule: str  # which rule produced ``replicas``
     rebalance: Rebalance | None = None
     superfluous: tuple[str, ...] = field(default=())
 
@@ -72,8 +72,8 @@ class ValueResult:
 
     replicas: int
     ratio: float
-    usage: int                    # the value compared (sum of series, or per-pod average)
-    ready_pods: int | None        # Running & Ready pods multiplied in (Value targets)
+    usage: int  # the value compared (sum of series, or per-pod average)
+    ready_pods: int | None  # Running & Ready pods multiplied in (Value targets)
     rule: str
 
 
@@ -86,8 +86,9 @@ _FAILED, _SUCCEEDED, _PENDING = PodPhase.FAILED, PodPhase.SUCCEEDED, PodPhase.PE
 _TRUE = ConditionStatus.TRUE
 
 
-def group_pods(pods: Sequence[PodInfo], samples: Mapping[str, Sample], resource: str,
-               settings: ControllerSettings, now: float) -> PodGroups:
+def group_pods(
+    pods: Sequence[PodInfo], samples: Mapping[str, Sample], resource: str, settings: ControllerSettings, now: float
+) -> PodGroups:
     """``groupPods``: ignored, unready, missing or ready — each pod exactly once, in that order."""
     ready = 0
     unready: list[str] = []
@@ -144,7 +145,8 @@ def pod_requests(pods: Sequence[PodInfo], container: str | None, resource: str) 
             if container is None or info.name == container:
                 if resource not in info.requests:
                     raise ReplicaCalculationError(
-                        f"missing request for {resource} in container {info.name} of Pod {pod.name}")
+                        f"missing request for {resource} in container {info.name} of Pod {pod.name}"
+                    )
                 total += info.requests[resource]
             if container is not None and info.name == container:
                 found = True
@@ -167,8 +169,9 @@ def _pod_level_request(pod: PodInfo, resource: str) -> int:
     return sum(values)
 
 
-def utilization_ratio(samples: Mapping[str, int], requests: Mapping[str, int],
-                      target_utilization: int) -> tuple[float, int, int]:
+def utilization_ratio(
+    samples: Mapping[str, int], requests: Mapping[str, int], target_utilization: int
+) -> tuple[float, int, int]:
     """``GetResourceUtilizationRatio``: (ratio, integer percent, raw average milli).
 
     The percent is truncated to an integer *before* it is divided by the target (upstream does so).
@@ -195,9 +198,17 @@ def usage_ratio(samples: Mapping[str, int], target: int) -> tuple[float, int]:
     return float(average) / float(target), average
 
 
-def resource_replicas(current_replicas: int, target_utilization: int, resource: str, container: str | None,
-                      pods: Sequence[PodInfo], samples: Mapping[str, Sample], tolerances: Tolerances,
-                      settings: ControllerSettings, now: float) -> PodMetricResult:
+def resource_replicas(
+    current_replicas: int,
+    target_utilization: int,
+    resource: str,
+    container: str | None,
+    pods: Sequence[PodInfo],
+    samples: Mapping[str, Sample],
+    tolerances: Tolerances,
+    settings: ControllerSettings,
+    now: float,
+) -> PodMetricResult:
     """``GetResourceReplicas``: a Resource/ContainerResource metric with a Utilization target."""
     if not pods:
         raise ReplicaCalculationError(NO_PODS)
@@ -209,17 +220,29 @@ def resource_replicas(current_replicas: int, target_utilization: int, resource: 
     ratio, utilization, raw_average = utilization_ratio(values, requests, target_utilization)
 
     replicas, rule, rebalance = _proposal(
-        current_replicas, ratio, groups, values, tolerances,
+        current_replicas,
+        ratio,
+        groups,
+        values,
+        tolerances,
         missing_value=lambda name: trunc_div(requests[name] * max(100, target_utilization), 100),
         recompute=lambda enlarged: utilization_ratio(enlarged, requests, target_utilization)[0],
     )
-    return PodMetricResult(replicas, ratio, raw_average, utilization, groups, len(values), rule, rebalance,
-                           _superfluous(samples, pods))
+    return PodMetricResult(
+        replicas, ratio, raw_average, utilization, groups, len(values), rule, rebalance, _superfluous(samples, pods)
+    )
 
 
-def plain_replicas(current_replicas: int, target: int, resource: str, pods: Sequence[PodInfo],
-                   samples: Mapping[str, Sample], tolerances: Tolerances, settings: ControllerSettings,
-                   now: float) -> PodMetricResult:
+def plain_replicas(
+    current_replicas: int,
+    target: int,
+    resource: str,
+    pods: Sequence[PodInfo],
+    samples: Mapping[str, Sample],
+    tolerances: Tolerances,
+    settings: ControllerSettings,
+    now: float,
+) -> PodMetricResult:
     """``calcPlainMetricReplicas``: Pods metrics and Resource AverageValue targets.
 
     ``resource`` is the resource name for Resource metrics (so the CPU readiness rules apply) and
@@ -233,12 +256,17 @@ def plain_replicas(current_replicas: int, target: int, resource: str, pods: Sequ
         raise ReplicaCalculationError(NO_USABLE_METRICS)
     ratio, usage = usage_ratio(values, target)
     replicas, rule, rebalance = _proposal(
-        current_replicas, ratio, groups, values, tolerances,
+        current_replicas,
+        ratio,
+        groups,
+        values,
+        tolerances,
         missing_value=lambda _name: target,
         recompute=lambda enlarged: usage_ratio(enlarged, target)[0],
     )
-    return PodMetricResult(replicas, ratio, usage, None, groups, len(values), rule, rebalance,
-                           _superfluous(samples, pods))
+    return PodMetricResult(
+        replicas, ratio, usage, None, groups, len(values), rule, rebalance, _superfluous(samples, pods)
+    )
 
 
 def _usable_values(samples: Mapping[str, Sample], groups: PodGroups) -> dict[str, int]:
@@ -254,9 +282,16 @@ def _superfluous(samples: Mapping[str, Sample], pods: Sequence[PodInfo]) -> tupl
     return tuple(name for name in samples if name not in listed)
 
 
-def _proposal(current_replicas: int, ratio: float, groups: PodGroups, values: dict[str, int],
-              tolerances: Tolerances, *, missing_value: _MissingValue,
-              recompute: _Recompute) -> tuple[int, str, Rebalance | None]:
+def _proposal(
+    current_replicas: int,
+    ratio: float,
+    groups: PodGroups,
+    values: dict[str, int],
+    tolerances: Tolerances,
+    *,
+    missing_value: _MissingValue,
+    recompute: _Recompute,
+) -> tuple[int, str, Rebalance | None]:
     """The shared tail of GetResourceReplicas and calcPlainMetricReplicas."""
     scale_up_with_unready = bool(groups.unready) and ratio > 1.0
     if not scale_up_with_unready and not groups.missing:
@@ -297,8 +332,9 @@ def ready_running_pods(pods: Sequence[PodInfo]) -> int:
     return sum(1 for pod in pods if pod.phase is PodPhase.RUNNING and _is_ready_true(pod))
 
 
-def usage_ratio_replicas(current_replicas: int, usage: int, target: int, pods: Sequence[PodInfo],
-                         tolerances: Tolerances) -> ValueResult:
+def usage_ratio_replicas(
+    current_replicas: int, usage: int, target: int, pods: Sequence[PodInfo], tolerances: Tolerances
+) -> ValueResult:
     """``getUsageRatioReplicaCount``: Object and External ``Value`` targets."""
     ratio = float_div(float(usage), float(target))
     if current_replicas == 0:
@@ -310,8 +346,7 @@ def usage_ratio_replicas(current_replicas: int, usage: int, target: int, pods: S
     return ValueResult(ceil_to_int32(ratio * float(ready)), ratio, usage, ready, "ratio-times-ready")
 
 
-def per_pod_replicas(status_replicas: int, usage: int, target_per_pod: int,
-                     tolerances: Tolerances) -> ValueResult:
+def per_pod_replicas(status_replicas: int, usage: int, target_per_pod: int, tolerances: Tolerances) -> ValueResult:
     """Object and External ``AverageValue`` targets: compared with ``status.replicas``.
 
     The reported usage is the per-pod average, rounded up (0 when there are no replicas).
@@ -329,4 +364,3 @@ def per_pod_replicas(status_replicas: int, usage: int, target_per_pod: int,
     else:
         average = 0  # upstream divides by zero here; report no average rather than garbage
     return ValueResult(replicas, ratio, average, None, rule)
-

@@ -27,7 +27,7 @@ MAX_DOWNSCALE_WINDOW = 3600.0  # seconds, as behavior.scaleDown.stabilizationWin
 DEFAULT_TOLERANCE = Tolerances().scale_up  # kube-controller-manager's --horizontal-pod-autoscaler-tolerance
 
 SERVICE_SUFFIX = "Seconds"  # the service's settings file: controller.cpuInitializationPeriodSeconds, ...
-SCENARIO_SUFFIX = ""        # a scenario: settings.cpuInitializationPeriod, ...
+SCENARIO_SUFFIX = ""  # a scenario: settings.cpuInitializationPeriod, ...
 
 
 def read_controller_settings(obj: Obj | None, *, suffix: str) -> ControllerSettings | None:
@@ -39,8 +39,12 @@ def read_controller_settings(obj: Obj | None, *, suffix: str) -> ControllerSetti
     tolerances = _tolerances(obj)
     cpu = obj.number(f"cpuInitializationPeriod{suffix}", default=default.cpu_initialization_period, minimum=0)
     ready = obj.number(f"initialReadinessDelay{suffix}", default=default.initial_readiness_delay, minimum=0)
-    window = obj.number(f"downscaleStabilizationWindow{suffix}", default=default.downscale_stabilization_window,
-                        minimum=0, maximum=MAX_DOWNSCALE_WINDOW)
+    window = obj.number(
+        f"downscaleStabilizationWindow{suffix}",
+        default=default.downscale_stabilization_window,
+        minimum=0,
+        maximum=MAX_DOWNSCALE_WINDOW,
+    )
     obj.finish()
     if tolerances is None or cpu is None or ready is None or window is None:
         return None

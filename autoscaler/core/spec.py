@@ -78,8 +78,7 @@ class MetricSpec:
     @property
     def is_pod_metric(self) -> bool:
         """Read per pod (Resource, ContainerResource, Pods), as opposed to one value (Object, External)."""
-        return self.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE,
-                             MetricSourceType.PODS)
+        return self.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE, MetricSourceType.PODS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,11 +121,13 @@ DEFAULT_CPU_UTILIZATION = 80
 
 def default_metrics() -> tuple[MetricSpec, ...]:
     """An empty metrics list means CPU at 80 % utilization."""
-    return (MetricSpec(
-        type=MetricSourceType.RESOURCE,
-        name="cpu",
-        target=MetricTarget(MetricTargetType.UTILIZATION, average_utilization=DEFAULT_CPU_UTILIZATION),
-    ),)
+    return (
+        MetricSpec(
+            type=MetricSourceType.RESOURCE,
+            name="cpu",
+            target=MetricTarget(MetricTargetType.UTILIZATION, average_utilization=DEFAULT_CPU_UTILIZATION),
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ BUILTIN_QUERY_RESOURCES = ("cpu", "memory")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _QUALIFIED_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
+
 def parse_target_spec(data: object, path: str = "spec", *, require_queries: bool = True) -> TargetSpec:
     """Parse a target spec; raise :class:`~autoscaler.values.fields.SpecError` listing every problem.
 
@@ -56,8 +57,7 @@ def parse_target_spec(data: object, path: str = "spec", *, require_queries: bool
     return spec
 
 
-def read_target_spec(data: object, path: str, errors: ErrorList, *,
-                     require_queries: bool = True) -> TargetSpec | None:
+def read_target_spec(data: object, path: str, errors: ErrorList, *, require_queries: bool = True) -> TargetSpec | None:
     """Like :func:`parse_target_spec`, adding problems to ``errors`` (None when any is found)."""
     before = len(errors.items)
     obj = Obj.of(data, path, errors)
@@ -71,20 +71,34 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *,
     elif max_replicas is not None and min_replicas is not None and max_replicas < min_replicas:
         obj.error("maxReplicas", "must be greater than or equal to `minReplicas`")
     metrics = _metrics(obj, require_queries)
-    if min_replicas == 0 and metrics is not None and not any(
-            m.type in (MetricSourceType.OBJECT, MetricSourceType.EXTERNAL) for m in metrics):
-        obj.error("metrics", "must specify at least one Object or External metric to support scaling "
-                             "to zero replicas (minReplicas: 0)")
+    if (
+        min_replicas == 0
+        and metrics is not None
+        and not any(m.type in (MetricSourceType.OBJECT, MetricSourceType.EXTERNAL) for m in metrics)
+    ):
+        obj.error(
+            "metrics",
+            "must specify at least one Object or External metric to support scaling to zero replicas (minReplicas: 0)",
+        )
     behavior = _behavior(obj.obj("behavior"))
     hvpa_obj = obj.obj("hvpa")
-    hvpa = read_hvpa_spec(hvpa_obj, spec_path=path, min_replicas=min_replicas, max_replicas=max_replicas,
-                          metrics=metrics) if hvpa_obj is not None else None
+    hvpa = (
+        read_hvpa_spec(hvpa_obj, spec_path=path, min_replicas=min_replicas, max_replicas=max_replicas, metrics=metrics)
+        if hvpa_obj is not None
+        else None
+    )
     obj.finish()
     if len(errors.items) > before:
         return None
     assert ref is not None and max_replicas is not None and min_replicas is not None and metrics is not None
-    return TargetSpec(scale_target_ref=ref, min_replicas=min_replicas, max_replicas=max_replicas,
-                      metrics=metrics, behavior=behavior, hvpa=hvpa)
+    return TargetSpec(
+        scale_target_ref=ref,
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        metrics=metrics,
+        behavior=behavior,
+        hvpa=hvpa,
+    )
 
 
 def _path_segment_problems(obj: Obj, key: str, value: str) -> None:
@@ -184,9 +198,12 @@ def _target(obj: Obj | None, allowed: tuple[MetricTargetType, ...], source: Metr
             MetricTargetType.UTILIZATION: "Resource and ContainerResource",
             MetricTargetType.VALUE: "Object and External",
         }.get(target_type, "")
-        obj.error("type", f"{target_type.value} is not a valid target type for a {source.value} metric "
-                          f"(valid only for {kinds} metrics; use one of "
-                          f"{', '.join(t.value for t in allowed)})")
+        obj.error(
+            "type",
+            f"{target_type.value} is not a valid target type for a {source.value} metric "
+            f"(valid only for {kinds} metrics; use one of "
+            f"{', '.join(t.value for t in allowed)})",
+        )
         return None
     field_of = {
         MetricTargetType.UTILIZATION: ("averageUtilization", utilization),
@@ -198,10 +215,8 @@ def _target(obj: Obj | None, allowed: tuple[MetricTargetType, ...], source: Metr
         obj.error(wanted_key, f"{REQUIRED}: a {target_type.value} target must set {wanted_key}")
     for other_type, (key, _) in field_of.items():
         if other_type is not target_type and obj.has(key):
-            obj.error(key, f"Forbidden: a {target_type.value} target must not set {key} "
-                           f"(it would be ignored)")
-    return MetricTarget(type=target_type, value=value, average_value=average_value,
-                        average_utilization=utilization)
+            obj.error(key, f"Forbidden: a {target_type.value} target must not set {key} (it would be ignored)")
+    return MetricTarget(type=target_type, value=value, average_value=average_value, average_utilization=utilization)
 
 
 def _resource_name(obj: Obj) -> str | None:
@@ -227,13 +242,17 @@ def _resource_source(obj: Obj, require_queries: bool, *, container: bool) -> Met
         if container_name and not _DNS1123_LABEL.match(container_name):
             obj.error("container", "must be a valid container name (a DNS-1123 label)")
     source = MetricSourceType.CONTAINER_RESOURCE if container else MetricSourceType.RESOURCE
-    target = _target(obj.obj("target", required=True),
-                     (MetricTargetType.UTILIZATION, MetricTargetType.AVERAGE_VALUE), source)
+    target = _target(
+        obj.obj("target", required=True), (MetricTargetType.UTILIZATION, MetricTargetType.AVERAGE_VALUE), source
+    )
     needs_query = require_queries and name is not None and name not in BUILTIN_QUERY_RESOURCES
     query = obj.string("query", non_empty=True)
     if query is None and needs_query and not obj.has("query"):
-        obj.error("query", f"{REQUIRED}: there is no built-in query for resource {name!r} "
-                           f"(built in: {', '.join(BUILTIN_QUERY_RESOURCES)})")
+        obj.error(
+            "query",
+            f"{REQUIRED}: there is no built-in query for resource {name!r} "
+            f"(built in: {', '.join(BUILTIN_QUERY_RESOURCES)})",
+        )
     obj.finish()
     if name is None or target is None or (container and container_name is None):
         return None
@@ -285,39 +304,48 @@ def _label_selector(obj: Obj) -> Mapping[str, Any]:
 
 def _pods_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
     ident = _metric_identifier(obj.obj("metric", required=True))
-    target = _target(obj.obj("target", required=True), (MetricTargetType.AVERAGE_VALUE,),
-                     MetricSourceType.PODS)
+    target = _target(obj.obj("target", required=True), (MetricTargetType.AVERAGE_VALUE,), MetricSourceType.PODS)
     query = _query(obj, require_queries)
     obj.finish()
     if ident is None or target is None:
         return None
-    return MetricSpec(type=MetricSourceType.PODS, name=ident[0], selector=ident[1], target=target,
-                      query=query)
+    return MetricSpec(type=MetricSourceType.PODS, name=ident[0], selector=ident[1], target=target, query=query)
 
 
 def _object_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
     described = _scale_target_ref(obj.obj("describedObject", required=True))
     ident = _metric_identifier(obj.obj("metric", required=True))
-    target = _target(obj.obj("target", required=True),
-                     (MetricTargetType.VALUE, MetricTargetType.AVERAGE_VALUE), MetricSourceType.OBJECT)
+    target = _target(
+        obj.obj("target", required=True),
+        (MetricTargetType.VALUE, MetricTargetType.AVERAGE_VALUE),
+        MetricSourceType.OBJECT,
+    )
     query = _query(obj, require_queries)
     obj.finish()
     if described is None or ident is None or target is None:
         return None
-    return MetricSpec(type=MetricSourceType.OBJECT, name=ident[0], selector=ident[1], target=target,
-                      described_object=described, query=query)
+    return MetricSpec(
+        type=MetricSourceType.OBJECT,
+        name=ident[0],
+        selector=ident[1],
+        target=target,
+        described_object=described,
+        query=query,
+    )
 
 
 def _external_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
     ident = _metric_identifier(obj.obj("metric", required=True))
-    target = _target(obj.obj("target", required=True),
-                     (MetricTargetType.VALUE, MetricTargetType.AVERAGE_VALUE), MetricSourceType.EXTERNAL)
+    target = _target(
+        obj.obj("target", required=True),
+        (MetricTargetType.VALUE, MetricTargetType.AVERAGE_VALUE),
+        MetricSourceType.EXTERNAL,
+    )
     query = _query(obj, require_queries)
     obj.finish()
     if ident is None or target is None:
         return None
-    return MetricSpec(type=MetricSourceType.EXTERNAL, name=ident[0], selector=ident[1], target=target,
-                      query=query)
+    return MetricSpec(type=MetricSourceType.EXTERNAL, name=ident[0], selector=ident[1], target=target, query=query)
 
 
 _SOURCE_PARSERS: dict[MetricSourceType, Callable[[Obj, bool], MetricSpec | None]] = {
@@ -360,7 +388,8 @@ def _scaling_rules(obj: Obj | None, default: ScalingRules) -> ScalingRules | Non
     if len(obj.errors.items) > errors_before:
         return None
     return ScalingRules(
-        stabilization_window_seconds=window if obj.has("stabilizationWindowSeconds")
+        stabilization_window_seconds=window
+        if obj.has("stabilizationWindowSeconds")
         else default.stabilization_window_seconds,
         select_policy=SelectPolicy(select) if select else default.select_policy,
         policies=tuple(policies) if raw_policies is not None else default.policies,

@@ -31,8 +31,9 @@ def _value_json(value: MetricValue, spec: MetricSpec) -> dict[str, Any]:
     if value.average_value is not None:
         # buildQuantity: memory usage prints in binary units (as metrics-server reports it).
         binary = spec.name == "memory" and spec.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE)
-        result["averageValue"] = quantity_from_milli(value.average_value, Format.BINARY_SI if binary
-                                                     else Format.DECIMAL_SI)
+        result["averageValue"] = quantity_from_milli(
+            value.average_value, Format.BINARY_SI if binary else Format.DECIMAL_SI
+        )
     if value.value is not None:
         result["value"] = quantity_from_milli(value.value)
     return result
@@ -67,8 +68,12 @@ def metric_status(outcome: MetricOutcome) -> dict[str, Any]:
 
 
 def condition_json(condition: Condition, time_format: TimeFormat) -> dict[str, Any]:
-    result: dict[str, Any] = {"type": condition.type, "status": condition.status, "reason": condition.reason,
-                              "message": condition.message}
+    result: dict[str, Any] = {
+        "type": condition.type,
+        "status": condition.status,
+        "reason": condition.reason,
+        "message": condition.message,
+    }
     if condition.last_transition_time is not None:
         result["lastTransitionTime"] = time_format(condition.last_transition_time)
     return result
@@ -76,6 +81,7 @@ def condition_json(condition: Condition, time_format: TimeFormat) -> dict[str, A
 
 def history_json(history: DecisionHistory, time_format: TimeFormat) -> dict[str, Any]:
     """The history in the scenario format's shape."""
+
     def events(items: tuple[Any, ...]) -> list[dict[str, Any]]:
         out = []
         for e in items:

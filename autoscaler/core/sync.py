@@ -69,8 +69,8 @@ class SyncPlan:
 
     spec: TargetSpec
     now: float
-    state: SyncState               # the state the sync started from
-    decision: Decision             # the HPA engine's decision, carrying HVPA's count when there is HVPA
+    state: SyncState  # the state the sync started from
+    decision: Decision  # the HPA engine's decision, carrying HVPA's count when there is HVPA
     hvpa: HvpaDecision | None
 
     @property
@@ -99,7 +99,7 @@ class WriteResults:
     vpa: bool = True
 
 
-ALL_WRITTEN = WriteResults()                       # simulate and backtest: every write succeeds
+ALL_WRITTEN = WriteResults()  # simulate and backtest: every write succeeds
 NOTHING_WRITTEN = WriteResults(scale=None, vpa=False)  # a dry run
 
 
@@ -120,8 +120,9 @@ class SyncOutcome:
         return lines
 
 
-def plan_sync(spec: TargetSpec, inputs: SyncInputs, state: SyncState, settings: ControllerSettings,
-              now: float) -> SyncPlan:
+def plan_sync(
+    spec: TargetSpec, inputs: SyncInputs, state: SyncState, settings: ControllerSettings, now: float
+) -> SyncPlan:
     """Decide one sync (step 1 in the module docstring)."""
     observation = inputs.observation
     if reads_metrics(spec):
@@ -130,8 +131,9 @@ def plan_sync(spec: TargetSpec, inputs: SyncInputs, state: SyncState, settings: 
         decision = hpa_off_decision(spec, observation.scale.spec_replicas, state.target, now)
     hvpa: HvpaDecision | None = None
     if spec.hvpa is not None:
-        seen = HvpaObservation(observation.scale.spec_replicas, observation.pods, inputs.vpa,
-                               template=inputs.template, clock=inputs.clock)
+        seen = HvpaObservation(
+            observation.scale.spec_replicas, observation.pods, inputs.vpa, template=inputs.template, clock=inputs.clock
+        )
         hvpa = decide_hvpa(spec, seen, decision, state.hvpa, now)
         decision = adopt_hvpa(decision, hvpa)
     return SyncPlan(spec, now, state, decision, hvpa)
@@ -145,13 +147,15 @@ def settle(plan: SyncPlan, results: WriteResults) -> SyncOutcome:
     hvpa_state = plan.state.hvpa
     if plan.hvpa is not None and decision.applied is not False and results.vpa:
         hvpa_state = plan.hvpa.state
-    target = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
-                         decision.last_scale_time)
+    target = TargetState(
+        decision.history, decision.conditions, decision.status_desired_replicas, decision.last_scale_time
+    )
     return SyncOutcome(plan.now, decision, plan.hvpa, SyncState(target, hvpa_state))
 
 
-def sync(spec: TargetSpec, inputs: SyncInputs, state: SyncState, settings: ControllerSettings,
-         now: float) -> SyncOutcome:
+def sync(
+    spec: TargetSpec, inputs: SyncInputs, state: SyncState, settings: ControllerSettings, now: float
+) -> SyncOutcome:
     """A whole sync whose writes all succeed (what ``simulate`` and ``backtest`` replay)."""
     return settle(plan_sync(spec, inputs, state, settings, now), ALL_WRITTEN)
 
@@ -159,6 +163,7 @@ def sync(spec: TargetSpec, inputs: SyncInputs, state: SyncState, settings: Contr
 def scale_unreadable(state: SyncState, error: str, now: float) -> tuple[SyncState, Event]:
     """A sync that could not read the scale decides nothing: AbleToScale False (FailedGetScale) is
     all it carries on, with the Event upstream posts."""
-    conditions = set_condition(state.target.conditions, c.ABLE_TO_SCALE, c.FALSE, "FailedGetScale",
-                               c.MSG_FAILED_GET_SCALE.format(error), now)
+    conditions = set_condition(
+        state.target.conditions, c.ABLE_TO_SCALE, c.FALSE, "FailedGetScale", c.MSG_FAILED_GET_SCALE.format(error), now
+    )
     return replace(state, target=replace(state.target, conditions=conditions)), Event(WARNING, "FailedGetScale", error)

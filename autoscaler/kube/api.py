@@ -99,8 +99,7 @@ VPAS = ResourcePath("autoscaling.k8s.io", "v1", "verticalpodautoscalers")
 class KubeApi:
     """JSON requests and watch streams through one kubernetes-asyncio ``ApiClient``."""
 
-    def __init__(self, api_client: ApiClient, *, timeout: float = 10.0,
-                 observe: RequestObserver | None = None) -> None:
+    def __init__(self, api_client: ApiClient, *, timeout: float = 10.0, observe: RequestObserver | None = None) -> None:
         self.api_client = api_client
         self.timeout = timeout
         self._observe = observe
@@ -109,9 +108,17 @@ class KubeApi:
         self._throttled_until = 0.0
         self.throttled = 0
 
-    async def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (),
-                      body: Any = None, content_type: str = JSON_CONTENT, seconds: float | None = None,
-                      resource: str = "") -> Any:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = JSON_CONTENT,
+        seconds: float | None = None,
+        resource: str = "",
+    ) -> Any:
         """One JSON request; returns the decoded body or raises :class:`KubeError`.
 
         A 429 is retried after its Retry-After (at most ``THROTTLE_RETRIES`` times, each wait capped),
@@ -140,17 +147,30 @@ class KubeApi:
         reload = getattr(hook, "reload", None)
         return bool(reload()) if callable(reload) else False
 
-    async def _request_once(self, method: str, path: str, query: Sequence[tuple[str, str]], body: Any,
-                            content_type: str, seconds: float | None, resource: str) -> Any:
+    async def _request_once(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]],
+        body: Any,
+        content_type: str,
+        seconds: float | None,
+        resource: str,
+    ) -> Any:
         started = time.monotonic()
         retry_after: str | None = None
         status = 0
         try:
             response = await self.api_client.call_api(
-                path, method, query_params=list(query), header_params={"Content-Type": content_type,
-                                                                      "Accept": JSON_CONTENT},
-                body=body, auth_settings=["BearerToken"], _preload_content=False,
-                _request_timeout=seconds or self.timeout)
+                path,
+                method,
+                query_params=list(query),
+                header_params={"Content-Type": content_type, "Accept": JSON_CONTENT},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=seconds or self.timeout,
+            )
             async with response:
                 status = response.status
                 retry_after = response.headers.get("Retry-After")
@@ -177,9 +197,16 @@ class KubeApi:
     async def create(self, path: str, body: Mapping[str, Any], *, resource: str = "") -> Any:
         return await self.request("POST", path, body=body, resource=resource)
 
-    async def watch(self, path: str, *, resource_version: str, timeout_seconds: int,
-                    label_selector: str | None = None, resource: str = "",
-                    idle_timeout: float | None = None) -> AsyncIterator[dict[str, Any]]:
+    async def watch(
+        self,
+        path: str,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        label_selector: str | None = None,
+        resource: str = "",
+        idle_timeout: float | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
         """The events of one watch request (``watch=true`` from ``resource_version``, with bookmarks),
         until the server ends the stream. Every way the stream can fail — an ERROR event, a connection
         cut mid-body or reset, nothing received for ``idle_timeout`` seconds (default: the watch's own
@@ -198,10 +225,14 @@ class KubeApi:
             # request's. The stream itself has no total deadline; its silence is bounded line by line below.
             async with asyncio.timeout(self.timeout):
                 response = await self.api_client.call_api(
-                    path, "GET", query_params=query, header_params={"Accept": JSON_CONTENT},
-                    auth_settings=["BearerToken"], _preload_content=False,
-                    _request_timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout,
-                                                           sock_read=longest))
+                    path,
+                    "GET",
+                    query_params=query,
+                    header_params={"Accept": JSON_CONTENT},
+                    auth_settings=["BearerToken"],
+                    _preload_content=False,
+                    _request_timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout, sock_read=longest),
+                )
         except TimeoutError as exc:
             raise KubeError(0, "Timeout", f"watch {path}: no answer within {self.timeout:g}s") from exc
         except aiohttp.ClientError as exc:
@@ -220,12 +251,14 @@ class KubeApi:
                     raise KubeError(0, SILENT, f"watch {path}: nothing received for {idle:g}s") from exc
                 except (aiohttp.ClientError, OSError) as exc:
                     response.close()
-                    raise KubeError(0, "Unreachable", f"watch {path}: the stream broke: "
-                                                      f"{type(exc).__name__}: {exc}") from exc
+                    raise KubeError(
+                        0, "Unreachable", f"watch {path}: the stream broke: {type(exc).__name__}: {exc}"
+                    ) from exc
                 except LineTooLong as exc:
                     response.close()
-                    raise KubeError(0, "TooLarge", f"watch {path}: an event longer than "
-                                                   f"{MAX_EVENT_BYTES} bytes") from exc
+                    raise KubeError(
+                        0, "TooLarge", f"watch {path}: an event longer than {MAX_EVENT_BYTES} bytes"
+                    ) from exc
                 if not line:
                     return  # the server ended the watch
                 if not line.strip():
@@ -235,8 +268,11 @@ class KubeApi:
                     raise KubeError(0, "Malformed", f"watch {path}: an event that is not an object")
                 if event.get("type") == "ERROR":
                     obj = event.get("object") or {}
-                    raise KubeError(int(obj.get("code") or 500), str(obj.get("reason") or "Error"),
-                                    str(obj.get("message") or "watch error"))
+                    raise KubeError(
+                        int(obj.get("code") or 500),
+                        str(obj.get("reason") or "Error"),
+                        str(obj.get("message") or "watch error"),
+                    )
                 yield event
 
 

@@ -44,7 +44,8 @@ def kubeconfig_path(explicit: str | None) -> str:
     first = path.split(os.pathsep)[0]
     if not Path(first).exists():
         raise ConnectionSettingsError(
-            f"no kubeconfig at {first} and not running in a cluster: pass --kubeconfig or set KUBECONFIG")
+            f"no kubeconfig at {first} and not running in a cluster: pass --kubeconfig or set KUBECONFIG"
+        )
     return first
 
 
@@ -126,18 +127,19 @@ async def make_api_client(kubeconfig: str | None = None, context: str | None = N
     except SpecError as exc:
         raise ConnectionSettingsError(f"kubeconfig {first}: {'; '.join(e.message for e in exc.errors)}") from None
     if not isinstance(document, Mapping):
-        raise ConnectionSettingsError(f"kubeconfig {first}: must be a YAML mapping (a Config), not "
-                                      f"{type_name(document)}")
+        raise ConnectionSettingsError(
+            f"kubeconfig {first}: must be a YAML mapping (a Config), not {type_name(document)}"
+        )
     try:
-        await config.load_kube_config(config_file=first, context=context,
-                                      client_configuration=configuration)
+        await config.load_kube_config(config_file=first, context=context, client_configuration=configuration)
     except (config.ConfigException, OSError, ValueError) as exc:
         raise ConnectionSettingsError(f"kubeconfig {first}: {exc}") from exc
     except (TypeError, AttributeError, KeyError, IndexError) as exc:
         # kubernetes-asyncio reads the Config's structure as it goes: a section of the wrong shape
         # surfaces as one of these from inside it.
-        raise ConnectionSettingsError(f"kubeconfig {first}: not a valid Config (a section has the wrong "
-                                      f"shape: {type(exc).__name__}: {exc})") from exc
+        raise ConnectionSettingsError(
+            f"kubeconfig {first}: not a valid Config (a section has the wrong shape: {type(exc).__name__}: {exc})"
+        ) from exc
     token_file = kubeconfig_token_file(document, first, context)
     if token_file is not None and configuration.refresh_api_key_hook is None:
         configuration.refresh_api_key_hook = TokenFile(token_file)

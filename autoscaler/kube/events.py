@@ -64,13 +64,15 @@ class EventRecorder:
                 seen.count += 1
                 seen.last = now
                 self._seen.move_to_end(key)
-                await self.api.merge_patch(EVENTS.item(obj.namespace, seen.event_name),
-                                           {"count": seen.count, "lastTimestamp": rfc3339(now)},
-                                           resource="events")
+                await self.api.merge_patch(
+                    EVENTS.item(obj.namespace, seen.event_name),
+                    {"count": seen.count, "lastTimestamp": rfc3339(now)},
+                    resource="events",
+                )
             else:
-                created = await self.api.create(EVENTS.collection(obj.namespace), self._event(obj, type_, reason,
-                                                                                             message, now),
-                                                resource="events")
+                created = await self.api.create(
+                    EVENTS.collection(obj.namespace), self._event(obj, type_, reason, message, now), resource="events"
+                )
                 name = str(((created or {}).get("metadata") or {}).get("name") or "")
                 self._remember(key, _Seen(name, 1, now))
             self.posted += 1
@@ -87,11 +89,17 @@ class EventRecorder:
     def _event(self, obj: InvolvedObject, type_: str, reason: str, message: str, now: float) -> Mapping[str, Any]:
         stamp = rfc3339(now)
         return {
-            "apiVersion": "v1", "kind": "Event",
+            "apiVersion": "v1",
+            "kind": "Event",
             "metadata": {"generateName": f"{obj.name}.", "namespace": obj.namespace},
             "involvedObject": obj.as_dict(),
-            "type": type_, "reason": reason, "message": message[:1024],
-            "count": 1, "firstTimestamp": stamp, "lastTimestamp": stamp,
+            "type": type_,
+            "reason": reason,
+            "message": message[:1024],
+            "count": 1,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
             "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT, "reportingInstance": self.instance,
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self.instance,
         }

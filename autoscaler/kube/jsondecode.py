@@ -59,9 +59,9 @@ def tolerant_loads(payload: bytes | str) -> Any:
 
 
 def _build(events: Iterator[tuple[str, Any]]) -> Any:
-    stack: list[Any] = []   # the open containers that are being built
-    keys: list[Any] = []    # for each open container: the key its next value goes under (None in a list)
-    skipping = 0            # open containers below the cut (counted, not built)
+    stack: list[Any] = []  # the open containers that are being built
+    keys: list[Any] = []  # for each open container: the key its next value goes under (None in a list)
+    skipping = 0  # open containers below the cut (counted, not built)
     root: Any = None
     done = False
 
@@ -103,4 +103,3 @@ def _build(events: Iterator[tuple[str, Any]]) -> Any:
     if not done:
         raise ValueError("not JSON: the document ended early")
     return root
-

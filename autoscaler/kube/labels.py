@@ -19,6 +19,7 @@ from typing import Any
 class SelectorError(ValueError):
     """The text is not a label selector (the message says why, in apimachinery's words)."""
 
+
 _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
@@ -162,9 +163,7 @@ def parse_label_selector(text: str | None) -> LabelSelector:
             else:
                 position += 1
             _validate_value(value, text)
-            operator = {"=": Operator.EQUALS, "==": Operator.DOUBLE_EQUALS, "!=": Operator.NOT_EQUALS}[
-                following
-            ]
+            operator = {"=": Operator.EQUALS, "==": Operator.DOUBLE_EQUALS, "!=": Operator.NOT_EQUALS}[following]
             requirements.append(Requirement(key, operator, (value,)))
         elif following in ("<", ">"):
             position += 1

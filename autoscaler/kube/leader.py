@@ -99,8 +99,13 @@ class LeaseRecord:
         spec = lease.spec
         if spec is None:
             return cls("", 0, None, None, 0)
-        return cls(spec.holder_identity or "", spec.lease_duration_seconds or 0, spec.acquire_time,
-                   spec.renew_time, spec.lease_transitions or 0)
+        return cls(
+            spec.holder_identity or "",
+            spec.lease_duration_seconds or 0,
+            spec.acquire_time,
+            spec.renew_time,
+            spec.lease_transitions or 0,
+        )
 
     def spec_fields(self) -> dict[str, Any]:
         return {
@@ -217,8 +222,9 @@ class LeaderElector:
             raise NotLeader(f"{self.identity} is not the leader of lease {self.namespace}/{self.name}")
         remaining = self._valid_until - self._clock()
         if remaining <= 0:
-            raise NotLeader(f"{self.identity} could not renew lease {self.namespace}/{self.name} "
-                            f"within {self.renew_deadline:g}s")
+            raise NotLeader(
+                f"{self.identity} could not renew lease {self.namespace}/{self.name} within {self.renew_deadline:g}s"
+            )
         return remaining
 
     @asynccontextmanager
@@ -271,8 +277,9 @@ class LeaderElector:
             if acquired:
                 return
             base = self._backoff(self.lease_duration)
-            await asyncio.sleep(max(base + self._random.uniform(0, base * self.jitter_factor),
-                                    self._not_before - self._clock()))
+            await asyncio.sleep(
+                max(base + self._random.uniform(0, base * self.jitter_factor), self._not_before - self._clock())
+            )
 
     def _backoff(self, cap: float) -> float:
         """The pause before the next attempt: retryPeriod, doubled for each consecutive error, capped."""
@@ -325,8 +332,12 @@ class LeaderElector:
 
     async def _attempt_once(self, budget: float, renewing: bool) -> bool:
         async with asyncio.timeout(budget):
-            if renewing and self._lease is not None and self._observed is not None \
-                    and self._observed.holder == self.identity:
+            if (
+                renewing
+                and self._lease is not None
+                and self._observed is not None
+                and self._observed.holder == self.identity
+            ):
                 # Fast path: overwrite what we wrote last (one request); a 409 means someone else wrote.
                 try:
                     await self._write(self._lease, replace(self._observed, renew_time=_now()))
@@ -341,9 +352,14 @@ class LeaderElector:
         if self._observe_renew_late is not None:
             self._observe_renew_late(late)
         if late >= self.retry_period / 2:
-            log.warning("leader.renew_late", lease=f"{self.namespace}/{self.name}", identity=self.identity,
-                        late_seconds=round(late, 3), lease_left_seconds=round(max(0.0, left), 3),
-                        renew_deadline_seconds=self.renew_deadline)
+            log.warning(
+                "leader.renew_late",
+                lease=f"{self.namespace}/{self.name}",
+                identity=self.identity,
+                late_seconds=round(late, 3),
+                lease_left_seconds=round(max(0.0, left), 3),
+                renew_deadline_seconds=self.renew_deadline,
+            )
 
     def _failed(self, exc: BaseException, renewing: bool) -> bool:
         status = getattr(exc, "status", None)
@@ -351,16 +367,23 @@ class LeaderElector:
         wait = retry_after(exc)
         if wait is not None:
             self._not_before = self._clock() + wait
-        log.warning("leader.renew_failed" if renewing else "leader.acquire_failed",
-                    lease=f"{self.namespace}/{self.name}", identity=self.identity,
-                    error=type(exc).__name__, status=status, failures=self._failures, retry_after=wait)
+        log.warning(
+            "leader.renew_failed" if renewing else "leader.acquire_failed",
+            lease=f"{self.namespace}/{self.name}",
+            identity=self.identity,
+            error=type(exc).__name__,
+            status=status,
+            failures=self._failures,
+            retry_after=wait,
+        )
         return False
 
     async def _acquire_or_renew(self) -> bool:
         now = _now()
         try:
-            lease = await self._leases.read_namespaced_lease(self.name, self.namespace,
-                                                             _request_timeout=self.request_timeout)
+            lease = await self._leases.read_namespaced_lease(
+                self.name, self.namespace, _request_timeout=self.request_timeout
+            )
         except ApiException as exc:
             if exc.status != 404:
                 raise
@@ -399,8 +422,9 @@ class LeaderElector:
         if base is None:
             written = await self._leases.create_namespaced_lease(self.namespace, body, _request_timeout=timeout)
         else:
-            written = await self._leases.replace_namespaced_lease(self.name, self.namespace, body,
-                                                                  _request_timeout=timeout)
+            written = await self._leases.replace_namespaced_lease(
+                self.name, self.namespace, body, _request_timeout=timeout
+            )
         self._lease = written
         self._observe(LeaseRecord.of(written))
         if record.holder == self.identity:
@@ -434,10 +458,15 @@ class LeaderElector:
     def _start_leading(self) -> None:
         self._leading = True
         self._leading_event.set()
-        log.info("leader.started", lease=f"{self.namespace}/{self.name}", identity=self.identity,
-                 transitions=self._observed.transitions if self._observed else None)
-        self._leader_tasks = [asyncio.create_task(self._run_started(cb), name=f"leader-work-{i}")
-                              for i, cb in enumerate(self._started)]
+        log.info(
+            "leader.started",
+            lease=f"{self.namespace}/{self.name}",
+            identity=self.identity,
+            transitions=self._observed.transitions if self._observed else None,
+        )
+        self._leader_tasks = [
+            asyncio.create_task(self._run_started(cb), name=f"leader-work-{i}") for i, cb in enumerate(self._started)
+        ]
 
     async def _stop_leading(self, reason: str) -> None:
         # The fence closes first, synchronously: nothing below can be interleaved with a new write.
@@ -445,7 +474,8 @@ class LeaderElector:
         self._valid_until = None
         self._leading_event.clear()
         (log.info if reason == "shutdown" else log.warning)(
-            "leader.stopped", lease=f"{self.namespace}/{self.name}", identity=self.identity, reason=reason)
+            "leader.stopped", lease=f"{self.namespace}/{self.name}", identity=self.identity, reason=reason
+        )
         self._expire_scopes()
         tasks, self._leader_tasks = self._leader_tasks, []
         for task in tasks:
@@ -472,8 +502,12 @@ class LeaderElector:
                 await self._write(self._lease, record)
             log.info("leader.released", lease=f"{self.namespace}/{self.name}", identity=self.identity)
         except Exception as exc:  # the lease simply expires instead
-            log.warning("leader.release_failed", lease=f"{self.namespace}/{self.name}", error=type(exc).__name__,
-                        status=getattr(exc, "status", None))
+            log.warning(
+                "leader.release_failed",
+                lease=f"{self.namespace}/{self.name}",
+                error=type(exc).__name__,
+                status=getattr(exc, "status", None),
+            )
 
     def _extend_scopes(self) -> None:
         if self._valid_until is None or not self._leading:
@@ -515,8 +549,12 @@ class LeaderElector:
         if holder is None or holder == self._reported_holder:
             return
         self._reported_holder = holder
-        log.info("leader.observed", lease=f"{self.namespace}/{self.name}", holder=holder,
-                 transitions=self._observed.transitions if self._observed else None)
+        log.info(
+            "leader.observed",
+            lease=f"{self.namespace}/{self.name}",
+            holder=holder,
+            transitions=self._observed.transitions if self._observed else None,
+        )
         for callback in self._new_leader:
             await self._call(callback, holder)
 

@@ -43,8 +43,7 @@ def _shared_labels(items: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
 
 
 @lru_cache(maxsize=8192)
-def _shared_containers(
-        specs: tuple[tuple[str, tuple[tuple[str, int], ...], bool], ...]) -> tuple[ContainerInfo, ...]:
+def _shared_containers(specs: tuple[tuple[str, tuple[tuple[str, int], ...], bool], ...]) -> tuple[ContainerInfo, ...]:
     return tuple(ContainerInfo(name, dict(requests), sidecar=sidecar) for name, requests, sidecar in specs)
 
 
@@ -94,11 +93,16 @@ def trim_pod(obj: Mapping[str, Any]) -> PodRecord | None:
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
             ready = _STATUSES.get(str(condition.get("status")), ConditionStatus.UNKNOWN)
             ready_since = parse_time(condition.get("lastTransitionTime"))
-    containers = [(intern(str(c.get("name"))), tuple(_requests(c.get("resources")).items()), False)
-                  for c in _list(spec.get("containers")) if isinstance(c, Mapping)]
-    containers += [(intern(str(c.get("name"))), tuple(_requests(c.get("resources")).items()), True)
-                   for c in _list(spec.get("initContainers"))
-                   if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"]
+    containers = [
+        (intern(str(c.get("name"))), tuple(_requests(c.get("resources")).items()), False)
+        for c in _list(spec.get("containers"))
+        if isinstance(c, Mapping)
+    ]
+    containers += [
+        (intern(str(c.get("name"))), tuple(_requests(c.get("resources")).items()), True)
+        for c in _list(spec.get("initContainers"))
+        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"
+    ]
     pod_requests = _requests(spec.get("resources")) or None
     info = PodInfo(
         name=name,
@@ -124,7 +128,7 @@ class WorkloadRecord:
     resource_version: str
     spec_replicas: int
     status_replicas: int
-    selector: str           # status.selector of the scale: the label selector as a string
+    selector: str  # status.selector of the scale: the label selector as a string
     selector_error: str | None = None
     container_requests: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # template, per container
 
@@ -141,15 +145,22 @@ def trim_deployment(obj: Mapping[str, Any]) -> WorkloadRecord | None:
     except (SelectorError, ValueError) as exc:
         error = str(exc)
     template = _mapping(_mapping(spec.get("template")).get("spec"))
-    requests = {str(c.get("name")): _requests(c.get("resources"))
-                for c in _list(template.get("containers")) if isinstance(c, Mapping)}
+    requests = {
+        str(c.get("name")): _requests(c.get("resources"))
+        for c in _list(template.get("containers"))
+        if isinstance(c, Mapping)
+    }
     replicas, status_replicas = spec.get("replicas"), status.get("replicas")
     return WorkloadRecord(
-        namespace=namespace, name=name, uid=str(meta.get("uid") or ""),
+        namespace=namespace,
+        name=name,
+        uid=str(meta.get("uid") or ""),
         resource_version=str(meta.get("resourceVersion") or ""),
         spec_replicas=replicas if isinstance(replicas, int) else 1,
         status_replicas=status_replicas if isinstance(status_replicas, int) else 0,
-        selector=selector, selector_error=error, container_requests=requests,
+        selector=selector,
+        selector_error=error,
+        container_requests=requests,
     )
 
 
@@ -161,6 +172,7 @@ def trim_object(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     slim_meta = {k: v for k, v in meta.items() if k not in ("managedFields", "annotations")}
     annotations = _mapping(meta.get("annotations"))
     # kubectl's last-applied copy doubles the object; everything else is kept.
-    slim_meta["annotations"] = {k: v for k, v in annotations.items()
-                                if k != "kubectl.kubernetes.io/last-applied-configuration"}
+    slim_meta["annotations"] = {
+        k: v for k, v in annotations.items() if k != "kubectl.kubernetes.io/last-applied-configuration"
+    }
     return {**obj, "metadata": slim_meta}

@@ -17,8 +17,12 @@ from autoscaler.core.spec import CrossVersionObjectReference
 from autoscaler.kube.api import KubeApi, KubeError, ResourcePath
 
 # Kinds whose group the API server would tell us anyway; an empty apiVersion means these.
-DEFAULT_API_VERSIONS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "ReplicaSet": "apps/v1",
-                        "ReplicationController": "v1"}
+DEFAULT_API_VERSIONS = {
+    "Deployment": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "ReplicationController": "v1",
+}
 CONFLICT_RETRIES = 5  # client-go's retry.DefaultRetry steps
 
 
@@ -42,8 +46,12 @@ def parse_scale(body: Any) -> Scale:
     spec = (body or {}).get("spec") or {}
     status = (body or {}).get("status") or {}
     meta = (body or {}).get("metadata") or {}
-    return Scale(int(spec.get("replicas") or 0), int(status.get("replicas") or 0), str(status.get("selector") or ""),
-                 str(meta.get("resourceVersion") or ""))
+    return Scale(
+        int(spec.get("replicas") or 0),
+        int(status.get("replicas") or 0),
+        str(status.get("selector") or ""),
+        str(meta.get("resourceVersion") or ""),
+    )
 
 
 class ScaleAccess:
@@ -85,8 +93,9 @@ class ScaleAccess:
             raise ScaleError(exc.message if exc.status else str(exc)) from exc
         return parse_scale(body)
 
-    async def set_replicas(self, ref: CrossVersionObjectReference, namespace: str, replicas: int,
-                           decided_on: Scale) -> Scale:
+    async def set_replicas(
+        self, ref: CrossVersionObjectReference, namespace: str, replicas: int, decided_on: Scale
+    ) -> Scale:
         """Write ``spec.replicas``; retry 409s on fresh state (see the module docstring)."""
         path = await self.resolve(ref)
         url = path.item(namespace, ref.name, "scale")
@@ -102,7 +111,9 @@ class ScaleAccess:
                     raise ScaleError(exc.message if exc.status else str(exc)) from exc
             fresh = await self.get(ref, namespace)
             if fresh.spec_replicas != decided_on.spec_replicas:
-                raise StaleScale(f"the replica count changed from {decided_on.spec_replicas} to "
-                                 f"{fresh.spec_replicas} while deciding; deciding again at the next sync")
+                raise StaleScale(
+                    f"the replica count changed from {decided_on.spec_replicas} to "
+                    f"{fresh.spec_replicas} while deciding; deciding again at the next sync"
+                )
             version = fresh.resource_version
         raise ScaleError(f"Operation cannot be fulfilled: {CONFLICT_RETRIES} conflicts in a row")

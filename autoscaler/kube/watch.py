@@ -50,11 +50,21 @@ SILENCE_SECONDS = 90.0  # the API server bookmarks an idle watch about once a mi
 
 
 class WatchCache(Generic[R]):
-    def __init__(self, api: KubeApi, resource: ResourcePath, trim: Callable[[Mapping[str, Any]], R | None], *,
-                 namespace: str | None = None, on_change: ChangeHandler | None = None,
-                 min_watch_seconds: int = 300, max_watch_seconds: int = 600, optional: bool = False,
-                 recheck_seconds: float = 60.0, page_size: int = 100,
-                 silence_seconds: float = SILENCE_SECONDS) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        resource: ResourcePath,
+        trim: Callable[[Mapping[str, Any]], R | None],
+        *,
+        namespace: str | None = None,
+        on_change: ChangeHandler | None = None,
+        min_watch_seconds: int = 300,
+        max_watch_seconds: int = 600,
+        optional: bool = False,
+        recheck_seconds: float = 60.0,
+        page_size: int = 100,
+        silence_seconds: float = SILENCE_SECONDS,
+    ) -> None:
         self.api = api
         self.resource = resource
         self.namespace = namespace
@@ -65,13 +75,13 @@ class WatchCache(Generic[R]):
         self.records: dict[Key, R] = {}
         self.synced = asyncio.Event()
         self.resource_version = ""
-        self.lists = 0          # LIST requests made, one per page (a steady state makes none)
-        self.relists = 0        # lists after the first
-        self.incidents = 0      # times the cache stopped following the server
+        self.lists = 0  # LIST requests made, one per page (a steady state makes none)
+        self.relists = 0  # lists after the first
+        self.incidents = 0  # times the cache stopped following the server
         self.last_error: str | None = None
         self.failing_since: float | None = None  # monotonic: last heard from the server, while failing
-        self.last_heard: float | None = None      # monotonic: the last list page, event or bookmark
-        self.bookmarks_seen = False               # the server bookmarks idle watches
+        self.last_heard: float | None = None  # monotonic: the last list page, event or bookmark
+        self.bookmarks_seen = False  # the server bookmarks idle watches
         self.unavailable = False  # the resource does not exist on this server (e.g. no VPA CRD)
         # An optional resource that does not exist counts as synced (and empty); it is looked for again
         # every minute (through discovery, not a LIST), so installing its CRD later is noticed.
@@ -140,8 +150,9 @@ class WatchCache(Generic[R]):
 
     def _recovered(self) -> None:
         if self.failing_since is not None:
-            log.info("watch recovered", resource=self.name, stale_seconds=round(self.stale_for(), 2),
-                     error=self.last_error)
+            log.info(
+                "watch recovered", resource=self.name, stale_seconds=round(self.stale_for(), 2), error=self.last_error
+            )
         self.failing_since = None
         self.last_error = None
 
@@ -157,8 +168,10 @@ class WatchCache(Generic[R]):
                 if exc.not_found:
                     continue  # the group/version is not served either
                 return  # let the LIST find out what is wrong, and back off as usual
-            if any(isinstance(r, Mapping) and r.get("name") == self.resource.plural
-                   for r in (body or {}).get("resources") or []):
+            if any(
+                isinstance(r, Mapping) and r.get("name") == self.resource.plural
+                for r in (body or {}).get("resources") or []
+            ):
                 return
 
     async def _list(self) -> None:
@@ -173,8 +186,9 @@ class WatchCache(Generic[R]):
         while True:
             query = [("limit", str(self.page_size))] + ([("continue", token)] if token else [])
             self.lists += 1
-            body = await self.api.get(self.resource.collection(self.namespace), resource=self.resource.label,
-                                      query=query)
+            body = await self.api.get(
+                self.resource.collection(self.namespace), resource=self.resource.label, query=query
+            )
             if not isinstance(body, Mapping):
                 raise KubeError(0, "Malformed", f"list {self.name}: the answer is not an object")
             for obj in body.get("items") or []:
@@ -215,9 +229,13 @@ class WatchCache(Generic[R]):
 
     async def _follow_one_watch(self) -> None:
         seconds = random.randint(*self._watch_seconds)
-        async for event in self.api.watch(self.resource.collection(self.namespace),
-                                          resource_version=self.resource_version, timeout_seconds=seconds,
-                                          resource=self.resource.label, idle_timeout=self.silence_seconds):
+        async for event in self.api.watch(
+            self.resource.collection(self.namespace),
+            resource_version=self.resource_version,
+            timeout_seconds=seconds,
+            resource=self.resource.label,
+            idle_timeout=self.silence_seconds,
+        ):
             self.last_heard = time.monotonic()
             obj = event.get("object")
             if not isinstance(obj, Mapping):
@@ -249,8 +267,13 @@ class WatchCache(Generic[R]):
             version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             if self._unreadable.get(key) != version:
                 self._unreadable[key] = version
-                log.error("object could not be read: left out of the cache", resource=self.name,
-                          namespace=key[0], name=key[1], error=f"{type(exc).__name__}: {exc}")
+                log.error(
+                    "object could not be read: left out of the cache",
+                    resource=self.name,
+                    namespace=key[0],
+                    name=key[1],
+                    error=f"{type(exc).__name__}: {exc}",
+                )
             return None
         self._unreadable.pop(key, None)
         return record

@@ -29,31 +29,52 @@ def _x(data: PlotData, values: list[float]) -> list[Any]:
 
 def figure(data: PlotData) -> go.Figure:
     rows = len(data.panels)
-    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.5 / max(rows * 4, 1),
-                        subplot_titles=[title for title, _ in data.panels])
+    fig = make_subplots(
+        rows=rows,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.5 / max(rows * 4, 1),
+        subplot_titles=[title for title, _ in data.panels],
+    )
     row_of = {title: index + 1 for index, (title, _) in enumerate(data.panels)}
     for series in data.series:
         fig.add_trace(_trace(data, series), row=row_of[series.panel], col=1)
     for index, (_, unit) in enumerate(data.panels):
         fig.update_yaxes(title_text=unit, row=index + 1, col=1)
     fig.update_xaxes(title_text="time (UTC)" if data.absolute_times else "seconds", row=rows, col=1)
-    fig.update_layout(title=data.title, height=260 * rows + 120, hovermode="x", template="plotly_white",
-                      legend={"groupclick": "toggleitem"})
+    fig.update_layout(
+        title=data.title,
+        height=260 * rows + 120,
+        hovermode="x",
+        template="plotly_white",
+        legend={"groupclick": "toggleitem"},
+    )
     return fig
 
 
 def _trace(data: PlotData, series: Series) -> go.Scatter:
     color = RUN_COLORS[series.run % len(RUN_COLORS)]
     x = _x(data, series.x)
-    common: dict[str, Any] = {"x": x, "y": series.y, "name": series.name, "legendgroup": series.panel,
-                              "legendgrouptitle_text": series.panel}
+    common: dict[str, Any] = {
+        "x": x,
+        "y": series.y,
+        "name": series.name,
+        "legendgroup": series.panel,
+        "legendgrouptitle_text": series.panel,
+    }
     if series.kind == "limit":
-        return go.Scatter(mode="markers", marker={"color": REASON_COLORS.get(series.reason or "", OTHER_REASON_COLOR),
-                                                  "size": 7, "symbol": "square"},
-                          hovertemplate=f"{series.reason}<extra>%{{y}} replicas</extra>", **common)
+        return go.Scatter(
+            mode="markers",
+            marker={"color": REASON_COLORS.get(series.reason or "", OTHER_REASON_COLOR), "size": 7, "symbol": "square"},
+            hovertemplate=f"{series.reason}<extra>%{{y}} replicas</extra>",
+            **common,
+        )
     if series.kind in ("failed", "blocked"):
-        return go.Scatter(mode="markers", marker={"color": "#d62728" if series.kind == "blocked" else "#7f7f7f",
-                                                  "symbol": "x", "size": 7}, **common)
+        return go.Scatter(
+            mode="markers",
+            marker={"color": "#d62728" if series.kind == "blocked" else "#7f7f7f", "symbol": "x", "size": 7},
+            **common,
+        )
     line: dict[str, Any] = {"shape": "hv", "color": color, "width": 2}
     if series.kind == "target":
         line.update(color=color if series.own else "black", dash="dash", width=1, shape="linear")

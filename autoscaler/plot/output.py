@@ -29,8 +29,9 @@ def check_outputs(paths: Sequence[str]) -> None:
             continue
         library, what = FORMATS[suffix]
         if importlib.util.find_spec(library) is None:
-            problems.append(f"{path}: writing {what} needs {library}, which is not installed. "
-                            f"Install the plot extra: {INSTALL}")
+            problems.append(
+                f"{path}: writing {what} needs {library}, which is not installed. Install the plot extra: {INSTALL}"
+            )
         folder = Path(path).parent
         if not folder.is_dir():
             problems.append(f"{path}: there is no directory {str(folder)!r} to write it in")

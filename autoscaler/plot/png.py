@@ -53,13 +53,18 @@ def write_png(data: PlotData, path: str) -> None:
         # Name each run's strip of limiting reasons at its left end.
         limited_runs = {s.run for s in data.series if s.kind == "limit"}
         for run in sorted(limited_runs):
-            by_panel["replicas"].text(0.004, (run + 0.5) * STRIP, data.run_labels[run], fontsize="x-small",
-                                      va="center", transform=by_panel["replicas"].transAxes)
+            by_panel["replicas"].text(
+                0.004,
+                (run + 0.5) * STRIP,
+                data.run_labels[run],
+                fontsize="x-small",
+                va="center",
+                transform=by_panel["replicas"].transAxes,
+            )
     for ax in axes:
         handles, labels = ax.get_legend_handles_labels()
         if handles:
-            ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize="small",
-                      frameon=False)
+            ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize="small", frameon=False)
     if data.absolute_times:
         locator = AutoDateLocator()
         axes[-1].xaxis.set_major_locator(locator)
@@ -68,8 +73,11 @@ def write_png(data: PlotData, path: str) -> None:
     else:
         axes[-1].set_xlabel("seconds")
     figure.suptitle(data.title, fontsize="large")
-    metadata = {"Title": data.title, "Software": "autoscaler plot (matplotlib)",
-                "autoscaler:series": json.dumps(data.described())}
+    metadata = {
+        "Title": data.title,
+        "Software": "autoscaler plot (matplotlib)",
+        "autoscaler:series": json.dumps(data.described()),
+    }
     figure.savefig(path, format="png", dpi=100, metadata=metadata)
 
 
@@ -81,7 +89,7 @@ def _binary_ticks(ax: Any) -> None:
     """Memory on a binary scale, as Kubernetes writes it: ticks at 0, 4Gi, 8Gi… rather than 4.65661Gi."""
     top = max(abs(v) for v in ax.get_ylim())
     name, size = next(((n, s) for n, s in _BINARY if top >= s), _BINARY[-1])
-    step = 2.0 ** math.ceil(math.log2(max(top / size / 8, 2.0 ** -10)))
+    step = 2.0 ** math.ceil(math.log2(max(top / size / 8, 2.0**-10)))
     ax.yaxis.set_major_locator(MultipleLocator(step * size))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value / size:g}{name}" if value else "0"))
 
@@ -94,8 +102,15 @@ def _draw(data: PlotData, ax: Any, series: Series, many: bool, blocked: list[str
     if series.kind in ("target", "bound"):
         x, y = _x(data, [series.x[0], data.end or series.x[-1]]) if series.x else [], finite(series.y)
         style = ("black", "--") if series.kind == "target" else ("#b0b0b0", ":")
-        ax.plot(x, y, color=color if series.own else style[0], linestyle=style[1], linewidth=1.2,
-                alpha=0.6 if series.own and series.kind == "bound" else 1.0, label=series.name)
+        ax.plot(
+            x,
+            y,
+            color=color if series.own else style[0],
+            linestyle=style[1],
+            linewidth=1.2,
+            alpha=0.6 if series.own and series.kind == "bound" else 1.0,
+            label=series.name,
+        )
         return
     xs, ys = held(series.x, series.y, data.end)
     x, y = _x(data, xs), finite(ys)
@@ -106,8 +121,15 @@ def _draw(data: PlotData, ax: Any, series: Series, many: bool, blocked: list[str
     elif series.kind == "desired":
         ax.step(x, y, where="post", color=color, linestyle="--", linewidth=1.0, alpha=0.7, label=series.name)
     else:
-        ax.step(x, y, where="post", color=color, linewidth=2.0 if series.panel == "replicas" else 1.5,
-                linestyle="-" if series.run == 0 else (0, (4, 2)), label=series.name)
+        ax.step(
+            x,
+            y,
+            where="post",
+            color=color,
+            linewidth=2.0 if series.panel == "replicas" else 1.5,
+            linestyle="-" if series.run == 0 else (0, (4, 2)),
+            label=series.name,
+        )
 
 
 def _band(data: PlotData, ax: Any, series: Series, many: bool, blocked: list[str]) -> None:
@@ -116,13 +138,24 @@ def _band(data: PlotData, ax: Any, series: Series, many: bool, blocked: list[str
     if series.kind == "limit":
         color = REASON_COLORS.get(series.reason or "", OTHER_REASON_COLOR)
     else:
-        color = (BLOCKED_COLORS[blocked.index(series.reason or "") % len(BLOCKED_COLORS)]
-                 if series.kind == "blocked" else "#7f7f7f")
+        color = (
+            BLOCKED_COLORS[blocked.index(series.reason or "") % len(BLOCKED_COLORS)]
+            if series.kind == "blocked"
+            else "#7f7f7f"
+        )
     low, high = (series.run * STRIP, (series.run + 1) * STRIP) if many and series.kind == "limit" else (0.0, 1.0)
     xs: list[float] = []
     tops: list[float] = []
     for start, end in runs_of(series.x, series.y, data.end):
         xs += [start, start, end, end]
         tops += [low, high, high, low]
-    ax.fill_between(_x(data, xs), low, tops, transform=ax.get_xaxis_transform(), color=color,
-                    alpha=0.7 if high - low < 1 else 0.25, linewidth=0, label=series.name)
+    ax.fill_between(
+        _x(data, xs),
+        low,
+        tops,
+        transform=ax.get_xaxis_transform(),
+        color=color,
+        alpha=0.7 if high - low < 1 else 0.25,
+        linewidth=0,
+        label=series.name,
+    )

@@ -32,7 +32,7 @@ class HvpaPoint:
     that blocked it, if one did."""
 
     desired_replicas: int
-    requests: Mapping[tuple[str, str], float]     # (container, resource) → per-pod request
+    requests: Mapping[tuple[str, str], float]  # (container, resource) → per-pod request
     blocked: str | None
 
 
@@ -40,12 +40,12 @@ class HvpaPoint:
 class StepRecord:
     at: float
     current_replicas: int
-    desired_replicas: int | None           # the metrics' proposal (None: no proposal)
-    replicas: int                          # the count set
+    desired_replicas: int | None  # the metrics' proposal (None: no proposal)
+    replicas: int  # the count set
     limited_by: str | None
     metrics: tuple[MetricPoint, ...]
     hvpa: HvpaPoint | None = None
-    real_replicas: int | None = None       # backtest: what the workload really had
+    real_replicas: int | None = None  # backtest: what the workload really had
     old_desired_replicas: int | None = None  # convert --compare: what the old autoscaler wanted
 
 
@@ -67,11 +67,22 @@ def step_record(at: float, outcome: SyncOutcome, *, real_replicas: int | None = 
     hvpa = outcome.hvpa
     point = None
     if hvpa is not None:
-        point = HvpaPoint(hvpa.desired_replicas, {(container, resource): float(value)
-                                                  for container, amounts in hvpa.requests.items()
-                                                  for resource, value in amounts.items()},
-                          hvpa.blocked.value if hvpa.blocked is not None else None)
-    return StepRecord(at, decision.current_replicas, decision.desired_replicas, decision.replicas,
-                      decision.limited_by,
-                      tuple(MetricPoint(o.spec, metric_value(o), bool(o.error)) for o in decision.metrics), point,
-                      real_replicas)
+        point = HvpaPoint(
+            hvpa.desired_replicas,
+            {
+                (container, resource): float(value)
+                for container, amounts in hvpa.requests.items()
+                for resource, value in amounts.items()
+            },
+            hvpa.blocked.value if hvpa.blocked is not None else None,
+        )
+    return StepRecord(
+        at,
+        decision.current_replicas,
+        decision.desired_replicas,
+        decision.replicas,
+        decision.limited_by,
+        tuple(MetricPoint(o.spec, metric_value(o), bool(o.error)) for o in decision.metrics),
+        point,
+        real_replicas,
+    )

@@ -16,9 +16,12 @@ from autoscaler.plot.records import StepRecord
 REPLICAS_PANEL = "replicas"
 # Stabilization windows in blues; rate limits orange (up) and green (down); min/max red and pink.
 REASON_COLORS = {
-    "ScaleUpStabilized": "#9ecae1", "ScaleDownStabilized": "#3182bd",
-    "ScaleUpLimit": "#ff7f0e", "ScaleDownLimit": "#2ca02c",
-    "TooManyReplicas": "#d62728", "TooFewReplicas": "#e377c2",
+    "ScaleUpStabilized": "#9ecae1",
+    "ScaleDownStabilized": "#3182bd",
+    "ScaleUpLimit": "#ff7f0e",
+    "ScaleDownLimit": "#2ca02c",
+    "TooManyReplicas": "#d62728",
+    "TooFewReplicas": "#e377c2",
 }
 OTHER_REASON_COLOR = "#969696"
 
@@ -31,32 +34,41 @@ class Series:
     panel: str
     x: list[float]
     y: list[float | None]
-    kind: str = "line"          # line | target | limit | failed | bound | real | old | desired | blocked
+    kind: str = "line"  # line | target | limit | failed | bound | real | old | desired | blocked
     run: int = 0
-    reason: str | None = None   # for kind "limit"
-    own: bool = False           # a target or bound of one run only (compared runs that differ): its colour
+    reason: str | None = None  # for kind "limit"
+    own: bool = False  # a target or bound of one run only (compared runs that differ): its colour
 
 
 @dataclass
 class PlotData:
     title: str
-    absolute_times: bool                         # x is Unix time (backtest) or seconds since 0 (simulate)
-    panels: list[tuple[str, str]]                # (panel title, y-axis label), top to bottom
+    absolute_times: bool  # x is Unix time (backtest) or seconds since 0 (simulate)
+    panels: list[tuple[str, str]]  # (panel title, y-axis label), top to bottom
     series: list[Series] = field(default_factory=list)
     run_labels: list[str] = field(default_factory=list)
-    end: float | None = None                     # until when the last step holds (one more step)
+    end: float | None = None  # until when the last step holds (one more step)
 
     def described(self) -> list[dict[str, Any]]:
         """Every series' name, panel and number of values (image metadata)."""
-        return [{"name": s.name, "panel": s.panel, "kind": s.kind, "points": sum(v is not None for v in s.y)}
-                for s in self.series]
+        return [
+            {"name": s.name, "panel": s.panel, "kind": s.kind, "points": sum(v is not None for v in s.y)}
+            for s in self.series
+        ]
 
     def data(self) -> dict[str, Any]:
         """Everything plotted, as JSON (embedded in HTML output)."""
-        return {"title": self.title, "absoluteTimes": self.absolute_times, "runs": self.run_labels,
-                "panels": [title for title, _ in self.panels], "end": self.end,
-                "series": [{"name": s.name, "panel": s.panel, "kind": s.kind, "run": s.run, "reason": s.reason,
-                            "x": s.x, "y": s.y} for s in self.series]}
+        return {
+            "title": self.title,
+            "absoluteTimes": self.absolute_times,
+            "runs": self.run_labels,
+            "panels": [title for title, _ in self.panels],
+            "end": self.end,
+            "series": [
+                {"name": s.name, "panel": s.panel, "kind": s.kind, "run": s.run, "reason": s.reason, "x": s.x, "y": s.y}
+                for s in self.series
+            ],
+        }
 
 
 def metric_title(spec: MetricSpec) -> tuple[str, str]:
@@ -65,8 +77,11 @@ def metric_title(spec: MetricSpec) -> tuple[str, str]:
     if target is MetricTargetType.UTILIZATION:
         return f"{spec.name} utilization", "% of request"
     kind = "average value" if target is MetricTargetType.AVERAGE_VALUE else "value"
-    unit = {"cpu": "cores", "memory": "bytes"}.get(spec.name, "") if spec.type in (
-        MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE) else ""
+    unit = (
+        {"cpu": "cores", "memory": "bytes"}.get(spec.name, "")
+        if spec.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE)
+        else ""
+    )
     where = f"{spec.type.value}, " if spec.type not in (MetricSourceType.RESOURCE,) else ""
     container = f" of {spec.container}" if spec.container else ""
     return f"{spec.name}{container} ({where}{kind})", unit
@@ -115,8 +130,9 @@ def plot_data(runs: Sequence[PlotRun], title: str, *, absolute_times: bool) -> P
                 metrics[_identity(metric)] = metric_title(metric)[0]
                 data.panels.append(metric_title(metric))
     data.panels.append((REPLICAS_PANEL, "replicas"))
-    resources = sorted({resource for run in runs for r in run.records if r.hvpa is not None
-                        for _, resource in r.hvpa.requests})
+    resources = sorted(
+        {resource for run in runs for r in run.records if r.hvpa is not None for _, resource in r.hvpa.requests}
+    )
     for resource in resources:
         data.panels.append((requests_panel(resource), {"cpu": "cores", "memory": "bytes"}.get(resource, "")))
     for index, run in enumerate(runs):
@@ -137,13 +153,14 @@ def plot_data(runs: Sequence[PlotRun], title: str, *, absolute_times: bool) -> P
             if any(v is not None for v in failed):
                 data.series.append(Series(f"{prefix}{metric.name} failed", panel, x, failed, "failed", index))
             target = metric_target(metric)
-            shared = all(metric_target(m) == target for r in runs for m in r.spec.metrics
-                         if _identity(m) == _identity(metric)) and all(
-                             any(_identity(m) == _identity(metric) for m in r.spec.metrics) for r in runs)
+            shared = all(
+                metric_target(m) == target for r in runs for m in r.spec.metrics if _identity(m) == _identity(metric)
+            ) and all(any(_identity(m) == _identity(metric) for m in r.spec.metrics) for r in runs)
             if target is not None and x and (index == 0 or not shared):
                 name = f"{'' if shared else prefix}{metric.name} target {_target_text(metric, target)}"
-                data.series.append(Series(name, panel, [x[0], x[-1]], [target, target], "target", index,
-                                          own=not shared))
+                data.series.append(
+                    Series(name, panel, [x[0], x[-1]], [target, target], "target", index, own=not shared)
+                )
         _replicas(data, index, prefix, x, records, run.spec, [r.spec for r in runs])
         if resources:
             _requests(data, index, prefix, x, records)
@@ -165,17 +182,32 @@ def _number(value: int | None) -> float | None:
     return float(value) if value is not None else None
 
 
-def _replicas(data: PlotData, index: int, prefix: str, x: list[float], records: Sequence[StepRecord],
-              spec: TargetSpec, specs: Sequence[TargetSpec]) -> None:
+def _replicas(
+    data: PlotData,
+    index: int,
+    prefix: str,
+    x: list[float],
+    records: Sequence[StepRecord],
+    spec: TargetSpec,
+    specs: Sequence[TargetSpec],
+) -> None:
     panel = REPLICAS_PANEL
     replicas = [_number(r.replicas) for r in records]
     data.series.append(Series(f"{prefix}replicas", panel, x, replicas, run=index))
-    data.series.append(Series(f"{prefix}desired replicas", panel, x, [_number(r.desired_replicas)
-                                                                      for r in records], "desired", index))
+    data.series.append(
+        Series(f"{prefix}desired replicas", panel, x, [_number(r.desired_replicas) for r in records], "desired", index)
+    )
     if any(r.hvpa is not None for r in records):
-        data.series.append(Series(f"{prefix}HVPA desired replicas", panel, x,
-                                  [_number(r.hvpa.desired_replicas) if r.hvpa is not None else None
-                                   for r in records], "desired", index))
+        data.series.append(
+            Series(
+                f"{prefix}HVPA desired replicas",
+                panel,
+                x,
+                [_number(r.hvpa.desired_replicas) if r.hvpa is not None else None for r in records],
+                "desired",
+                index,
+            )
+        )
     if index == 0:
         real = [_number(r.real_replicas) for r in records]
         if any(v is not None for v in real):
@@ -187,25 +219,43 @@ def _replicas(data: PlotData, index: int, prefix: str, x: list[float], records: 
     for field_name, value in (("minReplicas", spec.min_replicas), ("maxReplicas", spec.max_replicas)):
         shared = all((s.min_replicas if field_name == "minReplicas" else s.max_replicas) == value for s in specs)
         if x and (index == 0 or not shared):
-            data.series.append(Series(f"{'' if shared else prefix}{field_name} {value}", panel, [x[0], x[-1]],
-                                      [float(value)] * 2, "bound", index, own=not shared))
+            data.series.append(
+                Series(
+                    f"{'' if shared else prefix}{field_name} {value}",
+                    panel,
+                    [x[0], x[-1]],
+                    [float(value)] * 2,
+                    "bound",
+                    index,
+                    own=not shared,
+                )
+            )
     reasons = sorted({r.limited_by for r in records if r.limited_by})
     for reason in reasons:
         y = [replicas[i] if r.limited_by == reason else None for i, r in enumerate(records)]
         data.series.append(Series(f"{prefix}limited: {reason}", panel, x, y, "limit", index, reason))
     blocked = [r.hvpa.blocked if r.hvpa is not None else None for r in records]
     for reason in sorted({b for b in blocked if b}):
-        data.series.append(Series(f"{prefix}HVPA blocked: {reason}", panel, x,
-                                  [replicas[i] if b == reason else None for i, b in enumerate(blocked)], "blocked",
-                                  index, reason))
+        data.series.append(
+            Series(
+                f"{prefix}HVPA blocked: {reason}",
+                panel,
+                x,
+                [replicas[i] if b == reason else None for i, b in enumerate(blocked)],
+                "blocked",
+                index,
+                reason,
+            )
+        )
 
 
 def _requests(data: PlotData, index: int, prefix: str, x: list[float], records: Sequence[StepRecord]) -> None:
     per_step = [r.hvpa.requests if r.hvpa is not None else {} for r in records]
     for container, resource in sorted({k for step in per_step for k in step}):
         values = [step.get((container, resource)) for step in per_step]
-        data.series.append(Series(f"{prefix}{container} {resource} request", requests_panel(resource), x, values,
-                                  run=index))
+        data.series.append(
+            Series(f"{prefix}{container} {resource} request", requests_panel(resource), x, values, run=index)
+        )
 
 
 def finite(values: Sequence[float | None]) -> list[float]:

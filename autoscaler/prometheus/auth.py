@@ -28,8 +28,7 @@ class PrometheusCredentialsError(PrometheusError):
 class BearerTokenFile:
     """A token read from a file and re-read when the file changes."""
 
-    def __init__(self, path: str, *, check_interval: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, path: str, *, check_interval: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.path = path
         self._check_interval = check_interval
         self._clock = clock
@@ -61,8 +60,7 @@ class BearerTokenFile:
                 # Mid-rotation glitch: keep the token we have and look again next time.
                 return self._token
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise PrometheusCredentialsError(
-                f"cannot read the bearer token file {self.path}: {reason}") from None
+            raise PrometheusCredentialsError(f"cannot read the bearer token file {self.path}: {reason}") from None
         return self._token
 
 
@@ -77,10 +75,16 @@ class Credentials:
         elif settings.basic_auth is not None:
             pair = f"{settings.basic_auth.username}:{settings.basic_auth.password}".encode()
             self._static["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
-        self._secrets = [v for v in (settings.bearer_token,
-                                     settings.basic_auth.password if settings.basic_auth else None,
-                                     *settings.headers.values(),
-                                     self._static.get("Authorization")) if v and len(v) >= 4]
+        self._secrets = [
+            v
+            for v in (
+                settings.bearer_token,
+                settings.basic_auth.password if settings.basic_auth else None,
+                *settings.headers.values(),
+                self._static.get("Authorization"),
+            )
+            if v and len(v) >= 4
+        ]
 
     @property
     def refreshable(self) -> bool:

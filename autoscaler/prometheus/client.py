@@ -103,10 +103,14 @@ class _Retry(Exception):
 class PrometheusClient:
     """Use as ``async with PrometheusClient(settings) as client:`` (or :meth:`start`/:meth:`close`)."""
 
-    def __init__(self, settings: PrometheusSettings, *,
-                 rng: Callable[[], float] = random.random,
-                 observe_server_time: ServerTimeObserver | None = None,
-                 clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        settings: PrometheusSettings,
+        *,
+        rng: Callable[[], float] = random.random,
+        observe_server_time: ServerTimeObserver | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.settings = settings
         self.stats = ClientStats()
         self._credentials = Credentials(settings)
@@ -121,8 +125,9 @@ class PrometheusClient:
         await self.start()
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.close()
 
     async def start(self) -> None:
@@ -132,8 +137,11 @@ class PrometheusClient:
         ssl_context = await asyncio.to_thread(build_ssl_context, self.settings)
         connector = aiohttp.TCPConnector(limit=self.settings.concurrency + 2, ssl=ssl_context)
         self._session = aiohttp.ClientSession(
-            connector=connector, timeout=aiohttp.ClientTimeout(total=None),
-            headers={"User-Agent": USER_AGENT}, raise_for_status=False)
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(total=None),
+            headers={"User-Agent": USER_AGENT},
+            raise_for_status=False,
+        )
 
     async def close(self) -> None:
         if self._session is not None:
@@ -142,8 +150,9 @@ class PrometheusClient:
 
     # -- public API -----------------------------------------------------------------------------
 
-    async def query(self, promql: str, at: float | None = None, *, deadline: float | None = None,
-                    keep: SeriesFilter | None = None) -> InstantResult:
+    async def query(
+        self, promql: str, at: float | None = None, *, deadline: float | None = None, keep: SeriesFilter | None = None
+    ) -> InstantResult:
         """Evaluate ``promql`` at Unix time ``at``, or at Prometheus' own "now" when ``at`` is None
         (``POST /api/v1/query``). ``deadline`` (event-loop time) ends the call earlier than
         ``timeoutSeconds`` would. ``keep``: the series the caller wants; a large answer is parsed
@@ -163,8 +172,12 @@ class PrometheusClient:
         """Evaluate ``promql`` over ``[start, end]`` every ``step`` seconds (``/api/v1/query_range``).
         A partial answer (see :mod:`autoscaler.prometheus.partial`) raises
         :class:`PrometheusPartialAnswer`: history with holes is not history (``autoscaler backtest``)."""
-        form = {"query": promql, "start": format_time(start), "end": format_time(end),
-                "step": format_prometheus_duration(step)}
+        form = {
+            "query": promql,
+            "start": format_time(start),
+            "end": format_time(end),
+            "step": format_prometheus_duration(step),
+        }
         payload, content_type = await self._call("/api/v1/query_range", form, None)
         if len(payload) > self.settings.large_response_bytes:
             result = await asyncio.to_thread(lambda: parse_range(self._decode(payload, content_type)))
@@ -184,16 +197,14 @@ class PrometheusClient:
         session = self._require_session()
         try:
             async with asyncio.timeout(self.settings.timeout_seconds):
-                async with session.get(self.settings.url + "/-/ready",
-                                       headers=self._credentials.headers()) as response:
+                async with session.get(self.settings.url + "/-/ready", headers=self._credentials.headers()) as response:
                     await response.read()
                     if response.status != 404:
                         return response.status == 200
                 headers = self._credentials.headers()
                 headers["Content-Type"] = "application/x-www-form-urlencoded"
                 body = urlencode({**self.settings.request_parameters, "query": "1"}).encode()
-                async with session.post(self.settings.url + "/api/v1/query", data=body,
-                                        headers=headers) as response:
+                async with session.post(self.settings.url + "/api/v1/query", data=body, headers=headers) as response:
                     await response.read()
                     return response.status == 200
         except (TimeoutError, aiohttp.ClientError, OSError, PrometheusError):
@@ -221,7 +232,8 @@ class PrometheusClient:
                 raise PrometheusTimeout(
                     f"no free slot for a query to Prometheus at {self.settings.display_url} before the "
                     f"query's deadline (at most {self.settings.timeout_seconds:g}s): all "
-                    f"{self.settings.concurrency} slots (prometheus.concurrency) were busy") from None
+                    f"{self.settings.concurrency} slots (prometheus.concurrency) were busy"
+                ) from None
             try:
                 return await self._call_with_retries(path, form, deadline)
             finally:
@@ -247,8 +259,12 @@ class PrometheusClient:
                     redials -= 1
                     self.stats.redials += 1
                     continue
-                if (isinstance(error, PrometheusHTTPError) and error.status == 401
-                        and self._credentials.refreshable and not refreshed_credentials):
+                if (
+                    isinstance(error, PrometheusHTTPError)
+                    and error.status == 401
+                    and self._credentials.refreshable
+                    and not refreshed_credentials
+                ):
                     # The token may have rotated under us: re-read it once and try again now.
                     refreshed_credentials = True
                     self._credentials.refresh()
@@ -256,7 +272,7 @@ class PrometheusClient:
                 if isinstance(error, PrometheusHTTPError) and error.status == 401:
                     raise error from None
                 attempt += 1
-                delay = self._rng() * min(_BACKOFF_CAP, _BACKOFF_BASE * 2 ** attempt)
+                delay = self._rng() * min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)
                 if attempt > self.settings.retries or loop.time() + delay >= deadline:
                     raise error from None
                 self.stats.retries += 1
@@ -280,8 +296,9 @@ class PrometheusClient:
             async with asyncio.timeout(remaining):
                 # The form encoded here, not by aiohttp's FormData (a third of a small query's client
                 # CPU); Accept-Encoding only with the compression setting (see PrometheusSettings).
-                async with session.post(url, data=urlencode(body).encode(), headers=headers,
-                                        skip_auto_headers=self._skip_headers) as response:
+                async with session.post(
+                    url, data=urlencode(body).encode(), headers=headers, skip_auto_headers=self._skip_headers
+                ) as response:
                     self._server_time(response.headers.get("Date"), sent)
                     status = response.status
                     content_type = response.headers.get("Content-Type", "")
@@ -289,17 +306,28 @@ class PrometheusClient:
         except TimeoutError:
             raise self._timeout() from None
         except aiohttp.ClientSSLError as exc:
-            raise PrometheusUnreachable(self._redact(
-                f"TLS handshake with Prometheus at {self.settings.display_url} failed: {exc}")) from None
+            raise PrometheusUnreachable(
+                self._redact(f"TLS handshake with Prometheus at {self.settings.display_url} failed: {exc}")
+            ) from None
         except aiohttp.ClientConnectorError as exc:
-            raise _Retry(PrometheusUnreachable(self._redact(
-                f"Prometheus at {self.settings.display_url} is unreachable: {_reason(exc)}"))) from None
+            raise _Retry(
+                PrometheusUnreachable(
+                    self._redact(f"Prometheus at {self.settings.display_url} is unreachable: {_reason(exc)}")
+                )
+            ) from None
         except (aiohttp.ClientError, OSError) as exc:
             dropped = isinstance(exc, aiohttp.ServerDisconnectedError) or (
-                isinstance(exc, OSError) and exc.errno in _RESET_ERRNOS)
-            raise _Retry(PrometheusUnreachable(self._redact(
-                f"connection to Prometheus at {self.settings.display_url} failed: "
-                f"{type(exc).__name__}: {_reason(exc)}")), dropped_connection=dropped) from None
+                isinstance(exc, OSError) and exc.errno in _RESET_ERRNOS
+            )
+            raise _Retry(
+                PrometheusUnreachable(
+                    self._redact(
+                        f"connection to Prometheus at {self.settings.display_url} failed: "
+                        f"{type(exc).__name__}: {_reason(exc)}"
+                    )
+                ),
+                dropped_connection=dropped,
+            ) from None
         return self._interpret(status, content_type, payload)
 
     async def _read_capped(self, response: aiohttp.ClientResponse) -> bytearray:
@@ -321,7 +349,8 @@ class PrometheusClient:
     def _too_large(self, size: str) -> PrometheusResponseTooLarge:
         return PrometheusResponseTooLarge(
             f"Prometheus at {self.settings.display_url} answered {size}, more than prometheus.maxResponseBytes "
-            f"({self.settings.max_response_bytes}): the query selects too many series; narrow or aggregate it")
+            f"({self.settings.max_response_bytes}): the query selects too many series; narrow or aggregate it"
+        )
 
     def _server_time(self, date: str | None, sent: float) -> None:
         if self._observe_server_time is None or not date:
@@ -333,8 +362,9 @@ class PrometheusClient:
         self._observe_server_time(server, sent, self._clock())
 
     def _timeout(self) -> PrometheusTimeout:
-        return PrometheusTimeout(f"Prometheus at {self.settings.display_url} did not answer within "
-                                 f"{self.settings.timeout_seconds:g}s")
+        return PrometheusTimeout(
+            f"Prometheus at {self.settings.display_url} did not answer within {self.settings.timeout_seconds:g}s"
+        )
 
     def _redact(self, text: str) -> str:
         return self._credentials.redact(text)
@@ -345,9 +375,12 @@ class PrometheusClient:
             # series a sync period), and it decodes them in less than half json's time.
             return orjson.loads(payload)
         except (ValueError, UnicodeDecodeError):
-            raise PrometheusMalformedResponse(self._redact(
-                f"malformed Prometheus response from {self.settings.display_url}: not JSON "
-                f"({content_type or 'no content type'}): {_snippet(payload)!r}")) from None
+            raise PrometheusMalformedResponse(
+                self._redact(
+                    f"malformed Prometheus response from {self.settings.display_url}: not JSON "
+                    f"({content_type or 'no content type'}): {_snippet(payload)!r}"
+                )
+            ) from None
 
     def _interpret(self, status: int, content_type: str, payload: bytearray) -> tuple[bytearray, str]:
         """The payload of a 2xx answer; the error an error answer stands for."""
@@ -370,15 +403,21 @@ class PrometheusClient:
             # Thanos told partial_response=false, with a store down: the query is fine, the backend is not.
             raise PrometheusPartialAnswer(
                 f"partial answer from {self.settings.display_url}: {detail} (HTTP 422: partial answers are "
-                "denied (prometheus.denyPartialResponse), so the query failed instead)")
+                "denied (prometheus.denyPartialResponse), so the query failed instead)"
+            )
         if status in (400, 422):
-            raise PrometheusBadQuery(f"{where} rejected the query (HTTP {status}, {label}{detail})",
-                                     status=status, error_type=error_type, error=detail)
+            raise PrometheusBadQuery(
+                f"{where} rejected the query (HTTP {status}, {label}{detail})",
+                status=status,
+                error_type=error_type,
+                error=detail,
+            )
         if status == 503 and error_type == "timeout":
             raise PrometheusTimeout(f"{where} timed the query out (HTTP 503, {label}{detail})")
         hint = " (check the credentials)" if status in (401, 403) else ""
-        error = PrometheusHTTPError(f"{where} answered HTTP {status}{hint}: {label}{detail}",
-                                    status=status, error_type=error_type, error=detail)
+        error = PrometheusHTTPError(
+            f"{where} answered HTTP {status}{hint}: {label}{detail}", status=status, error_type=error_type, error=detail
+        )
         if status in _RETRYABLE_STATUS or status == 401:
             raise _Retry(error)
         raise error

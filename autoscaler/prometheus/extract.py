@@ -72,8 +72,9 @@ def describe(labels: Mapping[str, str], limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…}"
 
 
-def resource_reading(series: Sequence[Series], names: LabelNames, window: float, *, nanocores: bool = False
-                     ) -> ResourceReading | MetricFailure:
+def resource_reading(
+    series: Sequence[Series], names: LabelNames, window: float, *, nanocores: bool = False
+) -> ResourceReading | MetricFailure:
     """Per-pod, per-container usage. A NaN/±Inf container value is reported as ``None`` (a
     container without usage): the engine then treats the pod as missing for a Resource metric, and
     for a ContainerResource metric only when it is that container. A series without the container
@@ -95,8 +96,9 @@ def resource_reading(series: Sequence[Series], names: LabelNames, window: float,
         elif container in containers:
             return _duplicate(series, names, pod, container)
         containers[container] = milli_or_none(item.value, truncate_to_nano=nanocores)
-    return ResourceReading(pods={pod: PodUsage(containers, timestamps[pod], window)
-                                 for pod, containers in containers_of.items()})
+    return ResourceReading(
+        pods={pod: PodUsage(containers, timestamps[pod], window) for pod, containers in containers_of.items()}
+    )
 
 
 def pods_reading(series: Sequence[Series], names: LabelNames, window: float) -> PodsReading | MetricFailure:
@@ -119,20 +121,26 @@ def pods_reading(series: Sequence[Series], names: LabelNames, window: float) -> 
 
 def _duplicate(series: Sequence[Series], names: LabelNames, pod: str, container: str | None) -> MetricFailure:
     """The failure for two series of one pod (and container, for resources): named by their labels."""
+
     def same(item: Series) -> bool:
-        return (item.labels.get(names.pod) == pod
-                and (container is None or item.labels.get(names.container, "") == container))
+        return item.labels.get(names.pod) == pod and (
+            container is None or item.labels.get(names.container, "") == container
+        )
+
     first, second = [item.labels for item in series if same(item)][:2]
     if container is None:
         return MetricFailure(
             f'duplicate series for pod "{pod}": {describe(first)} and {describe(second)}; '
             f"the query must return one series per pod (aggregate with sum by ({names.namespace}, "
-            f"{names.pod}))")
+            f"{names.pod}))"
+        )
     return MetricFailure(
-        f'duplicate series for pod "{pod}"' + (f' container "{container}"' if container else "")
+        f'duplicate series for pod "{pod}"'
+        + (f' container "{container}"' if container else "")
         + f": {describe(first)} and {describe(second)}; the query must return one "
         f"series per pod and container (aggregate with sum by ({names.namespace}, {names.pod}, "
-        f"{names.container}))")
+        f"{names.container}))"
+    )
 
 
 def no_value_failure(pod_count: int, returned: int, matched: int, names: LabelNames) -> MetricFailure:
@@ -140,8 +148,10 @@ def no_value_failure(pod_count: int, returned: int, matched: int, names: LabelNa
     if returned == 0:
         reason = "the query returned no series (an empty result; stale or absent data)"
     elif matched == 0:
-        reason = (f"none of the {returned} series it returned belongs to the target's pods (series are "
-                  f'matched to pods by their "{names.namespace}" and "{names.pod}" labels)')
+        reason = (
+            f"none of the {returned} series it returned belongs to the target's pods (series are "
+            f'matched to pods by their "{names.namespace}" and "{names.pod}" labels)'
+        )
     else:
         reason = f"all {matched} series for the target's pods are NaN or infinite"
     return MetricFailure(f"no usable sample for any of the target's {pod_count} pods: {reason}")
@@ -156,8 +166,7 @@ def _scalar_values(result: InstantResult) -> _Values | MetricFailure:
     elif result.result_type == "vector":
         items = result.vector
     else:
-        return MetricFailure(f"the query returned a {result.result_type}; it must return an instant vector "
-                             "or a scalar")
+        return MetricFailure(f"the query returned a {result.result_type}; it must return an instant vector or a scalar")
     if not items:
         return MetricFailure("the query returned no series (an empty result; stale or absent data)")
     values = []
@@ -166,8 +175,7 @@ def _scalar_values(result: InstantResult) -> _Values | MetricFailure:
         value = milli_or_none(item.value)
         if value is None:
             where = f"series {describe(item.labels)}" if item.labels else "the scalar"
-            return MetricFailure(f"{where} has value {item.value}, which is not a number the "
-                                 "autoscaler can use")
+            return MetricFailure(f"{where} has value {item.value}, which is not a number the autoscaler can use")
         values.append((item.labels, value))
     return values, max(item.timestamp for item in items)
 
@@ -190,9 +198,15 @@ def external_reading(result: InstantResult) -> ExternalReading | MetricFailure:
     return ExternalReading(values=tuple(v for _, v in values), timestamp=timestamp)
 
 
-def readings_in_one_pass(vector: Sequence[Series], wanted: Sequence[tuple[str, frozenset[str]]], names: LabelNames,
-                         window: float, *, per_container: bool, nanocores: bool = False
-                         ) -> list[tuple[ResourceReading | PodsReading, int]] | None:
+def readings_in_one_pass(
+    vector: Sequence[Series],
+    wanted: Sequence[tuple[str, frozenset[str]]],
+    names: LabelNames,
+    window: float,
+    *,
+    per_container: bool,
+    nanocores: bool = False,
+) -> list[tuple[ResourceReading | PodsReading, int]] | None:
     """For each ``wanted`` (namespace, pods) set: what :func:`resource_reading` (``per_container``) or
     :func:`pods_reading` gives for its series, and how many series it has, in one pass over a batched
     answer instead of a split and a pass per set (the hot loop of a batched sync).
@@ -235,9 +249,25 @@ def readings_in_one_pass(vector: Sequence[Series], wanted: Sequence[tuple[str, f
                 return None
             values[hit][pod_name] = (milli_or_none(text), timestamp)
     if per_container:
-        return [(ResourceReading(pods={pod: PodUsage(containers, timestamp, window)
-                                       for pod, (containers, timestamp) in pods.items()}), count)
-                for pods, count in zip(found, matched, strict=True)]
-    return [(PodsReading(pods={pod: Sample(value, timestamp, window)
-                               for pod, (value, timestamp) in samples.items() if value is not None}), count)
-            for samples, count in zip(values, matched, strict=True)]
+        return [
+            (
+                ResourceReading(
+                    pods={pod: PodUsage(containers, timestamp, window) for pod, (containers, timestamp) in pods.items()}
+                ),
+                count,
+            )
+            for pods, count in zip(found, matched, strict=True)
+        ]
+    return [
+        (
+            PodsReading(
+                pods={
+                    pod: Sample(value, timestamp, window)
+                    for pod, (value, timestamp) in samples.items()
+                    if value is not None
+                }
+            ),
+            count,
+        )
+        for samples, count in zip(values, matched, strict=True)
+    ]

@@ -27,10 +27,10 @@ from autoscaler.prometheus.results import InstantResult, RangeResult
 
 # Lower-case fragments of a warning (or error) text that mean a store did not contribute its data.
 STORE_FAILURE_TEXTS = (
-    "receive series from",            # Thanos: a store's stream of series broke off
-    "fetch series for",               # Thanos: a store could not be asked
-    "failed to receive any data",     # Thanos: a store sent nothing within its frame timeout
-    "no storeapis available",         # Thanos: no store at all
+    "receive series from",  # Thanos: a store's stream of series broke off
+    "fetch series for",  # Thanos: a store could not be asked
+    "failed to receive any data",  # Thanos: a store sent nothing within its frame timeout
+    "no storeapis available",  # Thanos: no store at all
 )
 PARTIAL_TEXTS = ("partial response", "partial result", "partial data", *STORE_FAILURE_TEXTS)
 _CAUSE_LIMIT = 300

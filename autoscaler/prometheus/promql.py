@@ -20,8 +20,17 @@ MATCH_NOTHING = "\\b\\B"
 _RE2_SPECIAL = frozenset("\\.+*?()|[]{}^$")
 
 # Go string escapes PromQL's lexer understands; anything else below U+0020 (and DEL) goes as \uXXXX.
-_SIMPLE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t",
-                   "\a": "\\a", "\b": "\\b", "\f": "\\f", "\v": "\\v"}
+_SIMPLE_ESCAPES = {
+    "\\": "\\\\",
+    '"': '\\"',
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\v": "\\v",
+}
 
 
 def string_literal(value: str) -> str:
@@ -147,5 +156,7 @@ def _requirement_matcher(requirement: str) -> str:
     if match:
         negated, key = match.groups()
         return f'{sanitize_label_name(key)}{"=" if negated else "!="}""'
-    raise SelectorError(f"cannot express selector requirement {requirement!r} as PromQL label matchers "
-                        "(supported: =, ==, !=, in, notin, exists, !exists)")
+    raise SelectorError(
+        f"cannot express selector requirement {requirement!r} as PromQL label matchers "
+        "(supported: =, ==, !=, in, notin, exists, !exists)"
+    )

@@ -91,8 +91,9 @@ class InstantQuerier(Protocol):
     """What the reader needs from a client: :class:`PrometheusClient`, or a stand-in that answers
     from data fetched beforehand (``autoscaler backtest`` answers from range queries)."""
 
-    async def query(self, promql: str, at: float | None, *, deadline: float | None = None,
-                    keep: SeriesFilter | None = None) -> InstantResult: ...
+    async def query(
+        self, promql: str, at: float | None, *, deadline: float | None = None, keep: SeriesFilter | None = None
+    ) -> InstantResult: ...
 
 
 # Told each target's readings (its index in the read's list) as soon as all its metrics have one.
@@ -189,16 +190,23 @@ class _TargetShares:
 
 
 class MetricsReader:
-    def __init__(self, client: InstantQuerier, settings: PrometheusSettings, *,
-                 batch: bool = True, rng: Callable[[], float] = random.random) -> None:
+    def __init__(
+        self,
+        client: InstantQuerier,
+        settings: PrometheusSettings,
+        *,
+        batch: bool = True,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
         self._client = client
         self._settings = settings
         self._batch = batch
         self._rng = rng
         self._shares = _TargetShares(settings.per_target_concurrency)
         self._rejected: dict[str, _Rejected] = {}  # by query text (see _send)
-        self._names = LabelNames(pod=settings.pod_label, container=settings.container_label,
-                                 namespace=settings.namespace_label)
+        self._names = LabelNames(
+            pod=settings.pod_label, container=settings.container_label, namespace=settings.namespace_label
+        )
         self._templates: dict[str, QueryTemplate | TemplateError] = {}
         self._rendered: dict[tuple[str, str], str] = {}  # see _render
         # Batch keys whose results lack the namespace label where pod names collide across
@@ -206,8 +214,9 @@ class MetricsReader:
         self._per_namespace_keys: set[str] = set()
         self._warned: set[str] = set()  # warning texts already logged
 
-    async def read(self, targets: Sequence[TargetQuery], at: float | None,
-                   on_ready: OnReady | None = None) -> list[list[MetricReading]]:
+    async def read(
+        self, targets: Sequence[TargetQuery], at: float | None, on_ready: OnReady | None = None
+    ) -> list[list[MetricReading]]:
         """``result[i][j]`` is the reading or failure of ``targets[i].metrics[j]`` at Unix time ``at``
         (None: now, by Prometheus' clock). ``on_ready(i, row)`` is called for each target as soon as
         all its metrics have their reading, before slower targets' queries are done."""
@@ -242,8 +251,7 @@ class MetricsReader:
         for group in pod_groups.values():
             jobs.extend(self._pod_group_jobs(group, at, out, finished))
         for query, members in value_queries.items():
-            jobs.append(self._guard(self._run_value_query(query, members, at, deadline, out), members, out,
-                                    finished))
+            jobs.append(self._guard(self._run_value_query(query, members, at, deadline, out), members, out, finished))
         await asyncio.gather(*jobs)
         return [_complete(row) for row in out]
 
@@ -269,8 +277,13 @@ class MetricsReader:
 
     # -- planning -------------------------------------------------------------------------------
 
-    def _plan(self, member: _Member, pod_groups: dict[tuple[object, ...], _PodGroup],
-              value_queries: dict[str, list[_Member]], out: list[list[MetricReading | None]]) -> None:
+    def _plan(
+        self,
+        member: _Member,
+        pod_groups: dict[tuple[object, ...], _PodGroup],
+        value_queries: dict[str, list[_Member]],
+        out: list[list[MetricReading | None]],
+    ) -> None:
         spec = member.spec
         template = self._template(self._template_text(spec))
         if not spec.is_pod_metric:
@@ -278,12 +291,12 @@ class MetricsReader:
             value_queries.setdefault(query, []).append(member)
             return
         per_container = spec.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE)
-        window = (self._settings.cpu_rate_window if per_container and spec.name == "cpu"
-                  else DEFAULT_SAMPLE_WINDOW)
+        window = self._settings.cpu_rate_window if per_container and spec.name == "cpu" else DEFAULT_SAMPLE_WINDOW
         if not member.pods:
             # Nothing to measure: no query at all.
             out[member.target_index][member.metric_index] = (
-                ResourceReading(pods={}) if per_container else PodsReading(pods={}))
+                ResourceReading(pods={}) if per_container else PodsReading(pods={})
+            )
             return
         key_text = self._render(template, member, scope=SCOPE_SLOT)
         nanocores = per_container and spec.name == "cpu"
@@ -294,8 +307,9 @@ class MetricsReader:
             fixed_scope = self._target_scope(member.target)
         group = pod_groups.get(key)
         if group is None:
-            group = pod_groups[key] = _PodGroup(key_text, per_container, window, fixed_scope=fixed_scope,
-                                                nanocores=nanocores)
+            group = pod_groups[key] = _PodGroup(
+                key_text, per_container, window, fixed_scope=fixed_scope, nanocores=nanocores
+            )
         group.members.append(member)
 
     def _template_text(self, spec: MetricSpec) -> str:
@@ -376,8 +390,10 @@ class MetricsReader:
         return f"{label}=~{regex_literal(namespaces)}"
 
     def _target_scope(self, target: TargetQuery) -> str:
-        return (f"{self._names.namespace}={string_literal(target.namespace)}, "
-                f"{self._names.pod}=~{regex_literal(target.pod_names)}")
+        return (
+            f"{self._names.namespace}={string_literal(target.namespace)}, "
+            f"{self._names.pod}=~{regex_literal(target.pod_names)}"
+        )
 
     def _namespace_chunks(self, group: _PodGroup) -> list[list[str]]:
         namespaces = sorted({m.target.namespace for m in group.members})
@@ -402,11 +418,22 @@ class MetricsReader:
 
     # -- running --------------------------------------------------------------------------------
 
-    def _pod_group_jobs(self, group: _PodGroup, at: float | None, out: list[list[MetricReading | None]],
-                        finished: Callable[[Sequence[_Member]], None]) -> list[Awaitable[None]]:
+    def _pod_group_jobs(
+        self,
+        group: _PodGroup,
+        at: float | None,
+        out: list[list[MetricReading | None]],
+        finished: Callable[[Sequence[_Member]], None],
+    ) -> list[Awaitable[None]]:
         if group.fixed_scope is not None:
-            return [self._guard(self._run_pod_chunk(group, [group.members[0].target.namespace],
-                                                    group.members, at, out), group.members, out, finished)]
+            return [
+                self._guard(
+                    self._run_pod_chunk(group, [group.members[0].target.namespace], group.members, at, out),
+                    group.members,
+                    out,
+                    finished,
+                )
+            ]
         jobs: list[Awaitable[None]] = []
         for chunk in self._namespace_chunks(group):
             in_chunk = set(chunk)
@@ -414,9 +441,13 @@ class MetricsReader:
             jobs.append(self._guard(self._run_pod_chunk(group, chunk, members, at, out), members, out, finished))
         return jobs
 
-    async def _guard(self, job: Awaitable[None], members: Sequence[_Member],
-                     out: list[list[MetricReading | None]],
-                     finished: Callable[[Sequence[_Member]], None] | None = None) -> None:
+    async def _guard(
+        self,
+        job: Awaitable[None],
+        members: Sequence[_Member],
+        out: list[list[MetricReading | None]],
+        finished: Callable[[Sequence[_Member]], None] | None = None,
+    ) -> None:
         """Run a job; a bug in it fails its metrics rather than the whole sync. ``finished`` is told the
         job's members once they have their readings."""
         try:
@@ -426,12 +457,20 @@ class MetricsReader:
             for member in members:
                 if out[member.target_index][member.metric_index] is None:
                     out[member.target_index][member.metric_index] = _failure(
-                        member.spec, f"internal error while reading: {type(exc).__name__}: {exc}")
+                        member.spec, f"internal error while reading: {type(exc).__name__}: {exc}"
+                    )
         if finished is not None:
             finished(members)
 
-    async def _send(self, query: str, at: float | None, *, deadline: float | None = None,
-                    keep: SeriesFilter | None = None, share: tuple[str, str] | None = None) -> InstantResult:
+    async def _send(
+        self,
+        query: str,
+        at: float | None,
+        *,
+        deadline: float | None = None,
+        keep: SeriesFilter | None = None,
+        share: tuple[str, str] | None = None,
+    ) -> InstantResult:
         """Send one query, unless Prometheus rejected it as invalid and its backoff has not passed (then
         fail at once with the same message). ``share``: the one target the query is read for, whose
         share of the slots it must wait for (within ``deadline``)."""
@@ -447,7 +486,8 @@ class MetricsReader:
                 raise PrometheusTimeout(
                     f"no query slot within {self._settings.timeout_seconds:g}s: this target's own queries "
                     f"may use {self._settings.per_target_concurrency} at once (prometheus.targetConcurrency), "
-                    "and its other queries held them") from None
+                    "and its other queries held them"
+                ) from None
         try:
             result = await self._client.query(query, at, deadline=deadline, keep=keep)
         except PrometheusBadQuery as error:
@@ -463,8 +503,9 @@ class MetricsReader:
     def _reject(self, query: str, message: str, before: _Rejected | None) -> None:
         settings = self._settings
         failures = before.failures + 1 if before is not None else 1
-        delay = min(settings.invalid_query_backoff_max_seconds,
-                    settings.invalid_query_backoff_seconds * 2 ** (failures - 1))
+        delay = min(
+            settings.invalid_query_backoff_max_seconds, settings.invalid_query_backoff_seconds * 2 ** (failures - 1)
+        )
         delay *= 0.75 + 0.25 * self._rng()  # jittered below the cap: many rejected queries do not align
         now = asyncio.get_running_loop().time()
         if len(self._rejected) > 10_000:  # queries no target reads any more: forget the expired ones
@@ -472,8 +513,9 @@ class MetricsReader:
         self._rejected[query] = _Rejected(message + _BACKOFF_NOTE, now + delay, failures)
         log.warning("Prometheus rejected a query as invalid; it is retried after %.0f s: %s", delay, message)
 
-    async def _query(self, query: str, members: Sequence[_Member], at: float | None,
-                     out: list[list[MetricReading | None]]) -> InstantResult | None:
+    async def _query(
+        self, query: str, members: Sequence[_Member], at: float | None, out: list[list[MetricReading | None]]
+    ) -> InstantResult | None:
         """Run a per-pod query; on failure fail every member and return None."""
         try:
             result = await self._send(query, at, keep=self._pods_filter(members))
@@ -487,21 +529,29 @@ class MetricsReader:
         if not self._whole(result, query, members, out):
             return None
         if result.result_type != "vector":
-            _fail_all(members, f"the query returned a {result.result_type}; a per-pod metric needs an "
-                      f"instant vector with one series per pod (labels {self._names.namespace}, "
-                      f"{self._names.pod})", out)
+            _fail_all(
+                members,
+                f"the query returned a {result.result_type}; a per-pod metric needs an "
+                f"instant vector with one series per pod (labels {self._names.namespace}, "
+                f"{self._names.pod})",
+                out,
+            )
             return None
         return result
 
-    def _whole(self, result: InstantResult, query: str, members: Sequence[_Member],
-               out: list[list[MetricReading | None]]) -> bool:
+    def _whole(
+        self, result: InstantResult, query: str, members: Sequence[_Member], out: list[list[MetricReading | None]]
+    ) -> bool:
         """Whether ``result`` may be read: a partial answer fails every member (each target it serves);
         other warnings are logged, once per distinct text."""
         cause = partial_cause(result)
         if cause is not None:
-            _fail_all(members, f"partial answer from {self._settings.display_url}: {cause}; a metric read "
-                      "from a partial answer cannot vote (no scale-down from it) until the answers are whole",
-                      out)
+            _fail_all(
+                members,
+                f"partial answer from {self._settings.display_url}: {cause}; a metric read "
+                "from a partial answer cannot vote (no scale-down from it) until the answers are whole",
+                out,
+            )
             return False
         for warning in other_warnings(result):
             if warning in self._warned:
@@ -511,9 +561,13 @@ class MetricsReader:
             self._warned.add(warning)
             targets = sorted({f"{m.target.namespace}/{m.target.name}" for m in members})
             shown = query if len(query) <= _QUERY_IN_MESSAGE_LIMIT else query[:_QUERY_IN_MESSAGE_LIMIT] + "…"
-            log.warning("%s answered with a warning (logged once per text): %s; targets: %s; query: %s",
-                        self._settings.display_url, shorten(warning), ", ".join(targets[:10])
-                        + (f" and {len(targets) - 10} more" if len(targets) > 10 else ""), shown)
+            log.warning(
+                "%s answered with a warning (logged once per text): %s; targets: %s; query: %s",
+                self._settings.display_url,
+                shorten(warning),
+                ", ".join(targets[:10]) + (f" and {len(targets) - 10} more" if len(targets) > 10 else ""),
+                shown,
+            )
         return True
 
     def _pods_filter(self, members: Sequence[_Member]) -> SeriesFilter:
@@ -534,45 +588,63 @@ class MetricsReader:
                 return False
             namespace = labels.get(namespace_label)
             return pod in (anywhere if namespace is None else wanted.get(namespace, ()))
+
         return keep
 
-    async def _run_pod_chunk(self, group: _PodGroup, namespaces: list[str], members: list[_Member],
-                             at: float | None, out: list[list[MetricReading | None]]) -> None:
+    async def _run_pod_chunk(
+        self,
+        group: _PodGroup,
+        namespaces: list[str],
+        members: list[_Member],
+        at: float | None,
+        out: list[list[MetricReading | None]],
+    ) -> None:
         scope = group.fixed_scope or self._namespace_scope(namespaces)
         result = await self._query(group.key_text.replace(SCOPE_SLOT, scope), members, at, out)
         if result is None:
             return
         vector = result.vector
         returned = len(vector) + result.left_out
-        fast = readings_in_one_pass(vector, [(m.target.namespace, m.pods) for m in members], self._names,
-                                    group.window, per_container=group.per_container, nanocores=group.nanocores)
+        fast = readings_in_one_pass(
+            vector,
+            [(m.target.namespace, m.pods) for m in members],
+            self._names,
+            group.window,
+            per_container=group.per_container,
+            nanocores=group.nanocores,
+        )
         if fast is not None:
             for member, (found, matched) in zip(members, fast, strict=True):
                 checked = self._checked(found, member, returned, matched)
                 out[member.target_index][member.metric_index] = (
-                    _failure(member.spec, checked.message) if isinstance(checked, MetricFailure) else checked)
+                    _failure(member.spec, checked.message) if isinstance(checked, MetricFailure) else checked
+                )
             return
         buckets, ambiguous = self._split(vector, members)
         if ambiguous and len(namespaces) > 1 and SCOPE_SLOT in group.key_text:
             # Series without a namespace label whose pod names exist in several of the batched
             # namespaces: ask again one namespace at a time, and remember to do so next time.
             self._per_namespace_keys.add(group.key_text)
-            await asyncio.gather(*(
-                self._run_pod_chunk(group, [ns], [m for m in members if m.target.namespace == ns], at, out)
-                for ns in namespaces))
+            await asyncio.gather(
+                *(
+                    self._run_pod_chunk(group, [ns], [m for m in members if m.target.namespace == ns], at, out)
+                    for ns in namespaces
+                )
+            )
             return
         for index, member in enumerate(members):
             if index in ambiguous:
                 reading: MetricReading = MetricFailure(
                     f'series without a "{self._names.namespace}" label name pods that exist in '
-                    f"several namespaces; the query must keep the {self._names.namespace} label")
+                    f"several namespaces; the query must keep the {self._names.namespace} label"
+                )
             else:
                 reading = self._pod_reading(group, member, buckets[index], returned)
             out[member.target_index][member.metric_index] = (
-                _failure(member.spec, reading.message) if isinstance(reading, MetricFailure) else reading)
+                _failure(member.spec, reading.message) if isinstance(reading, MetricFailure) else reading
+            )
 
-    def _split(self, vector: Sequence[Series], members: Sequence[_Member]
-               ) -> tuple[list[list[Series]], set[int]]:
+    def _split(self, vector: Sequence[Series], members: Sequence[_Member]) -> tuple[list[list[Series]], set[int]]:
         """Each member's series, by (namespace, pod); and members hit by ambiguous series.
 
         The hot loop of a batched sync: one dict lookup per series. A (namespace, pod) usually
@@ -626,8 +698,7 @@ class MetricsReader:
                 buckets[index].append(series)
         return buckets, ambiguous
 
-    def _pod_reading(self, group: _PodGroup, member: _Member, series: list[Series],
-                     returned: int) -> MetricReading:
+    def _pod_reading(self, group: _PodGroup, member: _Member, series: list[Series], returned: int) -> MetricReading:
         reading: MetricReading
         if group.per_container:
             reading = resource_reading(series, self._names, group.window, nanocores=group.nanocores)
@@ -643,8 +714,14 @@ class MetricsReader:
             return no_value_failure(len(member.pods), returned, 0, self._names)
         return reading
 
-    async def _run_value_query(self, query: str, members: list[_Member], at: float | None, deadline: float,
-                               out: list[list[MetricReading | None]]) -> None:
+    async def _run_value_query(
+        self,
+        query: str,
+        members: list[_Member],
+        at: float | None,
+        deadline: float,
+        out: list[list[MetricReading | None]],
+    ) -> None:
         owners = {(m.target.namespace, m.target.name) for m in members}
         share = next(iter(owners)) if len(owners) == 1 else None  # a query shared by targets is nobody's own
         try:
@@ -662,7 +739,8 @@ class MetricsReader:
             external = member.spec.type is MetricSourceType.EXTERNAL
             reading: MetricReading = external_reading(result) if external else object_reading(result)
             out[member.target_index][member.metric_index] = (
-                _failure(member.spec, reading.message) if isinstance(reading, MetricFailure) else reading)
+                _failure(member.spec, reading.message) if isinstance(reading, MetricFailure) else reading
+            )
 
 
 _BACKOFF_NOTE = "; the query is invalid: it is sent again only after a slow backoff"

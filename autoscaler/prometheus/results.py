@@ -99,9 +99,14 @@ def _labels(raw: object) -> Mapping[str, str]:
 
 
 def _point(raw: object) -> tuple[float, str]:
-    if (not isinstance(raw, list | tuple) or len(raw) != 2 or isinstance(raw[0], bool)
-            or not isinstance(raw[0], int | float) or not isinstance(raw[1], str)):
-        raise _fail(f"a sample is not [<time>, \"<value>\"]: {str(raw)[:80]}")
+    if (
+        not isinstance(raw, list | tuple)
+        or len(raw) != 2
+        or isinstance(raw[0], bool)
+        or not isinstance(raw[0], int | float)
+        or not isinstance(raw[1], str)
+    ):
+        raise _fail(f'a sample is not [<time>, "<value>"]: {str(raw)[:80]}')
     return float(raw[0]), raw[1]
 
 
@@ -136,8 +141,9 @@ def _vector(result: list[Any]) -> tuple[Series, ...]:
                 raise TypeError
             append(make(Series, (labels, float(timestamp), value)))
     except (AttributeError, KeyError, TypeError, ValueError):
-        raise _fail(f"a vector element is not {{\"metric\": {{…}}, \"value\": [<time>, \"<value>\"]}}: "
-                    f"{str(item)[:120]}") from None
+        raise _fail(
+            f'a vector element is not {{"metric": {{…}}, "value": [<time>, "<value>"]}}: {str(item)[:120]}'
+        ) from None
     return tuple(vector)
 
 
@@ -195,14 +201,15 @@ def parse_instant_in_pieces(payload: bytes | bytearray, keep: SeriesFilter | Non
         if _RESULT_KEY.search(rest):  # another "result" array: not the layout expected
             return parse_instant(_loads(payload))
         # The envelope without the series: "warnings" and "isPartial" may stand before or after "data".
-        outer = orjson.loads(text[:found_key.end()] + "]" + rest)
+        outer = orjson.loads(text[: found_key.end()] + "]" + rest)
     except (ValueError, StopIteration):  # JSONDecodeError is a ValueError; the scanner raises StopIteration
         return parse_instant(_loads(payload))
     envelope = success_data(outer)
     if envelope.data.get("resultType") != "vector" or envelope.data.get("result") != []:
         return parse_instant(_loads(payload))
-    return InstantResult("vector", vector=_vector(kept), warnings=envelope.warnings, left_out=left_out,
-                         partial=envelope.partial)
+    return InstantResult(
+        "vector", vector=_vector(kept), warnings=envelope.warnings, left_out=left_out, partial=envelope.partial
+    )
 
 
 def _loads(payload: bytes | bytearray) -> object:

@@ -131,11 +131,16 @@ class PrometheusSettings:
             "basic_auth": self.basic_auth,
             "headers": {name: REDACTED for name in self.headers},
             "query_parameters": dict(self.query_parameters),
-            "ca_file": self.ca_file, "cert_file": self.cert_file, "key_file": self.key_file,
+            "ca_file": self.ca_file,
+            "cert_file": self.cert_file,
+            "key_file": self.key_file,
             "insecure_skip_verify": self.insecure_skip_verify,
-            "timeout_seconds": self.timeout_seconds, "concurrency": self.concurrency,
-            "retries": self.retries, "cpu_rate_window": self.cpu_rate_window,
-            "max_response_bytes": self.max_response_bytes, "target_concurrency": self.per_target_concurrency,
+            "timeout_seconds": self.timeout_seconds,
+            "concurrency": self.concurrency,
+            "retries": self.retries,
+            "cpu_rate_window": self.cpu_rate_window,
+            "max_response_bytes": self.max_response_bytes,
+            "target_concurrency": self.per_target_concurrency,
             "deny_partial_response": self.deny_partial_response,
         }
         return "PrometheusSettings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
@@ -176,8 +181,11 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
     if basic is not None and (token is not None or token_file is not None):
         obj.error("basicAuth", "Forbidden: basic auth and a bearer token both set the Authorization header")
     headers = _string_map(obj, "headers", secret=True, header_names=True)
-    if headers and any(name.lower() == "authorization" for name in headers) and (
-            basic is not None or token is not None or token_file is not None):
+    if (
+        headers
+        and any(name.lower() == "authorization" for name in headers)
+        and (basic is not None or token is not None or token_file is not None)
+    ):
         obj.error("headers", "Forbidden: an Authorization header conflicts with bearerToken/basicAuth")
     query_parameters = _string_map(obj, "queryParameters", secret=False, header_names=False)
     reserved = {"query", "time", "start", "end", "step", "timeout"} & set(query_parameters or {})
@@ -189,23 +197,25 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
     timeout = obj.number("timeoutSeconds", default=DEFAULT_TIMEOUT_SECONDS, minimum=0.001, maximum=300)
     concurrency = obj.integer("concurrency", default=DEFAULT_CONCURRENCY, minimum=1, maximum=1000)
     retries = obj.integer("retries", default=DEFAULT_RETRIES, minimum=0, maximum=10)
-    labels = {key: _label_name(obj, key, default) for key, default in
-              (("podLabel", "pod"), ("containerLabel", "container"), ("namespaceLabel", "namespace"))}
+    labels = {
+        key: _label_name(obj, key, default)
+        for key, default in (("podLabel", "pod"), ("containerLabel", "container"), ("namespaceLabel", "namespace"))
+    }
     window = _duration(obj, "cpuRateWindow", DEFAULT_CPU_RATE_WINDOW)
     queries = _queries(obj.obj("queries"))
     max_length = obj.integer("maxQueryLength", default=DEFAULT_MAX_QUERY_LENGTH, minimum=1024)
     compression = obj.boolean("compression", default=False)
-    max_response = obj.integer("maxResponseBytes", default=DEFAULT_MAX_RESPONSE_BYTES, minimum=4096,
-                               maximum=2**31)
-    large_response = obj.integer("largeResponseBytes", default=DEFAULT_LARGE_RESPONSE_BYTES, minimum=0,
-                                 maximum=2**31)
+    max_response = obj.integer("maxResponseBytes", default=DEFAULT_MAX_RESPONSE_BYTES, minimum=4096, maximum=2**31)
+    large_response = obj.integer("largeResponseBytes", default=DEFAULT_LARGE_RESPONSE_BYTES, minimum=0, maximum=2**31)
     target_concurrency = obj.integer("targetConcurrency", minimum=1, maximum=1000)
     if target_concurrency is not None and concurrency is not None and target_concurrency > concurrency:
         obj.error("targetConcurrency", f"must be at most concurrency ({concurrency})")
-    backoff = obj.number("invalidQueryBackoffSeconds", default=DEFAULT_INVALID_QUERY_BACKOFF, minimum=0.1,
-                         maximum=86400)
-    backoff_max = obj.number("invalidQueryBackoffMaxSeconds", default=DEFAULT_INVALID_QUERY_BACKOFF_MAX,
-                             minimum=0.1, maximum=86400)
+    backoff = obj.number(
+        "invalidQueryBackoffSeconds", default=DEFAULT_INVALID_QUERY_BACKOFF, minimum=0.1, maximum=86400
+    )
+    backoff_max = obj.number(
+        "invalidQueryBackoffMaxSeconds", default=DEFAULT_INVALID_QUERY_BACKOFF_MAX, minimum=0.1, maximum=86400
+    )
     if backoff is not None and backoff_max is not None and backoff_max < backoff:
         obj.error("invalidQueryBackoffMaxSeconds", f"must be at least invalidQueryBackoffSeconds ({backoff:g})")
     obj.finish()
@@ -215,17 +225,33 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
     assert window is not None and max_length is not None and max_response is not None
     assert large_response is not None and backoff is not None and backoff_max is not None
     return PrometheusSettings(
-        url=url, bearer_token=token, bearer_token_file=token_file, basic_auth=basic,
-        headers=headers or {}, query_parameters=query_parameters or {},
-        ca_file=tls.get("caFile"), cert_file=tls.get("certFile"), key_file=tls.get("keyFile"),
+        url=url,
+        bearer_token=token,
+        bearer_token_file=token_file,
+        basic_auth=basic,
+        headers=headers or {},
+        query_parameters=query_parameters or {},
+        ca_file=tls.get("caFile"),
+        cert_file=tls.get("certFile"),
+        key_file=tls.get("keyFile"),
         insecure_skip_verify=bool(tls.get("insecureSkipVerify")),
-        timeout_seconds=timeout, concurrency=concurrency, retries=retries,
-        pod_label=labels["podLabel"] or "pod", container_label=labels["containerLabel"] or "container",
-        namespace_label=labels["namespaceLabel"] or "namespace", cpu_rate_window=window,
-        cpu_query=queries.get("cpu"), memory_query=queries.get("memory"), max_query_length=max_length,
-        compression=bool(compression), max_response_bytes=max_response, large_response_bytes=large_response,
-        target_concurrency=target_concurrency, invalid_query_backoff_seconds=backoff,
-        invalid_query_backoff_max_seconds=backoff_max, deny_partial_response=bool(deny_partial),
+        timeout_seconds=timeout,
+        concurrency=concurrency,
+        retries=retries,
+        pod_label=labels["podLabel"] or "pod",
+        container_label=labels["containerLabel"] or "container",
+        namespace_label=labels["namespaceLabel"] or "namespace",
+        cpu_rate_window=window,
+        cpu_query=queries.get("cpu"),
+        memory_query=queries.get("memory"),
+        max_query_length=max_length,
+        compression=bool(compression),
+        max_response_bytes=max_response,
+        large_response_bytes=large_response,
+        target_concurrency=target_concurrency,
+        invalid_query_backoff_seconds=backoff,
+        invalid_query_backoff_max_seconds=backoff_max,
+        deny_partial_response=bool(deny_partial),
     )
 
 
@@ -295,8 +321,9 @@ def _string_map(obj: Obj, key: str, *, secret: bool, header_names: bool) -> dict
             continue
         if "\n" in value or "\r" in value:
             # The value itself stays out of the message: it may be a secret.
-            view.error(name_text, "must not contain line breaks" if secret else
-                       f"must not contain line breaks: {value!r}")
+            view.error(
+                name_text, "must not contain line breaks" if secret else f"must not contain line breaks: {value!r}"
+            )
             continue
         result[name_text] = value
     view.finish()

@@ -35,8 +35,20 @@ from dataclasses import dataclass
 from autoscaler.values.fields import did_you_mean
 
 PLACEHOLDERS = (
-    "scope", "namespace", "name", "target_kind", "target_name", "selector", "pods", "window",
-    "container", "resource", "metric", "pod_label", "namespace_label", "container_label",
+    "scope",
+    "namespace",
+    "name",
+    "target_kind",
+    "target_name",
+    "selector",
+    "pods",
+    "window",
+    "container",
+    "resource",
+    "metric",
+    "pod_label",
+    "namespace_label",
+    "container_label",
 )
 # Placeholders whose value differs from one target to the next (apart from ``scope``): a template
 # using one of them is batched only with targets that give it the same value.
@@ -49,13 +61,13 @@ SCOPE_SLOT = "\x00scope\x00"
 
 CPU_TEMPLATE = (
     "sum by (<<namespace_label>>, <<pod_label>>, <<container_label>>) ("
-    "rate(container_cpu_usage_seconds_total{<<scope>>, <<container_label>>!=\"\", "
-    "<<container_label>>!=\"POD\"}[<<window>>]))"
+    'rate(container_cpu_usage_seconds_total{<<scope>>, <<container_label>>!="", '
+    '<<container_label>>!="POD"}[<<window>>]))'
 )
 MEMORY_TEMPLATE = (
     "sum by (<<namespace_label>>, <<pod_label>>, <<container_label>>) ("
-    "container_memory_working_set_bytes{<<scope>>, <<container_label>>!=\"\", "
-    "<<container_label>>!=\"POD\"})"
+    'container_memory_working_set_bytes{<<scope>>, <<container_label>>!="", '
+    '<<container_label>>!="POD"})'
 )
 
 
@@ -78,8 +90,7 @@ class QueryTemplate:
                 names.add(name)
                 continue
             hint = did_you_mean(name, PLACEHOLDERS)
-            problems.append(f"unknown placeholder {match.group(0)}"
-                            + (f" (did you mean <<{hint}>>?)" if hint else ""))
+            problems.append(f"unknown placeholder {match.group(0)}" + (f" (did you mean <<{hint}>>?)" if hint else ""))
         leftover = _PLACEHOLDER.sub("", text)
         if "<<" in leftover or ">>" in leftover:
             problems.append("unterminated placeholder: '<<' and '>>' must enclose a placeholder name")
@@ -89,8 +100,10 @@ class QueryTemplate:
 
     def render(self, values: Mapping[str, str]) -> str:
         """Fill every placeholder; ``values`` must hold each used one (already escaped)."""
+
         def substitute(match: re.Match[str]) -> str:
             return values[match.group(1)]
+
         return _PLACEHOLDER.sub(substitute, self.text)
 
 

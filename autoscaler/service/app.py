@@ -59,8 +59,9 @@ class TimedQuerier:
         self.last_success: float | None = None
         self.last_error: str | None = None
 
-    async def query(self, promql: str, at: float | None, *, deadline: float | None = None,
-                    keep: SeriesFilter | None = None) -> InstantResult:
+    async def query(
+        self, promql: str, at: float | None, *, deadline: float | None = None, keep: SeriesFilter | None = None
+    ) -> InstantResult:
         started = time.monotonic()
         large_before = self.client.stats.large_answers
         try:
@@ -95,9 +96,12 @@ def with_clock_note(row: list[MetricReading], skew: SkewMonitor) -> list[MetricR
     note = skew.note()
     if note is None:
         return row
-    return [MetricFailure(f"{r.message}; {note}")
-            if isinstance(r, MetricFailure) and any(text in r.message for text in _ABSENT_DATA) else r
-            for r in row]
+    return [
+        MetricFailure(f"{r.message}; {note}")
+        if isinstance(r, MetricFailure) and any(text in r.message for text in _ABSENT_DATA)
+        else r
+        for r in row
+    ]
 
 
 def lease_namespace(configured: str | None) -> str:
@@ -111,15 +115,22 @@ def lease_namespace(configured: str | None) -> str:
 
 
 class Service:
-    def __init__(self, settings: ServiceSettings, *, static_targets: list[Target] | None = None,
-                 identity: str | None = None, record: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: ServiceSettings,
+        *,
+        static_targets: list[Target] | None = None,
+        identity: str | None = None,
+        record: str | None = None,
+    ) -> None:
         self.settings = settings
         self.record = record
         self.static_targets = static_targets
         self.identity = identity or default_identity()
         self.metrics = ServiceMetrics()
-        self.prometheus_skew = SkewMonitor("prometheus", settings.sync.clock_skew_warning_seconds,
-                                           self.metrics.set_clock_skew)
+        self.prometheus_skew = SkewMonitor(
+            "prometheus", settings.sync.clock_skew_warning_seconds, self.metrics.set_clock_skew
+        )
         self.manager: Manager | None = None
         self.elector: LeaderElector | None = None
         self.http: HttpServer | None = None
@@ -131,27 +142,37 @@ class Service:
     async def run(self, stop: asyncio.Event) -> None:
         settings = self.settings
         lag_task = asyncio.create_task(self.metrics.monitor_event_loop_lag(), name="loop-lag")
-        self.http = HttpServer(settings.http, self.metrics, readiness=self._readiness(),
-                               liveness=self._liveness(),
-                               targets=lambda: self.manager.target_documents() if self.manager else {})
+        self.http = HttpServer(
+            settings.http,
+            self.metrics,
+            readiness=self._readiness(),
+            liveness=self._liveness(),
+            targets=lambda: self.manager.target_documents() if self.manager else {},
+        )
         await self.http.start()
         api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
         elector_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
         elector_task: asyncio.Task[None] | None = None
         recorder: SyncRecorder | None = None
         try:
-            async with api_client, elector_client, PrometheusClient(
-                    settings.prometheus, observe_server_time=self.prometheus_skew.observe,
-                    clock=PROCESS_CLOCK.now) as prometheus:
+            async with (
+                api_client,
+                elector_client,
+                PrometheusClient(
+                    settings.prometheus, observe_server_time=self.prometheus_skew.observe, clock=PROCESS_CLOCK.now
+                ) as prometheus,
+            ):
                 self.querier = TimedQuerier(prometheus, self.metrics)
                 reader = MetricsReader(self.querier, settings.prometheus)
                 skew = self.prometheus_skew
 
-                async def read_many(queries: Sequence[TargetQuery], at: float | None, *,
-                                    on_ready: OnReady | None = None) -> list[list[MetricReading]]:
+                async def read_many(
+                    queries: Sequence[TargetQuery], at: float | None, *, on_ready: OnReady | None = None
+                ) -> list[list[MetricReading]]:
                     def ready(index: int, row: list[MetricReading]) -> None:
                         if on_ready is not None:
                             on_ready(index, with_clock_note(row, skew))
+
                     rows = await reader.read(queries, at, ready)
                     return [with_clock_note(row, skew) for row in rows]
 
@@ -159,27 +180,49 @@ class Service:
                 if self.record:
                     recorder = SyncRecorder(self.record, settings.controller)
                 self.manager = manager = Manager(
-                    kube, read_many, settings=settings.controller, period=settings.sync.period_seconds,
-                    jitter=settings.sync.jitter, concurrency=settings.sync.concurrency,
-                    batch_window=settings.sync.batch_window_seconds, dry_run=settings.dry_run,
-                    namespaces=settings.kubernetes.namespaces, static_targets=self.static_targets,
-                    metrics=self.metrics, may_write=self._may_write, identity=self.identity,
-                    on_targets=self.metrics.set_targets, watch_silence=settings.kubernetes.watch_silence_seconds,
-                    recorder=recorder)
-                self.metrics.watch_caches(lambda: [
-                    (c.resource.label, c.synced.is_set(), c.stale_for(), c.incidents, c.relists)
-                    for c in manager.caches])
+                    kube,
+                    read_many,
+                    settings=settings.controller,
+                    period=settings.sync.period_seconds,
+                    jitter=settings.sync.jitter,
+                    concurrency=settings.sync.concurrency,
+                    batch_window=settings.sync.batch_window_seconds,
+                    dry_run=settings.dry_run,
+                    namespaces=settings.kubernetes.namespaces,
+                    static_targets=self.static_targets,
+                    metrics=self.metrics,
+                    may_write=self._may_write,
+                    identity=self.identity,
+                    on_targets=self.metrics.set_targets,
+                    watch_silence=settings.kubernetes.watch_silence_seconds,
+                    recorder=recorder,
+                )
+                self.metrics.watch_caches(
+                    lambda: [
+                        (c.resource.label, c.synced.is_set(), c.stale_for(), c.incidents, c.relists)
+                        for c in manager.caches
+                    ]
+                )
                 await manager.start_caches()
-                log.info("service starting", identity=self.identity, dry_run=settings.dry_run,
-                         targets="file" if self.static_targets is not None else "crd",
-                         leader_election=settings.leader_election.enabled)
+                log.info(
+                    "service starting",
+                    identity=self.identity,
+                    dry_run=settings.dry_run,
+                    targets="file" if self.static_targets is not None else "crd",
+                    leader_election=settings.leader_election.enabled,
+                )
                 if settings.leader_election.enabled:
                     election = settings.leader_election
                     self.elector = LeaderElector(
-                        elector_client, namespace=lease_namespace(election.lease_namespace), name=election.lease_name,
-                        identity=self.identity, lease_duration=election.lease_duration_seconds,
-                        renew_deadline=election.renew_deadline_seconds, retry_period=election.retry_period_seconds,
-                        observe_renew_late=self.metrics.observe_leader_renew_late)
+                        elector_client,
+                        namespace=lease_namespace(election.lease_namespace),
+                        name=election.lease_name,
+                        identity=self.identity,
+                        lease_duration=election.lease_duration_seconds,
+                        renew_deadline=election.renew_deadline_seconds,
+                        retry_period=election.retry_period_seconds,
+                        observe_renew_late=self.metrics.observe_leader_renew_late,
+                    )
                     self.elector.on_started_leading(self._lead)
                     self.elector.on_stopped_leading(self._follow)
                     elector_task = asyncio.create_task(self.elector.run(), name="leader-election")
@@ -275,8 +318,11 @@ class Service:
             if pending:
                 return False, f"waiting for {', '.join(pending)}"
             limit = self.stale_cache_limit()
-            stale = [f"{c.name} for {c.stale_for():.0f}s ({c.last_error})" for c in self.manager.caches
-                     if c.stale_for() > limit]
+            stale = [
+                f"{c.name} for {c.stale_for():.0f}s ({c.last_error})"
+                for c in self.manager.caches
+                if c.stale_for() > limit
+            ]
             if stale:
                 return False, f"not following the API server: {'; '.join(stale)}"
             return True, "synced"
@@ -298,8 +344,11 @@ class Service:
             ok = await querier.client.ready()
             return ok, "ready" if ok else (querier.last_error or "not ready")
 
-        return [ReadinessCheck("caches", caches), ReadinessCheck("leadership", leadership),
-                ReadinessCheck("prometheus", prometheus)]
+        return [
+            ReadinessCheck("caches", caches),
+            ReadinessCheck("leadership", leadership),
+            ReadinessCheck("prometheus", prometheus),
+        ]
 
     def _liveness(self) -> list[ReadinessCheck]:
         def watches() -> tuple[bool, str]:
@@ -318,8 +367,14 @@ def install_signal_handlers(stop: asyncio.Event) -> None:
             loop.add_signal_handler(signum, stop.set)
 
 
-async def serve(settings: ServiceSettings, *, static_targets: list[Target] | None = None,
-                identity: str | None = None, stop: asyncio.Event | None = None, record: str | None = None) -> None:
+async def serve(
+    settings: ServiceSettings,
+    *,
+    static_targets: list[Target] | None = None,
+    identity: str | None = None,
+    stop: asyncio.Event | None = None,
+    record: str | None = None,
+) -> None:
     configure_logging(settings.logging)
     stop = stop or asyncio.Event()
     install_signal_handlers(stop)
@@ -347,8 +402,10 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return factory
 
 
-def run_blocking(settings: ServiceSettings, *, static_targets: list[Target] | None = None,
-                 record: str | None = None) -> Any:
+def run_blocking(
+    settings: ServiceSettings, *, static_targets: list[Target] | None = None, record: str | None = None
+) -> Any:
     with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-        return runner.run(serve(settings, static_targets=static_targets, identity=identity_from_environment(),
-                                record=record))
+        return runner.run(
+            serve(settings, static_targets=static_targets, identity=identity_from_environment(), record=record)
+        )

@@ -28,8 +28,9 @@ class ReadMany(Protocol):
     """Read targets' metrics now (``at`` None: by Prometheus' clock); ``on_ready(i, row)`` as soon as
     target ``i``'s readings are complete (a reader that cannot tell may only return them all)."""
 
-    def __call__(self, queries: Sequence[TargetQuery], at: float | None, *,
-                 on_ready: OnReady | None = None) -> Awaitable[list[list[MetricReading]]]: ...
+    def __call__(
+        self, queries: Sequence[TargetQuery], at: float | None, *, on_ready: OnReady | None = None
+    ) -> Awaitable[list[list[MetricReading]]]: ...
 
 
 class MetricsBatcher:

@@ -25,21 +25,40 @@ def trim_target(obj: Mapping[str, Any]) -> Target | None:
 
 
 class ClusterCaches:
-    def __init__(self, api: KubeApi, namespaces: tuple[str, ...], *, on_pod: PodHandler,
-                 on_target: TargetHandler | None, silence_seconds: float) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        namespaces: tuple[str, ...],
+        *,
+        on_pod: PodHandler,
+        on_target: TargetHandler | None,
+        silence_seconds: float,
+    ) -> None:
         """``on_target`` None: targets come from a file, no target cache."""
         self.namespaces = namespaces
         scopes: tuple[str | None, ...] = namespaces or (None,)
-        self.pods = {ns: WatchCache(api, PODS, trim_pod, namespace=ns, on_change=on_pod,
-                                    silence_seconds=silence_seconds) for ns in scopes}
+        self.pods = {
+            ns: WatchCache(api, PODS, trim_pod, namespace=ns, on_change=on_pod, silence_seconds=silence_seconds)
+            for ns in scopes
+        }
         self.deployments: dict[str | None, WatchCache[WorkloadRecord]] = {
             ns: WatchCache(api, DEPLOYMENTS, trim_deployment, namespace=ns, silence_seconds=silence_seconds)
-            for ns in scopes}
-        self.vpas = {ns: WatchCache(api, VPAS, trim_object, namespace=ns, optional=True,
-                                    silence_seconds=silence_seconds) for ns in scopes}
-        self.targets = {} if on_target is None else {
-            ns: WatchCache(api, TARGETS, trim_target, namespace=ns, on_change=on_target,
-                           silence_seconds=silence_seconds) for ns in scopes}
+            for ns in scopes
+        }
+        self.vpas = {
+            ns: WatchCache(api, VPAS, trim_object, namespace=ns, optional=True, silence_seconds=silence_seconds)
+            for ns in scopes
+        }
+        self.targets = (
+            {}
+            if on_target is None
+            else {
+                ns: WatchCache(
+                    api, TARGETS, trim_target, namespace=ns, on_change=on_target, silence_seconds=silence_seconds
+                )
+                for ns in scopes
+            }
+        )
         self._tasks: list[asyncio.Task[None]] = []
 
     def scope(self, namespace: str) -> str | None:
@@ -62,8 +81,11 @@ class ClusterCaches:
         """A cache holding ``namespace``'s pods, workloads or targets (and VPAs, with ``vpas``) that does
         not follow the API server now, if one does not."""
         scope = self.scope(namespace)
-        caches: list[WatchCache[Any] | None] = [self.pods.get(scope), self.deployments.get(scope),
-                                                self.targets.get(scope)]
+        caches: list[WatchCache[Any] | None] = [
+            self.pods.get(scope),
+            self.deployments.get(scope),
+            self.targets.get(scope),
+        ]
         if vpas:
             caches.append(self.vpas.get(scope))
         return next((cache for cache in caches if cache is not None and not cache.following), None)

@@ -33,8 +33,14 @@ MAX_SLEW = 0.0005  # seconds per second
 
 
 class ProcessClock:
-    def __init__(self, *, wall: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
-                 slew: float = MAX_SLEW, report_after: float = 10.0) -> None:
+    def __init__(
+        self,
+        *,
+        wall: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        slew: float = MAX_SLEW,
+        report_after: float = 10.0,
+    ) -> None:
         self._wall = wall
         self._monotonic = monotonic
         self.slew = slew
@@ -54,9 +60,12 @@ class ProcessClock:
         self._last, self._last_monotonic = base, current
         if not self.stepped and abs(gap) > self.report_after:
             self.stepped = True
-            log.warning("wall clock stepped", seconds=round(gap, 1),
-                        message="decisions keep the monotonic clock's time and follow the wall clock by "
-                                f"slewing at most {self.slew * 1000:g} ms a second")
+            log.warning(
+                "wall clock stepped",
+                seconds=round(gap, 1),
+                message="decisions keep the monotonic clock's time and follow the wall clock by "
+                f"slewing at most {self.slew * 1000:g} ms a second",
+            )
         elif self.stepped and abs(gap) <= self.report_after / 2:
             self.stepped = False
         return base
@@ -71,8 +80,9 @@ class SkewMonitor:
     does): a slow answer says least about when it was stamped.
     """
 
-    def __init__(self, peer: str, bound: float, report: Callable[[str, float], None] | None = None,
-                 *, samples: int = 8) -> None:
+    def __init__(
+        self, peer: str, bound: float, report: Callable[[str, float], None] | None = None, *, samples: int = 8
+    ) -> None:
         self.peer = peer
         self.bound = bound
         self._report = report
@@ -89,8 +99,9 @@ class SkewMonitor:
         # Back within the bound with a margin before it is called resolved: no flapping at the edge.
         if not self.beyond and abs(self.skew) > self.bound:
             self.beyond = True
-            log.warning("clock skew", peer=self.peer, seconds=round(self.skew, 1), bound=self.bound,
-                        message=self.describe())
+            log.warning(
+                "clock skew", peer=self.peer, seconds=round(self.skew, 1), bound=self.bound, message=self.describe()
+            )
         elif self.beyond and abs(self.skew) <= 0.8 * self.bound:
             self.beyond = False
             log.info("clock skew resolved", peer=self.peer, seconds=round(self.skew, 1), bound=self.bound)
@@ -98,8 +109,10 @@ class SkewMonitor:
     def describe(self) -> str:
         assert self.skew is not None
         direction = "ahead of" if self.skew > 0 else "behind"
-        return (f"this service's clock is {abs(self.skew):.0f}s {direction} {self.peer}'s "
-                f"(clock skew beyond {self.bound:g}s: check NTP on both)")
+        return (
+            f"this service's clock is {abs(self.skew):.0f}s {direction} {self.peer}'s "
+            f"(clock skew beyond {self.bound:g}s: check NTP on both)"
+        )
 
     def note(self) -> str | None:
         """What a metric failure adds while the skew is beyond the bound."""

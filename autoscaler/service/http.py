@@ -110,8 +110,9 @@ class HttpServer:
         self._heartbeat = asyncio.create_task(self._beat(), name="http-heartbeat")
         # "aiohttp.access" goes through structlog like every stdlib logger (see logs.py); off by default,
         # because probes and scrapes would be most of the log.
-        runner = web.AppRunner(self.application(), access_log=access_logger if self._access_log else None,
-                               shutdown_timeout=2.0)
+        runner = web.AppRunner(
+            self.application(), access_log=access_logger if self._access_log else None, shutdown_timeout=2.0
+        )
         await runner.setup()
         try:
             site = web.TCPSite(runner, self.settings.address, self.settings.port)
@@ -151,15 +152,19 @@ class HttpServer:
         body: dict[str, Any] = {"alive": alive, "heartbeat_age_seconds": round(age, 3)}
         if self.liveness:
             results = await asyncio.gather(*(self._run_check(check) for check in self.liveness))
-            body["checks"] = [{"name": check.name, "ok": ok, "detail": detail}
-                              for check, (ok, detail) in zip(self.liveness, results, strict=True)]
+            body["checks"] = [
+                {"name": check.name, "ok": ok, "detail": detail}
+                for check, (ok, detail) in zip(self.liveness, results, strict=True)
+            ]
             alive = body["alive"] = alive and all(ok for ok, _ in results)
         return _json(body, 200 if alive else 503)
 
     async def _readyz(self, request: web.Request) -> web.Response:
         results = await asyncio.gather(*(self._run_check(check) for check in self.readiness))
-        checks = [{"name": check.name, "ok": ok, "detail": detail}
-                  for check, (ok, detail) in zip(self.readiness, results, strict=True)]
+        checks = [
+            {"name": check.name, "ok": ok, "detail": detail}
+            for check, (ok, detail) in zip(self.readiness, results, strict=True)
+        ]
         ready = all(ok for ok, _ in results)
         return _json({"ready": ready, "checks": checks}, 200 if ready else 503)
 
@@ -209,8 +214,11 @@ class HttpServer:
     async def _targets(self, request: web.Request) -> web.Response:
         namespace = request.query.get("namespace")
         documents = self.targets()
-        items = [{"namespace": ns, "name": name, "status": documents[(ns, name)]}
-                 for ns, name in sorted(documents) if namespace is None or ns == namespace]
+        items = [
+            {"namespace": ns, "name": name, "status": documents[(ns, name)]}
+            for ns, name in sorted(documents)
+            if namespace is None or ns == namespace
+        ]
         return _json({"items": items})
 
     async def _target(self, request: web.Request) -> web.Response:
@@ -222,5 +230,6 @@ class HttpServer:
 
 
 def _json(document: Any, status: int = 200) -> web.Response:
-    return web.Response(text=json.dumps(document, default=str, separators=(",", ":")), status=status,
-                        content_type="application/json")
+    return web.Response(
+        text=json.dumps(document, default=str, separators=(",", ":")), status=status, content_type="application/json"
+    )

@@ -45,8 +45,11 @@ def vpa_observation(vpa: Mapping[str, Any] | None) -> VpaObservation | None:
     status = read_vpa_status(vpa.get("status") or {}, "status", ErrorList(), strict=False)
     policies = _mapping(_mapping(vpa.get("spec")).get("resourcePolicy")).get("containerPolicies")
     meta = _mapping(vpa.get("metadata"))
-    return VpaObservation(status, tuple(p for p in policies if isinstance(p, Mapping))
-                          if isinstance(policies, list) else (), str(meta.get("resourceVersion") or "") or None)
+    return VpaObservation(
+        status,
+        tuple(p for p in policies if isinstance(p, Mapping)) if isinstance(policies, list) else (),
+        str(meta.get("resourceVersion") or "") or None,
+    )
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
@@ -55,8 +58,9 @@ def _mapping(value: object) -> Mapping[str, Any]:
 
 
 def hvpa_state_document(state: HvpaState) -> dict[str, Any]:
-    doc: dict[str, Any] = {"pins": {c: {r: quantity_text(r, v) for r, v in amounts.items()}
-                                    for c, amounts in state.pins.items()}}
+    doc: dict[str, Any] = {
+        "pins": {c: {r: quantity_text(r, v) for r, v in amounts.items()} for c, amounts in state.pins.items()}
+    }
     if state.last_applied is not None:
         doc["lastApplied"] = rfc3339(state.last_applied, fraction=True)
     return doc
@@ -67,7 +71,7 @@ def restore_hvpa_state(document: object) -> HvpaState:
         return HvpaState()
     pins: dict[str, dict[str, Fraction]] = {}
     pinned = document.get("pins")
-    for container, amounts in (pinned.items() if isinstance(pinned, Mapping) else ()):
+    for container, amounts in pinned.items() if isinstance(pinned, Mapping) else ():
         if not isinstance(amounts, Mapping):
             continue
         for resource, text in amounts.items():
@@ -83,5 +87,10 @@ def hvpa_status(decision: HvpaDecision, state: HvpaState) -> dict[str, Any]:
     explanation, and the state the next sync starts from."""
     summary = hvpa_json(decision)
     summary.pop("vpaPatch", None)  # the patch is applied, not stored
-    return {**summary, "inactive": decision.inactive, "blockDetail": decision.block_detail or None,
-            "explanation": explain_hvpa(decision), "state": hvpa_state_document(state)}
+    return {
+        **summary,
+        "inactive": decision.inactive,
+        "blockDetail": decision.block_detail or None,
+        "explanation": explain_hvpa(decision),
+        "state": hvpa_state_document(state),
+    }

@@ -32,19 +32,26 @@ REDACTED = "[REDACTED]"
 
 # Keys whose values are secrets whatever they look like ("bearer_token", "Proxy-Authorization",
 # "client_secret", "X-Api-Key"…), but not keys that merely mention them ("token_file", "secret_name").
-_SECRET_KEY = re.compile(r"(authorization|password|passwd|secret|token|api[_-]?key|cookie|credentials?)s?$",
-                         re.IGNORECASE)
+_SECRET_KEY = re.compile(
+    r"(authorization|password|passwd|secret|token|api[_-]?key|cookie|credentials?)s?$", re.IGNORECASE
+)
 
 # Secrets inside text, replaced in this order.
 _TEXT_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # "Authorization: Bearer abc", "'authorization': 'Basic abc'", "authorization=abc"
-    (re.compile(r"""(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?)([A-Za-z]+\s+)?[^\s"',;}]+""", re.IGNORECASE),
-     rf"\1\2{REDACTED}"),
+    (
+        re.compile(r"""(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?)([A-Za-z]+\s+)?[^\s"',;}]+""", re.IGNORECASE),
+        rf"\1\2{REDACTED}",
+    ),
     # a bare credential after its scheme, e.g. in an exception message
     (re.compile(r"\b(bearer|basic)\s+[A-Za-z0-9._~+/-]{8,}=*", re.IGNORECASE), rf"\1 {REDACTED}"),
     # password=…, "client_secret": "…", access_token=… (query strings, dict reprs, config dumps)
-    (re.compile(r"""(\b[\w-]*(?:password|passwd|secret|token|api[_-]?key)["']?\s*[:=]\s*["']?)[^\s"',;&}]+""",
-                re.IGNORECASE), rf"\1{REDACTED}"),
+    (
+        re.compile(
+            r"""(\b[\w-]*(?:password|passwd|secret|token|api[_-]?key)["']?\s*[:=]\s*["']?)[^\s"',;&}]+""", re.IGNORECASE
+        ),
+        rf"\1{REDACTED}",
+    ),
     # https://user:password@host
     (re.compile(r"([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+@", re.IGNORECASE), rf"\1{REDACTED}@"),
     # a JSON Web Token on its own (service-account tokens are JWTs)
@@ -75,8 +82,10 @@ def _redact(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, Mapping):
-        return {key: (REDACTED if isinstance(key, str) and _SECRET_KEY.search(key) and value[key]
-                      else _redact(value[key])) for key in value}
+        return {
+            key: (REDACTED if isinstance(key, str) and _SECRET_KEY.search(key) and value[key] else _redact(value[key]))
+            for key in value
+        }
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_redact(item) for item in value]
     # Anything else would be rendered with repr(), which may spell out a token (a config object, a

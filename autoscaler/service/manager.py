@@ -55,26 +55,52 @@ class Running:
 
 
 class Manager:
-    def __init__(self, api: KubeApi, read_many: ReadMany, *, settings: ControllerSettings, period: float = 15.0,
-                 jitter: float = 0.1, concurrency: int = 50, batch_window: float = 1.0, dry_run: bool = False,
-                 namespaces: Iterable[str] = (), static_targets: list[Target] | None = None,
-                 metrics: MetricsSink | None = None, may_write: Callable[[], bool] = lambda: True,
-                 identity: str = "", on_targets: Callable[[int, int], None] | None = None,
-                 watch_silence: float = SILENCE_SECONDS, recorder: SyncRecorder | None = None) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        read_many: ReadMany,
+        *,
+        settings: ControllerSettings,
+        period: float = 15.0,
+        jitter: float = 0.1,
+        concurrency: int = 50,
+        batch_window: float = 1.0,
+        dry_run: bool = False,
+        namespaces: Iterable[str] = (),
+        static_targets: list[Target] | None = None,
+        metrics: MetricsSink | None = None,
+        may_write: Callable[[], bool] = lambda: True,
+        identity: str = "",
+        on_targets: Callable[[int, int], None] | None = None,
+        watch_silence: float = SILENCE_SECONDS,
+        recorder: SyncRecorder | None = None,
+    ) -> None:
         self.api = api
         self.namespaces = tuple(namespaces)
         self.static = static_targets is not None
         self.batcher = MetricsBatcher(read_many, window=batch_window)
         self.pods = PodIndex()
-        self.cluster = ClusterCaches(api, self.namespaces, on_pod=self.pods.on_change,
-                                     on_target=None if self.static else self._target_event,
-                                     silence_seconds=watch_silence)
+        self.cluster = ClusterCaches(
+            api,
+            self.namespaces,
+            on_pod=self.pods.on_change,
+            on_target=None if self.static else self._target_event,
+            silence_seconds=watch_silence,
+        )
         scales = ClusterScales(self.cluster.deployment, ScaleAccess(api))
         self.view = CachedView(self.cluster, self.pods, scales, self.batcher)
-        self.writer = ApiWriter(api, scales, EventRecorder(api, instance=identity), may_write=may_write,
-                                static=self.static)
-        self.context = SyncContext(settings, period, dry_run, Schedule(period, jitter), asyncio.Semaphore(concurrency),
-                                   metrics or NullMetrics(), recorder=recorder)
+        self.writer = ApiWriter(
+            api, scales, EventRecorder(api, instance=identity), may_write=may_write, static=self.static
+        )
+        self.context = SyncContext(
+            settings,
+            period,
+            dry_run,
+            Schedule(period, jitter),
+            asyncio.Semaphore(concurrency),
+            metrics or NullMetrics(),
+            recorder=recorder,
+        )
         self.running: dict[Key, Running] = {}
         self.invalid: dict[Key, Target] = {}
         # The last status of targets without a running reconciler, for /api/targets only: a new term
@@ -129,8 +155,9 @@ class Manager:
         self._active = True
         for target in list(self._targets.values()):
             fresh = statuses.get(target.key)
-            await self._apply_target(target, at_startup=True,
-                                     server_status=fresh.status if fresh is not None else target.status)
+            await self._apply_target(
+                target, at_startup=True, server_status=fresh.status if fresh is not None else target.status
+            )
         self._report_counts()
         self._tasks.append(asyncio.create_task(self._process_changes(), name="target changes"))
 
@@ -147,8 +174,9 @@ class Manager:
                     fresh.update(await self._list_targets(namespace))
                 return fresh
             except KubeError as exc:
-                log.warning("could not read the targets at takeover: retrying", error=str(exc),
-                            retry_in=round(delay, 2))
+                log.warning(
+                    "could not read the targets at takeover: retrying", error=str(exc), retry_in=round(delay, 2)
+                )
             await asyncio.sleep(delay * (1 + random.random()) / 2)
             delay = min(TAKEOVER_READ_BACKOFF[1], delay * 2)
 
@@ -209,8 +237,9 @@ class Manager:
         if self._on_targets is not None:
             self._on_targets(len(self.running), len(self.invalid))
 
-    async def _apply_target(self, target: Target, *, at_startup: bool,
-                            server_status: Mapping[str, Any] | None = None) -> None:
+    async def _apply_target(
+        self, target: Target, *, at_startup: bool, server_status: Mapping[str, Any] | None = None
+    ) -> None:
         """Start, restart or update ``target``'s reconciler. A restart (spec changed) keeps this term's
         state; a start restores it from ``server_status`` (read at takeover) or the status the cache
         has, which follows every status write (never from this instance's memory of an older term)."""
@@ -231,13 +260,18 @@ class Manager:
         self.invalid.pop(key, None)
         if last_status is None:
             last_status = server_status if server_status is not None else target.status
-        reconciler = TargetReconciler(target, self.view, self.writer, self.context, state=state,
-                                      last_status=last_status)
-        task = asyncio.create_task(reconciler.run(first_delay(self.context.period, at_startup=at_startup)),
-                                   name=f"reconcile {key[0]}/{key[1]}")
+        reconciler = TargetReconciler(
+            target, self.view, self.writer, self.context, state=state, last_status=last_status
+        )
+        task = asyncio.create_task(
+            reconciler.run(first_delay(self.context.period, at_startup=at_startup)), name=f"reconcile {key[0]}/{key[1]}"
+        )
         self.running[key] = Running(target, reconciler, task)
-        log.info("reconciler started" if running is None else "reconciler restarted: spec changed",
-                 namespace=key[0], name=key[1])
+        log.info(
+            "reconciler started" if running is None else "reconciler restarted: spec changed",
+            namespace=key[0],
+            name=key[1],
+        )
 
     async def _stop(self, key: Key) -> None:
         running = self.running.pop(key, None)
@@ -255,8 +289,12 @@ class Manager:
         self.invalid[target.key] = target
         if previous is not None and previous.errors == target.errors and previous.generation == target.generation:
             return  # reported already (our own status write comes back as a change)
-        log.warning("invalid target: skipped", namespace=target.namespace, name=target.name,
-                    errors=[str(e) for e in target.errors])
+        log.warning(
+            "invalid target: skipped",
+            namespace=target.namespace,
+            name=target.name,
+            errors=[str(e) for e in target.errors],
+        )
         if not self.writer.may_write():
             return
         await self.writer.record_event(target, "Warning", "InvalidSpec", error_text(target.errors))

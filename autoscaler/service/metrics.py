@@ -34,8 +34,7 @@ from prometheus_client.process_collector import ProcessCollector
 
 RECONCILE_RESULTS = frozenset({"scaled", "unchanged", "error", "dry_run"})
 QUERY_OUTCOMES = frozenset({"ok", "empty", "partial", "error"})
-PROMETHEUS_ERROR_KINDS = frozenset({"unreachable", "timeout", "http", "bad_query", "malformed", "too_large",
-                                    "partial"})
+PROMETHEUS_ERROR_KINDS = frozenset({"unreachable", "timeout", "http", "bad_query", "malformed", "too_large", "partial"})
 CLOCK_PEERS = frozenset({"prometheus"})
 LIMIT_REASONS = ("ScaleUpLimit", "ScaleDownLimit", "TooManyReplicas", "TooFewReplicas")
 NOT_LIMITED = frozenset({"", "DesiredWithinRange"})
@@ -84,8 +83,16 @@ class _TargetSeries:
     ~12 MiB for 1,000 targets. These fields hold the same numbers in ~1 KiB per target.
     """
 
-    __slots__ = ("conditions", "last_sync", "limited", "metrics", "reasons", "replicas", "scale_events",
-                 "write_backoff")
+    __slots__ = (
+        "conditions",
+        "last_sync",
+        "limited",
+        "metrics",
+        "reasons",
+        "replicas",
+        "scale_events",
+        "write_backoff",
+    )
 
     def __init__(self) -> None:
         self.replicas: tuple[int | None, int | None, int | None] = (None, None, None)  # current, desired, final
@@ -125,24 +132,37 @@ class _TargetCollector:
                     family.add_metric([namespace, name], replicas)
             yield family
         limited = GaugeMetricFamily(
-            "autoscaler_target_limited", "1 for the reason limiting the decision now, 0 for the others (a state set).",
-            labels=[*labels, "reason"])
-        values = GaugeMetricFamily("autoscaler_target_metric_value",
-                                   "Current value of each metric of a target (absent while missing).",
-                                   labels=[*labels, "metric"])
-        goals = GaugeMetricFamily("autoscaler_target_metric_target", "Target value of each metric.",
-                                  labels=[*labels, "metric"])
-        events = CounterMetricFamily("autoscaler_target_scale_events", "Scale writes by direction.",
-                                     labels=[*labels, "direction"])
-        conditions = GaugeMetricFamily("autoscaler_target_condition",
-                                       "Status conditions: 1 True, 0 False, absent when Unknown.",
-                                       labels=[*labels, "condition"])
-        last_sync = GaugeMetricFamily("autoscaler_target_last_sync_timestamp_seconds",
-                                      "Unix time of the target's last successful sync.", labels=labels)
-        backoff = GaugeMetricFamily("autoscaler_target_write_backoff_seconds",
-                                    "The delay before the next write of a target whose writes keep failing "
-                                    "(path horizontal: scale and status; vpa); 0 once a write succeeds.",
-                                    labels=[*labels, "path"])
+            "autoscaler_target_limited",
+            "1 for the reason limiting the decision now, 0 for the others (a state set).",
+            labels=[*labels, "reason"],
+        )
+        values = GaugeMetricFamily(
+            "autoscaler_target_metric_value",
+            "Current value of each metric of a target (absent while missing).",
+            labels=[*labels, "metric"],
+        )
+        goals = GaugeMetricFamily(
+            "autoscaler_target_metric_target", "Target value of each metric.", labels=[*labels, "metric"]
+        )
+        events = CounterMetricFamily(
+            "autoscaler_target_scale_events", "Scale writes by direction.", labels=[*labels, "direction"]
+        )
+        conditions = GaugeMetricFamily(
+            "autoscaler_target_condition",
+            "Status conditions: 1 True, 0 False, absent when Unknown.",
+            labels=[*labels, "condition"],
+        )
+        last_sync = GaugeMetricFamily(
+            "autoscaler_target_last_sync_timestamp_seconds",
+            "Unix time of the target's last successful sync.",
+            labels=labels,
+        )
+        backoff = GaugeMetricFamily(
+            "autoscaler_target_write_backoff_seconds",
+            "The delay before the next write of a target whose writes keep failing "
+            "(path horizontal: scale and status; vpa); 0 once a write succeeds.",
+            labels=[*labels, "path"],
+        )
         for (namespace, name), series in targets:
             for reason in series.reasons:
                 limited.add_metric([namespace, name, reason], 1 if reason == series.limited else 0)
@@ -184,19 +204,25 @@ class _CacheCollector:
             now[1] = max(now[1], stale)
             now[2] += incidents
             now[3] += relists
-        synced_family = GaugeMetricFamily("autoscaler_cache_synced",
-                                          "1 while the watch cache of a resource follows the API server (listed, "
-                                          "and its watch not broken).",
-                                          labels=["resource"])
+        synced_family = GaugeMetricFamily(
+            "autoscaler_cache_synced",
+            "1 while the watch cache of a resource follows the API server (listed, and its watch not broken).",
+            labels=["resource"],
+        )
         stale_family = GaugeMetricFamily(
             "autoscaler_cache_stale_seconds",
             "Seconds since the watch cache of a resource last heard from the API server, while its watch is "
-            "broken (0 while it follows the server).", labels=["resource"])
-        incidents_family = CounterMetricFamily("autoscaler_cache_watch_failures",
-                                               "Times the watch cache of a resource stopped following the server.",
-                                               labels=["resource"])
-        relists_family = CounterMetricFamily("autoscaler_cache_relists", "Relists after the first list.",
-                                             labels=["resource"])
+            "broken (0 while it follows the server).",
+            labels=["resource"],
+        )
+        incidents_family = CounterMetricFamily(
+            "autoscaler_cache_watch_failures",
+            "Times the watch cache of a resource stopped following the server.",
+            labels=["resource"],
+        )
+        relists_family = CounterMetricFamily(
+            "autoscaler_cache_relists", "Relists after the first list.", labels=["resource"]
+        )
         for resource, values in sorted(merged.items()):
             synced_family.add_metric([resource], values[0])
             stale_family.add_metric([resource], round(values[1], 3))
@@ -209,8 +235,13 @@ class ServiceMetrics:
     """Everything the service reports about itself. Every method is cheap and never raises on odd input
     (unknown label values become ``other``), so calling it can't break a reconcile."""
 
-    def __init__(self, registry: CollectorRegistry | None = None, *, process_metrics: bool = True,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = None,
+        *,
+        process_metrics: bool = True,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
         # The families live in a private registry; ``registry`` (what /metrics serves) sees them through
         # _WithoutCreated, and stays a plain CollectorRegistry the service may register more collectors in.
         r = CollectorRegistry(auto_describe=True)
@@ -221,65 +252,103 @@ class ServiceMetrics:
         self._caches: Callable[[], Iterable[CacheState]] = lambda: ()
 
         # Reconciles (syncs of one target).
-        self.reconcile_duration = Histogram("autoscaler_reconcile_duration_seconds",
-                                            "Time one target's sync took, from start to decision written.",
-                                            buckets=FAST_BUCKETS, registry=r)
+        self.reconcile_duration = Histogram(
+            "autoscaler_reconcile_duration_seconds",
+            "Time one target's sync took, from start to decision written.",
+            buckets=FAST_BUCKETS,
+            registry=r,
+        )
         self.reconciles = Counter("autoscaler_reconciles_total", "Target syncs by result.", ["result"], registry=r)
         self._reconciles_by_result: dict[str, Counter] = {}
-        self.reconcile_errors = Counter("autoscaler_reconcile_errors_total", "Failed target syncs by reason.",
-                                        ["reason"], registry=r)
-        self.schedule_lag = Histogram("autoscaler_schedule_lag_seconds",
-                                      "How late a sync started compared with its planned tick.",
-                                      buckets=LAG_BUCKETS, registry=r)
+        self.reconcile_errors = Counter(
+            "autoscaler_reconcile_errors_total", "Failed target syncs by reason.", ["reason"], registry=r
+        )
+        self.schedule_lag = Histogram(
+            "autoscaler_schedule_lag_seconds",
+            "How late a sync started compared with its planned tick.",
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
 
         # Prometheus, the metrics source.
-        self.prometheus_query_duration = Histogram("autoscaler_prometheus_query_duration_seconds",
-                                                   "Duration of Prometheus queries, errors included.",
-                                                   buckets=FAST_BUCKETS, registry=r)
-        self.prometheus_queries = Counter("autoscaler_prometheus_queries_total", "Prometheus queries by outcome.",
-                                          ["outcome"], registry=r)
-        self.prometheus_errors = Counter("autoscaler_prometheus_errors_total", "Failed Prometheus queries by kind.",
-                                         ["kind"], registry=r)
-        self.prometheus_warnings = Counter("autoscaler_prometheus_warnings_total",
-                                           "Warnings in Prometheus answers: partial (a store did not answer: the "
-                                           "answer is read as a failure) or other (logged once per text).",
-                                           ["kind"], registry=r)
+        self.prometheus_query_duration = Histogram(
+            "autoscaler_prometheus_query_duration_seconds",
+            "Duration of Prometheus queries, errors included.",
+            buckets=FAST_BUCKETS,
+            registry=r,
+        )
+        self.prometheus_queries = Counter(
+            "autoscaler_prometheus_queries_total", "Prometheus queries by outcome.", ["outcome"], registry=r
+        )
+        self.prometheus_errors = Counter(
+            "autoscaler_prometheus_errors_total", "Failed Prometheus queries by kind.", ["kind"], registry=r
+        )
+        self.prometheus_warnings = Counter(
+            "autoscaler_prometheus_warnings_total",
+            "Warnings in Prometheus answers: partial (a store did not answer: the "
+            "answer is read as a failure) or other (logged once per text).",
+            ["kind"],
+            registry=r,
+        )
         for kind in ("partial", "other"):
             self.prometheus_warnings.labels(kind)
 
         # The Kubernetes API.
-        self.kubernetes_requests = Counter("autoscaler_kubernetes_requests_total",
-                                           "Kubernetes API requests by verb, resource and HTTP status code.",
-                                           ["verb", "resource", "code"], registry=r)
-        self.write_failures = Counter("autoscaler_write_failures_total",
-                                      "Failed writes of targets by kind (scale, status, vpa); each backs off.",
-                                      ["kind"], registry=r)
-        self.kubernetes_request_duration = Histogram("autoscaler_kubernetes_request_duration_seconds",
-                                                     "Duration of Kubernetes API requests (watches excluded).",
-                                                     ["verb"], buckets=FAST_BUCKETS, registry=r)
+        self.kubernetes_requests = Counter(
+            "autoscaler_kubernetes_requests_total",
+            "Kubernetes API requests by verb, resource and HTTP status code.",
+            ["verb", "resource", "code"],
+            registry=r,
+        )
+        self.write_failures = Counter(
+            "autoscaler_write_failures_total",
+            "Failed writes of targets by kind (scale, status, vpa); each backs off.",
+            ["kind"],
+            registry=r,
+        )
+        self.kubernetes_request_duration = Histogram(
+            "autoscaler_kubernetes_request_duration_seconds",
+            "Duration of Kubernetes API requests (watches excluded).",
+            ["verb"],
+            buckets=FAST_BUCKETS,
+            registry=r,
+        )
 
         # Per target: rendered at scrape time from plain records (see _TargetSeries).
         r.register(_TargetCollector(self._targets))
 
         # The process.
         self.leader = Gauge("autoscaler_leader", "1 while this instance is the leader.", registry=r)
-        self.leader_renew_late = Histogram("autoscaler_leader_renew_late_seconds",
-                                           "How much later than planned each Lease renewal attempt started "
-                                           "(a stalled or overloaded process renews late before it loses the lease).",
-                                           buckets=LAG_BUCKETS, registry=r)
+        self.leader_renew_late = Histogram(
+            "autoscaler_leader_renew_late_seconds",
+            "How much later than planned each Lease renewal attempt started "
+            "(a stalled or overloaded process renews late before it loses the lease).",
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
         self.targets = Gauge("autoscaler_targets", "Targets known, by state.", ["state"], registry=r)
         r.register(_CacheCollector(self._cache_source))
-        self.event_loop_lag = Histogram("autoscaler_event_loop_lag_seconds",
-                                        "How late the event loop ran a timer (blocked or overloaded loop).",
-                                        buckets=LAG_BUCKETS, registry=r)
-        self.clock_skew = Gauge("autoscaler_clock_skew_seconds",
-                                "How far this service's clock is ahead of a peer's (negative: behind), "
-                                "estimated from the peer's Date headers.", ["peer"], registry=r)
-        self.large_answers = Counter("autoscaler_prometheus_large_answers_total",
-                                     "Prometheus answers larger than largeResponseBytes, decoded off the event loop.",
-                                     registry=r)
-        self.build_info = Gauge("autoscaler_build_info", "Always 1; the labels say what is running.",
-                                ["version", "python"], registry=r)
+        self.event_loop_lag = Histogram(
+            "autoscaler_event_loop_lag_seconds",
+            "How late the event loop ran a timer (blocked or overloaded loop).",
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.clock_skew = Gauge(
+            "autoscaler_clock_skew_seconds",
+            "How far this service's clock is ahead of a peer's (negative: behind), "
+            "estimated from the peer's Date headers.",
+            ["peer"],
+            registry=r,
+        )
+        self.large_answers = Counter(
+            "autoscaler_prometheus_large_answers_total",
+            "Prometheus answers larger than largeResponseBytes, decoded off the event loop.",
+            registry=r,
+        )
+        self.build_info = Gauge(
+            "autoscaler_build_info", "Always 1; the labels say what is running.", ["version", "python"], registry=r
+        )
         self.build_info.labels(_version(), platform.python_version()).set(1)
         for state in ("active", "invalid"):
             self.targets.labels(state).set(0)
@@ -298,8 +367,9 @@ class ServiceMetrics:
 
     # ---- reconciles ----------------------------------------------------------------------------
 
-    def observe_reconcile(self, namespace: str, name: str, seconds: float, result: str,
-                          error_reason: str | None = None) -> None:
+    def observe_reconcile(
+        self, namespace: str, name: str, seconds: float, result: str, error_reason: str | None = None
+    ) -> None:
         """One finished sync. ``result``: scaled | unchanged | error | dry_run. ``error_reason`` (for
         ``error``) must come from a small set, e.g. the Prometheus error kind or ``FailedGetScale``."""
         result = _bounded(result, RECONCILE_RESULTS)
@@ -342,9 +412,16 @@ class ServiceMetrics:
 
     # ---- targets --------------------------------------------------------------------------------
 
-    def set_target(self, namespace: str, name: str, current: int | None, proposal: int | None,
-                   final: int | None, limited_reason: str | None = None,
-                   metrics: Sequence[TargetMetric] = ()) -> None:
+    def set_target(
+        self,
+        namespace: str,
+        name: str,
+        current: int | None,
+        proposal: int | None,
+        final: int | None,
+        limited_reason: str | None = None,
+        metrics: Sequence[TargetMetric] = (),
+    ) -> None:
         """The outcome of a decision. ``None`` removes a series (a value that is not known is absent, not
         0); metrics missing from ``metrics`` are removed, so a spec edit leaves no stale series."""
         series = self._series(namespace, name)

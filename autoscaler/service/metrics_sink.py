@@ -10,12 +10,21 @@ from typing import Protocol
 class MetricsSink(Protocol):
     """What a reconciler reports to the service's own /metrics."""
 
-    def observe_reconcile(self, namespace: str, name: str, seconds: float, result: str,
-                          error_reason: str | None = None) -> None: ...
+    def observe_reconcile(
+        self, namespace: str, name: str, seconds: float, result: str, error_reason: str | None = None
+    ) -> None: ...
     def observe_schedule_lag(self, seconds: float) -> None: ...
-    def set_target(self, namespace: str, name: str, *, current: int | None, proposal: int | None,
-                   final: int | None, limited_reason: str | None = None,
-                   metrics: Sequence[tuple[str, float | None, float | None]] = ()) -> None: ...
+    def set_target(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        current: int | None,
+        proposal: int | None,
+        final: int | None,
+        limited_reason: str | None = None,
+        metrics: Sequence[tuple[str, float | None, float | None]] = (),
+    ) -> None: ...
     def set_target_conditions(self, namespace: str, name: str, conditions: Mapping[str, bool | None]) -> None: ...
     def count_scale_event(self, namespace: str, name: str, direction: str) -> None: ...
     def set_write_backoff(self, namespace: str, name: str, path: str, seconds: float) -> None: ...
@@ -23,16 +32,25 @@ class MetricsSink(Protocol):
 
 
 class NullMetrics:
-    def observe_reconcile(self, namespace: str, name: str, seconds: float, result: str,
-                          error_reason: str | None = None) -> None:
+    def observe_reconcile(
+        self, namespace: str, name: str, seconds: float, result: str, error_reason: str | None = None
+    ) -> None:
         pass
 
     def observe_schedule_lag(self, seconds: float) -> None:
         pass
 
-    def set_target(self, namespace: str, name: str, *, current: int | None, proposal: int | None,
-                   final: int | None, limited_reason: str | None = None,
-                   metrics: Sequence[tuple[str, float | None, float | None]] = ()) -> None:
+    def set_target(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        current: int | None,
+        proposal: int | None,
+        final: int | None,
+        limited_reason: str | None = None,
+        metrics: Sequence[tuple[str, float | None, float | None]] = (),
+    ) -> None:
         pass
 
     def set_target_conditions(self, namespace: str, name: str, conditions: Mapping[str, bool | None]) -> None:

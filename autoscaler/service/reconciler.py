@@ -75,7 +75,7 @@ class SyncContext:
     semaphore: asyncio.Semaphore
     metrics: MetricsSink
     clock: Callable[[], float] = PROCESS_CLOCK.now  # decisions' "now": Unix time that never steps
-    recorder: SyncRecorder | None = None            # autoscaler run --record FILE
+    recorder: SyncRecorder | None = None  # autoscaler run --record FILE
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,16 @@ class Handoff:
 
 
 class TargetReconciler:
-    def __init__(self, target: Target, view: ClusterView, writer: ClusterWriter, context: SyncContext, *,
-                 state: TargetState | None = None, last_status: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        target: Target,
+        view: ClusterView,
+        writer: ClusterWriter,
+        context: SyncContext,
+        *,
+        state: TargetState | None = None,
+        last_status: Mapping[str, Any] | None = None,
+    ) -> None:
         assert target.spec is not None
         self._target = target
         self._spec: TargetSpec = target.spec
@@ -99,7 +107,7 @@ class TargetReconciler:
         self._state = state
         self._hvpa_state: HvpaState | None = None
         self._last_status_packed: bytes | None = None  # see last_status
-        self._written: StatusDigest | None = None        # the digest of last_status
+        self._written: StatusDigest | None = None  # the digest of last_status
         self._store(last_status if last_status is not None else target.status)
         self._selector: LabelSelector | None = None
         self._selector_text: str | None = None  # the scale's selector that _selector was parsed from
@@ -134,8 +142,9 @@ class TargetReconciler:
 
     def _store(self, document: Mapping[str, Any] | None, digest: StatusDigest | None = None) -> None:
         """``document`` is the last status now; ``digest`` its digest, when the caller has it."""
-        self._last_status_packed = (None if document is None
-                                    else zlib.compress(json.dumps(document, separators=(",", ":")).encode()))
+        self._last_status_packed = (
+            None if document is None else zlib.compress(json.dumps(document, separators=(",", ":")).encode())
+        )
         self._written = digest if digest is not None else StatusDigest.of_status(document)
 
     async def run(self, first_delay: float | None = None) -> None:
@@ -172,13 +181,17 @@ class TargetReconciler:
                 # Deciding on state the cluster may have left behind could scale the wrong way: hold.
                 # (The cache logs its incident once; a line per target and period would be a flood.)
                 log.debug("sync held: cluster state is stale", reason=stale)
-                metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started, "error",
-                                          "StaleCache")
+                metrics.observe_reconcile(
+                    target.namespace, target.name, time.monotonic() - started, "error", "StaleCache"
+                )
                 return None
             clock = time.monotonic()
             if self._writes.holding(clock):
-                log.debug("sync held: writes are backing off", failures=self._writes.horizontal.failures,
-                          next_attempt_in=round(self._writes.horizontal.remaining(clock), 1))
+                log.debug(
+                    "sync held: writes are backing off",
+                    failures=self._writes.horizontal.failures,
+                    next_attempt_in=round(self._writes.horizontal.remaining(clock), 1),
+                )
                 return None
             self._writes.begin()
             state = self._state if self._state is not None else restore_state(self.last_status, now)
@@ -187,15 +200,20 @@ class TargetReconciler:
             except ScaleError as exc:
                 await self._scale_unreadable(state, str(exc), now)
                 self._writes.end(target)
-                metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started, "error",
-                                          "FailedGetScale")
+                metrics.observe_reconcile(
+                    target.namespace, target.name, time.monotonic() - started, "error", "FailedGetScale"
+                )
                 return None
             observation = await self._observe(scale, read_metrics=reads_metrics(spec), slot=slot)
             if spec.hvpa is None:
                 inputs, hvpa_state = SyncInputs(observation), NO_HVPA
             else:
-                inputs = SyncInputs(observation, vpa_observation(self._view.find_vpa(target)),
-                                    template=self._view.template_of(target), clock=now)
+                inputs = SyncInputs(
+                    observation,
+                    vpa_observation(self._view.find_vpa(target)),
+                    template=self._view.template_of(target),
+                    clock=now,
+                )
                 hvpa_state = self._hvpa_state if self._hvpa_state is not None else self._restored_hvpa_state()
             plan = plan_sync(spec, inputs, SyncState(state, hvpa_state), self._context.settings, now)
             results = await self._write(plan, scale)
@@ -211,17 +229,27 @@ class TargetReconciler:
             self._writes.end(target)
             self._state = outcome.state.target
             self._syncs += 1
-            metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started,
-                                      "dry_run" if decision.scale and decision.applied is None else
-                                      "scaled" if decision.applied else "error" if decision.error else "unchanged",
-                                      _error_reason(decision))
+            metrics.observe_reconcile(
+                target.namespace,
+                target.name,
+                time.monotonic() - started,
+                "dry_run"
+                if decision.scale and decision.applied is None
+                else "scaled"
+                if decision.applied
+                else "error"
+                if decision.error
+                else "unchanged",
+                _error_reason(decision),
+            )
             return decision
         except (asyncio.CancelledError, LeadershipLost):
             raise
         except Exception:  # a bug must not kill the reconciler: report it and try again next tick
             log.exception("sync failed unexpectedly")
-            metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started, "error",
-                                      "InternalError")
+            metrics.observe_reconcile(
+                target.namespace, target.name, time.monotonic() - started, "error", "InternalError"
+            )
             return None
         finally:
             structlog.contextvars.unbind_contextvars("namespace", "name")
@@ -244,28 +272,45 @@ class TargetReconciler:
                     self._selector_text = scale.selector
                 except SelectorError as exc:
                     self._selector, self._selector_text = None, None
-                    problem = SelectorProblem("InvalidSelector", "couldn't convert selector into a "
-                                                                 f"corresponding internal selector object: {exc}")
+                    problem = SelectorProblem(
+                        "InvalidSelector",
+                        f"couldn't convert selector into a corresponding internal selector object: {exc}",
+                    )
             selection = self._view.select(target, self._selector)
             if selection.others:
                 problem = SelectorProblem(
-                    "AmbiguousSelector", f"pods by selector {scale.selector} are controlled by more than one HPA "
-                                         f"(e.g. [{' '.join(selection.others)}])")
+                    "AmbiguousSelector",
+                    f"pods by selector {scale.selector} are controlled by more than one HPA "
+                    f"(e.g. [{' '.join(selection.others)}])",
+                )
         else:  # the scale has no selector: this target selects nothing
             self._selector, self._selector_text = None, None
             selection = self._view.select(target, None)
         readings: Sequence[MetricReading]
-        if (read_metrics and problem is None and scale.selector
-                and (scale.spec_replicas > 0 or spec.has_object_or_external_metric)):
-            query = TargetQuery(namespace=target.namespace, name=target.name, scale_target=spec.scale_target_ref,
-                                selector=scale.selector, pod_names=self._pod_lists(selection.pods)[0],
-                                metrics=spec.metrics)
+        if (
+            read_metrics
+            and problem is None
+            and scale.selector
+            and (scale.spec_replicas > 0 or spec.has_object_or_external_metric)
+        ):
+            query = TargetQuery(
+                namespace=target.namespace,
+                name=target.name,
+                scale_target=spec.scale_target_ref,
+                selector=scale.selector,
+                pod_names=self._pod_lists(selection.pods)[0],
+                metrics=spec.metrics,
+            )
             async with ConcurrencySlot.given_back(slot):
                 readings = await self._view.read_metrics(query)
         else:
             readings = [MetricFailure("not read") for _ in spec.metrics]
-        return Observation(ScaleInfo(scale.spec_replicas, scale.status_replicas, scale.selector),
-                           self._pod_lists(selection.pods)[1], readings, problem)
+        return Observation(
+            ScaleInfo(scale.spec_replicas, scale.status_replicas, scale.selector),
+            self._pod_lists(selection.pods)[1],
+            readings,
+            problem,
+        )
 
     def _pod_lists(self, pods: list[PodRecord]) -> tuple[list[str], list[PodInfo]]:
         """The pods' names and infos, made again only when the selection is a new list (the pod index
@@ -304,19 +349,37 @@ class TargetReconciler:
         limited = decision.limited_by
         # info, but debug when nothing changed and nothing is limited (docs/operations.md): a steady
         # service would otherwise log every target every period.
-        quiet = not (changed or decision.scale or decision.events or limited or decision.error
-                     or decision.replicas != decision.current_replicas)
+        quiet = not (
+            changed
+            or decision.scale
+            or decision.events
+            or limited
+            or decision.error
+            or decision.replicas != decision.current_replicas
+        )
         if not quiet or _stdlib_log.isEnabledFor(logging.DEBUG):  # a dropped debug line still costs structlog's chain
             (log.debug if quiet else log.info)(
-                "decision", current_replicas=decision.current_replicas, proposal=decision.desired_replicas,
-                replicas=decision.replicas, scaled=decision.scale, applied=decision.applied,
-                reason=decision.rescale_reason or None, limited_by=limited, error=decision.error,
-                dry_run=self._context.dry_run or None)
+                "decision",
+                current_replicas=decision.current_replicas,
+                proposal=decision.desired_replicas,
+                replicas=decision.replicas,
+                scaled=decision.scale,
+                applied=decision.applied,
+                reason=decision.rescale_reason or None,
+                limited_by=limited,
+                error=decision.error,
+                dry_run=self._context.dry_run or None,
+            )
         metrics = self._context.metrics
         metrics.set_target(
-            target.namespace, target.name, current=decision.current_replicas, proposal=decision.desired_replicas,
-            final=decision.replicas, limited_reason=limited,
-            metrics=[(o.spec.name, _current_value(o), _target_value(o)) for o in decision.metrics])
+            target.namespace,
+            target.name,
+            current=decision.current_replicas,
+            proposal=decision.desired_replicas,
+            final=decision.replicas,
+            limited_reason=limited,
+            metrics=[(o.spec.name, _current_value(o), _target_value(o)) for o in decision.metrics],
+        )
         metrics.set_target_conditions(target.namespace, target.name, _condition_states(decision.conditions))
 
     async def _scale_unreadable(self, state: TargetState, error: str, now: float) -> None:
@@ -332,8 +395,11 @@ class TargetReconciler:
         if self._target.generation is not None:
             document["observedGeneration"] = self._target.generation
         digest = StatusDigest.of_status(document)
-        if (digest is not None and digest.needs_write_after(self._written)
-                and await self._writes.status(self._target, document, self.last_status)):
+        if (
+            digest is not None
+            and digest.needs_write_after(self._written)
+            and await self._writes.status(self._target, document, self.last_status)
+        ):
             self._store(document, digest)
 
 

@@ -40,19 +40,25 @@ class SyncRecorder:
         self._thread.start()
         self._failed = False
 
-    def record(self, target: Target, plan: SyncPlan, observation: Observation, results: WriteResults,
-               outcome: SyncOutcome) -> None:
+    def record(
+        self, target: Target, plan: SyncPlan, observation: Observation, results: WriteResults, outcome: SyncOutcome
+    ) -> None:
         """Append one sync of ``target``."""
         try:
             spec: Any = json.loads(target.spec_json) if target.spec_json else None
-            line = self._sync_line(f"{target.namespace}/{target.name}", spec, self._settings, plan, observation,
-                                   results, outcome)
+            line = self._sync_line(
+                f"{target.namespace}/{target.name}", spec, self._settings, plan, observation, results, outcome
+            )
             self._lines.put(json.dumps(line, separators=(",", ":")))
         except Exception as exc:  # recording is a side show: it never stops a sync
             if not self._failed:
                 self._failed = True
-                log.warning("could not record a sync (this warning is not repeated)", error=str(exc),
-                            namespace=target.namespace, name=target.name)
+                log.warning(
+                    "could not record a sync (this warning is not repeated)",
+                    error=str(exc),
+                    namespace=target.namespace,
+                    name=target.name,
+                )
 
     def _write_lines(self) -> None:
         broken = False

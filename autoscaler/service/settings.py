@@ -45,8 +45,8 @@ class KubernetesSettings:
 @dataclass(frozen=True, slots=True)
 class SyncSettings:
     period_seconds: float = 15.0
-    jitter: float = 0.1               # each tick moves by up to ± this fraction of the period (per namespace)
-    concurrency: int = 50             # syncs in progress at once, across all targets
+    jitter: float = 0.1  # each tick moves by up to ± this fraction of the period (per namespace)
+    concurrency: int = 50  # syncs in progress at once, across all targets
     batch_window_seconds: float = 1.0  # metric reads arriving this close together share queries
     # A peer's clock (Prometheus') further than this from ours is reported: a warning, and a note on
     # failed metrics' messages (autoscaler_clock_skew_seconds always says how far).
@@ -148,8 +148,7 @@ def environment_overrides(environ: Mapping[str, str] | None = None) -> dict[tupl
     for name, path in ENVIRONMENT.items():
         if name in environ:
             raw = environ[name]
-            overrides[path] = ([p.strip() for p in raw.split(",") if p.strip()] if path in _LIST_PATHS
-                               else _scalar(raw))
+            overrides[path] = [p.strip() for p in raw.split(",") if p.strip()] if path in _LIST_PATHS else _scalar(raw)
     return overrides
 
 
@@ -171,8 +170,10 @@ def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
         prometheus = read_prometheus_settings(root.raw("prometheus"), "prometheus", errors)
     else:
         root.raw("prometheus")
-        errors.add("prometheus.url", "Required value: where Prometheus answers (or set AUTOSCALER_PROMETHEUS_URL "
-                                     "or --prometheus-url)")
+        errors.add(
+            "prometheus.url",
+            "Required value: where Prometheus answers (or set AUTOSCALER_PROMETHEUS_URL or --prometheus-url)",
+        )
     kubernetes = _kubernetes(root.obj("kubernetes"))
     sync = _sync(root.obj("sync"))
     controller = read_controller_settings(root.obj("controller"), suffix=SERVICE_SUFFIX)
@@ -185,9 +186,17 @@ def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
     if errors or prometheus is None:
         return None
     assert None not in (kubernetes, sync, controller, http, election, logging)
-    return ServiceSettings(prometheus, kubernetes or KubernetesSettings(), sync or SyncSettings(),
-                           controller or ControllerSettings(), targets, bool(dry_run), http or HttpSettings(),
-                           election or LeaderElectionSettings(), logging or LoggingSettings())
+    return ServiceSettings(
+        prometheus,
+        kubernetes or KubernetesSettings(),
+        sync or SyncSettings(),
+        controller or ControllerSettings(),
+        targets,
+        bool(dry_run),
+        http or HttpSettings(),
+        election or LeaderElectionSettings(),
+        logging or LoggingSettings(),
+    )
 
 
 def _kubernetes(obj: Obj | None) -> KubernetesSettings | None:
@@ -201,8 +210,9 @@ def _kubernetes(obj: Obj | None) -> KubernetesSettings | None:
             namespaces.append(value)
         else:
             obj.errors.add(path, "must be a namespace name")
-    silence = obj.number("watchSilenceSeconds", default=KubernetesSettings().watch_silence_seconds, minimum=1,
-                         maximum=3600)
+    silence = obj.number(
+        "watchSilenceSeconds", default=KubernetesSettings().watch_silence_seconds, minimum=1, maximum=3600
+    )
     obj.finish()
     if silence is None:
         return None
@@ -217,8 +227,7 @@ def _sync(obj: Obj | None) -> SyncSettings | None:
     jitter = obj.number("jitter", default=default.jitter, minimum=0, maximum=0.5)
     concurrency = obj.integer("concurrency", default=default.concurrency, minimum=1, maximum=10_000)
     batch = obj.number("batchWindowSeconds", default=default.batch_window_seconds, minimum=0, maximum=5)
-    skew = obj.number("clockSkewWarningSeconds", default=default.clock_skew_warning_seconds, minimum=1,
-                      maximum=86400)
+    skew = obj.number("clockSkewWarningSeconds", default=default.clock_skew_warning_seconds, minimum=1, maximum=86400)
     obj.finish()
     if period is None or jitter is None or concurrency is None or batch is None or skew is None:
         return None
@@ -268,8 +277,9 @@ def _logging(obj: Obj | None) -> LoggingSettings | None:
     return LoggingSettings(fmt, level)
 
 
-def load_service_settings(path: str | None, *, flags: Mapping[tuple[str, ...], Any] | None = None,
-                          environ: Mapping[str, str] | None = None) -> ServiceSettings:
+def load_service_settings(
+    path: str | None, *, flags: Mapping[tuple[str, ...], Any] | None = None, environ: Mapping[str, str] | None = None
+) -> ServiceSettings:
     """Read the file (if any), apply environment overrides, then flag overrides, then validate."""
     document: Any = {}
     if path is not None:

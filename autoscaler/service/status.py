@@ -41,8 +41,8 @@ def seconds_time(value: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CompactHistory:
-    closed: tuple[Recommendation, ...]   # one per replica count: the latest time it was recommended
-    ongoing: int | None                  # the count recommended at the last sync
+    closed: tuple[Recommendation, ...]  # one per replica count: the latest time it was recommended
+    ongoing: int | None  # the count recommended at the last sync
     ongoing_at: float | None
     scale_up_events: tuple[ScaleEvent, ...]
     scale_down_events: tuple[ScaleEvent, ...]
@@ -82,11 +82,16 @@ def history_document(compact: CompactHistory) -> dict[str, Any]:
         recs.append({"replicas": compact.ongoing, "at": rfc3339(compact.ongoing_at, fraction=True), "ongoing": True})
 
     def events(items: tuple[ScaleEvent, ...]) -> list[dict[str, Any]]:
-        return [{"change": e.change, "at": rfc3339(e.at, fraction=True), **({"outdated": True} if e.outdated else {})}
-                for e in items]
+        return [
+            {"change": e.change, "at": rfc3339(e.at, fraction=True), **({"outdated": True} if e.outdated else {})}
+            for e in items
+        ]
 
-    return {"recommendations": recs, "scaleUpEvents": events(compact.scale_up_events),
-            "scaleDownEvents": events(compact.scale_down_events)}
+    return {
+        "recommendations": recs,
+        "scaleUpEvents": events(compact.scale_up_events),
+        "scaleDownEvents": events(compact.scale_down_events),
+    }
 
 
 def restore_history(document: object, now: float) -> DecisionHistory | None:
@@ -99,8 +104,9 @@ def restore_history(document: object, now: float) -> DecisionHistory | None:
         if replicas is not None and at is not None:
             # The ongoing count was still being recommended when the status was written: hold it until now.
             recs.append(Recommendation(replicas, max(now, at) if item.get("ongoing") else at))
-    return DecisionHistory(tuple(recs), _events(document.get("scaleUpEvents")),
-                           _events(document.get("scaleDownEvents")))
+    return DecisionHistory(
+        tuple(recs), _events(document.get("scaleUpEvents")), _events(document.get("scaleDownEvents"))
+    )
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
@@ -130,8 +136,15 @@ def restore_conditions(value: object) -> tuple[Condition, ...]:
     for item in _list(value):
         type_, status = item.get("type"), item.get("status")
         if isinstance(type_, str) and isinstance(status, str):
-            out.append(Condition(type_, status, str(item.get("reason", "")), str(item.get("message", "")),
-                                 parse_rfc3339(item.get("lastTransitionTime"))))
+            out.append(
+                Condition(
+                    type_,
+                    status,
+                    str(item.get("reason", "")),
+                    str(item.get("message", "")),
+                    parse_rfc3339(item.get("lastTransitionTime")),
+                )
+            )
     return tuple(out)
 
 
@@ -147,8 +160,14 @@ def restore_state(status: object, now: float) -> TargetState:
     )
 
 
-def status_document(decision: Decision, *, generation: int | None, now: float,
-                    retention: float = MAX_WINDOW_SECONDS, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def status_document(
+    decision: Decision,
+    *,
+    generation: int | None,
+    now: float,
+    retention: float = MAX_WINDOW_SECONDS,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The status subresource's content after ``decision`` (whether it is worth writing:
     :mod:`autoscaler.service.status_digest`)."""
     doc: dict[str, Any] = {
@@ -185,8 +204,14 @@ def last_decision_document(decision: Decision, now: float) -> dict[str, Any]:
 def invalid_status(target: Target, now: float, previous: Mapping[str, Any] | None) -> dict[str, Any]:
     """The status of a target whose spec is invalid: ScalingActive False / InvalidSpec with every error."""
     conditions: tuple[Condition, ...] = restore_conditions((previous or {}).get("conditions"))
-    conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, "InvalidSpec",
-                               f"the target's spec is invalid: {error_text(target.errors)}", now)
+    conditions = set_condition(
+        conditions,
+        c.SCALING_ACTIVE,
+        c.FALSE,
+        "InvalidSpec",
+        f"the target's spec is invalid: {error_text(target.errors)}",
+        now,
+    )
     document = dict(previous or {})
     document["conditions"] = [condition_json(x, seconds_time) for x in conditions]
     if target.generation is not None:

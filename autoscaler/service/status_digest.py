@@ -24,8 +24,18 @@ from autoscaler.service.status import MAX_WINDOW_SECONDS, recent_events, seconds
 from autoscaler.values.timestamps import rfc3339
 
 # The status keys the digest reads one by one; every other key (``hvpa``, ``dryRun``…) is ``extra``.
-_OWN_KEYS = frozenset({"observedGeneration", "currentReplicas", "desiredReplicas", "lastScaleTime", "conditions",
-                       "history", "lastDecision", "currentMetrics"})
+_OWN_KEYS = frozenset(
+    {
+        "observedGeneration",
+        "currentReplicas",
+        "desiredReplicas",
+        "lastScaleTime",
+        "conditions",
+        "history",
+        "lastDecision",
+        "currentMetrics",
+    }
+)
 _ONGOING = "ongoing"
 _NONE: frozenset[Any] = frozenset()
 _AT = operator.attrgetter("at")
@@ -43,19 +53,25 @@ class StatusDigest(NamedTuple):
     current_replicas: Any
     desired_replicas: Any
     last_scale_time: Any
-    conditions: tuple[Any, ...]              # (type, status, reason, message, lastTransitionTime) each
-    recommendations: frozenset[Any]          # the closed ones: (replicas, at)
-    ongoing: frozenset[Any]                  # the count(s) recommended at the last sync
+    conditions: tuple[Any, ...]  # (type, status, reason, message, lastTransitionTime) each
+    recommendations: frozenset[Any]  # the closed ones: (replicas, at)
+    ongoing: frozenset[Any]  # the count(s) recommended at the last sync
     scale_up_events: Any
     scale_down_events: Any
     limited_by: Any
     error: Any
-    extra: Any                               # every other key of the status, frozen
+    extra: Any  # every other key of the status, frozen
 
     @classmethod
-    def of_decision(cls, decision: Decision, *, generation: int | None, now: float,
-                    extra: Mapping[str, Any] | None = None,
-                    retention: float = MAX_WINDOW_SECONDS) -> StatusDigest:
+    def of_decision(
+        cls,
+        decision: Decision,
+        *,
+        generation: int | None,
+        now: float,
+        extra: Mapping[str, Any] | None = None,
+        retention: float = MAX_WINDOW_SECONDS,
+    ) -> StatusDigest:
         """The digest of ``status_document(decision, generation=…, now=…, extra=…)``."""
         # What compact_history keeps, without building it: every steady sync of every target comes here.
         history = decision.history
@@ -69,15 +85,29 @@ class StatusDigest(NamedTuple):
                 if at is None or rec.at > at:
                     closed[rec.replicas] = rec.at
         return cls(
-            generation, decision.current_replicas, decision.status_desired_replicas,
+            generation,
+            decision.current_replicas,
+            decision.status_desired_replicas,
             _seconds(decision.last_scale_time) if decision.last_scale_time is not None else None,
-            tuple([(x.type, x.status, x.reason, x.message,
-                    _seconds(x.last_transition_time) if x.last_transition_time is not None else None)
-                   for x in decision.conditions]),
+            tuple(
+                [
+                    (
+                        x.type,
+                        x.status,
+                        x.reason,
+                        x.message,
+                        _seconds(x.last_transition_time) if x.last_transition_time is not None else None,
+                    )
+                    for x in decision.conditions
+                ]
+            ),
             frozenset([(count, _micro(at)) for count, at in closed.items()]) if closed else _NONE,
             _only(ongoing) if ongoing is not None else _NONE,
-            _events(history.scale_up_events, now), _events(history.scale_down_events, now),
-            decision.limited_by, decision.error, _freeze(extra) if extra else (),
+            _events(history.scale_up_events, now),
+            _events(history.scale_down_events, now),
+            decision.limited_by,
+            decision.error,
+            _freeze(extra) if extra else (),
         )
 
     @classmethod
@@ -94,13 +124,20 @@ class StatusDigest(NamedTuple):
                 closed.add((_freeze(item.get("replicas")), _freeze(item.get("at"))))
         last = _mapping(status.get("lastDecision"))
         return cls(
-            _freeze(status.get("observedGeneration")), _freeze(status.get("currentReplicas")),
-            _freeze(status.get("desiredReplicas")), _freeze(status.get("lastScaleTime")),
-            tuple(tuple(_freeze(x.get(key)) for key in ("type", "status", "reason", "message", "lastTransitionTime"))
-                  for x in _list(status.get("conditions"))),
-            frozenset(closed), frozenset(ongoing),
-            _freeze(history.get("scaleUpEvents")), _freeze(history.get("scaleDownEvents")),
-            _freeze(last.get("limitedBy")), _freeze(last.get("error")),
+            _freeze(status.get("observedGeneration")),
+            _freeze(status.get("currentReplicas")),
+            _freeze(status.get("desiredReplicas")),
+            _freeze(status.get("lastScaleTime")),
+            tuple(
+                tuple(_freeze(x.get(key)) for key in ("type", "status", "reason", "message", "lastTransitionTime"))
+                for x in _list(status.get("conditions"))
+            ),
+            frozenset(closed),
+            frozenset(ongoing),
+            _freeze(history.get("scaleUpEvents")),
+            _freeze(history.get("scaleDownEvents")),
+            _freeze(last.get("limitedBy")),
+            _freeze(last.get("error")),
             _freeze({k: v for k, v in status.items() if k not in _OWN_KEYS}),
         )
 
@@ -112,15 +149,20 @@ class StatusDigest(NamedTuple):
             return True
         if self == previous:  # the steady state
             return False
-        return (not self.recommendations <= previous.recommendations
-                or self._replace(recommendations=previous.recommendations) != previous)
+        return (
+            not self.recommendations <= previous.recommendations
+            or self._replace(recommendations=previous.recommendations) != previous
+        )
 
 
 def needs_write(previous: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
     """Whether the status ``new`` is worth writing over ``previous`` (both as stored)."""
     digest = StatusDigest.of_status(new)
-    return digest.needs_write_after(StatusDigest.of_status(previous)) if digest is not None else (
-        StatusDigest.of_status(previous) is not None)
+    return (
+        digest.needs_write_after(StatusDigest.of_status(previous))
+        if digest is not None
+        else (StatusDigest.of_status(previous) is not None)
+    )
 
 
 # A target's times repeat from sync to sync (a condition's transition, a recommendation's time): each
@@ -146,8 +188,12 @@ def _events(events: tuple[ScaleEvent, ...], now: float) -> tuple[Any, ...]:
     leaves them (keys sorted)."""
     if not events:
         return ()
-    return tuple((("at", _micro(e.at)), ("change", e.change), ("outdated", True)) if e.outdated
-                 else (("at", _micro(e.at)), ("change", e.change)) for e in recent_events(events, now))
+    return tuple(
+        (("at", _micro(e.at)), ("change", e.change), ("outdated", True))
+        if e.outdated
+        else (("at", _micro(e.at)), ("change", e.change))
+        for e in recent_events(events, now)
+    )
 
 
 def _freeze(value: Any) -> Any:

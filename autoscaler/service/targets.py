@@ -90,11 +90,18 @@ def target_from_object(obj: Mapping[str, Any], *, default_namespace: str = "defa
             spec = parse_target_spec(raw_spec, "spec")
         except SpecError as exc:
             errors = exc.errors
-    return Target(namespace, name, uid, generation, spec, errors,
-                  # A spec past the limits is not written out (that walk is what the limits protect);
-                  # its text then only has to differ from any valid spec's.
-                  _canonical(raw_spec) if spec_fits else f"(invalid: {error_text(errors)})",
-                  _compact(status) if status_fits and isinstance(status, Mapping) else None)
+    return Target(
+        namespace,
+        name,
+        uid,
+        generation,
+        spec,
+        errors,
+        # A spec past the limits is not written out (that walk is what the limits protect);
+        # its text then only has to differ from any valid spec's.
+        _canonical(raw_spec) if spec_fits else f"(invalid: {error_text(errors)})",
+        _compact(status) if status_fits and isinstance(status, Mapping) else None,
+    )
 
 
 def _text(value: object) -> str:

@@ -31,7 +31,7 @@ class Selection:
     """A target's pods, and the other targets of the namespace selecting any of them (AmbiguousSelector)."""
 
     pods: list[PodRecord] = field(default_factory=list)  # a shared list: do not modify it
-    others: list[str] = field(default_factory=list)      # "namespace/name", sorted
+    others: list[str] = field(default_factory=list)  # "namespace/name", sorted
 
 
 NOTHING_SELECTED = Selection()
@@ -83,8 +83,10 @@ class CachedView:
         behind = self._caches.behind(target.namespace, vpas=target.spec is not None and target.spec.hvpa is not None)
         if behind is None:
             return None
-        return (f"the {behind.name} watch has not followed the API server for {behind.stale_for():.0f}s: "
-                f"{behind.last_error}")
+        return (
+            f"the {behind.name} watch has not followed the API server for {behind.stale_for():.0f}s: "
+            f"{behind.last_error}"
+        )
 
     async def read_scale(self, target: Target) -> Scale:
         return await self._scales.read(target)

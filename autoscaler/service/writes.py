@@ -40,8 +40,9 @@ class ClusterWriter(Protocol):
         """Raises :class:`~autoscaler.kube.scale.StaleScale` when another writer changed the replicas
         since ``decided_on`` was read, :class:`~autoscaler.kube.scale.ScaleError` when the write fails."""
 
-    async def write_status(self, target: Target, document: Mapping[str, Any],
-                           previous: Mapping[str, Any] | None) -> None:
+    async def write_status(
+        self, target: Target, document: Mapping[str, Any], previous: Mapping[str, Any] | None
+    ) -> None:
         """Raises :class:`KubeError` when the write fails; a target deleted meanwhile is no failure."""
 
     async def record_event(self, target: Target, type_: str, reason: str, message: str) -> None: ...
@@ -54,8 +55,9 @@ class ApiWriter:
     """:class:`ClusterWriter` through the Kubernetes API. Targets from a file (``static``) have no
     object in the cluster: their status is not written, and their Events go to the scaled workload."""
 
-    def __init__(self, api: KubeApi, scales: ClusterScales, events: EventRecorder, *, may_write: Callable[[], bool],
-                 static: bool) -> None:
+    def __init__(
+        self, api: KubeApi, scales: ClusterScales, events: EventRecorder, *, may_write: Callable[[], bool], static: bool
+    ) -> None:
         self._api = api
         self._scales = scales
         self._events = events
@@ -65,14 +67,16 @@ class ApiWriter:
     async def write_scale(self, target: Target, replicas: int, decided_on: Scale) -> None:
         await self._scales.write(target, replicas, decided_on)
 
-    async def write_status(self, target: Target, document: Mapping[str, Any],
-                           previous: Mapping[str, Any] | None) -> None:
+    async def write_status(
+        self, target: Target, document: Mapping[str, Any], previous: Mapping[str, Any] | None
+    ) -> None:
         if self._static:
             return
         body = {"status": {**{k: None for k in (previous or {}) if k not in document}, **document}}
         try:
-            await self._api.merge_patch(TARGETS.item(target.namespace, target.name, "status"), body,
-                                        resource="scalingtargets/status")
+            await self._api.merge_patch(
+                TARGETS.item(target.namespace, target.name, "status"), body, resource="scalingtargets/status"
+            )
         except KubeError as exc:
             if not exc.not_found:
                 raise
@@ -87,8 +91,9 @@ class ApiWriter:
         """What the target's Events are about."""
         if self._static and target.spec is not None:
             ref = target.spec.scale_target_ref
-            return InvolvedObject(ref.api_version or DEFAULT_API_VERSIONS.get(ref.kind, ""), ref.kind,
-                                  target.namespace, ref.name)
+            return InvolvedObject(
+                ref.api_version or DEFAULT_API_VERSIONS.get(ref.kind, ""), ref.kind, target.namespace, ref.name
+            )
         return InvolvedObject(API_VERSION, KIND, target.namespace, target.name, target.uid)
 
 
@@ -162,10 +167,16 @@ class TargetWrites:
             delay = self.vpa_backoff.failed(str(exc), clock)
             self._metrics.count_write_failure("vpa")
             self._metrics.set_write_backoff(target.namespace, target.name, "vpa", delay)
-            log.warning("could not pin the VPA", vpa=name, error=str(exc), failures=self.vpa_backoff.failures,
-                        retry_in=round(delay, 1))
-            await self.event(target, "Warning", "FailedUpdateVPA",
-                             f"could not pin VPA {name}: {exc}; next attempt in {delay:.0f}s")
+            log.warning(
+                "could not pin the VPA",
+                vpa=name,
+                error=str(exc),
+                failures=self.vpa_backoff.failures,
+                retry_in=round(delay, 1),
+            )
+            await self.event(
+                target, "Warning", "FailedUpdateVPA", f"could not pin VPA {name}: {exc}; next attempt in {delay:.0f}s"
+            )
             return False
         if self.vpa_backoff.succeeded():
             self._metrics.set_write_backoff(target.namespace, target.name, "vpa", 0.0)
@@ -181,7 +192,14 @@ class TargetWrites:
             self._failed = True
             delay = backoff.failed(error, time.monotonic())
             self._metrics.set_write_backoff(target.namespace, target.name, "horizontal", delay)
-            log.warning("write failed: backing off", write=kind, error=error, failures=backoff.failures,
-                        retry_in=round(delay, 1))
-        return (f"next attempt in {backoff.delay:.0f}s "
-                f"({backoff.failures} failed write{'s' if backoff.failures > 1 else ''} in a row)")
+            log.warning(
+                "write failed: backing off",
+                write=kind,
+                error=error,
+                failures=backoff.failures,
+                retry_in=round(delay, 1),
+            )
+        return (
+            f"next attempt in {backoff.delay:.0f}s "
+            f"({backoff.failures} failed write{'s' if backoff.failures > 1 else ''} in a row)"
+        )

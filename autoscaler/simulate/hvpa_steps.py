@@ -30,8 +30,8 @@ HVPA_STEP_KEYS: tuple[str, ...] = ("vpa", "lastScaleTime", "clock")
 @dataclass(frozen=True, slots=True)
 class HvpaStepInput:
     vpa: VpaStatus | None = None
-    last_scale_time: float | None = None   # absolute scenario time
-    clock: Fraction | None = None          # Unix seconds (UTC)
+    last_scale_time: float | None = None  # absolute scenario time
+    clock: Fraction | None = None  # Unix seconds (UTC)
 
 
 @dataclass
@@ -42,8 +42,15 @@ class ClockCarry:
     clock: Fraction | None = None
 
 
-def read_hvpa_step(extra: Mapping[str, Any], path: str, at: float, spec: TargetSpec | None, first: bool,
-                   carry: ClockCarry, errors: ErrorList) -> HvpaStepInput | None:
+def read_hvpa_step(
+    extra: Mapping[str, Any],
+    path: str,
+    at: float,
+    spec: TargetSpec | None,
+    first: bool,
+    carry: ClockCarry,
+    errors: ErrorList,
+) -> HvpaStepInput | None:
     """The HVPA keys of the step at ``path`` (``extra`` holds them raw). ``spec`` None: the spec is invalid
     (its own errors are reported), so only the keys' shapes are checked."""
     obj = Obj(extra, path, errors)
@@ -64,10 +71,18 @@ def read_hvpa_step(extra: Mapping[str, Any], path: str, at: float, spec: TargetS
             obj.error("clock", str(exc))
     elif carry.clock is not None and carry.at is not None:
         clock = carry.clock + Fraction(at - carry.at)
-    if first and clock is None and spec is not None and spec.hvpa is not None and any(
-            t.update_mode is UpdateMode.MAINTENANCE_WINDOW for t in (spec.hvpa.scale_up, spec.hvpa.scale_down)):
-        obj.error("clock", f"{REQUIRED}: updateMode MaintenanceWindow needs the time of day; give the first step "
-                           f"a clock (later steps follow it)")
+    if (
+        first
+        and clock is None
+        and spec is not None
+        and spec.hvpa is not None
+        and any(t.update_mode is UpdateMode.MAINTENANCE_WINDOW for t in (spec.hvpa.scale_up, spec.hvpa.scale_down))
+    ):
+        obj.error(
+            "clock",
+            f"{REQUIRED}: updateMode MaintenanceWindow needs the time of day; give the first step "
+            f"a clock (later steps follow it)",
+        )
     carry.at, carry.clock = at, clock
     if len(errors.items) > errors_before:
         return None

@@ -47,13 +47,14 @@ MAX_OFFSET = 1e15  # seconds; as the scenario's times
 
 @dataclass(frozen=True, slots=True)
 class ObservedInputs:
-    selector: str | None = None                            # None: the scenario's default selector
+    selector: str | None = None  # None: the scenario's default selector
     selector_problem: SelectorProblem | None = None
-    readings: tuple[MetricReading, ...] | None = None      # None: derived from the step's pods and values
+    readings: tuple[MetricReading, ...] | None = None  # None: derived from the step's pods and values
 
 
-def read_observed(step: Mapping[str, Any], path: str, at: float, spec: TargetSpec | None,
-                  errors: ErrorList) -> ObservedInputs | None:
+def read_observed(
+    step: Mapping[str, Any], path: str, at: float, spec: TargetSpec | None, errors: ErrorList
+) -> ObservedInputs | None:
     """The keys above of the step at ``path`` (``step`` is the raw step); None when it has none of them.
     ``spec`` None: the spec is invalid (its own errors are reported), so ``readings`` is not checked
     against its metrics."""
@@ -125,11 +126,12 @@ def _reading(item: Obj, at: float, metric: MetricSpec | None) -> MetricReading |
         for name, pod in _per_pod(item, "usage"):
             containers = pod.obj("containers", required=True)
             amounts: dict[str, int | None] = {}
-            for container, value in (containers.value.items() if containers is not None else ()):
+            for container, value in containers.value.items() if containers is not None else ():
                 assert containers is not None
                 containers.mark_known(container)
-                amounts[str(container)] = None if value is None else _milli(value, containers.at(str(container)),
-                                                                            item.errors)
+                amounts[str(container)] = (
+                    None if value is None else _milli(value, containers.at(str(container)), item.errors)
+                )
             timestamp, window = _when(pod, at)
             pod.finish()
             if timestamp is not None and window is not None:

@@ -26,14 +26,16 @@ def metric_json(outcome: MetricOutcome) -> dict[str, Any]:
         ready = groups.ready_count
     elif outcome.value_result is not None:
         ready = outcome.value_result.ready_pods
-    entry.update({
-        "proposedReplicas": outcome.proposal,
-        "readyPodCount": ready,
-        "unreadyPods": list(groups.unready) if groups else [],
-        "missingPods": list(groups.missing) if groups else [],
-        "ignoredPods": list(groups.ignored) if groups else [],
-        "error": outcome.error,
-    })
+    entry.update(
+        {
+            "proposedReplicas": outcome.proposal,
+            "readyPodCount": ready,
+            "unreadyPods": list(groups.unready) if groups else [],
+            "missingPods": list(groups.missing) if groups else [],
+            "ignoredPods": list(groups.ignored) if groups else [],
+            "error": outcome.error,
+        }
+    )
     if outcome.error is not None:
         entry["reason"] = outcome.reason
     if outcome.skipped:
@@ -98,8 +100,16 @@ def render_table(results: Sequence[StepResult], *, explain: bool = False) -> str
     with_hvpa = any(r.hvpa is not None for r in results)
     headers = ["at", "current", "metrics (value→proposal)", "desired", "final", "why"]
     if with_hvpa:
-        headers = ["at", "current", "metrics (value→proposal)", "hpa", "hvpa", "final", "requests per pod",
-                   "blocked / why"]
+        headers = [
+            "at",
+            "current",
+            "metrics (value→proposal)",
+            "hpa",
+            "hvpa",
+            "final",
+            "requests per pod",
+            "blocked / why",
+        ]
     rows: list[list[str]] = []
     for result in results:
         d = result.decision
@@ -115,8 +125,15 @@ def render_table(results: Sequence[StepResult], *, explain: bool = False) -> str
             hvpa = result.hvpa
             hpa = "-" if d.branch == "hvpa-only" else str(d.normalization.final if d.normalization else "-")
             read = ", ".join(_metric_cell(o) for o in d.metrics if not o.skipped) or "-"
-            row = [*row[:2], read, hpa, "-" if hvpa is None else str(hvpa.desired_replicas), row[4],
-                   "" if hvpa is None else requests_text(hvpa), "" if hvpa is None else _hvpa_why(hvpa, d)]
+            row = [
+                *row[:2],
+                read,
+                hpa,
+                "-" if hvpa is None else str(hvpa.desired_replicas),
+                row[4],
+                "" if hvpa is None else requests_text(hvpa),
+                "" if hvpa is None else _hvpa_why(hvpa, d),
+            ]
         rows.append(row)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
@@ -128,8 +145,9 @@ def render_table(results: Sequence[StepResult], *, explain: bool = False) -> str
     lines.append("")
     lines.append("* = scaled this step")
     if with_hvpa:
-        lines.append("hpa = the HPA source's proposal; hvpa = HVPA's count; requests per pod as decided "
-                     "(applied unless blocked)")
+        lines.append(
+            "hpa = the HPA source's proposal; hvpa = HVPA's count; requests per pod as decided (applied unless blocked)"
+        )
     return "\n".join(lines)
 
 

@@ -42,8 +42,15 @@ class RecordingError(ValueError):
     """The recording cannot be replayed as a scenario; the message says why."""
 
 
-def sync_line(target: str, spec: Mapping[str, Any], settings: ControllerSettings, plan: SyncPlan,
-              observation: Observation, results: WriteResults, outcome: SyncOutcome) -> dict[str, Any]:
+def sync_line(
+    target: str,
+    spec: Mapping[str, Any],
+    settings: ControllerSettings,
+    plan: SyncPlan,
+    observation: Observation,
+    results: WriteResults,
+    outcome: SyncOutcome,
+) -> dict[str, Any]:
     """One sync of ``target`` ("namespace/name"), as a recording line."""
     at = plan.now
     return {
@@ -61,50 +68,75 @@ def sync_line(target: str, spec: Mapping[str, Any], settings: ControllerSettings
 
 def settings_document(settings: ControllerSettings) -> dict[str, Any]:
     """The scenario's ``settings``."""
-    return {"tolerance": {"scaleUp": settings.tolerances.scale_up, "scaleDown": settings.tolerances.scale_down},
-            "cpuInitializationPeriod": settings.cpu_initialization_period,
-            "initialReadinessDelay": settings.initial_readiness_delay,
-            "downscaleStabilizationWindow": settings.downscale_stabilization_window}
+    return {
+        "tolerance": {"scaleUp": settings.tolerances.scale_up, "scaleDown": settings.tolerances.scale_down},
+        "cpuInitializationPeriod": settings.cpu_initialization_period,
+        "initialReadinessDelay": settings.initial_readiness_delay,
+        "downscaleStabilizationWindow": settings.downscale_stabilization_window,
+    }
 
 
 def state_document(state: TargetState) -> dict[str, Any]:
     """The scenario's ``history`` and ``status`` for a target in ``state``."""
-    return {"history": history_json(state.history, _same) if state.history is not None else None,
-            "conditions": [condition_json(c, _same) for c in state.conditions],
-            "desiredReplicas": state.desired_replicas, "lastScaleTime": state.last_scale_time}
+    return {
+        "history": history_json(state.history, _same) if state.history is not None else None,
+        "conditions": [condition_json(c, _same) for c in state.conditions],
+        "desiredReplicas": state.desired_replicas,
+        "lastScaleTime": state.last_scale_time,
+    }
 
 
 def decision_document(decision: Decision) -> dict[str, Any]:
     """What the sync decided, in the keys ``simulate --output json`` uses for them."""
-    return {"currentReplicas": decision.current_replicas, "desiredReplicas": decision.desired_replicas,
-            "replicas": decision.replicas, "scaled": decision.scale, "limitedBy": decision.limited_by,
-            "rescaleReason": decision.rescale_reason or None,
-            "conditions": [_condition(c) for c in decision.conditions],
-            "events": [{"type": e.type, "reason": e.reason, "message": e.message} for e in decision.events]}
+    return {
+        "currentReplicas": decision.current_replicas,
+        "desiredReplicas": decision.desired_replicas,
+        "replicas": decision.replicas,
+        "scaled": decision.scale,
+        "limitedBy": decision.limited_by,
+        "rescaleReason": decision.rescale_reason or None,
+        "conditions": [_condition(c) for c in decision.conditions],
+        "events": [{"type": e.type, "reason": e.reason, "message": e.message} for e in decision.events],
+    }
 
 
 def step_document(observation: Observation, at: float) -> dict[str, Any]:
     """What a sync at ``at`` observed, as a scenario step."""
     scale = observation.scale
-    step: dict[str, Any] = {"at": at, "replicas": scale.spec_replicas, "statusReplicas": scale.status_replicas,
-                            "selector": scale.selector}
+    step: dict[str, Any] = {
+        "at": at,
+        "replicas": scale.spec_replicas,
+        "statusReplicas": scale.status_replicas,
+        "selector": scale.selector,
+    }
     if observation.selector_problem is not None:
-        step["selectorProblem"] = {"reason": observation.selector_problem.reason,
-                                   "message": observation.selector_problem.message}
+        step["selectorProblem"] = {
+            "reason": observation.selector_problem.reason,
+            "message": observation.selector_problem.message,
+        }
     step["pods"] = [_pod(pod, at) for pod in observation.pods]
     step["readings"] = [_reading(reading, at) for reading in observation.readings]
     return step
 
 
-_READY: dict[ConditionStatus | None, object] = {ConditionStatus.TRUE: True, ConditionStatus.FALSE: False,
-                                                  ConditionStatus.UNKNOWN: "Unknown", None: None}
+_READY: dict[ConditionStatus | None, object] = {
+    ConditionStatus.TRUE: True,
+    ConditionStatus.FALSE: False,
+    ConditionStatus.UNKNOWN: "Unknown",
+    None: None,
+}
 
 
 def _pod(pod: PodInfo, at: float) -> dict[str, Any]:
     document: dict[str, Any] = {
-        "name": pod.name, "phase": pod.phase.value, "ready": _READY[pod.ready],
-        "readySince": _relative(pod.ready_since, at), "startedAt": _relative(pod.started_at, at),
-        "deleting": pod.deleting, "containers": [_container(c) for c in pod.containers]}
+        "name": pod.name,
+        "phase": pod.phase.value,
+        "ready": _READY[pod.ready],
+        "readySince": _relative(pod.ready_since, at),
+        "startedAt": _relative(pod.started_at, at),
+        "deleting": pod.deleting,
+        "containers": [_container(c) for c in pod.containers],
+    }
     if pod.pod_requests is not None:
         document["requests"] = _amounts(pod.pod_requests)
     return document
@@ -123,12 +155,23 @@ def _reading(reading: MetricReading, at: float) -> dict[str, Any]:
     if isinstance(reading, MetricFailure):
         return {"failed": reading.message}
     if isinstance(reading, ResourceReading):
-        return {"usage": {pod: {"containers": {c: None if v is None else _milli(v) for c, v in u.containers.items()},
-                                "at": _relative(u.timestamp, at), "window": u.window}
-                          for pod, u in reading.pods.items()}}
+        return {
+            "usage": {
+                pod: {
+                    "containers": {c: None if v is None else _milli(v) for c, v in u.containers.items()},
+                    "at": _relative(u.timestamp, at),
+                    "window": u.window,
+                }
+                for pod, u in reading.pods.items()
+            }
+        }
     if isinstance(reading, PodsReading):
-        return {"pods": {pod: {"value": _milli(s.value), "at": _relative(s.timestamp, at), "window": s.window}
-                         for pod, s in reading.pods.items()}}
+        return {
+            "pods": {
+                pod: {"value": _milli(s.value), "at": _relative(s.timestamp, at), "window": s.window}
+                for pod, s in reading.pods.items()
+            }
+        }
     if isinstance(reading, ObjectReading):
         return {"value": _milli(reading.value), "at": _relative(reading.timestamp, at)}
     assert isinstance(reading, ExternalReading)
@@ -163,6 +206,7 @@ def _relative(moment: float | None, at: float) -> float | None:
 
 # -- the scenario --------------------------------------------------------------------------------------
 
+
 def read_lines(text: str, source: str) -> list[dict[str, Any]]:
     """The recording's lines (a partly written last line, from a process killed mid-write, is left out)."""
     lines: list[dict[str, Any]] = []
@@ -194,33 +238,45 @@ def scenario_from_recording(lines: Sequence[Mapping[str, Any]], target: str) -> 
         raise RecordingError(f"the recording has no sync of {target} (it has: {known})")
     first = syncs[0]
     if isinstance(first.get("spec"), Mapping) and first["spec"].get("hvpa") is not None:
-        raise RecordingError(f"{target} has an hvpa section: a scenario cannot express everything HVPA reads in "
-                             "the service (the VPA's container policies, the pod template), so it is not replayed")
+        raise RecordingError(
+            f"{target} has an hvpa section: a scenario cannot express everything HVPA reads in "
+            "the service (the VPA's container policies, the pod template), so it is not replayed"
+        )
     previous: Mapping[str, Any] | None = None
     for sync in syncs:
         at = sync.get("at")
         if sync.get("spec") != first.get("spec") or sync.get("settings") != first.get("settings"):
-            raise RecordingError(f"{target}: the spec or the settings changed at {at}: a scenario has one of each "
-                                 "(replay the syncs before and after the change from separate recordings)")
+            raise RecordingError(
+                f"{target}: the spec or the settings changed at {at}: a scenario has one of each "
+                "(replay the syncs before and after the change from separate recordings)"
+            )
         writes = sync.get("writes") or {}
         if sync.get("decision", {}).get("scaled") and writes.get("scale") is not True:
-            why = ("the service ran with --dry-run" if writes.get("scale") is None
-                   else f"the write failed: {writes.get('scaleError')}")
-            raise RecordingError(f"{target}: the scale decided at {at} was not written ({why}); a scenario "
-                                 "replays every write as made")
+            why = (
+                "the service ran with --dry-run"
+                if writes.get("scale") is None
+                else f"the write failed: {writes.get('scaleError')}"
+            )
+            raise RecordingError(
+                f"{target}: the scale decided at {at} was not written ({why}); a scenario replays every write as made"
+            )
         if previous is not None and sync.get("state") != previous.get("next"):
-            raise RecordingError(f"{target}: the sync at {at} did not start from the state the sync before it "
-                                 "left (a sync in between could not read the scale, or the reconciler restarted): "
-                                 "the recording cannot be replayed as one scenario")
+            raise RecordingError(
+                f"{target}: the sync at {at} did not start from the state the sync before it "
+                "left (a sync in between could not read the scale, or the reconciler restarted): "
+                "the recording cannot be replayed as one scenario"
+            )
         previous = sync
     state = first["state"]
     scenario: dict[str, Any] = {"spec": first["spec"], "settings": first["settings"]}
     if state.get("history") is not None:
         scenario["history"] = state["history"]
-    status = {key: state[key] for key in ("conditions", "desiredReplicas", "lastScaleTime")
-              if state.get(key) is not None and state.get(key) != []}
+    status = {
+        key: state[key]
+        for key in ("conditions", "desiredReplicas", "lastScaleTime")
+        if state.get(key) is not None and state.get(key) != []
+    }
     if status:
         scenario["status"] = status
     scenario["steps"] = [sync["step"] for sync in syncs]
     return scenario
-

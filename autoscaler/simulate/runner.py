@@ -36,8 +36,9 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
     ``lastScaleTime`` overrides when HVPA last applied a scaling, and its ``vpa`` and ``clock`` are
     what HVPA reads.
     """
-    state = SyncState(TargetState(scenario.history, scenario.conditions, scenario.desired_replicas,
-                                  scenario.last_scale_time))
+    state = SyncState(
+        TargetState(scenario.history, scenario.conditions, scenario.desired_replicas, scenario.last_scale_time)
+    )
     replicas = 0
     results: list[StepResult] = []
     for step in scenario.steps:
@@ -49,8 +50,9 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
         if hvpa is not None:
             if hvpa.last_scale_time is not None:
                 state = replace(state, hvpa=replace(state.hvpa, last_applied=hvpa.last_scale_time))
-            inputs = SyncInputs(observation, VpaObservation(hvpa.vpa) if hvpa.vpa is not None else None,
-                                clock=hvpa.clock)
+            inputs = SyncInputs(
+                observation, VpaObservation(hvpa.vpa) if hvpa.vpa is not None else None, clock=hvpa.clock
+            )
         outcome = sync(scenario.spec, inputs, state, scenario.settings, step.at)
         state = outcome.state
         replicas = outcome.decision.replicas

@@ -82,7 +82,7 @@ class Scenario:
     conditions: tuple[Condition, ...]
     steps: tuple[ScenarioStep, ...]
     raw: Mapping[str, Any]
-    desired_replicas: int | None = None   # status.desiredReplicas before the first step
+    desired_replicas: int | None = None  # status.desiredReplicas before the first step
     last_scale_time: float | None = None  # status.lastScaleTime before the first step
 
 
@@ -253,15 +253,22 @@ def _series(obj: Obj, key: str) -> dict[str, tuple[int, ...]]:
     for name, value in section.value.items():
         section.mark_known(name)
         items = value if isinstance(value, list) else [value]
-        values = [_milli(v, f"{section.at(str(name))}[{i}]" if isinstance(value, list) else section.at(str(name)),
-                         obj.errors) for i, v in enumerate(items)]
+        values = [
+            _milli(v, f"{section.at(str(name))}[{i}]" if isinstance(value, list) else section.at(str(name)), obj.errors)
+            for i, v in enumerate(items)
+        ]
         if all(v is not None for v in values):
             result[str(name)] = tuple(v for v in values if v is not None)
     return result
 
 
-_READY = {True: ConditionStatus.TRUE, False: ConditionStatus.FALSE, "True": ConditionStatus.TRUE,
-          "False": ConditionStatus.FALSE, "Unknown": ConditionStatus.UNKNOWN}
+_READY = {
+    True: ConditionStatus.TRUE,
+    False: ConditionStatus.FALSE,
+    "True": ConditionStatus.TRUE,
+    "False": ConditionStatus.FALSE,
+    "Unknown": ConditionStatus.UNKNOWN,
+}
 
 
 def _pod(obj: Obj | None, at: float) -> ScenarioPod | None:
@@ -302,8 +309,13 @@ def _pod(obj: Obj | None, at: float) -> ScenarioPod | None:
     sample_at = _time(obj, "sampleAt", default=0.0)
     sample_window = obj.number("sampleWindow", default=DEFAULT_SAMPLE_WINDOW, minimum=0)
     obj.finish()
-    if name is None or phase is None or sample_at is None or sample_window is None or (
-            ready_since is None and not ready_untimed):
+    if (
+        name is None
+        or phase is None
+        or sample_at is None
+        or sample_window is None
+        or (ready_since is None and not ready_untimed)
+    ):
         return None
     info = PodInfo(
         name=name,
@@ -360,8 +372,13 @@ def _reading(metric: MetricSpec, step: ScenarioStep) -> MetricReading:
                 usages[pod.info.name] = PodUsage(reported, pod.sample_at, pod.sample_window)
         return ResourceReading(usages)
     if metric.type is MetricSourceType.PODS:
-        return PodsReading({pod.info.name: Sample(pod.metrics[metric.name], pod.sample_at, pod.sample_window)
-                            for pod in step.pods if metric.name in pod.metrics})
+        return PodsReading(
+            {
+                pod.info.name: Sample(pod.metrics[metric.name], pod.sample_at, pod.sample_window)
+                for pod in step.pods
+                if metric.name in pod.metrics
+            }
+        )
     if metric.type is MetricSourceType.OBJECT:
         if metric.name not in step.objects:
             return MetricFailure(f"the step gives no value for object metric {metric.name}")

@@ -49,7 +49,7 @@ def _digits(text: str, pos: int) -> int:
 def parse_go_duration_nanos(text: str) -> int:
     """Whole nanoseconds of a Go duration string; raise :class:`DurationError` as Go would refuse it."""
     if not isinstance(text, str):
-        raise DurationError(f"a duration must be a string such as \"3m\", not {type(text).__name__}")
+        raise DurationError(f'a duration must be a string such as "3m", not {type(text).__name__}')
     invalid = DurationError(f'invalid duration "{text}" (examples: "30s", "3m", "1h30m", "0")')
     rest = text
     negative = False
@@ -102,7 +102,8 @@ def parse_go_duration(text: str) -> Fraction:
 
 # re.ASCII: Python's \d is any Unicode digit (int() reads "٣" as 3); Go's regexp, and Prometheus, take 0-9.
 _PROMETHEUS = re.compile(
-    r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$", re.ASCII)
+    r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$", re.ASCII
+)
 _PROMETHEUS_UNITS = (365 * 86400.0, 7 * 86400.0, 86400.0, 3600.0, 60.0, 1.0, 0.001)
 
 

@@ -126,8 +126,12 @@ class Obj:
         if isinstance(value, Mapping):
             return cls(value, path, errors)
         if not path:  # the whole document
-            errors.add(path, "the document is empty, where an object was expected" if value is None
-                       else f"the document must be an object, not {type_name(value)}")
+            errors.add(
+                path,
+                "the document is empty, where an object was expected"
+                if value is None
+                else f"the document must be an object, not {type_name(value)}",
+            )
         else:
             errors.add(path, f"must be an object, not {type_name(value)}")
         return None
@@ -171,8 +175,15 @@ class Obj:
         for index, element in enumerate(value):
             yield f"{self.at(key)}[{index}]", element
 
-    def string(self, key: str, *, required: bool = False, default: str | None = None,
-               choices: Sequence[str] | None = None, non_empty: bool = False) -> str | None:
+    def string(
+        self,
+        key: str,
+        *,
+        required: bool = False,
+        default: str | None = None,
+        choices: Sequence[str] | None = None,
+        non_empty: bool = False,
+    ) -> str | None:
         value = self.raw(key, required=required)
         if value is None:
             return default
@@ -189,8 +200,15 @@ class Obj:
             return None
         return value
 
-    def integer(self, key: str, *, required: bool = False, default: int | None = None,
-                minimum: int | None = None, maximum: int | None = None) -> int | None:
+    def integer(
+        self,
+        key: str,
+        *,
+        required: bool = False,
+        default: int | None = None,
+        minimum: int | None = None,
+        maximum: int | None = None,
+    ) -> int | None:
         value = self.raw(key, required=required)
         if value is None:
             return default
@@ -200,15 +218,25 @@ class Obj:
             self.error(key, f"must be an integer, not {type_name(value)}")
             return None
         # Every integer of these documents is an int64 (or narrower) in the API: that is the widest range.
-        problem = (range_problem(value, minimum, maximum) or range_problem(value, None, MAX_INT64)
-                   or range_problem(value, -MAX_INT64 - 1, None))
+        problem = (
+            range_problem(value, minimum, maximum)
+            or range_problem(value, None, MAX_INT64)
+            or range_problem(value, -MAX_INT64 - 1, None)
+        )
         if problem:
             self.error(key, problem)
             return None
         return value
 
-    def number(self, key: str, *, required: bool = False, default: float | None = None,
-               minimum: float | None = None, maximum: float | None = None) -> float | None:
+    def number(
+        self,
+        key: str,
+        *,
+        required: bool = False,
+        default: float | None = None,
+        minimum: float | None = None,
+        maximum: float | None = None,
+    ) -> float | None:
         """A plain (float) number: settings and scenario times."""
         value = self.raw(key, required=required)
         if value is None:
@@ -236,8 +264,9 @@ class Obj:
             return None
         return value
 
-    def quantity(self, key: str, *, required: bool = False, positive: bool = False,
-                 non_negative: bool = False) -> Quantity | None:
+    def quantity(
+        self, key: str, *, required: bool = False, positive: bool = False, non_negative: bool = False
+    ) -> Quantity | None:
         value = self.raw(key, required=required)
         if value is None:
             return None
@@ -280,8 +309,7 @@ def range_problem(value: float, minimum: float | None, maximum: float | None) ->
 def to_quantity(value: object, path: str, errors: ErrorList) -> Quantity | None:
     """A quantity from a string (``"500m"``) or a plain number, as the API server accepts both."""
     if isinstance(value, bool):
-        errors.add(path, "must be a quantity (a string such as \"500m\" or \"1.5Gi\", or a number), "
-                         "not boolean")
+        errors.add(path, 'must be a quantity (a string such as "500m" or "1.5Gi", or a number), not boolean')
         return None
     if isinstance(value, int):
         return _within_int64(Quantity(Fraction(value)), path, errors)
@@ -291,7 +319,7 @@ def to_quantity(value: object, path: str, errors: ErrorList) -> Quantity | None:
             return None
         value = repr(value)
     if not isinstance(value, str):
-        errors.add(path, f"must be a quantity (a string such as \"500m\" or \"1.5Gi\"), not {type_name(value)}")
+        errors.add(path, f'must be a quantity (a string such as "500m" or "1.5Gi"), not {type_name(value)}')
         return None
     try:
         quantity = Quantity.parse(value)

@@ -17,10 +17,10 @@ from typing import Any
 
 from autoscaler.values.fields import ErrorList, type_name
 
-MAX_DEPTH = 32            # levels of objects and lists, the document itself being level 1
-MAX_VALUES = 1_000_000    # values of every kind, counted as if YAML aliases were written out
+MAX_DEPTH = 32  # levels of objects and lists, the document itself being level 1
+MAX_VALUES = 1_000_000  # values of every kind, counted as if YAML aliases were written out
 MAX_FILE_BYTES = 8 * 1024 * 1024  # a file read by the command line (a scenario, a targets file, settings)
-MAX_KEY_LENGTH = 1024     # characters in one object key (field names and label keys are far shorter)
+MAX_KEY_LENGTH = 1024  # characters in one object key (field names and label keys are far shorter)
 
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -31,8 +31,15 @@ def join_path(path: str, key: str) -> str:
     return f"{path}.{shown}" if path else shown
 
 
-def check_document(value: object, path: str, errors: ErrorList, *, level: int = 1, max_depth: int = MAX_DEPTH,
-                   max_values: int = MAX_VALUES) -> bool:
+def check_document(
+    value: object,
+    path: str,
+    errors: ErrorList,
+    *,
+    level: int = 1,
+    max_depth: int = MAX_DEPTH,
+    max_values: int = MAX_VALUES,
+) -> bool:
     """Add an error for each place where ``value`` breaks a limit; True when it breaks none.
 
     ``level`` is the level of ``value`` itself: 1 for a whole document, 2 for an object's ``spec``.
@@ -48,14 +55,16 @@ def check_document(value: object, path: str, errors: ErrorList, *, level: int = 
         node, where, depth = stack.pop()
         count += 1
         if count > max_values:
-            errors.add(path or "(document)", f"too large: more than {max_values:,} values (lists, objects and "
-                                             f"scalars, counted with YAML aliases written out)")
+            errors.add(
+                path or "(document)",
+                f"too large: more than {max_values:,} values (lists, objects and "
+                f"scalars, counted with YAML aliases written out)",
+            )
             return False
         if isinstance(node, _SCALARS):
             continue
         if isinstance(node, Mapping | list | tuple) and depth > max_depth:
-            errors.add(where or "(document)", f"nested too deeply: more than {max_depth} levels of objects "
-                                              f"and lists")
+            errors.add(where or "(document)", f"nested too deeply: more than {max_depth} levels of objects and lists")
             continue
         if isinstance(node, Mapping):
             children: list[tuple[Any, str, int]] = []
@@ -64,14 +73,18 @@ def check_document(value: object, path: str, errors: ErrorList, *, level: int = 
                     errors.add(where or "(document)", f"a key must be a string, not {type_name(key)} ({key!r:.40})")
                     continue
                 if len(key) > MAX_KEY_LENGTH:
-                    errors.add(join_path(where, key), f"key too long: {len(key):,} characters (at most "
-                                                      f"{MAX_KEY_LENGTH:,})")
+                    errors.add(
+                        join_path(where, key), f"key too long: {len(key):,} characters (at most {MAX_KEY_LENGTH:,})"
+                    )
                     continue
                 children.append((child, join_path(where, key), depth + 1))
             stack.extend(reversed(children))  # popped in document order
         elif isinstance(node, list | tuple):
             stack.extend((child, f"{where}[{index}]", depth + 1) for index, child in reversed(list(enumerate(node))))
         else:
-            errors.add(where or "(document)", f"unsupported value of type {type_name(node)}: only objects, lists, "
-                                              f"strings, numbers, booleans and null")
+            errors.add(
+                where or "(document)",
+                f"unsupported value of type {type_name(node)}: only objects, lists, "
+                f"strings, numbers, booleans and null",
+            )
     return len(errors.items) == before

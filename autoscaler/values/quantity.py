@@ -33,7 +33,6 @@ _DECIMAL_BY_EXPONENT = {exponent: suffix for suffix, exponent in _DECIMAL_SUFFIX
 _BINARY_BY_EXPONENT = {exponent: suffix for suffix, exponent in _BINARY_SUFFIXES.items()}
 
 
-
 class Format(enum.Enum):
     """How a quantity prints (apimachinery ``resource.Format``)."""
 
@@ -130,10 +129,11 @@ def _round_away_from_zero(value: Fraction) -> int:
     return math.ceil(value) if value >= 0 else math.floor(value)
 
 
-_FORMAT_ERROR = ("expected a number with an optional suffix, such as 500m, 1.5Gi, 2e3 or 100k "
-                 "(quantities must match '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')")
-_SUFFIX_ERROR = ("unknown suffix {!r} (valid: n u m k M G T P E, Ki Mi Gi Ti Pi Ei, "
-                 "or an exponent such as e3)")
+_FORMAT_ERROR = (
+    "expected a number with an optional suffix, such as 500m, 1.5Gi, 2e3 or 100k "
+    "(quantities must match '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"
+)
+_SUFFIX_ERROR = "unknown suffix {!r} (valid: n u m k M G T P E, Ki Mi Gi Ti Pi Ei, or an exponent such as e3)"
 _SUFFIX_CHARS = frozenset("eEinumkKMGTP")
 # Decimal exponents beyond this are rejected rather than materialised (apimachinery would accept
 # up to int32; no resource amount needs 10^1000).

@@ -38,8 +38,12 @@ class DocumentLoader(yaml.SafeLoader):
         if nested:
             self._depth += 1
             if self._depth > MAX_DEPTH:
-                raise ComposerError(None, None, f"nested too deeply: more than {MAX_DEPTH} levels of objects and "
-                                                f"lists", self.peek_event().start_mark)  # type: ignore[no-untyped-call]
+                raise ComposerError(
+                    None,
+                    None,
+                    f"nested too deeply: more than {MAX_DEPTH} levels of objects and lists",
+                    self.peek_event().start_mark,
+                )  # type: ignore[no-untyped-call]
         try:
             return super().compose_node(parent, index)
         finally:
@@ -57,21 +61,29 @@ class DocumentLoader(yaml.SafeLoader):
             key = self.construct_object(key_node, deep=deep)
             if not isinstance(key, str):
                 hint = " (quote it)" if isinstance(key_node, ScalarNode) else ""
-                raise ConstructorError("while reading a mapping", node.start_mark,
-                                       f"a key must be a string, not {type_name(key)}{hint}", key_node.start_mark)
+                raise ConstructorError(
+                    "while reading a mapping",
+                    node.start_mark,
+                    f"a key must be a string, not {type_name(key)}{hint}",
+                    key_node.start_mark,
+                )
             if id(key_node) in own:
                 if key in first_line:
-                    raise ConstructorError("while reading a mapping", node.start_mark,
-                                           f'duplicate key "{key:.80}" (first at line {first_line[key]})',
-                                           key_node.start_mark)
+                    raise ConstructorError(
+                        "while reading a mapping",
+                        node.start_mark,
+                        f'duplicate key "{key:.80}" (first at line {first_line[key]})',
+                        key_node.start_mark,
+                    )
                 first_line[key] = key_node.start_mark.line + 1
             mapping[key] = self.construct_object(value_node, deep=deep)
         return mapping
 
     def construct_yaml_int(self, node: ScalarNode) -> int:
         if sum(c.isdigit() for c in str(node.value)) > sys.get_int_max_str_digits():  # Python would refuse
-            raise ConstructorError(None, None, f"integer too long: more than {sys.get_int_max_str_digits()} "
-                                               f"digits", node.start_mark)
+            raise ConstructorError(
+                None, None, f"integer too long: more than {sys.get_int_max_str_digits()} digits", node.start_mark
+            )
         return self._of_tag(node, super().construct_yaml_int)  # type: ignore[no-any-return]
 
     def construct_yaml_float(self, node: ScalarNode) -> float:
@@ -87,18 +99,27 @@ class DocumentLoader(yaml.SafeLoader):
         try:
             return construct(node)
         except (ValueError, IndexError, KeyError):
-            raise ConstructorError(None, None, f"{node.value!r:.40} is not a valid {node.tag.rsplit(':', 1)[-1]}",
-                                   node.start_mark) from None
+            raise ConstructorError(
+                None, None, f"{node.value!r:.40} is not a valid {node.tag.rsplit(':', 1)[-1]}", node.start_mark
+            ) from None
 
     def construct_as_text(self, node: ScalarNode) -> str:
         """A date or time stays the text it was written as (as JSON, and Kubernetes, have no dates)."""
         return str(self.construct_scalar(node))
 
     def refuse(self, node: Node) -> Any:
-        names = {"tag:yaml.org,2002:binary": "binary data (!!binary)", "tag:yaml.org,2002:set": "a set (!!set)",
-                 "tag:yaml.org,2002:omap": "an ordered map (!!omap)", "tag:yaml.org,2002:pairs": "pairs (!!pairs)"}
-        raise ConstructorError(None, None, f"{names.get(node.tag, node.tag)} is not supported: use text, lists "
-                                           f"and objects", node.start_mark)
+        names = {
+            "tag:yaml.org,2002:binary": "binary data (!!binary)",
+            "tag:yaml.org,2002:set": "a set (!!set)",
+            "tag:yaml.org,2002:omap": "an ordered map (!!omap)",
+            "tag:yaml.org,2002:pairs": "pairs (!!pairs)",
+        }
+        raise ConstructorError(
+            None,
+            None,
+            f"{names.get(node.tag, node.tag)} is not supported: use text, lists and objects",
+            node.start_mark,
+        )
 
 
 DocumentLoader.add_constructor("tag:yaml.org,2002:int", DocumentLoader.construct_yaml_int)
@@ -125,11 +146,18 @@ def decode_text(data: bytes, source: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        before = data[:exc.start]
+        before = data[: exc.start]
         line = before.count(b"\n") + 1
-        column = len(before[before.rfind(b"\n") + 1:].decode("utf-8", "replace")) + 1
-        raise SpecError([FieldError(source, f"not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line}, "
-                                            f"column {column} (save the file as UTF-8)")]) from None
+        column = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
+        raise SpecError(
+            [
+                FieldError(
+                    source,
+                    f"not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line}, "
+                    f"column {column} (save the file as UTF-8)",
+                )
+            ]
+        ) from None
 
 
 def parse_yaml_documents(text: str, source: str, *, separate: bool) -> list[Any]:
@@ -150,8 +178,14 @@ def parse_yaml_documents(text: str, source: str, *, separate: bool) -> list[Any]
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, exc.position) + 1
         column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
-        raise SpecError([FieldError(source, f"invalid YAML at line {line}, column {column}: character "
-                                            f"#x{exc.character:04x} is not allowed")]) from None
+        raise SpecError(
+            [
+                FieldError(
+                    source,
+                    f"invalid YAML at line {line}, column {column}: character #x{exc.character:04x} is not allowed",
+                )
+            ]
+        ) from None
     except yaml.YAMLError as exc:
         raise SpecError([FieldError(source, yaml_problem(exc))]) from None
     errors = ErrorList()
@@ -210,5 +244,4 @@ _Dumper.add_representer(str, _string)
 def dump_yaml(document: Any) -> str:
     """``document`` as YAML a person reads (keys in their order, non-ASCII text as it is, queries over
     several lines as blocks) that :func:`parse_yaml_text` reads back to exactly ``document``."""
-    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120,
-                     allow_unicode=True)
+    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120, allow_unicode=True)

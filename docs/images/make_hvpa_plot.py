@@ -30,7 +30,8 @@ from autoscaler.core.hvpa.vpa import ContainerRecommendation, VpaCondition, VpaS
 from autoscaler.core.observation import ContainerInfo, PodInfo  # noqa: E402
 from autoscaler.core.spec_parse import parse_target_spec  # noqa: E402
 
-SPEC = parse_target_spec(yaml.safe_load("""
+SPEC = parse_target_spec(
+    yaml.safe_load("""
 scaleTargetRef: {kind: Deployment, name: kube-apiserver}
 minReplicas: 1
 maxReplicas: 5
@@ -46,9 +47,10 @@ hvpa:
   scaleUp: {minChange: {cpu: {value: 0}}}
   scaleDown: {minChange: {cpu: {value: 0}}}
   containers: [{name: kube-apiserver, controlledResources: [cpu]}]
-"""))
+""")
+)
 CONTAINER = "kube-apiserver"
-STEP = Fraction(1, 20)   # 50m of total CPU per sync
+STEP = Fraction(1, 20)  # 50m of total CPU per sync
 TOP = Fraction(44)
 
 
@@ -56,10 +58,14 @@ def sweep(totals: list[Fraction], replicas: int, request: Fraction) -> tuple[lis
     """Feed ``totals`` one sync at a time; the pods take every applied decision."""
     counts, per_pod = [], []
     for total in totals:
-        pods = [PodInfo(f"p{i}", containers=(ContainerInfo(CONTAINER, {"cpu": int(request * 1000)}),))
-                for i in range(replicas)]
-        status = VpaStatus((ContainerRecommendation(CONTAINER, {"cpu": total / replicas}),),
-                           (VpaCondition("RecommendationProvided", "True"),))
+        pods = [
+            PodInfo(f"p{i}", containers=(ContainerInfo(CONTAINER, {"cpu": int(request * 1000)}),))
+            for i in range(replicas)
+        ]
+        status = VpaStatus(
+            (ContainerRecommendation(CONTAINER, {"cpu": total / replicas}),),
+            (VpaCondition("RecommendationProvided", "True"),),
+        )
         decision = decide_hvpa(SPEC, HvpaObservation(replicas, pods, VpaObservation(status)), None, HvpaState(), 0.0)
         if decision.applied:
             replicas, request = decision.replicas, decision.requests[CONTAINER]["cpu"]
@@ -97,15 +103,39 @@ def main() -> None:
             if interval.replicas > 1:
                 axis.axvline(float(interval.min_total), color="tab:blue", alpha=0.35, linewidth=1, linestyle=":")
     for interval in intervals:
-        top.annotate(f"MAX({interval.replicas})", (float(interval.max_total), 5.35), color="tab:red", fontsize=8,
-                     ha="right", rotation=90, va="top")
+        top.annotate(
+            f"MAX({interval.replicas})",
+            (float(interval.max_total), 5.35),
+            color="tab:red",
+            fontsize=8,
+            ha="right",
+            rotation=90,
+            va="top",
+        )
         if interval.replicas > 1:
-            top.annotate(f"MIN({interval.replicas})", (float(interval.min_total), 0.6), color="tab:blue", fontsize=8,
-                         ha="right", rotation=90, va="bottom")
-    bottom.annotate("scale-out: pods kept\nat their size (A15)", xy=(16.2, 4.0), xytext=(2.0, 6.9), fontsize=9,
-                    arrowprops={"arrowstyle": "->", "color": "gray"})
-    bottom.annotate("scale-in postponed: pods held\n(ParadoxicalScaling, A14)", xy=(10, 2.24), xytext=(2.0, 4.6),
-                    fontsize=9, arrowprops={"arrowstyle": "->", "color": "gray"})
+            top.annotate(
+                f"MIN({interval.replicas})",
+                (float(interval.min_total), 0.6),
+                color="tab:blue",
+                fontsize=8,
+                ha="right",
+                rotation=90,
+                va="bottom",
+            )
+    bottom.annotate(
+        "scale-out: pods kept\nat their size (A15)",
+        xy=(16.2, 4.0),
+        xytext=(2.0, 6.9),
+        fontsize=9,
+        arrowprops={"arrowstyle": "->", "color": "gray"},
+    )
+    bottom.annotate(
+        "scale-in postponed: pods held\n(ParadoxicalScaling, A14)",
+        xy=(10, 2.24),
+        xytext=(2.0, 4.6),
+        fontsize=9,
+        arrowprops={"arrowstyle": "->", "color": "gray"},
+    )
     top.legend(loc="upper left")
     bottom.legend(loc="upper left")
     bottom.set_xticks([0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 40])

@@ -17,9 +17,9 @@ def png_chunks(path: Path) -> tuple[tuple[int, int], dict[str, str]]:
     assert data[:8] == PNG_SIGNATURE, f"{path} is not a PNG"
     position, size, texts = 8, (0, 0), {}
     while position < len(data):
-        length = int.from_bytes(data[position:position + 4], "big")
-        kind = data[position + 4:position + 8]
-        body = data[position + 8:position + 8 + length]
+        length = int.from_bytes(data[position : position + 4], "big")
+        kind = data[position + 4 : position + 8]
+        body = data[position + 8 : position + 8 + length]
         if kind == b"IHDR":
             size = (int.from_bytes(body[0:4], "big"), int.from_bytes(body[4:8], "big"))
         elif kind == b"tEXt":

@@ -19,11 +19,20 @@ from autoscaler_sandbox import PrometheusSandbox
 from tests.backtest import history_data as hd
 
 
-def write_target(directory: Path, file_name: str, spec: dict[str, Any], *, namespace: str = hd.NAMESPACE,
-                 name: str = "web") -> Path:
+def write_target(
+    directory: Path, file_name: str, spec: dict[str, Any], *, namespace: str = hd.NAMESPACE, name: str = "web"
+) -> Path:
     path = directory / file_name
-    path.write_text(yaml.safe_dump({"apiVersion": "autoscaler.dev/v1alpha1", "kind": "ScalingTarget",
-                                    "metadata": {"name": name, "namespace": namespace}, "spec": spec}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "autoscaler.dev/v1alpha1",
+                "kind": "ScalingTarget",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": spec,
+            }
+        )
+    )
     return path
 
 
@@ -33,8 +42,9 @@ def web_options(**changes: Any) -> BacktestOptions:
     return BacktestOptions(**values)
 
 
-async def replay(prom: PrometheusSandbox, paths: Sequence[Path], options: BacktestOptions
-                 ) -> tuple[BacktestResult, dict[str, list[StepResult]], list[RealWorkload]]:
+async def replay(
+    prom: PrometheusSandbox, paths: Sequence[Path], options: BacktestOptions
+) -> tuple[BacktestResult, dict[str, list[StepResult]], list[RealWorkload]]:
     """The backtest, with every run's steps and the real workload at each sync."""
     steps: dict[str, list[StepResult]] = {}
     reals: list[RealWorkload] = []
@@ -47,21 +57,24 @@ async def replay(prom: PrometheusSandbox, paths: Sequence[Path], options: Backte
     settings = PrometheusSettings(url=prom.url)
     targets = [load_target(str(p)) for p in paths]
     async with PrometheusClient(settings) as client:
-        result = await run_backtest(client, settings, ControllerSettings(), targets, options,
-                                    labels=[str(p) for p in paths], observer=observe)
+        result = await run_backtest(
+            client, settings, ControllerSettings(), targets, options, labels=[str(p) for p in paths], observer=observe
+        )
     return result, steps, reals
 
 
 def relative(step: dict[str, Any], origin: float) -> dict[str, Any]:
     """A step's JSON with its times relative to ``origin`` (a scenario's time 0)."""
+
     def shift(value: Any) -> Any:
         return value - origin if isinstance(value, int | float) and not isinstance(value, bool) else value
 
     copy = dict(step)
     copy["at"] = shift(step["at"])
     copy["conditions"] = [{**c, "lastTransitionTime": shift(c.get("lastTransitionTime"))} for c in step["conditions"]]
-    copy["history"] = {key: [{**item, "at": shift(item["at"])} for item in items]
-                       for key, items in step["history"].items()}
+    copy["history"] = {
+        key: [{**item, "at": shift(item["at"])} for item in items] for key, items in step["history"].items()
+    }
     return copy
 
 

@@ -33,15 +33,29 @@ WEB_SPEC: dict[str, Any] = {
     "minReplicas": 2,
     "maxReplicas": 12,
     "metrics": [
-        {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50},
-                                          "query": CPU_QUERY}},
-        {"type": "Pods", "pods": {"metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "10"},
-                                  "query": RPS_QUERY}},
+        {
+            "type": "Resource",
+            "resource": {
+                "name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 50},
+                "query": CPU_QUERY,
+            },
+        },
+        {
+            "type": "Pods",
+            "pods": {
+                "metric": {"name": "rps"},
+                "target": {"type": "AverageValue", "averageValue": "10"},
+                "query": RPS_QUERY,
+            },
+        },
     ],
     "behavior": {
         "scaleUp": {"stabilizationWindowSeconds": 0, "policies": [{"type": "Pods", "value": 2, "periodSeconds": 30}]},
-        "scaleDown": {"stabilizationWindowSeconds": 60,
-                      "policies": [{"type": "Pods", "value": 1, "periodSeconds": 15}]},
+        "scaleDown": {
+            "stabilizationWindowSeconds": 60,
+            "policies": [{"type": "Pods", "value": 1, "periodSeconds": 15}],
+        },
     },
 }
 
@@ -74,9 +88,9 @@ class Pod:
 class Sync:
     at: float
     pods: list[Pod]
-    deleting: set[str] = field(default_factory=set)     # pods shown with a deletion timestamp
-    cpu: dict[str, int] = field(default_factory=dict)   # pod → millicores
-    rps: dict[str, int] = field(default_factory=dict)   # pod → milli
+    deleting: set[str] = field(default_factory=set)  # pods shown with a deletion timestamp
+    cpu: dict[str, int] = field(default_factory=dict)  # pod → millicores
+    rps: dict[str, int] = field(default_factory=dict)  # pod → milli
 
     def live(self) -> list[Pod]:
         return [p for p in self.pods if p.name not in self.deleting]
@@ -98,9 +112,13 @@ def scenario_step(sync: Sync, index: int) -> dict[str, Any]:
     # of names in the output).
     for pod in sorted(sync.pods, key=lambda p: p.name):
         entry: dict[str, Any] = {
-            "name": pod.name, "phase": pod.phase(index), "ready": pod.ready(index),
-            "readySince": pod.ready_since(index) - sync.at, "startedAt": pod.started - sync.at,
-            "deleting": pod.name in sync.deleting, "sampleWindow": 120,
+            "name": pod.name,
+            "phase": pod.phase(index),
+            "ready": pod.ready(index),
+            "readySince": pod.ready_since(index) - sync.at,
+            "startedAt": pod.started - sync.at,
+            "deleting": pod.name in sync.deleting,
+            "sampleWindow": 120,
             "containers": [{"name": "app", "requests": {"cpu": _quantity(REQUEST_MILLI)}}],
         }
         if pod.name in sync.cpu:
@@ -142,9 +160,17 @@ def add_web(backfill: Backfill, syncs: list[Sync]) -> None:
         backfill.replica_set(NAMESPACE, "web-5d9f", "web", at)
         for pod in sync.pods:
             labels = {"namespace": NAMESPACE, "pod": pod.name}
-            backfill.pod(NAMESPACE, pod.name, "web-5d9f", at, phase=pod.phase(k), ready=pod.ready(k),
-                         started=pod.started, deleting=pod.name in sync.deleting,
-                         requests={"app": {"cpu": _decimal(REQUEST_MILLI)}})
+            backfill.pod(
+                NAMESPACE,
+                pod.name,
+                "web-5d9f",
+                at,
+                phase=pod.phase(k),
+                ready=pod.ready(k),
+                started=pod.started,
+                deleting=pod.name in sync.deleting,
+                requests={"app": {"cpu": _decimal(REQUEST_MILLI)}},
+            )
             if pod.name in sync.cpu:
                 backfill.add("app_cpu_usage_cores", {**labels, "container": "app"}, at, _decimal(sync.cpu[pod.name]))
             if pod.name in sync.rps:

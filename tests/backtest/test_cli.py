@@ -17,7 +17,7 @@ from tests.backtest.files import html_data, png_chunks, png_series
 from tests.backtest.helpers import write_target
 from tests.backtest.test_compare import CAPPED
 
-FROM = "2023-11-14T22:13:20Z"   # T0
+FROM = "2023-11-14T22:13:20Z"  # T0
 TO = str(int(hd.T0) + (hd.SYNCS - 1) * hd.STEP)
 
 
@@ -28,8 +28,7 @@ def backtest(*args: str) -> int:
 @pytest.mark.prometheus
 def test_text_report(history_prometheus: PrometheusSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
-    assert backtest(str(path), "--prometheus", history_prometheus.url, "--from", FROM, "--to", TO,
-                    "--step", "15s") == 0
+    assert backtest(str(path), "--prometheus", history_prometheus.url, "--from", FROM, "--to", TO, "--step", "15s") == 0
     out = capsys.readouterr().out
     assert "Backtest of shop/web (Deployment shop/web)" in out
     assert "2023-11-14T22:13:20Z → 2023-11-14T22:23:05Z, a sync every 15s: 40 syncs" in out
@@ -47,34 +46,72 @@ def test_json_report(history_prometheus: PrometheusSandbox, tmp_path: Path, caps
     report = json.loads(capsys.readouterr().out)
     assert report["syncs"] == 40 and report["stepSeconds"] == 15
     assert report["replicas"] == {"initial": 3, "final": 4, "min": 3, "max": 10, "mean": 6.6}
-    assert report["timeline"][:3] == [{"at": FROM, "replicas": 3}, {"at": "2023-11-14T22:14:20Z", "replicas": 5},
-                                      {"at": "2023-11-14T22:14:50Z", "replicas": 7}]
-    assert report["scaleEvents"][1] == {"at": "2023-11-14T22:14:50Z", "from": 5, "to": 7,
-                                        "reason": "pods metric rps above target", "limitedBy": "ScaleUpLimit"}
+    assert report["timeline"][:3] == [
+        {"at": FROM, "replicas": 3},
+        {"at": "2023-11-14T22:14:20Z", "replicas": 5},
+        {"at": "2023-11-14T22:14:50Z", "replicas": 7},
+    ]
+    assert report["scaleEvents"][1] == {
+        "at": "2023-11-14T22:14:50Z",
+        "from": 5,
+        "to": 7,
+        "reason": "pods metric rps above target",
+        "limitedBy": "ScaleUpLimit",
+    }
     limits = {(x["reason"], x["detail"]): x["seconds"] for x in report["limited"]}
-    assert limits == {("ScaleUpLimit", "2 pods per 30s"): 75, ("ScaleDownLimit", "1 pod per 15s"): 75,
-                      ("ScaleDownStabilized", "60s window"): 45}
+    assert limits == {
+        ("ScaleUpLimit", "2 pods per 30s"): 75,
+        ("ScaleDownLimit", "1 pod per 15s"): 75,
+        ("ScaleDownStabilized", "60s window"): 45,
+    }
     assert report["cost"]["replayPodSeconds"] == 3960 and report["cost"]["realPodSecondsCompared"] == 3945
     assert report["history"]["rangeQueries"] == 11
 
 
 @pytest.mark.prometheus
 @pytest.mark.plot
-def test_compare_with_plots(history_prometheus: PrometheusSandbox, tmp_path: Path,
-                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_with_plots(
+    history_prometheus: PrometheusSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     web = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
     capped = write_target(tmp_path, "capped.yaml", CAPPED)
     png, html = tmp_path / "out.png", tmp_path / "out.html"
-    assert backtest(str(web), "--compare", str(capped), "--prometheus", history_prometheus.url, "--from", FROM,
-                    "--to", TO, "--plot", str(png), "--plot", str(html)) == 0
+    assert (
+        backtest(
+            str(web),
+            "--compare",
+            str(capped),
+            "--prometheus",
+            history_prometheus.url,
+            "--from",
+            FROM,
+            "--to",
+            TO,
+            "--plot",
+            str(png),
+            "--plot",
+            str(html),
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert "web.yaml" in captured.out and "capped.yaml" in captured.out and "TooManyReplicas" in captured.out
     assert f"wrote {png}" in captured.err
     names = {s["name"] for s in png_series(png)}
-    assert {"web.yaml: cpu utilization", "capped.yaml: cpu utilization", "cpu target 50%", "web.yaml: replicas",
-            "capped.yaml: replicas", "web.yaml: desired replicas", "real replicas", "minReplicas 2",
-            "web.yaml: maxReplicas 12", "capped.yaml: maxReplicas 6", "web.yaml: limited: ScaleUpLimit",
-            "capped.yaml: limited: TooManyReplicas"} <= names
+    assert {
+        "web.yaml: cpu utilization",
+        "capped.yaml: cpu utilization",
+        "cpu target 50%",
+        "web.yaml: replicas",
+        "capped.yaml: replicas",
+        "web.yaml: desired replicas",
+        "real replicas",
+        "minReplicas 2",
+        "web.yaml: maxReplicas 12",
+        "capped.yaml: maxReplicas 6",
+        "web.yaml: limited: ScaleUpLimit",
+        "capped.yaml: limited: TooManyReplicas",
+    } <= names
     (width, height), texts = png_chunks(png)
     assert width >= 1000 and height >= 800 and texts["Title"].startswith("Backtest of shop/web")
     data = html_data(html)
@@ -90,10 +127,21 @@ def test_compare_with_plots(history_prometheus: PrometheusSandbox, tmp_path: Pat
 
 
 @pytest.mark.prometheus
-def test_a_rejected_query_is_bad_input(history_prometheus: PrometheusSandbox, tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
-    spec = hd.spec_with(metrics=[{"type": "External", "external": {
-        "metric": {"name": "queue"}, "target": {"type": "Value", "value": "1"}, "query": "sum(queue_depth{"}}])
+def test_a_rejected_query_is_bad_input(
+    history_prometheus: PrometheusSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = hd.spec_with(
+        metrics=[
+            {
+                "type": "External",
+                "external": {
+                    "metric": {"name": "queue"},
+                    "target": {"type": "Value", "value": "1"},
+                    "query": "sum(queue_depth{",
+                },
+            }
+        ]
+    )
     path = write_target(tmp_path, "broken.yaml", spec)
     assert backtest(str(path), "--prometheus", history_prometheus.url, "--from", FROM, "--to", TO) == 2
     err = capsys.readouterr().err
@@ -115,19 +163,23 @@ def test_unreachable_prometheus_exits_1(tmp_path: Path, capsys: pytest.CaptureFi
     assert "unreachable" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--from", "yesterday"], "'yesterday' is not a time; use RFC 3339"),
-    (["--from", "2024-05-07T09:00:00"], "has no time zone"),
-    (["--from", "-1h", "--to", "-2h"], "--to (-2h) must be later than --from (-1h)"),
-    (["--from", "now+1h", "--to", "now+2h"], "is in the future"),
-    (["--from", "-1h", "--step", "0s"], "'0s': must be longer than 0"),
-    (["--from", "-1h", "--step", "fast"], "'fast' is not a duration"),
-    (["--from", "-1000d", "--step", "1s"], "at most 10,000,000"),
-    (["--from", "-1h", "--pod-startup", "soon"], "--pod-startup 'soon' is not a duration"),
-    (["--from", "-1h", "--plot", "out.svg"], "unknown plot format '.svg'; use .png or .html"),
-])
-def test_bad_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
-                              message: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--from", "yesterday"], "'yesterday' is not a time; use RFC 3339"),
+        (["--from", "2024-05-07T09:00:00"], "has no time zone"),
+        (["--from", "-1h", "--to", "-2h"], "--to (-2h) must be later than --from (-1h)"),
+        (["--from", "now+1h", "--to", "now+2h"], "is in the future"),
+        (["--from", "-1h", "--step", "0s"], "'0s': must be longer than 0"),
+        (["--from", "-1h", "--step", "fast"], "'fast' is not a duration"),
+        (["--from", "-1000d", "--step", "1s"], "at most 10,000,000"),
+        (["--from", "-1h", "--pod-startup", "soon"], "--pod-startup 'soon' is not a duration"),
+        (["--from", "-1h", "--plot", "out.svg"], "unknown plot format '.svg'; use .png or .html"),
+    ],
+)
+def test_bad_arguments_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
     path = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
     assert backtest(str(path), "--prometheus", "http://127.0.0.1:9", *args) == 2
     err = capsys.readouterr().err
@@ -136,8 +188,10 @@ def test_bad_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 def test_bad_files_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("apiVersion: autoscaler.dev/v1alpha1\nkind: ScalingTarget\nmetadata: {namespace: shop}\n"
-                   "spec: {scaleTargetRef: {kind: Deployment, name: web}, maxReplicas: 0}\n")
+    bad.write_text(
+        "apiVersion: autoscaler.dev/v1alpha1\nkind: ScalingTarget\nmetadata: {namespace: shop}\n"
+        "spec: {scaleTargetRef: {kind: Deployment, name: web}, maxReplicas: 0}\n"
+    )
     assert backtest(str(bad), "--prometheus", "http://127.0.0.1:9", "--from", "-1h") == 2
     err = capsys.readouterr().err
     assert f"{bad}: invalid (2 problems):" in err
@@ -145,14 +199,17 @@ def test_bad_files_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert backtest(str(tmp_path / "missing.yaml"), "--prometheus", "http://127.0.0.1:9", "--from", "-1h") == 2
     assert "cannot read file" in capsys.readouterr().err
     queryless = tmp_path / "queryless.yaml"
-    queryless.write_text("scaleTargetRef: {kind: Deployment, name: web}\nmaxReplicas: 3\nmetrics:\n"
-                         "- {type: Pods, pods: {metric: {name: rps}, target: {type: AverageValue, averageValue: 1}}}\n")
+    queryless.write_text(
+        "scaleTargetRef: {kind: Deployment, name: web}\nmaxReplicas: 3\nmetrics:\n"
+        "- {type: Pods, pods: {metric: {name: rps}, target: {type: AverageValue, averageValue: 1}}}\n"
+    )
     assert backtest(str(queryless), "--prometheus", "http://127.0.0.1:9", "--from", "-1h") == 2
     assert "spec.metrics[0].pods.query: Required value" in capsys.readouterr().err
 
 
-def test_missing_prometheus_and_mismatched_compare_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_prometheus_and_mismatched_compare_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("AUTOSCALER_PROMETHEUS_URL", raising=False)
     web = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
     assert backtest(str(web), "--from", "-1h") == 2
@@ -163,16 +220,26 @@ def test_missing_prometheus_and_mismatched_compare_exit_2(tmp_path: Path, capsys
 
 
 def test_selector_placeholder_needs_selector(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    spec = hd.spec_with(metrics=[{"type": "Pods", "pods": {
-        "metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "1"},
-        "query": "sum by (namespace, pod) (http_rps{<<selector>>})"}}])
+    spec = hd.spec_with(
+        metrics=[
+            {
+                "type": "Pods",
+                "pods": {
+                    "metric": {"name": "rps"},
+                    "target": {"type": "AverageValue", "averageValue": "1"},
+                    "query": "sum by (namespace, pod) (http_rps{<<selector>>})",
+                },
+            }
+        ]
+    )
     path = write_target(tmp_path, "sel.yaml", spec)
     assert backtest(str(path), "--prometheus", f"http://127.0.0.1:{closed_port()}", "--from", "-1h") == 2
     assert "its query uses <<selector>>, which needs the scale's selector: pass --selector" in capsys.readouterr().err
 
 
-def test_missing_plot_library_says_how_to_install(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_plot_library_says_how_to_install(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import importlib.util
 
     real = importlib.util.find_spec
@@ -187,12 +254,15 @@ def test_missing_plot_library_says_how_to_install(tmp_path: Path, capsys: pytest
 
 
 @pytest.mark.prometheus
-def test_settings_file_gives_prometheus_step_and_controller(history_prometheus: PrometheusSandbox, tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_settings_file_gives_prometheus_step_and_controller(
+    history_prometheus: PrometheusSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
     config = tmp_path / "settings.yaml"
-    config.write_text(f"prometheus: {{url: '{history_prometheus.url}'}}\nsync: {{periodSeconds: 30}}\n"
-                      "controller: {tolerance: 0.5}\n")
+    config.write_text(
+        f"prometheus: {{url: '{history_prometheus.url}'}}\nsync: {{periodSeconds: 30}}\n"
+        "controller: {tolerance: 0.5}\n"
+    )
     assert backtest(str(path), "--config", str(config), "--from", FROM, "--to", TO) == 0
     out = capsys.readouterr().out
     assert "a sync every 30s: 20 syncs" in out
@@ -219,12 +289,14 @@ def test_demo_needs_nothing_but_the_binaries(capsys: pytest.CaptureFixture[str])
     assert "a synthetic day (2024-05-06T00:00:00Z to 2024-05-07T00:00:00Z)" in captured.err
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--demo", "--from", "-1h"], "--demo brings its own Prometheus and day: leave out --from"),
-    (["--prometheus", "http://127.0.0.1:1", "--from", "-1h"], "TARGET.yaml is required (or --demo"),
-    (["web.yaml", "--prometheus", "http://127.0.0.1:1"], "--from is required (or --demo"),
-])
-def test_demo_and_its_absence_are_explained(argv: list[str], message: str,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--demo", "--from", "-1h"], "--demo brings its own Prometheus and day: leave out --from"),
+        (["--prometheus", "http://127.0.0.1:1", "--from", "-1h"], "TARGET.yaml is required (or --demo"),
+        (["web.yaml", "--prometheus", "http://127.0.0.1:1"], "--from is required (or --demo"),
+    ],
+)
+def test_demo_and_its_absence_are_explained(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert backtest(*argv) == 2
     assert message in capsys.readouterr().err

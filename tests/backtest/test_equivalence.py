@@ -16,8 +16,9 @@ from tests.backtest.helpers import as_json, replay, web_options, write_target
 pytestmark = pytest.mark.prometheus
 
 
-async def test_backtest_makes_the_decisions_simulate_makes(history_prometheus: PrometheusSandbox,
-                                                           tmp_path: Path) -> None:
+async def test_backtest_makes_the_decisions_simulate_makes(
+    history_prometheus: PrometheusSandbox, tmp_path: Path
+) -> None:
     _, scenario = hd.web_history()
     expected = as_json(run_scenario(parse_scenario(scenario)))
     path = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
@@ -34,7 +35,8 @@ async def test_backtest_makes_the_decisions_simulate_makes(history_prometheus: P
     assert any(m["ignoredPods"] for m in cpu)
     report = result.runs[0].report
     assert [(e.before, e.after) for e in report.events] == [
-        (s["currentReplicas"], s["replicas"]) for s in expected if s["scaled"]]
+        (s["currentReplicas"], s["replicas"]) for s in expected if s["scaled"]
+    ]
 
 
 async def test_chunks_and_split_ranges_change_nothing(history_prometheus: PrometheusSandbox, tmp_path: Path) -> None:

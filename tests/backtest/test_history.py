@@ -31,8 +31,11 @@ async def test_ranges_are_split_below_the_points_limit(history_prometheus: Prome
 
 
 def lean_spec(**changes: object) -> dict[str, object]:
-    spec = {**hd.WEB_SPEC, "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "lean"},
-            "minReplicas": 1}
+    spec = {
+        **hd.WEB_SPEC,
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "lean"},
+        "minReplicas": 1,
+    }
     spec.update(changes)
     return spec
 
@@ -55,11 +58,13 @@ async def test_missing_series_are_assumed_and_reported(history_prometheus: Prome
     assert report.failures["cpu"].syncs == hd.LEAN_SYNCS
     assert report.high > 2  # 30 rps per pod against 10: scale-ups still happen with a metric failed
     notes = "\n".join(report.notes)
-    for text in ("kube_pod_status_phase: absent, pods assumed Running",
-                 "kube_pod_status_ready: absent, pods assumed Ready",
-                 "kube_pod_start_time: absent, pods assumed started long before",
-                 "kube_pod_container_resource_requests: absent, requests unknown",
-                 "kube_deployment_status_replicas"):
+    for text in (
+        "kube_pod_status_phase: absent, pods assumed Running",
+        "kube_pod_status_ready: absent, pods assumed Ready",
+        "kube_pod_start_time: absent, pods assumed started long before",
+        "kube_pod_container_resource_requests: absent, requests unknown",
+        "kube_deployment_status_replicas",
+    ):
         assert text in notes
     assert not report.real_known and report.cost.change is None
 
@@ -78,8 +83,9 @@ async def test_a_workload_without_pods_or_replicas(history_prometheus: Prometheu
     assert report.undecided.syncs == 5  # no metric could be computed: no decision, never a scale-down
 
 
-async def test_other_workloads_in_the_namespace_never_leak_in(history_prometheus: PrometheusSandbox,
-                                                              tmp_path: Path) -> None:
+async def test_other_workloads_in_the_namespace_never_leak_in(
+    history_prometheus: PrometheusSandbox, tmp_path: Path
+) -> None:
     path = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)
     _, steps, reals = await replay(history_prometheus, [path], web_options(end=hd.T0 + 60))
     assert all(not p.name.startswith("other") for real in reals for p in real.pods)
@@ -88,8 +94,9 @@ async def test_other_workloads_in_the_namespace_never_leak_in(history_prometheus
             assert not any(name.startswith("other") for name in getattr(reading, "pods", {}))
 
 
-async def test_pod_dependent_queries_and_custom_pod_lists(history_prometheus: PrometheusSandbox,
-                                                          tmp_path: Path) -> None:
+async def test_pod_dependent_queries_and_custom_pod_lists(
+    history_prometheus: PrometheusSandbox, tmp_path: Path
+) -> None:
     """A query using <<pods>> is fetched when first asked (its text changes with the pods); a
     --pods-query replaces ownership. Neither changes a decision."""
     web = write_target(tmp_path, "web.yaml", hd.WEB_SPEC)

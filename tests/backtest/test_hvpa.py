@@ -17,12 +17,18 @@ pytestmark = pytest.mark.prometheus
 # CPU only, 50 % of the request, 2 pods per 30 s up (hd.WEB_SPEC's behavior). Up to 3 pods of at most
 # 1 CPU, then up to 12 of at most 2 CPU; any change is worth making.
 HVPA_SPEC: dict[str, Any] = {
-    **hd.WEB_SPEC, "metrics": [hd.WEB_SPEC["metrics"][0]],
-    "hvpa": {"sources": ["hpa"],
-             "scalingIntervals": [{"maxReplicas": 3, "maxResources": {"cpu": "1"}},
-                                  {"maxReplicas": 12, "maxResources": {"cpu": "2"}}],
-             "scaleUp": {"minChange": {"cpu": {"value": 0}}}, "scaleDown": {"minChange": {"cpu": {"value": 0}}},
-             "containers": [{"name": "app", "controlledResources": ["cpu"]}]},
+    **hd.WEB_SPEC,
+    "metrics": [hd.WEB_SPEC["metrics"][0]],
+    "hvpa": {
+        "sources": ["hpa"],
+        "scalingIntervals": [
+            {"maxReplicas": 3, "maxResources": {"cpu": "1"}},
+            {"maxReplicas": 12, "maxResources": {"cpu": "2"}},
+        ],
+        "scaleUp": {"minChange": {"cpu": {"value": 0}}},
+        "scaleDown": {"minChange": {"cpu": {"value": 0}}},
+        "containers": [{"name": "app", "controlledResources": ["cpu"]}],
+    },
 }
 
 
@@ -30,8 +36,9 @@ def requests_of(pods: Any) -> set[int | None]:
     return {c.requests.get("cpu") for p in pods for c in p.containers}
 
 
-async def test_hvpa_decides_and_its_requests_are_the_pods_from_then_on(history_prometheus: PrometheusSandbox,
-                                                                       tmp_path: Path) -> None:
+async def test_hvpa_decides_and_its_requests_are_the_pods_from_then_on(
+    history_prometheus: PrometheusSandbox, tmp_path: Path
+) -> None:
     path = write_target(tmp_path, "hvpa.yaml", HVPA_SPEC)
     result, steps, _ = await replay(history_prometheus, [path], web_options(keep_records=True))
     syncs = steps[str(path)]
@@ -52,7 +59,8 @@ async def test_hvpa_decides_and_its_requests_are_the_pods_from_then_on(history_p
     assert (fifth.decision.replicas, fifth.hvpa.requests["app"]["cpu"] * 1000) == (4, 1043)
     report = result.runs[0].report
     assert [(e.before, e.after) for e in report.events] == [
-        (s.decision.current_replicas, s.decision.replicas) for s in syncs if s.decision.scale]
+        (s.decision.current_replicas, s.decision.replicas) for s in syncs if s.decision.scale
+    ]
     assert report.notes == []
     records = result.runs[0].records
     assert records is not None and records[4].hvpa is not None
@@ -65,7 +73,9 @@ async def test_the_vpa_source_is_said_to_be_missing(history_prometheus: Promethe
     result, steps, _ = await replay(history_prometheus, [path], web_options())
     assert [note for note in result.runs[0].report.notes if "VPA source" in note] == [
         f"{path}: HVPA is replayed without the VPA source (Prometheus does not keep a VPA's recommendations): "
-        "it decides from the HPA source alone"]
+        "it decides from the HPA source alone"
+    ]
     first = steps[str(path)][0].hvpa
-    assert first is not None and "VPA source unavailable: no VPA status" in (first.sources.unavailable
-                                                                            if first.sources else ())
+    assert first is not None and "VPA source unavailable: no VPA status" in (
+        first.sources.unavailable if first.sources else ()
+    )

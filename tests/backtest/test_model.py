@@ -21,8 +21,15 @@ NOW = 10_000.0
 APP = (ContainerInfo("app", {"cpu": 500}),)
 
 
-def pod(name: str, *, ready: bool = True, since: float = 0.0, started: float = 0.0, phase: PodPhase = PodPhase.RUNNING,
-        deleting: bool = False) -> PodInfo:
+def pod(
+    name: str,
+    *,
+    ready: bool = True,
+    since: float = 0.0,
+    started: float = 0.0,
+    phase: PodPhase = PodPhase.RUNNING,
+    deleting: bool = False,
+) -> PodInfo:
     return PodInfo(name, phase, ConditionStatus.TRUE if ready else ConditionStatus.FALSE, since, started, deleting, APP)
 
 
@@ -30,10 +37,26 @@ def usage(**containers: int | None) -> PodUsage:
     return PodUsage(dict(containers), NOW, 120.0)
 
 
-REAL = RealWorkload((pod("a", since=100), pod("b", since=50), pod("c", ready=False, since=300, started=200),
-                     pod("d", phase=PodPhase.FAILED), pod("e", deleting=True)), replicas=3, spec_replicas=3)
-CPU = ResourceReading({"a": usage(app=300, side=30), "b": usage(app=200, side=None), "c": usage(app=100, side=20),
-                       "d": usage(app=999), "e": usage(app=999)})
+REAL = RealWorkload(
+    (
+        pod("a", since=100),
+        pod("b", since=50),
+        pod("c", ready=False, since=300, started=200),
+        pod("d", phase=PodPhase.FAILED),
+        pod("e", deleting=True),
+    ),
+    replicas=3,
+    spec_replicas=3,
+)
+CPU = ResourceReading(
+    {
+        "a": usage(app=300, side=30),
+        "b": usage(app=200, side=None),
+        "c": usage(app=100, side=20),
+        "d": usage(app=999),
+        "e": usage(app=999),
+    }
+)
 RPS = PodsReading({"a": Sample(3000, NOW), "b": Sample(6000, NOW), "c": Sample(0, NOW)})
 QUEUE = ExternalReading((42_000,), NOW)
 
@@ -52,9 +75,9 @@ def test_fewer_keeps_the_pods_a_replica_set_keeps_and_conserves_load() -> None:
     cpu, rps, queue = observation.readings
     assert isinstance(cpu, ResourceReading) and isinstance(rps, PodsReading)
     assert cpu.pods["b"].containers == {"app": 600, "side": None}  # all 600m of app; b reports no side usage
-    assert cpu.pods["d"].containers == {"app": 999}                # not live: unchanged
+    assert cpu.pods["d"].containers == {"app": 999}  # not live: unchanged
     assert rps.pods["b"].value == 9000
-    assert queue == QUEUE                                          # Object/External: not per pod
+    assert queue == QUEUE  # Object/External: not per pod
 
 
 def test_more_adds_pods_with_the_average_and_conserves_load() -> None:
@@ -64,17 +87,21 @@ def test_more_adds_pods_with_the_average_and_conserves_load() -> None:
     cpu, rps = observation.readings
     assert isinstance(cpu, ResourceReading) and isinstance(rps, PodsReading)
     live = ["a", "b", "c", "web-backtest-1", "web-backtest-2"]
-    assert sum(cpu.pods[n].containers["app"] or 0 for n in live) == 600       # 300 + 200 + 100
+    assert sum(cpu.pods[n].containers["app"] or 0 for n in live) == 600  # 300 + 200 + 100
     # 30 + 20, conserved per container: 15 + 10 + 12.5 + 12.5, each rounded half up to the milli.
     assert sum(cpu.pods[n].containers.get("side") or 0 for n in live) == 51
     assert sum(rps.pods[n].value for n in live) == 9000
     # Each keeps its share: every value × 3/5, added pods carry the average.
     assert cpu.pods["a"].containers == {"app": 180, "side": 15}
-    assert cpu.pods["web-backtest-1"].containers == {"app": 120, "side": 13}   # 25 × 0.5 = 12.5 → 13 (half up)
+    assert cpu.pods["web-backtest-1"].containers == {"app": 120, "side": 13}  # 25 × 0.5 = 12.5 → 13 (half up)
     assert rps.pods["web-backtest-2"] == Sample(1800, NOW)
     added = observation.pods[-1]
     assert (added.phase, added.ready, added.started_at, added.ready_since) == (
-        PodPhase.RUNNING, ConditionStatus.TRUE, NOW, NOW)
+        PodPhase.RUNNING,
+        ConditionStatus.TRUE,
+        NOW,
+        NOW,
+    )
     assert added.containers == APP
 
 

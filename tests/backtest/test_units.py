@@ -41,7 +41,8 @@ def test_queries_follow_ownership_and_only_the_workloads_pods() -> None:
     assert queries.ready.endswith(f"and on (pod) {pods}")
     assert restrict_to_pods("q", "P", "pod") == "(q) and on (pod) (P)"
     assert restrict_to_pods("q", "P", "kubernetes_pod") == (
-        '(q) and on (kubernetes_pod) (label_replace(P, "kubernetes_pod", "$1", "pod", "(.*)"))')
+        '(q) and on (kubernetes_pod) (label_replace(P, "kubernetes_pod", "$1", "pod", "(.*)"))'
+    )
     rollout = CrossVersionObjectReference("Rollout", "web")
     custom = workload_queries("shop", rollout, pods_query='kube_pod_labels{x="1"}', replicas_query="my_replicas")
     assert custom.pods == 'max by (pod) (kube_pod_labels{x="1"})' and custom.status_replicas == "my_replicas"
@@ -58,20 +59,27 @@ def test_pods_from_kube_state_metrics_facts() -> None:
     queries = workload_queries("shop", CrossVersionObjectReference("Deployment", "web"))
     history = HistoryClient(None)  # type: ignore[arg-type]  # nothing is fetched here
     at = [(100.0, "1"), (115.0, "1")]
-    history.use(Grid(100_000, 15_000, 2), {
-        queries.pods: matrix(({"pod": "p1"}, at), ({"pod": "p2"}, at), ({"pod": "p3"}, at[1:])),
-        queries.phase: matrix(({"pod": "p1", "phase": "Running"}, at), ({"pod": "p2", "phase": "Pending"}, at)),
-        queries.ready: matrix(({"pod": "p1", "condition": "false"}, at[:1]),
-                              ({"pod": "p1", "condition": "true"}, at[1:]), ({"pod": "p2", "condition": "false"}, at)),
-        queries.ready_time: matrix(({"pod": "p3"}, [(115.0, "90")])),
-        queries.start_time: matrix(({"pod": "p1"}, [(100.0, "50"), (115.0, "50")])),
-        queries.deletion: matrix(({"pod": "p2"}, at[1:])),
-        queries.requests: matrix(
-            ({"pod": "p1", "container": "app", "resource": "cpu", "unit": "core"}, at),
-            ({"pod": "p1", "container": "app", "resource": "nvidia_com_gpu", "unit": "integer"}, at),
-            ({"pod": "p1", "container": "app", "resource": "memory", "unit": "byte"}, [(100.0, "1073741824")])),
-        queries.status_replicas or "": matrix(({}, [(100.0, "2"), (115.0, "3")])),
-    })
+    history.use(
+        Grid(100_000, 15_000, 2),
+        {
+            queries.pods: matrix(({"pod": "p1"}, at), ({"pod": "p2"}, at), ({"pod": "p3"}, at[1:])),
+            queries.phase: matrix(({"pod": "p1", "phase": "Running"}, at), ({"pod": "p2", "phase": "Pending"}, at)),
+            queries.ready: matrix(
+                ({"pod": "p1", "condition": "false"}, at[:1]),
+                ({"pod": "p1", "condition": "true"}, at[1:]),
+                ({"pod": "p2", "condition": "false"}, at),
+            ),
+            queries.ready_time: matrix(({"pod": "p3"}, [(115.0, "90")])),
+            queries.start_time: matrix(({"pod": "p1"}, [(100.0, "50"), (115.0, "50")])),
+            queries.deletion: matrix(({"pod": "p2"}, at[1:])),
+            queries.requests: matrix(
+                ({"pod": "p1", "container": "app", "resource": "cpu", "unit": "core"}, at),
+                ({"pod": "p1", "container": "app", "resource": "nvidia_com_gpu", "unit": "integer"}, at),
+                ({"pod": "p1", "container": "app", "resource": "memory", "unit": "byte"}, [(100.0, "1073741824")]),
+            ),
+            queries.status_replicas or "": matrix(({}, [(100.0, "2"), (115.0, "3")])),
+        },
+    )
     workload = WorkloadHistory(queries, ["nvidia.com/gpu"], "Deployment shop/web")
     names = workload.pod_names(history, 100_000)
     first = workload.at(history, 100_000, names, {"p1": {"app", "sidecar", ""}})
@@ -79,12 +87,14 @@ def test_pods_from_kube_state_metrics_facts() -> None:
     p1, p2 = first.pods
     assert (p1.phase, p1.ready, p1.ready_since, p1.started_at) == (PodPhase.RUNNING, ConditionStatus.FALSE, 50, 50)
     assert [(c.name, dict(c.requests)) for c in p1.containers] == [
-        ("app", {"cpu": 1000, "nvidia.com/gpu": 1000, "memory": 1073741824000}), ("sidecar", {})]
+        ("app", {"cpu": 1000, "nvidia.com/gpu": 1000, "memory": 1073741824000}),
+        ("sidecar", {}),
+    ]
     assert (p2.phase, p2.ready, p2.deleting) == (PodPhase.PENDING, ConditionStatus.FALSE, False)
     assert p2.started_at is not None and p2.started_at < 100 - 1e9  # no start time: long ago
     second = workload.at(history, 115_000, workload.pod_names(history, 115_000), {})
     p1, p2, p3 = second.pods
-    assert p1.ready is ConditionStatus.TRUE and p1.ready_since == 115   # seen becoming ready at this sync
+    assert p1.ready is ConditionStatus.TRUE and p1.ready_since == 115  # seen becoming ready at this sync
     assert p2.deleting and p2.ready_since == p2.started_at
     assert p3.phase is PodPhase.RUNNING and p3.ready is ConditionStatus.TRUE and p3.ready_since == 90  # ready_time
     assert p3.containers == ()
@@ -99,8 +109,7 @@ def test_limit_details_name_the_policy_or_window() -> None:
     for result in run_scenario(scenario):
         builder.add(result.at, result.decision, None)
     report = builder.build([])
-    assert {key for key in report.limits} == {("ScaleDownLimit", "4 pods per 60s"),
-                                              ("ScaleDownLimit", "10% per 60s")}
+    assert {key for key in report.limits} == {("ScaleDownLimit", "4 pods per 60s"), ("ScaleDownLimit", "10% per 60s")}
     legacy = parse_scenario(load_yaml_file(str(SCENARIOS / "quickstart.yaml")))
     builder = ReportBuilder("q", "q.yaml", "ns", "t", legacy.spec, 0, 195, 15)
     for result in run_scenario(legacy):

@@ -31,9 +31,13 @@ from tests.chaos.timeline import Timeline
 from tests.guard import Guard, missing_binaries
 from tests.service.cluster import CRD
 
-_guard = Guard({"prometheus": missing_binaries("prometheus"),
-                "faketime": [] if libfaketime() else ["libfaketime is not installed (Debian package 'faketime')"]},
-               str(Path(__file__).parent))
+_guard = Guard(
+    {
+        "prometheus": missing_binaries("prometheus"),
+        "faketime": [] if libfaketime() else ["libfaketime is not installed (Debian package 'faketime')"],
+    },
+    str(Path(__file__).parent),
+)
 
 pytest_runtest_setup, pytest_runtest_logreport, pytest_deselected, pytest_sessionfinish = _guard.hooks()
 
@@ -93,16 +97,28 @@ class Chaos:
             "sync": {"periodSeconds": 1, "jitter": 0.0, "batchWindowSeconds": 0.05},
             "controller": {"downscaleStabilizationWindowSeconds": 4},
             "http": {"address": "127.0.0.1", "port": 0},
-            "leaderElection": {"enabled": True, "leaseNamespace": "default", "leaseDurationSeconds": 3,
-                               "renewDeadlineSeconds": 2, "retryPeriodSeconds": 0.5},
+            "leaderElection": {
+                "enabled": True,
+                "leaseNamespace": "default",
+                "leaseDurationSeconds": 3,
+                "renewDeadlineSeconds": 2,
+                "retryPeriodSeconds": 0.5,
+            },
             "logging": {"format": "json", "level": "info"},
         }
         for key, value in overrides.items():
             settings[key] = {**settings.get(key, {}), **value} if isinstance(value, dict) else value
         return settings
 
-    async def service(self, name: str, *, clock_offset: float | None = None, start: bool = True,
-                      token_file: Path | None = None, **overrides: Any) -> ServiceProcess:
+    async def service(
+        self,
+        name: str,
+        *,
+        clock_offset: float | None = None,
+        start: bool = True,
+        token_file: Path | None = None,
+        **overrides: Any,
+    ) -> ServiceProcess:
         """One ``autoscaler run`` behind its own relay. ``token_file``: the kubeconfig's user reads its
         bearer token from this file (``tokenFile``), as a projected service-account token is read."""
         relay = await TcpRelay("127.0.0.1", self.cluster.port).start()
@@ -136,8 +152,9 @@ class Chaos:
 
 
 @pytest.fixture
-async def chaos(tmp_path: Path, cluster: KubeEmulator, proxy: PrometheusProxy,
-                request: pytest.FixtureRequest) -> AsyncIterator[Chaos]:
+async def chaos(
+    tmp_path: Path, cluster: KubeEmulator, proxy: PrometheusProxy, request: pytest.FixtureRequest
+) -> AsyncIterator[Chaos]:
     _guard.require("faketime")
     running = Chaos(tmp_path, cluster, proxy)
     try:

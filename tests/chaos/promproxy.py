@@ -31,15 +31,15 @@ Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 @dataclass(eq=False)
 class Rule:
-    pattern: str                      # regular expression searched in the PromQL text ("" matches all)
-    delay: float = 0.0                # seconds before forwarding
-    status: int | None = None         # answer this HTTP status instead of forwarding
+    pattern: str  # regular expression searched in the PromQL text ("" matches all)
+    delay: float = 0.0  # seconds before forwarding
+    status: int | None = None  # answer this HTTP status instead of forwarding
     error_type: str = "execution"
     error: str = "injected failure"
     transform: Transform | None = None  # rewrite the decoded answer
-    body: bytes | None = None         # answer exactly these bytes (status 200) instead of forwarding
-    drop: bool = False                # close the connection without an answer
-    times: int | None = None          # apply this many times, then retire (None: until removed)
+    body: bytes | None = None  # answer exactly these bytes (status 200) instead of forwarding
+    drop: bool = False  # close the connection without an answer
+    times: int | None = None  # apply this many times, then retire (None: until removed)
     hits: int = 0
 
     def matches(self, promql: str) -> bool:
@@ -144,8 +144,9 @@ class PrometheusProxy:
         self.clock_offset = 0.0
 
     def queries(self, pattern: str = "", since: float = 0.0) -> list[Seen]:
-        return [s for s in self.seen
-                if s.started >= since and s.path.endswith("/query") and re.search(pattern, s.query)]
+        return [
+            s for s in self.seen if s.started >= since and s.path.endswith("/query") and re.search(pattern, s.query)
+        ]
 
     # -- serving -----------------------------------------------------------------------------------
 
@@ -182,8 +183,11 @@ class PrometheusProxy:
                     status = 200
                     return self._answer(rule.body, 200)
             status, payload, content_type = await self._forward(request, body)
-            if status == 200 and content_type.startswith("application/json") and (
-                    self.clock_offset or (rule is not None and rule.transform is not None)):
+            if (
+                status == 200
+                and content_type.startswith("application/json")
+                and (self.clock_offset or (rule is not None and rule.transform is not None))
+            ):
                 document = orjson.loads(payload)
                 if rule is not None and rule.transform is not None:
                     document = rule.transform(document)
@@ -193,14 +197,14 @@ class PrometheusProxy:
             return self._answer(payload, status)
         finally:
             self.in_flight.now -= 1
-            self.seen.append(Seen(request.path, promql, status, started, time.monotonic() - started, rule,
-                                  connection))
+            self.seen.append(Seen(request.path, promql, status, started, time.monotonic() - started, rule, connection))
 
     async def _forward(self, request: web.Request, body: bytes) -> tuple[int, bytes, str]:
         assert self._session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() in ("content-type", "authorization")}
-        async with self._session.request(request.method, self.upstream + request.path_qs, data=body or None,
-                                          headers=headers) as response:
+        async with self._session.request(
+            request.method, self.upstream + request.path_qs, data=body or None, headers=headers
+        ) as response:
             return response.status, await response.read(), response.headers.get("Content-Type", "")
 
     def _answer(self, payload: bytes, status: int) -> web.Response:
@@ -210,6 +214,7 @@ class PrometheusProxy:
 
 # -- transforms ------------------------------------------------------------------------------------
 
+
 def _results(document: dict[str, Any]) -> list[dict[str, Any]]:
     data = document.get("data") or {}
     result = data.get("result")
@@ -218,11 +223,13 @@ def _results(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 def values_to(text: str) -> Transform:
     """Every sample's value becomes ``text`` ("NaN", "+Inf", "-Inf")."""
+
     def transform(document: dict[str, Any]) -> dict[str, Any]:
         for series in _results(document):
             if "value" in series:
                 series["value"][1] = text
         return document
+
     return transform
 
 
@@ -253,28 +260,37 @@ def _drop_some(document: dict[str, Any], keep: float) -> None:
 def thanos_partial(warning: str, keep: float = 0.5) -> Transform:
     """A genuine answer made partial as Thanos makes it: ``warning`` in ``warnings`` (after ``data``, where
     Thanos puts it), and only ``keep`` of the data."""
+
     def transform(document: dict[str, Any]) -> dict[str, Any]:
         _drop_some(document, keep)
         document["warnings"] = [*document.get("warnings", []), warning]
         return document
+
     return transform
 
 
 def vm_partial(keep: float = 0.5) -> Transform:
     """A genuine answer made partial as a VictoriaMetrics cluster makes it: ``"isPartial": true`` (before
     ``data``, where vmselect puts it), and only ``keep`` of the data."""
+
     def transform(document: dict[str, Any]) -> dict[str, Any]:
         _drop_some(document, keep)
-        return {"status": document.get("status"), "isPartial": True,
-                **{k: v for k, v in document.items() if k != "status"}}
+        return {
+            "status": document.get("status"),
+            "isPartial": True,
+            **{k: v for k, v in document.items() if k != "status"},
+        }
+
     return transform
 
 
 def with_warning(warning: str) -> Transform:
     """A genuine, whole answer with a warning that does not say it is partial (a PromQL annotation)."""
+
     def transform(document: dict[str, Any]) -> dict[str, Any]:
         document["warnings"] = [*document.get("warnings", []), warning]
         return document
+
     return transform
 
 
@@ -291,9 +307,17 @@ def huge_vector(series: int, *, labels: int = 8, namespace: str = "default") -> 
     """A valid instant-query answer of ``series`` series with ``labels`` labels each (~135 bytes a series
     at 8 labels: 200,000 series ≈ 27 MB), for pods no target owns."""
     now = time.time()
-    result = [{"metric": {"namespace": namespace, "pod": f"stranger-{i}",
-                          **{f"label_{k}": f"value-{k}-{i % 97}" for k in range(labels - 2)}},
-               "value": [now, str(i % 1000)]} for i in range(series)]
+    result = [
+        {
+            "metric": {
+                "namespace": namespace,
+                "pod": f"stranger-{i}",
+                **{f"label_{k}": f"value-{k}-{i % 97}" for k in range(labels - 2)},
+            },
+            "value": [now, str(i % 1000)],
+        }
+        for i in range(series)
+    ]
     return orjson.dumps({"status": "success", "data": {"resultType": "vector", "result": result}})
 
 

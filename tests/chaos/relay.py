@@ -44,7 +44,7 @@ def requests_matching(pattern: str) -> Match:
 class _Connection:
     client: asyncio.StreamWriter
     server: asyncio.StreamWriter
-    request: str = ""          # the latest request line seen on this connection
+    request: str = ""  # the latest request line seen on this connection
     requests: list[str] = field(default_factory=list)
     frozen: bool = False
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -188,8 +188,9 @@ class TcpRelay:
         await asyncio.gather(*connection.tasks, return_exceptions=True)
         self.connections.discard(connection)
 
-    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, connection: _Connection,
-                    *, from_client: bool) -> None:
+    async def _pump(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, connection: _Connection, *, from_client: bool
+    ) -> None:
         try:
             while True:
                 chunk = await reader.read(65536)

@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def libfaketime() -> str | None:
     """The multi-threaded libfaketime (Debian's ``faketime`` package), or None."""
     found = sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1")) + sorted(
-        glob.glob("/usr/lib/faketime/libfaketimeMT.so.1"))
+        glob.glob("/usr/lib/faketime/libfaketimeMT.so.1")
+    )
     return found[0] if found else None
 
 
@@ -58,12 +59,23 @@ class ServiceProcess:
             library = libfaketime()
             assert library is not None, "libfaketime is not installed (Debian package 'faketime')"
             self.set_clock_offset(clock_offset)
-            env.update({"LD_PRELOAD": library, "FAKETIME_TIMESTAMP_FILE": str(self.clock_file),
-                        "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_NO_CACHE": "1"})
+            env.update(
+                {
+                    "LD_PRELOAD": library,
+                    "FAKETIME_TIMESTAMP_FILE": str(self.clock_file),
+                    "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+                    "FAKETIME_NO_CACHE": "1",
+                }
+            )
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "autoscaler", "run", "--config", str(self.config)],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=ROOT)
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=ROOT,
+            )
         self._port = None
         return self
 
@@ -120,8 +132,11 @@ class ServiceProcess:
 
     def events(self, name: str, **fields: Any) -> list[dict[str, Any]]:
         """Log lines whose ``event`` is ``name`` and whose fields include ``fields``."""
-        return [line for line in self.lines()
-                if line.get("event") == name and all(line.get(k) == v for k, v in fields.items())]
+        return [
+            line
+            for line in self.lines()
+            if line.get("event") == name and all(line.get(k) == v for k, v in fields.items())
+        ]
 
     def tracebacks(self) -> list[str]:
         text = self.log.read_text(errors="replace")
@@ -136,8 +151,10 @@ class ServiceProcess:
         return self._port
 
     async def get(self, path: str, seconds: float = 5.0) -> tuple[int, str]:
-        async with (aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=seconds)) as session,
-                    session.get(f"http://127.0.0.1:{self.port}{path}") as response):
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=seconds)) as session,
+            session.get(f"http://127.0.0.1:{self.port}{path}") as response,
+        ):
             return response.status, await response.text()
 
     async def ready(self) -> tuple[bool, dict[str, Any]]:
@@ -150,8 +167,11 @@ class ServiceProcess:
 
     async def metrics(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         _, text = await self.get("/metrics")
-        return {(s.name, tuple(sorted(s.labels.items()))): s.value
-                for family in text_string_to_metric_families(text) for s in family.samples}
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
 
     async def metric(self, name: str, /, **labels: str) -> float | None:
         wanted = tuple(sorted(labels.items()))

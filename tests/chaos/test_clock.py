@@ -30,14 +30,18 @@ async def scale_up_seconds(cluster: KubeEmulator, exporter: MetricsExporter, pro
     return await wait_until(lambda: replicas_of(cluster, "web") == 8, 90, "the scale-up to 8")
 
 
-async def skewed_service(chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter,
-                         prometheus: PrometheusSandbox, offset: float) -> ServiceProcess:
+async def skewed_service(
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox, offset: float
+) -> ServiceProcess:
     await set_load(exporter, prometheus, 20)
     cluster.create(deployment("web", 2))
     cluster.create(target("web"))
     service = await chaos.service("one", clock_offset=offset)
-    await wait_until(lambda: scaling_active(cluster, "web").get("reason") == "ValidMetricFound", 30,
-                     "a first decision on valid metrics")
+    await wait_until(
+        lambda: scaling_active(cluster, "web").get("reason") == "ValidMetricFound",
+        30,
+        "a first decision on valid metrics",
+    )
     return service
 
 
@@ -50,7 +54,8 @@ async def assert_skew_reported(service: ServiceProcess, offset: float) -> None:
 
 
 async def test_d4_a_clock_a_minute_behind_scales_up_in_the_normal_time(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """Failed before: queries asked for the data of a minute ago (time= from the service's clock); the
     scale-up waited for that minute to pass, while ScalingActive said ValidMetricFound."""
     service = await skewed_service(chaos, cluster, exporter, prometheus, -60)
@@ -60,8 +65,12 @@ async def test_d4_a_clock_a_minute_behind_scales_up_in_the_normal_time(
 
 
 async def test_d4_a_clock_minutes_ahead_scales_and_says_clock(
-        chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy, exporter: MetricsExporter,
-        prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Failed before: queries asked for the data of 400 s in the future, Prometheus had none, the target
     never scaled, and its condition blamed "stale or absent data", not the clock."""
     service = await skewed_service(chaos, cluster, exporter, prometheus, 400)
@@ -75,8 +84,9 @@ async def test_d4_a_clock_minutes_ahead_scales_and_says_clock(
     proxy.remove(rule)
 
 
-async def window_after_a_step(chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter,
-                              prometheus: PrometheusSandbox, step: float) -> float:
+async def window_after_a_step(
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox, step: float
+) -> float:
     """Seconds from the load's fall (with the wall clock stepped by ``step`` at that moment) to the
     scale-down; the stabilization window is 4 s."""
     await set_load(exporter, prometheus, 80)
@@ -84,14 +94,16 @@ async def window_after_a_step(chaos: Chaos, cluster: KubeEmulator, exporter: Met
     cluster.create(target("web"))
     service = await chaos.service("one", clock_offset=0)
     timeline = chaos.timeline("web")
-    await wait_until(lambda: scaling_active(cluster, "web").get("reason") == "ValidMetricFound", 30,
-                     "a first decision on valid metrics")
+    await wait_until(
+        lambda: scaling_active(cluster, "web").get("reason") == "ValidMetricFound",
+        30,
+        "a first decision on valid metrics",
+    )
     await asyncio.sleep(2.0)  # a few high recommendations in the window
     await set_load(exporter, prometheus, 10)
     service.set_clock_offset(step)
     dropped = monotonic()
-    await wait_until(lambda: timeline.first(lambda s: (s.replicas or 8) < 8, dropped) is not None, 30,
-                     "the scale-down")
+    await wait_until(lambda: timeline.first(lambda s: (s.replicas or 8) < 8, dropped) is not None, 30, "the scale-down")
     scaled = timeline.first(lambda s: (s.replicas or 8) < 8, dropped)
     assert scaled is not None
     [stepped] = service.events("wall clock stepped")  # said once
@@ -100,7 +112,8 @@ async def window_after_a_step(chaos: Chaos, cluster: KubeEmulator, exporter: Met
 
 
 async def test_d4_a_wall_clock_step_forward_does_not_shorten_the_window(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """Failed before: with the step the queries' time= jumped 10 min ahead and found no data, so nothing
     scaled down within 30 s; with time= gone but "now" from the wall clock, the step would end the 4 s
     window at once (the next sync, ≤ 1 s). The last high recommendation came at most a period (1 s)
@@ -111,7 +124,8 @@ async def test_d4_a_wall_clock_step_forward_does_not_shorten_the_window(
 
 
 async def test_d4_a_wall_clock_step_back_does_not_lengthen_the_window(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """Failed before: a step of −10 min kept the high recommendations "in the future", inside the window,
     for ten minutes (no scale-down)."""
     took = await window_after_a_step(chaos, cluster, exporter, prometheus, -600)

@@ -23,8 +23,8 @@ FAST = {"scaleUp": {"policies": [{"type": "Pods", "value": 10, "periodSeconds": 
 
 
 async def test_f21_a_rotated_token_is_read_again_and_never_logged(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox,
-        tmp_path: Path) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox, tmp_path: Path
+) -> None:
     await set_load(exporter, prometheus, 20)
     cluster.create(deployment("web", 2))
     cluster.create(target("web", behavior=FAST))
@@ -49,8 +49,9 @@ async def test_f21_a_rotated_token_is_read_again_and_never_logged(
     # A refused token must not show in the log either: rotate on the server only, for a moment.
     cluster.rotate_token("third-token-not-in-the-file")
     refused = time.monotonic()
-    await wait_until(lambda: any(r.started >= refused for r in cluster.requests.find(status=401)), 10,
-                     "refused requests")
+    await wait_until(
+        lambda: any(r.started >= refused for r in cluster.requests.find(status=401)), 10, "refused requests"
+    )
     cluster.rotate_token(SECOND)
     text = instance.log.read_text(errors="replace")
     for secret in (FIRST, SECOND):

@@ -22,8 +22,10 @@ from tests.chaos.world import replicas_of, set_load, status_of, target
 from tests.service.cluster import deployment
 
 WINDOW = 12.0  # the scale-down stabilization window of these tests' targets
-BEHAVIOR = {"scaleDown": {"stabilizationWindowSeconds": int(WINDOW)},
-            "scaleUp": {"policies": [{"type": "Pods", "value": 10, "periodSeconds": 1}]}}
+BEHAVIOR = {
+    "scaleDown": {"stabilizationWindowSeconds": int(WINDOW)},
+    "scaleUp": {"policies": [{"type": "Pods", "value": 10, "periodSeconds": 1}]},
+}
 # What an instance sends that changes the cluster, the Lease aside.
 WRITES = requests_matching(r"^(POST|PUT|PATCH|DELETE) (?!.*/leases)")
 
@@ -73,7 +75,8 @@ async def scaled_up(chaos: Chaos, exporter: MetricsExporter, prometheus: Prometh
 
 
 async def test_d3_a_leader_again_restores_the_history_its_successor_wrote(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """D3 exactly: A leads, B takes over (A paused past its lease) and scales up, A resumes as a standby,
     the load drops, B dies and A leads again: A must hold B's 8 replicas for the window measured from
     B's last high recommendation. Before the fix A restored the history of its own first term and
@@ -95,8 +98,11 @@ async def test_d3_a_leader_again_restores_the_history_its_successor_wrote(
 
     dropped = time.monotonic()
     await set_load(exporter, prometheus, 20)
-    await wait_until(lambda: any(r.get("replicas") == 2 and r.get("ongoing") for r in recommendations(cluster, "web")),
-                     15, "B recommends 2 (held at 8 by the window)")
+    await wait_until(
+        lambda: any(r.get("replicas") == 2 and r.get("ongoing") for r in recommendations(cluster, "web")),
+        15,
+        "B recommends 2 (held at 8 by the window)",
+    )
     b.kill()
     assert await leader_of([a], 30) is a
     await wait_until(lambda: replicas_of(cluster, "web") == 2, 40, "A scales down after the window")
@@ -105,14 +111,17 @@ async def test_d3_a_leader_again_restores_the_history_its_successor_wrote(
     earliest = dropped - 1.0 + WINDOW
     down = await scaled_down(timeline, dropped)
     assert down.at >= earliest - 0.5, (
-        f"A scaled down {down.at - dropped:.1f}s after the load dropped; the window is {WINDOW:g}s")
-    assert a.relay.requests(requests_matching(r"^PATCH .*/deployments/web/scale"), since=dropped), \
+        f"A scaled down {down.at - dropped:.1f}s after the load dropped; the window is {WINDOW:g}s"
+    )
+    assert a.relay.requests(requests_matching(r"^PATCH .*/deployments/web/scale"), since=dropped), (
         "the scale-down was A's"
+    )
     assert not a.tracebacks() and not b.tracebacks()
 
 
 async def test_d3_a_leader_back_from_a_partition_restores_the_history_from_the_server(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """D3 with a network partition instead of a pause: A's requests are cut and new connections reset,
     its watches held (frozen, as a partition does to an open stream), B takes over and scales up, the
     load drops, the partition heals and B dies at once: A leads again and must start from B's status,
@@ -136,8 +145,11 @@ async def test_d3_a_leader_back_from_a_partition_restores_the_history_from_the_s
     await wait_until(lambda: a.events("leader.stopped"), 15, "A steps down")
     dropped = time.monotonic()
     await set_load(exporter, prometheus, 20)
-    await wait_until(lambda: any(r.get("replicas") == 2 and r.get("ongoing") for r in recommendations(cluster, "web")),
-                     15, "B recommends 2 (held at 8 by the window)")
+    await wait_until(
+        lambda: any(r.get("replicas") == 2 and r.get("ongoing") for r in recommendations(cluster, "web")),
+        15,
+        "B recommends 2 (held at 8 by the window)",
+    )
     a.relay.reset_new(False)
     a.relay.thaw()
     b.kill()
@@ -145,12 +157,14 @@ async def test_d3_a_leader_back_from_a_partition_restores_the_history_from_the_s
     await wait_until(lambda: replicas_of(cluster, "web") == 2, 40, "A scales down after the window")
     down = await scaled_down(timeline, dropped)
     assert down.at >= dropped - 1.0 + WINDOW - 0.5, (
-        f"A scaled down {down.at - dropped:.1f}s after the load dropped; the window is {WINDOW:g}s")
+        f"A scaled down {down.at - dropped:.1f}s after the load dropped; the window is {WINDOW:g}s"
+    )
     assert not a.tracebacks() and not b.tracebacks()
 
 
 async def test_d3_any_number_of_handoffs_keep_the_history(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """Three instances; the load drops and two leaders die one after the other: each new leader holds
     the replicas until the window measured from the last high recommendation, whoever made it. Before
     the fix each standby restored the status it read when it started (2 replicas) and scaled down at once."""
@@ -176,13 +190,15 @@ async def test_d3_any_number_of_handoffs_keep_the_history(
     earliest = dropped - 1.0 + WINDOW
     down = await scaled_down(timeline, dropped)
     assert down.at >= earliest - 0.5, (
-        f"scaled down {down.at - dropped:.1f}s after the load dropped; the window is {WINDOW:g}s")
+        f"scaled down {down.at - dropped:.1f}s after the load dropped; the window is {WINDOW:g}s"
+    )
     assert leader.relay.requests(requests_matching(r"^PATCH .*/deployments/web/scale"), since=dropped)
     assert not any(i.tracebacks() for i in instances)
 
 
 async def test_f14_a_restart_mid_stabilization_does_not_scale_down_early(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """The only instance is killed 3 s into a 12 s scale-down window and started again: the restarted
     process restores the window from the status and holds 8 replicas until it has passed. Already held
     before this work (the status carries the history); the test proves it."""
@@ -194,20 +210,25 @@ async def test_f14_a_restart_mid_stabilization_does_not_scale_down_early(
     await wait_until(lambda: replicas_of(cluster, "web") == 8, 30, "8 replicas")
     dropped = time.monotonic()
     await set_load(exporter, prometheus, 20)
-    await wait_until(lambda: any(r.get("replicas") == 2 and r.get("ongoing") for r in recommendations(cluster, "web")),
-                     15, "a recommendation of 2 (held at 8 by the window)")
+    await wait_until(
+        lambda: any(r.get("replicas") == 2 and r.get("ongoing") for r in recommendations(cluster, "web")),
+        15,
+        "a recommendation of 2 (held at 8 by the window)",
+    )
     first.kill()
     second = await chaos.service("a-restarted")
     await leader_of([second], 30)
     await wait_until(lambda: replicas_of(cluster, "web") == 2, 40, "the scale-down after the window")
     down = await scaled_down(timeline, dropped)
     assert down.at >= dropped - 1.0 + WINDOW - 0.5, (
-        f"scaled down {down.at - dropped:.1f}s after the load dropped; the window is {WINDOW:g}s")
+        f"scaled down {down.at - dropped:.1f}s after the load dropped; the window is {WINDOW:g}s"
+    )
     assert not second.tracebacks()
 
 
 async def test_f15_a_killed_leader_is_replaced_within_the_lease(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """SIGKILL of the leader: the standby leads within leaseDuration (3 s) + a retry period with jitter
     (0.5 × 2.2 s) + its first sync (1 s), and decides. Already held before this work."""
     await scaled_up(chaos, exporter, prometheus)
@@ -227,7 +248,8 @@ async def test_f15_a_killed_leader_is_replaced_within_the_lease(
 
 
 async def test_f15_a_paused_leader_writes_nothing_after_its_lease_ran_out(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """A leads, and is frozen (SIGSTOP) just as the load rises: B takes over and scales. A resumed
     (SIGCONT) finds its reconciler overdue with a decision to make — and writes nothing: no scale, no
     status, no Event (checked on A's own connections), while B's writes go on. No double actuation.
@@ -249,8 +271,9 @@ async def test_f15_a_paused_leader_writes_nothing_after_its_lease_ran_out(
     await wait_until(lambda: replicas_of(cluster, "web") == 10, 30, "B scales on")
     await asyncio.sleep(2)
     renew_deadline = 2.0
-    assert not a.relay.requests(WRITES, since=paused + renew_deadline), \
+    assert not a.relay.requests(WRITES, since=paused + renew_deadline), (
         f"A wrote after its lease ran out: {a.relay.requests(WRITES, since=paused + renew_deadline)}"
+    )
     scale_writes = [line for _, line in b.relay.requests(requests_matching(r"^PATCH .*/scale"), since=paused)]
     assert scale_writes, "B did the scaling"
     assert not a.tracebacks() and not b.tracebacks()

@@ -31,8 +31,11 @@ async def healthy_targets(chaos: Chaos, cluster: KubeEmulator, **settings: Any) 
         cluster.create(target(name, namespace=namespace))
     service = await chaos.service("one", **settings)
     for namespace, name in keys:
-        await wait_until(lambda n=name, ns=namespace: scaling_active(cluster, n, ns).get("status") == "True", 30,
-                         f"the first decision of {namespace}/{name}")
+        await wait_until(
+            lambda n=name, ns=namespace: scaling_active(cluster, n, ns).get("status") == "True",
+            30,
+            f"the first decision of {namespace}/{name}",
+        )
     return keys, service
 
 
@@ -42,8 +45,12 @@ def assert_on_schedule(watch: SyncWatch, since: float, what: str) -> None:
 
 
 async def test_d2_a_target_with_many_slow_queries_does_not_starve_the_others(
-        chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy, exporter: MetricsExporter,
-        prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Failed before: the hog's 20 queries (5 s each, timeout 2 s) took all 4 client slots before their
     deadlines started, and the healthy targets' queries queued behind them for ~10 s. Now a target's own
     queries get a quarter of the slots and the deadline covers the wait."""
@@ -56,8 +63,11 @@ async def test_d2_a_target_with_many_slow_queries_does_not_starve_the_others(
         slow = [queue_metric(f"sum(hog_{i})", name=f"hog_{i}") for i in range(20)]
         cluster.create(target("hog", namespace="hog", metrics=slow))
         began = monotonic()
-        await wait_until(lambda: scaling_active(cluster, "hog", "hog").get("reason") == "FailedGetExternalMetric", 20,
-                         "the hog's ScalingActive False")
+        await wait_until(
+            lambda: scaling_active(cluster, "hog", "hog").get("reason") == "FailedGetExternalMetric",
+            20,
+            "the hog's ScalingActive False",
+        )
         await asyncio.sleep(8.0)
         assert_on_schedule(watch, began + 1.0, "another target's 20 queries were slow")
         message = scaling_active(cluster, "hog", "hog")["message"]
@@ -70,8 +80,12 @@ async def test_d2_a_target_with_many_slow_queries_does_not_starve_the_others(
 
 
 async def test_d5_f18_a_huge_answer_is_parsed_off_the_loop(
-        chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy, exporter: MetricsExporter,
-        prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Failed before: a 27 MB answer (120,000 series) was decoded on the event loop, which stalled it for
     ~1 s each time. Now it is decoded in a thread a series at a time, the series no target owns left out,
     and the loop's lag stays under 100 ms (every 0.5 s timer of the loop-lag monitor, so its p99)."""
@@ -87,14 +101,22 @@ async def test_d5_f18_a_huge_answer_is_parsed_off_the_loop(
         measured, late = await loop_lag_counts(service, 0.1)
         _, late_250 = await loop_lag_counts(service, 0.25)
         cluster.create(deployment("big", 2, namespace="big"))
-        per_pod = {"type": "Pods", "pods": {"metric": {"name": "stranger_load"},
-                                            "query": "sum by (namespace, pod) (stranger_load{<<scope>>})",
-                                            "target": {"type": "AverageValue", "averageValue": "10"}}}
+        per_pod = {
+            "type": "Pods",
+            "pods": {
+                "metric": {"name": "stranger_load"},
+                "query": "sum by (namespace, pod) (stranger_load{<<scope>>})",
+                "target": {"type": "AverageValue", "averageValue": "10"},
+            },
+        }
         cluster.create(target("big", namespace="big", metrics=[per_pod]))
         began = monotonic()
         await wait_until(lambda: rule.hits >= 5, 30, "five huge answers")
-        await wait_until(lambda: "120000 series" in scaling_active(cluster, "big", "big").get("message", ""), 10,
-                         "the big target's failure")
+        await wait_until(
+            lambda: "120000 series" in scaling_active(cluster, "big", "big").get("message", ""),
+            10,
+            "the big target's failure",
+        )
         await asyncio.sleep(1.0)
         measured_after, late_after = await loop_lag_counts(service, 0.1)
         # The monitor times one 0.5 s sleep after another: ~10 samples here. One may be late on a loaded
@@ -114,8 +136,12 @@ async def test_d5_f18_a_huge_answer_is_parsed_off_the_loop(
 
 
 async def test_d5_an_answer_past_the_cap_fails_its_query_clearly(
-        chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy, exporter: MetricsExporter,
-        prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """New (no cap before): an answer larger than prometheus.maxResponseBytes is not read; its metric fails
     saying so, and nothing scales."""
     await set_load(exporter, prometheus, 20)
@@ -124,15 +150,20 @@ async def test_d5_an_answer_past_the_cap_fails_its_query_clearly(
     cluster.create(target("web"))
     await chaos.service("one", prometheus={"maxResponseBytes": 1_000_000})
     timeline = chaos.timeline("web")
-    await wait_until(lambda: "maxResponseBytes" in scaling_active(cluster, "web").get("message", ""), 30,
-                     "a failure naming the cap")
+    await wait_until(
+        lambda: "maxResponseBytes" in scaling_active(cluster, "web").get("message", ""), 30, "a failure naming the cap"
+    )
     assert scaling_active(cluster, "web")["reason"] == "FailedGetExternalMetric"
     assert timeline.replicas_between(0.0) == {4}
 
 
 async def test_f18_a_broken_query_costs_nobody_else(
-        chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy, exporter: MetricsExporter,
-        prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Already held for a query Prometheus rejects at once (a test that proves it): the broken target says
     why, the others keep their schedule."""
     await set_load(exporter, prometheus, 20)
@@ -142,8 +173,11 @@ async def test_f18_a_broken_query_costs_nobody_else(
         cluster.create(deployment("broken", 2, namespace="ns0"))
         cluster.create(target("broken", namespace="ns0", metrics=[queue_metric("sum(queue_depth", name="broken")]))
         began = monotonic()
-        await wait_until(lambda: "parse error" in scaling_active(cluster, "broken", "ns0").get("message", ""), 20,
-                         "the broken target's failure")
+        await wait_until(
+            lambda: "parse error" in scaling_active(cluster, "broken", "ns0").get("message", ""),
+            20,
+            "the broken target's failure",
+        )
         await asyncio.sleep(5.0)
         assert_on_schedule(watch, began + 1.0, "a target in the same namespace had a broken query")
     finally:
@@ -151,8 +185,12 @@ async def test_f18_a_broken_query_costs_nobody_else(
 
 
 async def test_f20_a_mass_start_spreads_the_first_ticks_over_the_period(
-        chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy, exporter: MetricsExporter,
-        prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Already held (a test that proves it): 40 namespaces' targets present at start-up sync on their
     namespaces' phases, spread over the period, not in one burst to Prometheus."""
     await set_load(exporter, prometheus, 10)

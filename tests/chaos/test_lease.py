@@ -49,7 +49,8 @@ async def test_d6_the_lease_honours_retry_after(chaos: Chaos, cluster: KubeEmula
         moments = [at for at, _ in instance.relay.requests(LEASE, since=started) if at < ended]
         assert moments, f"{instance.name} stopped asking for the Lease"
         assert min(gaps(moments), default=3.0) >= 3.0 - 0.15, (
-            f"{instance.name} asked again {min(gaps(moments)):.2f}s after a 429 with Retry-After: 3")
+            f"{instance.name} asked again {min(gaps(moments)):.2f}s after a 429 with Retry-After: 3"
+        )
     await wait_until(lambda: sum(leading(i) for i in instances) == 1, 3 + 3 + 3 * 2.2 + 3, "a leader again")
 
 

@@ -24,22 +24,31 @@ from tests.chaos.world import replicas_of, set_load, target
 from tests.service.cluster import deployment
 
 # Thanos' own words for a store whose stream broke off (pkg/store/proxy_merge.go).
-STORE_DOWN = ('receive series from Addr: 10.0.0.7:10901 LabelSets: {replica="b"} MinTime: 0 MaxTime: 9: '
-              "rpc error: code = Unavailable desc = connection refused")
+STORE_DOWN = (
+    'receive series from Addr: 10.0.0.7:10901 LabelSets: {replica="b"} MinTime: 0 MaxTime: 9: '
+    "rpc error: code = Unavailable desc = connection refused"
+)
 ANNOTATION = 'PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: "x"'
 
 
 async def test_a_partial_sum_never_scales_down_and_whole_answers_decide_again(
-        chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy, exporter: MetricsExporter,
-        prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     await set_load(exporter, prometheus, 40)
     await started(chaos, cluster)
     service = chaos.instances[0]
     timeline = chaos.timeline("web")
     rule = proxy.add(Rule("queue_depth", transform=thanos_partial(STORE_DOWN, keep=0.25)))  # 40 reads as 10
     began = monotonic()
-    await wait_until(lambda: scaling_active(cluster, "web").get("reason") == "FailedGetExternalMetric", 15,
-                     "ScalingActive False / FailedGetExternalMetric")
+    await wait_until(
+        lambda: scaling_active(cluster, "web").get("reason") == "FailedGetExternalMetric",
+        15,
+        "ScalingActive False / FailedGetExternalMetric",
+    )
     message = scaling_active(cluster, "web")["message"]
     assert f"partial answer from {proxy.url}: receive series from Addr: 10.0.0.7:10901" in message, message
     await asyncio.sleep(HOLD)
@@ -50,9 +59,11 @@ async def test_a_partial_sum_never_scales_down_and_whole_answers_decide_again(
     proxy.remove(rule)
     await set_load(exporter, prometheus, 60)
     # The scale is written before the status, so the test waits for both.
-    await wait_until(lambda: replicas_of(cluster, "web") == 6
-                     and scaling_active(cluster, "web").get("status") == "True",
-                     15, "the decision of the first whole answers, and ScalingActive True")
+    await wait_until(
+        lambda: replicas_of(cluster, "web") == 6 and scaling_active(cluster, "web").get("status") == "True",
+        15,
+        "the decision of the first whole answers, and ScalingActive True",
+    )
 
     # A warning that does not say the answer is partial: the value stands, the warning is logged once.
     proxy.add(Rule("queue_depth", transform=with_warning(ANNOTATION)))
@@ -67,8 +78,12 @@ async def test_a_partial_sum_never_scales_down_and_whole_answers_decide_again(
 
 
 async def test_a_partial_batched_answer_fails_every_target_it_serves(
-        chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy, exporter: MetricsExporter,
-        prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Two targets read one batched per-pod query (``<<scope>>``); a VictoriaMetrics cluster marks the answer
     ``isPartial`` and half the pods are missing. Every answer is decoded a series at a time
     (``largeResponseBytes: 0``): the streaming decoder sees the flag as the whole decode does."""
@@ -80,21 +95,32 @@ async def test_a_partial_batched_answer_fails_every_target_it_serves(
         for pod in pod_names(cluster, name):
             exporter.set("pod_queue", {"namespace": "default", "pod": pod}, 10)
     await asyncio.to_thread(prometheus.wait_for, 'pod_queue{namespace="default"}', lambda r: len(r) == 6, 15)
-    per_pod = {"type": "Pods", "pods": {"metric": {"name": "pod_queue"},
-                                        "query": "sum by (namespace, pod) (pod_queue{<<scope>>})",
-                                        "target": {"type": "AverageValue", "averageValue": "10"}}}
+    per_pod = {
+        "type": "Pods",
+        "pods": {
+            "metric": {"name": "pod_queue"},
+            "query": "sum by (namespace, pod) (pod_queue{<<scope>>})",
+            "target": {"type": "AverageValue", "averageValue": "10"},
+        },
+    }
     for name in names:
         cluster.create(target(name, metrics=[per_pod]))
     await chaos.service("one", prometheus={"largeResponseBytes": 0})
     for name in names:
-        await wait_until(lambda n=name: scaling_active(cluster, n).get("reason") == "ValidMetricFound", 30,
-                         f"the first decision of {name}")
+        await wait_until(
+            lambda n=name: scaling_active(cluster, n).get("reason") == "ValidMetricFound",
+            30,
+            f"the first decision of {name}",
+        )
     timelines = {name: chaos.timeline(name) for name in names}
     rule = proxy.add(Rule("pod_queue", transform=vm_partial(keep=0.5)))
     began = monotonic()
     for name in names:
-        await wait_until(lambda n=name: scaling_active(cluster, n).get("reason") == "FailedGetPodsMetric", 15,
-                         f"ScalingActive False / FailedGetPodsMetric on {name}")
+        await wait_until(
+            lambda n=name: scaling_active(cluster, n).get("reason") == "FailedGetPodsMetric",
+            15,
+            f"ScalingActive False / FailedGetPodsMetric on {name}",
+        )
         assert '"isPartial": true' in scaling_active(cluster, name)["message"]
     for name in names:
         for pod in pod_names(cluster, name):

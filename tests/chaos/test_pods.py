@@ -21,7 +21,7 @@ from tests.chaos.world import condition, status_of, target
 from tests.service.cluster import deployment
 
 CPU = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}
-STEADY = 0.25   # cores: 50 % of the 500m request, under the 60 % target (4 pods stay 4: ceil(4 × 50/60))
+STEADY = 0.25  # cores: 50 % of the 500m request, under the 60 % target (4 pods stay 4: ceil(4 × 50/60))
 STARTING = 1.0  # cores: what a pod burns while it starts (JIT, caches): 200 % of its request
 
 
@@ -29,12 +29,16 @@ STARTING = 1.0  # cores: what a pod burns while it starts (JIT, caches): 200 % o
 async def cpu_feeder(cluster: KubeEmulator, exporter: MetricsExporter, app: str) -> AsyncIterator[None]:
     """Export each pod's cAdvisor CPU counter, as a kubelet would: a starting pod burns STARTING, a ready
     one STEADY; the series of a pod that is gone disappears."""
+
     async def feed() -> None:
         counters: dict[str, tuple[float, float]] = {}  # pod -> (cores, origin): the counter is cores × (t − origin)
         while True:
             now = time.time()
-            pods = {p["metadata"]["name"]: p for p in cluster.list("pods", "default", label_selector=f"app={app}")
-                    if (p.get("status") or {}).get("phase") == "Running"}
+            pods = {
+                p["metadata"]["name"]: p
+                for p in cluster.list("pods", "default", label_selector=f"app={app}")
+                if (p.get("status") or {}).get("phase") == "Running"
+            }
             for name, pod in pods.items():
                 cores = STEADY if is_ready(pod) else STARTING
                 previous = counters.get(name)
@@ -43,13 +47,17 @@ async def cpu_feeder(cluster: KubeEmulator, exporter: MetricsExporter, app: str)
                 # A counter never goes back: a new rate continues from the value reached so far.
                 value = previous[0] * (now - previous[1]) if previous is not None else 3600 * cores
                 counters[name] = (cores, now - value / cores)
-                exporter.set_rate("container_cpu_usage_seconds_total",
-                                  {"namespace": "default", "pod": name, "container": "app"}, cores,
-                                  origin=counters[name][1])
+                exporter.set_rate(
+                    "container_cpu_usage_seconds_total",
+                    {"namespace": "default", "pod": name, "container": "app"},
+                    cores,
+                    origin=counters[name][1],
+                )
             for name in counters.keys() - pods.keys():
                 del counters[name]
-                exporter.remove("container_cpu_usage_seconds_total",
-                                {"namespace": "default", "pod": name, "container": "app"})
+                exporter.remove(
+                    "container_cpu_usage_seconds_total", {"namespace": "default", "pod": name, "container": "app"}
+                )
             await asyncio.sleep(0.2)
 
     task = asyncio.create_task(feed())
@@ -70,19 +78,28 @@ def settled(cluster: KubeEmulator, replicas: int) -> bool:
 
 
 async def test_a_rolling_update_and_crash_looping_pods_do_not_move_the_count(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """Holds with the engine as it is (upstream's readiness rules); this proves it on a live service."""
-    workload_controller(cluster).lifecycle = PodLifecycle(ready_delay=3.0)   # a new pod is unready for 3 s
+    workload_controller(cluster).lifecycle = PodLifecycle(ready_delay=3.0)  # a new pod is unready for 3 s
     cluster.create(deployment("web", 4, cpu="500m"))
     await wait_until(lambda: settled(cluster, 4), what="four ready pods")
     cluster.create(target("web", metrics=[CPU], max_replicas=12))
     async with cpu_feeder(cluster, exporter, "web"):
-        await chaos.service("one", prometheus={"cpuRateWindow": "10s"},
-                            controller={"cpuInitializationPeriodSeconds": 20, "initialReadinessDelaySeconds": 5})
+        await chaos.service(
+            "one",
+            prometheus={"cpuRateWindow": "10s"},
+            controller={"cpuInitializationPeriodSeconds": 20, "initialReadinessDelaySeconds": 5},
+        )
         timeline = chaos.timeline("web")
-        await wait_until(lambda: condition(cluster, "web", "ScalingActive").get("status") == "True"
-                         and status_of(cluster, "web").get("desiredReplicas") == 4, seconds=30,
-                         what="a steady decision of 4")
+        await wait_until(
+            lambda: (
+                condition(cluster, "web", "ScalingActive").get("status") == "True"
+                and status_of(cluster, "web").get("desiredReplicas") == 4
+            ),
+            seconds=30,
+            what="a steady decision of 4",
+        )
         since = timeline.samples[-1].at
 
         # A rolling update: four new pods start (burning 200 % while unready), then the old ones go.
@@ -95,7 +112,7 @@ async def test_a_rolling_update_and_crash_looping_pods_do_not_move_the_count(
                 cluster.delete("pods", pod["metadata"]["name"], "default")
             await asyncio.sleep(1)
             await wait_until(lambda: settled(cluster, 4), seconds=30, what="the pods to come back")
-        await asyncio.sleep(3)   # a few more syncs on the settled pods
+        await asyncio.sleep(3)  # a few more syncs on the settled pods
 
     assert timeline.replicas_between(since) == {4}, timeline.describe()
     desired = {s.desired for s in timeline.between(since)}

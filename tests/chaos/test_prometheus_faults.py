@@ -25,8 +25,7 @@ from tests.service.cluster import deployment
 HOLD = 6.0
 
 
-async def started(chaos: Chaos, cluster: KubeEmulator, name: str = "web", replicas: int = 4,
-                  **spec: object) -> None:
+async def started(chaos: Chaos, cluster: KubeEmulator, name: str = "web", replicas: int = 4, **spec: object) -> None:
     """A deployment and its target, the service running and the first decision made."""
     cluster.create(deployment(name, replicas))
     cluster.create(target(name, **spec))  # type: ignore[arg-type]
@@ -34,8 +33,13 @@ async def started(chaos: Chaos, cluster: KubeEmulator, name: str = "web", replic
     await wait_until(lambda: scaling_active(cluster, name).get("status") == "True", 30, "the first decision")
 
 
-async def test_f1_prometheus_down_holds_then_recovers(chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy,
-                                                      exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+async def test_f1_prometheus_down_holds_then_recovers(
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Already held before this work (a test that proves it): connection refused fails the metric, the
     target holds its replicas and says so, and the first answer after the outage decides again."""
     await set_load(exporter, prometheus, 40)
@@ -45,8 +49,11 @@ async def test_f1_prometheus_down_holds_then_recovers(chaos: Chaos, cluster: Kub
     await proxy.refuse()
     down = monotonic()
     await set_load(exporter, prometheus, 0)  # would scale down to 1, if the service could see it
-    await wait_until(lambda: scaling_active(cluster, "web").get("reason") == "FailedGetExternalMetric", 15,
-                     "ScalingActive False / FailedGetExternalMetric")
+    await wait_until(
+        lambda: scaling_active(cluster, "web").get("reason") == "FailedGetExternalMetric",
+        15,
+        "ScalingActive False / FailedGetExternalMetric",
+    )
     assert "unreachable" in scaling_active(cluster, "web")["message"]
     await asyncio.sleep(HOLD)
     assert timeline.replicas_between(down) == {4}, timeline.describe()
@@ -59,9 +66,13 @@ async def test_f1_prometheus_down_holds_then_recovers(chaos: Chaos, cluster: Kub
     assert monotonic() - back < 15
 
 
-async def test_f2_a_slow_query_costs_only_its_own_target(chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy,
-                                                         exporter: MetricsExporter,
-                                                         prometheus: PrometheusSandbox) -> None:
+async def test_f2_a_slow_query_costs_only_its_own_target(
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Failed before: a query slower than the timeout held every target of its batch (its namespace)
     until it timed out, so with a 4 s timeout and a 1 s period its neighbours synced every ~4 s."""
     await set_load(exporter, prometheus, 40)
@@ -73,16 +84,20 @@ async def test_f2_a_slow_query_costs_only_its_own_target(chaos: Chaos, cluster: 
         cluster.create(target(name))
     service = await chaos.service("one", prometheus={"timeoutSeconds": 4})
     for name in ("slow", "a", "b", "c"):
-        await wait_until(lambda n=name: scaling_active(cluster, n).get("status") == "True", 30,
-                         f"the first decision of {name}")
+        await wait_until(
+            lambda n=name: scaling_active(cluster, n).get("status") == "True", 30, f"the first decision of {name}"
+        )
     timeline = chaos.timeline("slow")
     watch = SyncWatch(service, [("default", n) for n in ("a", "b", "c")]).start()
     try:
         proxy.add(Rule("slow_depth", delay=10.0))
         slowed = monotonic()
         exporter.set("slow_depth", {"queue": "slow"}, 0)  # the slow target would scale down, if it could see it
-        await wait_until(lambda: scaling_active(cluster, "slow").get("reason") == "FailedGetExternalMetric", 20,
-                         "the slow target's ScalingActive False")
+        await wait_until(
+            lambda: scaling_active(cluster, "slow").get("reason") == "FailedGetExternalMetric",
+            20,
+            "the slow target's ScalingActive False",
+        )
         assert "did not answer within 4s" in scaling_active(cluster, "slow")["message"]
         await asyncio.sleep(HOLD)
         gap, which = watch.worst(slowed + 1.0)
@@ -94,8 +109,12 @@ async def test_f2_a_slow_query_costs_only_its_own_target(chaos: Chaos, cluster: 
 
 
 async def test_f3_an_invalid_query_is_marked_and_not_resent_every_period(
-        chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy, exporter: MetricsExporter,
-        prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Failed before: a query Prometheus rejects (400 bad_data) was sent again every period. Now the
     metric is invalid with Prometheus' own text, and the query waits a slow backoff."""
     await set_load(exporter, prometheus, 40)
@@ -105,8 +124,11 @@ async def test_f3_an_invalid_query_is_marked_and_not_resent_every_period(
     service = await chaos.service("one")
     timeline = chaos.timeline("web")
     began = monotonic()
-    await wait_until(lambda: scaling_active(cluster, "web").get("reason") == "FailedGetExternalMetric", 30,
-                     "ScalingActive False / FailedGetExternalMetric")
+    await wait_until(
+        lambda: scaling_active(cluster, "web").get("reason") == "FailedGetExternalMetric",
+        30,
+        "ScalingActive False / FailedGetExternalMetric",
+    )
     await asyncio.sleep(HOLD)
     sent = proxy.queries(r"rate\(queue_depth", began)
     assert len(sent) == 1, f"the invalid query was sent {len(sent)} times in {monotonic() - began:.0f}s"
@@ -118,8 +140,13 @@ async def test_f3_an_invalid_query_is_marked_and_not_resent_every_period(
     assert (await service.metric("autoscaler_prometheus_errors_total", kind="bad_query") or 0) == 1
 
 
-async def test_f3_a_503_is_transient(chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy,
-                                     exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+async def test_f3_a_503_is_transient(
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Already held (a test that proves it): 503 fails that sync's metric (no scale), is asked again next
     period, and the first good answer decides again."""
     await set_load(exporter, prometheus, 40)
@@ -128,8 +155,9 @@ async def test_f3_a_503_is_transient(chaos: Chaos, cluster: KubeEmulator, proxy:
     rule = proxy.add(Rule("queue_depth", status=503, error_type="unavailable", error="overloaded"))
     began = monotonic()
     await set_load(exporter, prometheus, 0)
-    await wait_until(lambda: scaling_active(cluster, "web").get("reason") == "FailedGetExternalMetric", 15,
-                     "ScalingActive False")
+    await wait_until(
+        lambda: scaling_active(cluster, "web").get("reason") == "FailedGetExternalMetric", 15, "ScalingActive False"
+    )
     assert "HTTP 503" in scaling_active(cluster, "web")["message"]
     await asyncio.sleep(HOLD)
     assert timeline.replicas_between(began) == {4}, timeline.describe()
@@ -139,8 +167,12 @@ async def test_f3_a_503_is_transient(chaos: Chaos, cluster: KubeEmulator, proxy:
 
 
 async def test_f4_nan_and_infinite_values_are_missing_never_zero(
-        chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy, exporter: MetricsExporter,
-        prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Already held (a test that proves it): NaN, +Inf and -Inf fail the External metric (never read as 0,
     which would scale down; never as a huge number, which would scale up)."""
     await set_load(exporter, prometheus, 40)
@@ -149,8 +181,9 @@ async def test_f4_nan_and_infinite_values_are_missing_never_zero(
     began = monotonic()
     for text in ("NaN", "+Inf", "-Inf"):
         rule = proxy.add(Rule("queue_depth", transform=values_to(text)))
-        await wait_until(lambda t=text: t in scaling_active(cluster, "web").get("message", ""), 15,
-                         f"a failure naming {text}")
+        await wait_until(
+            lambda t=text: t in scaling_active(cluster, "web").get("message", ""), 15, f"a failure naming {text}"
+        )
         assert scaling_active(cluster, "web")["reason"] == "FailedGetExternalMetric"
         await asyncio.sleep(2.0)
         proxy.remove(rule)
@@ -159,16 +192,21 @@ async def test_f4_nan_and_infinite_values_are_missing_never_zero(
 
 
 async def test_f5_an_empty_answer_is_missing_no_scale_down(
-        chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy, exporter: MetricsExporter,
-        prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Already held (a test that proves it): an empty vector (series gone stale) fails the metric."""
     await set_load(exporter, prometheus, 40)
     await started(chaos, cluster)
     timeline = chaos.timeline("web")
     rule = proxy.add(Rule("queue_depth", transform=empty))
     began = monotonic()
-    await wait_until(lambda: scaling_active(cluster, "web").get("reason") == "FailedGetExternalMetric", 15,
-                     "ScalingActive False")
+    await wait_until(
+        lambda: scaling_active(cluster, "web").get("reason") == "FailedGetExternalMetric", 15, "ScalingActive False"
+    )
     assert "no series" in scaling_active(cluster, "web")["message"]
     await asyncio.sleep(HOLD)
     assert timeline.replicas_between(began) == {4}, timeline.describe()
@@ -177,8 +215,12 @@ async def test_f5_an_empty_answer_is_missing_no_scale_down(
 
 
 async def test_f7_two_metrics_one_failing_up_allowed_down_blocked(
-        chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy, exporter: MetricsExporter,
-        prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Already held (upstream's rule, a test that proves it): with one metric failing, the healthy one may
     scale up, never down."""
     await set_load(exporter, prometheus, 40)
@@ -198,8 +240,12 @@ async def test_f7_two_metrics_one_failing_up_allowed_down_blocked(
 
 
 async def test_f19_a_prometheus_restart_redials_a_handful_without_errors(
-        chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy, exporter: MetricsExporter,
-        prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Failed before: every kept-alive connection dropped at once made the next query on each fail (a
     burst of 'Server disconnected' errors and ScalingActive False). Now a dropped connection is re-dialled
     once at once, and the pool re-dials only what it needs, not one connection per target."""
@@ -211,8 +257,11 @@ async def test_f19_a_prometheus_restart_redials_a_handful_without_errors(
         cluster.create(target(name, namespace=namespace))
     service = await chaos.service("one", prometheus={"concurrency": 4})
     for index, name in enumerate(names):
-        await wait_until(lambda n=name, ns=f"ns{index % 4}": scaling_active(cluster, n, ns).get("status") == "True",
-                         30, f"the first decision of {name}")
+        await wait_until(
+            lambda n=name, ns=f"ns{index % 4}": scaling_active(cluster, n, ns).get("status") == "True",
+            30,
+            f"the first decision of {name}",
+        )
     # Connection failures only: on a loaded machine a 0.3 s answer can also pass the 2 s deadline (a timeout,
     # another row's fault), which says nothing about how the pool re-dials.
     errors_before = await service.metric("autoscaler_prometheus_errors_total", kind="unreachable") or 0
@@ -233,14 +282,17 @@ async def test_f19_a_prometheus_restart_redials_a_handful_without_errors(
         assert scaling_active(cluster, name, f"ns{index % 4}").get("status") == "True"
 
 
-
 def pod_names(cluster: KubeEmulator, app: str) -> list[str]:
-    return sorted(str(p["metadata"]["name"]) for p in cluster.list("pods", "default", f"app={app}")
-                  if not p["metadata"].get("deletionTimestamp"))
+    return sorted(
+        str(p["metadata"]["name"])
+        for p in cluster.list("pods", "default", f"app={app}")
+        if not p["metadata"].get("deletionTimestamp")
+    )
 
 
 async def test_f6_partial_pod_coverage_is_dampened_as_upstream(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """Already held (upstream's rule, a test that proves it end to end): pods without a sample count as 0
     on a scale-up and as the target on a scale-down, so 2 of 4 pods at 3× the target give 6 replicas, not
     12, and the same 2 at a tenth of it (of 6 pods) give 5, not 1."""
@@ -250,9 +302,14 @@ async def test_f6_partial_pod_coverage_is_dampened_as_upstream(
     for pod in pods:
         exporter.set("pod_load", {"namespace": "default", "pod": pod}, 10)
     await asyncio.to_thread(prometheus.wait_for, 'pod_load{namespace="default"}', lambda r: len(r) == 4, 15)
-    per_pod = {"type": "Pods", "pods": {"metric": {"name": "pod_load"},
-                                        "query": "sum by (namespace, pod) (pod_load{<<scope>>})",
-                                        "target": {"type": "AverageValue", "averageValue": "10"}}}
+    per_pod = {
+        "type": "Pods",
+        "pods": {
+            "metric": {"name": "pod_load"},
+            "query": "sum by (namespace, pod) (pod_load{<<scope>>})",
+            "target": {"type": "AverageValue", "averageValue": "10"},
+        },
+    }
     cluster.create(target("web", metrics=[per_pod]))
     await chaos.service("one")
     timeline = chaos.timeline("web")
@@ -275,8 +332,12 @@ async def test_f6_partial_pod_coverage_is_dampened_as_upstream(
 
 
 async def test_duplicated_series_fail_the_metric_never_double_it(
-        chaos: Chaos, cluster: KubeEmulator, proxy: PrometheusProxy, exporter: MetricsExporter,
-        prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos,
+    cluster: KubeEmulator,
+    proxy: PrometheusProxy,
+    exporter: MetricsExporter,
+    prometheus: PrometheusSandbox,
+) -> None:
     """Every series twice, as a careless query frontend over two Prometheus replicas answers: for a per-pod
     metric a pod's value is ambiguous, so the metric fails (no scale on a doubled value, no scale-down);
     the target says which pod and which two series."""
@@ -285,20 +346,28 @@ async def test_duplicated_series_fail_the_metric_never_double_it(
     for pod in pod_names(cluster, "web"):
         exporter.set("pod_load_twice", {"namespace": "default", "pod": pod}, 10)
     await asyncio.to_thread(prometheus.wait_for, 'pod_load_twice{namespace="default"}', lambda r: len(r) == 4, 15)
-    per_pod = {"type": "Pods", "pods": {"metric": {"name": "pod_load_twice"},
-                                        "query": "sum by (namespace, pod) (pod_load_twice{<<scope>>})",
-                                        "target": {"type": "AverageValue", "averageValue": "10"}}}
+    per_pod = {
+        "type": "Pods",
+        "pods": {
+            "metric": {"name": "pod_load_twice"},
+            "query": "sum by (namespace, pod) (pod_load_twice{<<scope>>})",
+            "target": {"type": "AverageValue", "averageValue": "10"},
+        },
+    }
     cluster.create(target("web", metrics=[per_pod]))
     await chaos.service("one")
     timeline = chaos.timeline("web")
     await wait_until(lambda: scaling_active(cluster, "web").get("reason") == "ValidMetricFound", 30, "a decision")
     rule = proxy.add(Rule("pod_load_twice", transform=duplicated))
     since = monotonic()
-    await wait_until(lambda: scaling_active(cluster, "web").get("reason") == "FailedGetPodsMetric", 15,
-                     "ScalingActive False / FailedGetPodsMetric")
+    await wait_until(
+        lambda: scaling_active(cluster, "web").get("reason") == "FailedGetPodsMetric",
+        15,
+        "ScalingActive False / FailedGetPodsMetric",
+    )
     assert "duplicate series" in scaling_active(cluster, "web")["message"]
     for pod in pod_names(cluster, "web"):
-        exporter.set("pod_load_twice", {"namespace": "default", "pod": pod}, 1)   # would scale down to 1
+        exporter.set("pod_load_twice", {"namespace": "default", "pod": pod}, 1)  # would scale down to 1
     await asyncio.sleep(HOLD)
     assert timeline.replicas_between(since) == {4}, timeline.describe()
     proxy.remove(rule)

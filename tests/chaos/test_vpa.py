@@ -20,10 +20,13 @@ VPA_WRITES = requests_matching(r"^PATCH .*/verticalpodautoscalers/web")
 
 
 def hvpa_target() -> dict[str, Any]:
-    obj = target("web", max_replicas=10,
-                 behavior={"scaleUp": {"policies": [{"type": "Pods", "value": 10, "periodSeconds": 1}]}})
-    obj["spec"]["hvpa"] = {"scalingIntervals": [{"maxReplicas": 10, "maxResources": {"cpu": "500m", "memory": "1Gi"}}],
-                           "containers": [{"name": "app"}]}
+    obj = target(
+        "web", max_replicas=10, behavior={"scaleUp": {"policies": [{"type": "Pods", "value": 10, "periodSeconds": 1}]}}
+    )
+    obj["spec"]["hvpa"] = {
+        "scalingIntervals": [{"maxReplicas": 10, "maxResources": {"cpu": "500m", "memory": "1Gi"}}],
+        "containers": [{"name": "app"}],
+    }
     return obj
 
 
@@ -35,7 +38,8 @@ def web_vpa() -> dict[str, Any]:
 
 
 async def test_f17_without_the_vpa_crd_hvpa_still_scales_horizontally(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """No VPA CRD on the server at all: the VPA watch treats it as empty, HVPA decides from its HPA source,
     and the replicas follow the load. Already held before this work."""
     await set_load(exporter, prometheus, 20)
@@ -48,7 +52,8 @@ async def test_f17_without_the_vpa_crd_hvpa_still_scales_horizontally(
 
 
 async def test_f17_a_rejected_vpa_patch_backs_off_alone_and_scaling_goes_on(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """Every VPA patch answered 422 (an admission webhook refusing it): an Event FailedUpdateVPA, the VPA
     patches thin out (1, 2, 4… periods: before this work one every period), the horizontal scaling
     follows the load all the while, and the scale/status writes never back off."""
@@ -56,15 +61,20 @@ async def test_f17_a_rejected_vpa_patch_backs_off_alone_and_scaling_goes_on(
     await set_load(exporter, prometheus, 20)
     cluster.create(deployment("web", 2))
     cluster.seed(web_vpa())
-    rule = cluster.faults.error(422, verb="patch", resource="verticalpodautoscalers",
-                                message='admission webhook "vpa.example.com" denied the request')
+    rule = cluster.faults.error(
+        422,
+        verb="patch",
+        resource="verticalpodautoscalers",
+        message='admission webhook "vpa.example.com" denied the request',
+    )
     cluster.create(hvpa_target())
     instance = await chaos.service("a")
     started = time.monotonic()
     await set_load(exporter, prometheus, 40)
     await wait_until(lambda: replicas_of(cluster, "web") == 4, 30, "horizontal scaling despite the VPA")
-    await wait_until(lambda: cluster.events("default", involved_name="web", reason="FailedUpdateVPA"), 15,
-                     "an Event about the VPA")
+    await wait_until(
+        lambda: cluster.events("default", involved_name="web", reason="FailedUpdateVPA"), 15, "an Event about the VPA"
+    )
     await set_load(exporter, prometheus, 60)
     await wait_until(lambda: replicas_of(cluster, "web") == 6, 30, "horizontal scaling goes on")
     await asyncio.sleep(max(0.0, started + 14 - time.monotonic()))
@@ -73,8 +83,10 @@ async def test_f17_a_rejected_vpa_patch_backs_off_alone_and_scaling_goes_on(
     event = cluster.events("default", involved_name="web", reason="FailedUpdateVPA")[-1]
     assert "denied the request" in event["message"] and "next attempt in" in event["message"]
     assert not instance.events("write failed: backing off"), "the horizontal path never backed off"
-    assert (await instance.metric("autoscaler_target_write_backoff_seconds", namespace="default", name="web",
-                                  path="vpa") or 0) > 0
+    assert (
+        await instance.metric("autoscaler_target_write_backoff_seconds", namespace="default", name="web", path="vpa")
+        or 0
+    ) > 0
     cluster.faults.remove(rule)
 
     def pinned() -> bool:

@@ -38,12 +38,15 @@ async def create(cluster: KubeEmulator, workdir: Path, obj: dict[str, object]) -
 
 
 async def test_f16_a_workload_scaled_to_zero_by_a_user_pauses_autoscaling(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox,
-        tmp_path: Path) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox, tmp_path: Path
+) -> None:
     instance = await scaling(chaos, exporter, prometheus)
     await kubectl(cluster, tmp_path, "scale", "deployment/web", "--replicas=0")
-    await wait_until(lambda: condition(cluster, "web", "ScalingActive").get("reason") == "ScalingDisabled", 15,
-                     "ScalingActive False / ScalingDisabled")
+    await wait_until(
+        lambda: condition(cluster, "web", "ScalingActive").get("reason") == "ScalingDisabled",
+        15,
+        "ScalingActive False / ScalingDisabled",
+    )
     assert condition(cluster, "web", "ScalingActive")["status"] == "False"
     paused = time.monotonic()
     await asyncio.sleep(3)  # three periods with a load that asks for 4
@@ -55,12 +58,15 @@ async def test_f16_a_workload_scaled_to_zero_by_a_user_pauses_autoscaling(
 
 
 async def test_f16_a_deleted_workload_is_reported_and_its_return_resumes_scaling(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox,
-        tmp_path: Path) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox, tmp_path: Path
+) -> None:
     instance = await scaling(chaos, exporter, prometheus)
     await kubectl(cluster, tmp_path, "delete", "deployment", "web")
-    await wait_until(lambda: condition(cluster, "web", "AbleToScale").get("reason") == "FailedGetScale", 15,
-                     "AbleToScale False / FailedGetScale")
+    await wait_until(
+        lambda: condition(cluster, "web", "AbleToScale").get("reason") == "FailedGetScale",
+        15,
+        "AbleToScale False / FailedGetScale",
+    )
     assert 'deployments.apps "web" not found' in condition(cluster, "web", "AbleToScale")["message"]
     assert cluster.events("default", involved_name="web", reason="FailedGetScale")
     await create(cluster, tmp_path, deployment("web", 1))
@@ -70,15 +76,26 @@ async def test_f16_a_deleted_workload_is_reported_and_its_return_resumes_scaling
 
 
 async def test_f16_a_workload_replaced_under_another_name_is_followed_when_the_target_is_edited(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox,
-        tmp_path: Path) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox, tmp_path: Path
+) -> None:
     instance = await scaling(chaos, exporter, prometheus)
     await create(cluster, tmp_path, deployment("web-v2", 1))
     await kubectl(cluster, tmp_path, "delete", "deployment", "web")
-    await wait_until(lambda: condition(cluster, "web", "AbleToScale").get("reason") == "FailedGetScale", 15,
-                     "the old name is reported missing")
-    await kubectl(cluster, tmp_path, "patch", "scalingtargets.autoscaler.dev", "web", "--type=merge",
-                  "-p", '{"spec": {"scaleTargetRef": {"name": "web-v2"}}}')
+    await wait_until(
+        lambda: condition(cluster, "web", "AbleToScale").get("reason") == "FailedGetScale",
+        15,
+        "the old name is reported missing",
+    )
+    await kubectl(
+        cluster,
+        tmp_path,
+        "patch",
+        "scalingtargets.autoscaler.dev",
+        "web",
+        "--type=merge",
+        "-p",
+        '{"spec": {"scaleTargetRef": {"name": "web-v2"}}}',
+    )
     await wait_until(lambda: replicas_of(cluster, "web-v2") == 4, 15, "the new name is scaled")
     await wait_until(lambda: status_of(cluster, "web").get("currentReplicas") == 4, 15, "the status follows")
     assert instance.alive() and not instance.tracebacks()

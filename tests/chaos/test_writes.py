@@ -54,8 +54,12 @@ async def recovers(chaos: Chaos, instance: ServiceProcess, seconds: float = 30.0
     await wait_until(lambda: able_to_scale(chaos.cluster).get("status") == "True", 10, "AbleToScale True")
 
     async def backoff_over() -> bool:
-        return await instance.metric("autoscaler_target_write_backoff_seconds", namespace="default", name="web",
-                                     path="horizontal") == 0
+        return (
+            await instance.metric(
+                "autoscaler_target_write_backoff_seconds", namespace="default", name="web", path="horizontal"
+            )
+            == 0
+        )
 
     await wait_until(backoff_over, 10, "autoscaler_target_write_backoff_seconds back to 0")
     assert instance.events("writes succeed again: backoff over")
@@ -63,12 +67,14 @@ async def recovers(chaos: Chaos, instance: ServiceProcess, seconds: float = 30.0
 
 
 async def test_f9_persistent_5xx_on_the_scale_backs_off_and_says_so(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """Every scale write answered 503 for 14 s. Before the backoff: a PATCH (and an Event) every
     period, 12 or more; now 1, 2, 4, 8 periods apart, and the condition tells when the next comes."""
     instance = await steady_at_two(chaos, exporter, prometheus)
-    rule = cluster.faults.error(503, verb="patch", resource="deployments/scale",
-                                message="etcdserver: request timed out")
+    rule = cluster.faults.error(
+        503, verb="patch", resource="deployments/scale", message="etcdserver: request timed out"
+    )
     started = time.monotonic()
     await set_load(exporter, prometheus, 40)
     await wait_until(lambda: backing_off(cluster), 20, "AbleToScale False / FailedUpdateScale with the next attempt")
@@ -80,8 +86,12 @@ async def test_f9_persistent_5xx_on_the_scale_backs_off_and_says_so(
     writes = instance.relay.requests(WRITES, since=started)
     assert 2 <= len(scale_writes) <= 5, f"{len(scale_writes)} scale writes in 14 s of 503s"
     assert len(writes) <= 16, f"{len(writes)} writes in 14 s of 503s: {[w for _, w in writes]}"
-    assert (await instance.metric("autoscaler_target_write_backoff_seconds", namespace="default", name="web",
-                                  path="horizontal") or 0) >= 1.5
+    assert (
+        await instance.metric(
+            "autoscaler_target_write_backoff_seconds", namespace="default", name="web", path="horizontal"
+        )
+        or 0
+    ) >= 1.5
     assert (await instance.metric("autoscaler_write_failures_total", kind="scale") or 0) >= 2
     assert cluster.events("default", involved_name="web", reason="FailedRescale")
     assert replicas_of(cluster, "web") == 2
@@ -90,7 +100,8 @@ async def test_f9_persistent_5xx_on_the_scale_backs_off_and_says_so(
 
 
 async def test_f9_connection_resets_on_writes_back_off_and_recover(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """The network resets every connection that carries a scale write (the relay, not the server): the
     same backoff and condition as for a 5xx; the process stays up; it recovers once writes pass."""
     instance = await steady_at_two(chaos, exporter, prometheus)
@@ -106,7 +117,8 @@ async def test_f9_connection_resets_on_writes_back_off_and_recover(
 
 
 async def test_f9_a_scale_write_that_times_out_backs_off_and_recovers(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """The network swallows the scale write (the relay freezes that connection: no answer, no error):
     the request times out after the API client's 10 s, AbleToScale says so with the next attempt, and
     the write lands once the network forwards again. Nothing else of the instance waits meanwhile."""
@@ -121,7 +133,8 @@ async def test_f9_a_scale_write_that_times_out_backs_off_and_recovers(
 
 
 async def test_f9_when_every_write_fails_the_backoff_is_in_the_metrics_and_log(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """Status and Event writes fail too (503 on every PATCH and POST), so no condition can reach the
     object: the backoff shows in the metric and the log, and the write rate stays low."""
     instance = await steady_at_two(chaos, exporter, prometheus)
@@ -140,8 +153,8 @@ async def test_f9_when_every_write_fails_the_backoff_is_in_the_metrics_and_log(
 
 
 async def test_f8_a_concurrent_kubectl_scale_is_never_overwritten_blindly(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox,
-        tmp_path: Path) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox, tmp_path: Path
+) -> None:
     """``kubectl scale --replicas=6`` lands while the service's scale write to 4 is on its way (the
     server holds that request 2 s before running it): the write answers 409, the service re-reads, sees
     6, records an Event and decides again from 6 at the next sync. Already held before this work."""
@@ -150,8 +163,11 @@ async def test_f8_a_concurrent_kubectl_scale_is_never_overwritten_blindly(
     await set_load(exporter, prometheus, 40)
     await wait_until(lambda: instance.relay.requests(SCALE_WRITES), 20, "the service's scale write")
     await kubectl(cluster, tmp_path, "scale", "deployment/web", "--replicas=6")
-    await wait_until(lambda: cluster.events("default", involved_name="web", reason="FailedRescale"), 15,
-                     "an Event about the conflict")
+    await wait_until(
+        lambda: cluster.events("default", involved_name="web", reason="FailedRescale"),
+        15,
+        "an Event about the conflict",
+    )
     event = cluster.events("default", involved_name="web", reason="FailedRescale")[0]
     assert "changed from 2 to 6" in event["message"], event["message"]
     conflicts = cluster.requests.find("patch", "deployments/scale", status=409)
@@ -168,7 +184,8 @@ async def test_f8_a_concurrent_kubectl_scale_is_never_overwritten_blindly(
 
 
 async def test_f10_a_429_on_a_write_is_honoured_by_every_request_of_the_instance(
-        chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox) -> None:
+    chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
+) -> None:
     """The scale write is answered 429 with ``Retry-After: 2`` once: the write lands after 2 s, and the
     instance's other API requests (Events, statuses, reads) wait as well. Already held before this work
     (the Lease, on its own client, is D6: tests/chaos/test_lease.py)."""
@@ -178,7 +195,10 @@ async def test_f10_a_429_on_a_write_is_honoured_by_every_request_of_the_instance
     await wait_until(lambda: replicas_of(cluster, "web") == 4, 20, "the write after Retry-After")
     assert rule.fired == 1
     throttled = cluster.requests.find("patch", "deployments/scale", status=429)[0].started
-    others = [at for at, line in instance.relay.requests(since=throttled + 0.05)
-              if "/leases" not in line and "watch=true" not in line]
+    others = [
+        at
+        for at, line in instance.relay.requests(since=throttled + 0.05)
+        if "/leases" not in line and "watch=true" not in line
+    ]
     assert others and min(others) >= throttled + 2 - 0.1, "the instance waited out Retry-After"
     assert able_to_scale(cluster).get("reason") != "FailedUpdateScale"

@@ -19,9 +19,9 @@ from kube_emulator import KubeEmulator
 
 @dataclass(frozen=True)
 class Sample:
-    at: float                 # monotonic
-    replicas: int | None      # the workload's spec.replicas (None: no workload)
-    desired: int | None       # the target's status.desiredReplicas
+    at: float  # monotonic
+    replicas: int | None  # the workload's spec.replicas (None: no workload)
+    desired: int | None  # the target's status.desiredReplicas
     conditions: tuple[tuple[str, str, str, str], ...]  # (type, status, reason, message)
 
     def condition(self, type_: str) -> tuple[str, str, str] | None:
@@ -32,8 +32,15 @@ class Sample:
 
 
 class Timeline:
-    def __init__(self, cluster: KubeEmulator, name: str, namespace: str = "default", *,
-                 workload: str | None = None, every: float = 0.05) -> None:
+    def __init__(
+        self,
+        cluster: KubeEmulator,
+        name: str,
+        namespace: str = "default",
+        *,
+        workload: str | None = None,
+        every: float = 0.05,
+    ) -> None:
         self.cluster = cluster
         self.name = name
         self.namespace = namespace
@@ -62,8 +69,10 @@ class Timeline:
         workload = self.cluster.get("deployments", self.workload, self.namespace)
         target = self.cluster.get("scalingtargets.autoscaler.dev", self.name, self.namespace)
         status: dict[str, Any] = dict((target or {}).get("status") or {})
-        conditions = tuple((str(c.get("type")), str(c.get("status")), str(c.get("reason")), str(c.get("message")))
-                           for c in status.get("conditions") or [])
+        conditions = tuple(
+            (str(c.get("type")), str(c.get("status")), str(c.get("reason")), str(c.get("message")))
+            for c in status.get("conditions") or []
+        )
         replicas = int(workload["spec"]["replicas"]) if workload is not None else None
         desired = status.get("desiredReplicas")
         return Sample(time.monotonic(), replicas, int(desired) if desired is not None else None, conditions)
@@ -98,7 +107,9 @@ class Timeline:
             able = sample.condition("AbleToScale")
             key = (sample.replicas, sample.desired, active, able)
             if key != previous:
-                lines.append(f"{sample.at - origin:7.2f}s replicas={sample.replicas} desired={sample.desired} "
-                             f"ScalingActive={active} AbleToScale={able}")
+                lines.append(
+                    f"{sample.at - origin:7.2f}s replicas={sample.replicas} desired={sample.desired} "
+                    f"ScalingActive={active} AbleToScale={able}"
+                )
                 previous = key
         return "\n".join(lines)

@@ -43,8 +43,9 @@ class SyncWatch:
                 samples = await self.service.metrics()
                 now = time.monotonic()
                 for key in self.targets:
-                    value = samples.get(("autoscaler_target_last_sync_timestamp_seconds",
-                                         (("name", key[1]), ("namespace", key[0]))))
+                    value = samples.get(
+                        ("autoscaler_target_last_sync_timestamp_seconds", (("name", key[1]), ("namespace", key[0])))
+                    )
                     if value is not None and value != self._last.get(key):
                         self._last[key] = value
                         self.moves.setdefault(key, []).append(now)

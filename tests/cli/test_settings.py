@@ -22,8 +22,10 @@ from autoscaler.cli.simulate import read_scenario
 from autoscaler.core.settings import ControllerSettings, Tolerances
 from autoscaler.values.fields import SpecError
 
-SCENARIO = {"spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 5},
-            "steps": [{"at": 0, "replicas": 1}]}
+SCENARIO = {
+    "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 5},
+    "steps": [{"at": 0, "replicas": 1}],
+}
 
 VALID = [
     ({}, ControllerSettings()),
@@ -31,8 +33,14 @@ VALID = [
     ({"tolerance": 0.3}, ControllerSettings(Tolerances(0.3, 0.3))),
     ({"tolerance": {"scaleUp": 0}}, ControllerSettings(Tolerances(scale_down=0.1, scale_up=0))),
     ({"tolerance": {"scaleDown": 0.5, "scaleUp": 0.02}}, ControllerSettings(Tolerances(0.5, 0.02))),
-    ({"cpuInitializationPeriodSeconds": 60, "initialReadinessDelaySeconds": 0,
-      "downscaleStabilizationWindowSeconds": 3600}, ControllerSettings(Tolerances(), 60, 0, 3600)),
+    (
+        {
+            "cpuInitializationPeriodSeconds": 60,
+            "initialReadinessDelaySeconds": 0,
+            "downscaleStabilizationWindowSeconds": 3600,
+        },
+        ControllerSettings(Tolerances(), 60, 0, 3600),
+    ),
 ]
 INVALID = [
     {"tolerance": -1},
@@ -58,10 +66,13 @@ def read_by_each_command(directory: Path, controller: dict[str, Any]) -> dict[st
     """What each command makes of ``controller`` (as the service's file writes it): its settings, or its
     problems with the section's own name and the ``Seconds`` of the service's keys taken out."""
     config = write(directory / "settings.yaml", {"prometheus": {"url": "http://127.0.0.1:9"}, "controller": controller})
-    scenario = write(directory / "scenario.yaml", {**SCENARIO, "settings": {
-        key.removesuffix("Seconds"): value for key, value in controller.items()}})
+    scenario = write(
+        directory / "scenario.yaml",
+        {**SCENARIO, "settings": {key.removesuffix("Seconds"): value for key, value in controller.items()}},
+    )
     backtest_args: argparse.Namespace = build_parser().parse_args(
-        ["backtest", "target.yaml", "--config", config, "--from", "-1h"])
+        ["backtest", "target.yaml", "--config", config, "--from", "-1h"]
+    )
     readers = {
         "run": lambda: read_run_inputs(config, {})[0].controller,
         "backtest": lambda: read_settings(backtest_args).controller,

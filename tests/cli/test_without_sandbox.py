@@ -28,8 +28,14 @@ sys.exit(main(sys.argv[1:]))
 
 
 def autoscaler(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", WITHOUT_SANDBOX, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_SANDBOX, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize(("args", "command"), [(("demo",), "demo"), (("backtest", "--demo"), "backtest")])

@@ -18,16 +18,20 @@ from autoscaler_sandbox.history import OpenMetricsHistory
 from tests.backtest import history_data as hd
 
 ADAPTER_CONFIG: dict[str, Any] = {
-    "rules": [{
-        "seriesQuery": 'http_rps{namespace!="",pod!=""}',
-        "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
-        "name": {"matches": "^http_(.*)$"},
-        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
-    }],
+    "rules": [
+        {
+            "seriesQuery": 'http_rps{namespace!="",pod!=""}',
+            "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+            "name": {"matches": "^http_(.*)$"},
+            "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+        }
+    ],
     "resourceRules": {
-        "cpu": {"containerQuery": "sum(app_cpu_usage_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
-                "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
-                "containerLabel": "container"},
+        "cpu": {
+            "containerQuery": "sum(app_cpu_usage_cores{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+            "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+            "containerLabel": "container",
+        },
     },
 }
 
@@ -37,8 +41,12 @@ def hpa(name: str) -> dict[str, Any]:
     spec = copy.deepcopy(hd.WEB_SPEC)
     for metric in spec["metrics"]:
         metric[metric["type"][0].lower() + metric["type"][1:]].pop("query")
-    return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": name, "namespace": hd.NAMESPACE}, "spec": spec}
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "namespace": hd.NAMESPACE},
+        "spec": spec,
+    }
 
 
 def decisions(scenario: dict[str, Any]) -> list[int]:
@@ -58,5 +66,4 @@ def add_histories(history: OpenMetricsHistory) -> None:
         for name, desired in (("web", followed[k]), ("web-old", drifted[k])):
             labels = {"namespace": hd.NAMESPACE, "horizontalpodautoscaler": name}
             history.add("kube_horizontalpodautoscaler_status_desired_replicas", labels, sync.at, str(desired))
-            history.add("kube_horizontalpodautoscaler_status_current_replicas", labels, sync.at,
-                        str(len(sync.live())))
+            history.add("kube_horizontalpodautoscaler_status_current_replicas", labels, sync.at, str(len(sync.live())))

@@ -13,10 +13,14 @@ from autoscaler_sandbox import PrometheusSandbox
 from tests.convert import series_data
 from tests.guard import Guard, missing_binaries, missing_modules
 
-_guard = Guard({"prometheus": missing_binaries("prometheus", "promtool"),
-                "plot": missing_modules("matplotlib", "plotly", extra="plot"),
-                "kubectl": [] if shutil.which("kubectl") else ["kubectl is not installed (.ci/run installs it)"]},
-               str(Path(__file__).parent))
+_guard = Guard(
+    {
+        "prometheus": missing_binaries("prometheus", "promtool"),
+        "plot": missing_modules("matplotlib", "plotly", extra="plot"),
+        "kubectl": [] if shutil.which("kubectl") else ["kubectl is not installed (.ci/run installs it)"],
+    },
+    str(Path(__file__).parent),
+)
 
 pytest_runtest_setup, pytest_runtest_logreport, pytest_deselected, pytest_sessionfinish = _guard.hooks()
 

@@ -28,14 +28,20 @@ def test_files_to_stdout_each_a_valid_target(tmp_path: Path, capsys: pytest.Capt
     captured = capsys.readouterr()
     written = documents(captured.out)
     assert [(d["metadata"]["namespace"], d["metadata"]["name"]) for d in written] == [
-        ("shop", "web"), ("shop", "api"), ("jobs", "worker"), ("shop", "api")]
+        ("shop", "web"),
+        ("shop", "api"),
+        ("jobs", "worker"),
+        ("shop", "api"),
+    ]
     for index, document in enumerate(written):
         load_written(tmp_path, document, f"{index}.yaml")
     assert "# Converted by `autoscaler convert` from HorizontalPodAutoscaler shop/web" in captured.out
     assert "#   - spec.pollingInterval: 10 s: KEDA's own polling" in captured.out
     # every loss is on stderr too, per object and field
-    assert ("ScaledObject shop/api: warning: not converted: spec.triggers[3]: a 'kafka' trigger: only "
-            "prometheus, cpu and memory triggers convert") in captured.err
+    assert (
+        "ScaledObject shop/api: warning: not converted: spec.triggers[3]: a 'kafka' trigger: only "
+        "prometheus, cpu and memory triggers convert"
+    ) in captured.err
 
 
 def test_output_dir_and_strict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,37 +56,57 @@ def test_output_dir_and_strict(tmp_path: Path, capsys: pytest.CaptureFixture[str
     load_written(tmp_path, yaml.safe_load((out / "jobs.keda-worker.yaml").read_text()))
 
 
-def test_invalid_objects_exit_2_and_do_not_stop_the_others(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_invalid_objects_exit_2_and_do_not_stop_the_others(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump_all([
-        {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "x"},
-         "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "x"}, "maxReplicas": 3, "minReplicas": 5}},
-        {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": {"name": "y", "namespace": "n"},
-         "spec": {"scaleTargetRef": {"name": "y"}, "triggers": [{"type": "prometheus", "metadata": {
-             "serverAddress": "http://p", "query": "q"}}]}},
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}},
-    ]))
+    bad.write_text(
+        yaml.safe_dump_all(
+            [
+                {
+                    "apiVersion": "autoscaling/v2",
+                    "kind": "HorizontalPodAutoscaler",
+                    "metadata": {"name": "x"},
+                    "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "x"}, "maxReplicas": 3, "minReplicas": 5},
+                },
+                {
+                    "apiVersion": "keda.sh/v1alpha1",
+                    "kind": "ScaledObject",
+                    "metadata": {"name": "y", "namespace": "n"},
+                    "spec": {
+                        "scaleTargetRef": {"name": "y"},
+                        "triggers": [{"type": "prometheus", "metadata": {"serverAddress": "http://p", "query": "q"}}],
+                    },
+                },
+                {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}},
+            ]
+        )
+    )
     assert convert(str(bad), str(HPAS)) == 2
     captured = capsys.readouterr()
-    assert (f"{bad}: HorizontalPodAutoscaler default/x: error: spec.maxReplicas: must be greater than or equal to "
-            "`minReplicas`") in captured.err
+    assert (
+        f"{bad}: HorizontalPodAutoscaler default/x: error: spec.maxReplicas: must be greater than or equal to "
+        "`minReplicas`"
+    ) in captured.err
     assert f"{bad}: ScaledObject n/y: error: spec.triggers[0].metadata.threshold: Required value" in captured.err
     assert f"{bad}: Service s: neither an HPA, a ScaledObject nor prometheus-adapter's configuration" in captured.err
     # web keeps its cpu metric; its custom metrics, without the adapter's configuration, are warned about
     assert [d["metadata"]["name"] for d in documents(captured.out)] == ["web", "api"]
-    assert ("HorizontalPodAutoscaler shop/web: warning: not converted: spec.metrics[1]: Pods metric "
-            "'http_requests_per_second' not converted: its PromQL is in prometheus-adapter's configuration; pass it "
-            "with --adapter-config") in captured.err
+    assert (
+        "HorizontalPodAutoscaler shop/web: warning: not converted: spec.metrics[1]: Pods metric "
+        "'http_requests_per_second' not converted: its PromQL is in prometheus-adapter's configuration; pass it "
+        "with --adapter-config"
+    ) in captured.err
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    ((), "nothing to convert"),
-    (("missing.yaml",), "missing.yaml: cannot read file"),
-    (("--compare", str(HPAS)), "--compare needs --from"),
-    ((str(HPAS), "--from", "-1d"), "--from and --plot-dir belong to --compare"),
-    ((str(HPAS), "--from-cluster", "--adapter-configmap", "adapter"), "write it as NAMESPACE/NAME"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "nothing to convert"),
+        (("missing.yaml",), "missing.yaml: cannot read file"),
+        (("--compare", str(HPAS)), "--compare needs --from"),
+        ((str(HPAS), "--from", "-1d"), "--from and --plot-dir belong to --compare"),
+        ((str(HPAS), "--from-cluster", "--adapter-configmap", "adapter"), "write it as NAMESPACE/NAME"),
+    ],
+)
 def test_bad_usage(args: tuple[str, ...], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert convert(*args) == 2
     assert message in capsys.readouterr().err
@@ -88,8 +114,9 @@ def test_bad_usage(args: tuple[str, ...], message: str, capsys: pytest.CaptureFi
 
 def test_adapter_config_problems_stop_before_converting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     broken = tmp_path / "adapter.yaml"
-    broken.write_text(yaml.safe_dump({"rules": [{"seriesQuery": "x", "metricsQuery": "<<.Series>>",
-                                                 "name": {"matches": "(a)(b)"}}]}))
+    broken.write_text(
+        yaml.safe_dump({"rules": [{"seriesQuery": "x", "metricsQuery": "<<.Series>>", "name": {"matches": "(a)(b)"}}]})
+    )
     assert convert(str(HPAS), "--adapter-config", str(broken)) == 2
     assert f"{broken}: rules[0].name.as: must be given" in capsys.readouterr().err
     assert convert(str(HPAS), str(ADAPTER_CONFIG), "--adapter-config", str(ADAPTER_CONFIG)) == 2
@@ -98,9 +125,16 @@ def test_adapter_config_problems_stop_before_converting(tmp_path: Path, capsys: 
 
 def test_the_adapters_configmap_is_read_like_its_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     configmap = tmp_path / "cm.yaml"
-    configmap.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
-                                         "metadata": {"name": "adapter-config", "namespace": "monitoring"},
-                                         "data": {"config.yaml": ADAPTER_CONFIG.read_text()}}))
+    configmap.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "adapter-config", "namespace": "monitoring"},
+                "data": {"config.yaml": ADAPTER_CONFIG.read_text()},
+            }
+        )
+    )
     assert convert(str(HPAS), str(configmap)) == 0
     from_configmap = capsys.readouterr().out
     assert convert(str(HPAS), "--adapter-config", str(ADAPTER_CONFIG)) == 0
@@ -110,31 +144,55 @@ def test_the_adapters_configmap_is_read_like_its_file(tmp_path: Path, capsys: py
 
 
 @pytest.mark.prometheus
-def test_prometheus_is_asked_which_series_exist(series_prometheus: PrometheusSandbox,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_prometheus_is_asked_which_series_exist(
+    series_prometheus: PrometheusSandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
     # The fixture's series are from 2023: none had a sample within the last hour.
     assert convert(str(HPAS), "--adapter-config", str(ADAPTER_CONFIG), "--prometheus", series_prometheus.url) == 0
     err = capsys.readouterr().err
-    assert ("HorizontalPodAutoscaler shop/web: warning: not converted: spec.metrics[1]: Pods metric not converted: "
-            "no rule in") in err and "that Prometheus holds" in err
+    assert (
+        "HorizontalPodAutoscaler shop/web: warning: not converted: spec.metrics[1]: Pods metric not converted: "
+        "no rule in"
+    ) in err and "that Prometheus holds" in err
 
 
 SCALED_OBJECT_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
     "metadata": {"name": "scaledobjects.keda.sh"},
-    "spec": {"group": "keda.sh", "scope": "Namespaced",
-             "names": {"plural": "scaledobjects", "singular": "scaledobject", "kind": "ScaledObject",
-                       "listKind": "ScaledObjectList", "shortNames": ["so"]},
-             "versions": [{"name": "v1alpha1", "served": True, "storage": True,
-                           "schema": {"openAPIV3Schema": {"type": "object",
-                                                          "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    "spec": {
+        "group": "keda.sh",
+        "scope": "Namespaced",
+        "names": {
+            "plural": "scaledobjects",
+            "singular": "scaledobject",
+            "kind": "ScaledObject",
+            "listKind": "ScaledObjectList",
+            "shortNames": ["so"],
+        },
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
+    },
+}
 
 
 def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
     binary = shutil.which("kubectl")
     assert binary is not None
-    result = subprocess.run([binary, "--kubeconfig", str(kubeconfig), *args], input=stdin, capture_output=True,
-                            text=True, timeout=60, check=False)
+    result = subprocess.run(
+        [binary, "--kubeconfig", str(kubeconfig), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -146,20 +204,37 @@ async def test_from_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         config = emu.write_kubeconfig(tmp_path / "kubeconfig")
         hpas = [d for d in documents(HPAS.read_text()) if d["apiVersion"] == "autoscaling/v2"]
         hpas[0]["metadata"]["labels"] = {"team": "storefront"}
-        keda_made = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-                     "metadata": {"name": "keda-hpa-worker", "namespace": "jobs", "ownerReferences": [
-                         {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "name": "worker", "uid": "u1"}]},
-                     "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "worker"}, "maxReplicas": 30}}
-        configmap = {"apiVersion": "v1", "kind": "ConfigMap",
-                     "metadata": {"name": "adapter-config", "namespace": "monitoring",
-                                  "labels": {"app.kubernetes.io/name": "prometheus-adapter"}},
-                     "data": {"config.yaml": ADAPTER_CONFIG.read_text()}}
+        keda_made = {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {
+                "name": "keda-hpa-worker",
+                "namespace": "jobs",
+                "ownerReferences": [
+                    {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "name": "worker", "uid": "u1"}
+                ],
+            },
+            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "worker"}, "maxReplicas": 30},
+        }
+        configmap = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "adapter-config",
+                "namespace": "monitoring",
+                "labels": {"app.kubernetes.io/name": "prometheus-adapter"},
+            },
+            "data": {"config.yaml": ADAPTER_CONFIG.read_text()},
+        }
 
         def setup() -> None:
-            namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-                          for name in ("shop", "jobs", "monitoring")]
-            manifests = yaml.safe_dump_all([*namespaces, *hpas, keda_made, configmap,
-                                            *documents(SCALED_OBJECTS.read_text())])
+            namespaces = [
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+                for name in ("shop", "jobs", "monitoring")
+            ]
+            manifests = yaml.safe_dump_all(
+                [*namespaces, *hpas, keda_made, configmap, *documents(SCALED_OBJECTS.read_text())]
+            )
             kubectl(config, "apply", "--validate=false", "-f", "-", stdin=manifests)
 
         await asyncio.to_thread(setup)
@@ -168,7 +243,10 @@ async def test_from_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         assert code == 0, captured.err
         written = documents(captured.out)
         assert sorted((d["metadata"]["namespace"], d["metadata"]["name"]) for d in written) == [
-            ("jobs", "worker"), ("shop", "api"), ("shop", "web")]
+            ("jobs", "worker"),
+            ("shop", "api"),
+            ("shop", "web"),
+        ]
         web = next(d for d in written if d["metadata"]["name"] == "web")
         assert web["spec"]["metrics"][1]["pods"]["query"].startswith("sum(rate(http_requests_total{")
         assert "found prometheus-adapter's ConfigMap monitoring/adapter-config" in captured.err
@@ -181,8 +259,16 @@ async def test_from_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         assert code == 0
         assert [d["metadata"]["name"] for d in documents(capsys.readouterr().out)] == ["web"]
         # a configuration given as a file is the one used: the cluster's ConfigMap is not looked for
-        code = await asyncio.to_thread(convert, "--from-cluster", "--kubeconfig", str(config), "-n", "shop",
-                                       "--adapter-config", str(ADAPTER_CONFIG))
+        code = await asyncio.to_thread(
+            convert,
+            "--from-cluster",
+            "--kubeconfig",
+            str(config),
+            "-n",
+            "shop",
+            "--adapter-config",
+            str(ADAPTER_CONFIG),
+        )
         captured = capsys.readouterr()
         assert code == 0, captured.err
         assert "found prometheus-adapter's ConfigMap" not in captured.err

@@ -37,7 +37,7 @@ def scaled_object(name: str) -> dict[str, Any]:
 def converted(conversion: Conversion, tmp_path: Path) -> dict[str, Any]:
     assert conversion.errors == []
     assert conversion.target is not None
-    load_written(tmp_path, conversion.target)       # the project's own validation, queries required
+    load_written(tmp_path, conversion.target)  # the project's own validation, queries required
     for metric in conversion.target["spec"].get("metrics", []):
         source = metric[metric["type"][0].lower() + metric["type"][1:]]
         if "query" in source:
@@ -58,13 +58,20 @@ def test_hpa_v2_with_every_metric_type(tmp_path: Path) -> None:
     conversion = convert_hpa(source, "hpas.yaml", adapter())
     spec = converted(conversion, tmp_path)
     for key in ("scaleTargetRef", "minReplicas", "maxReplicas", "behavior"):
-        assert spec[key] == source["spec"][key]                         # unchanged
+        assert spec[key] == source["spec"][key]  # unchanged
     queries = [m[m["type"][0].lower() + m["type"][1:]]["query"] for m in spec["metrics"]]
-    assert queries[0].split() == ['sum', 'by', '(namespace,pod,container)', '(',
-                                  'rate(container_cpu_usage_seconds_total{<<scope>>,container!="",pod!=""}[3m])', ')']
+    assert queries[0].split() == [
+        "sum",
+        "by",
+        "(namespace,pod,container)",
+        "(",
+        'rate(container_cpu_usage_seconds_total{<<scope>>,container!="",pod!=""}[3m])',
+        ")",
+    ]
     assert queries[1] == 'sum(rate(http_requests_total{verb="GET",<<scope>>}[1m])) by (namespace,pod)'
-    assert queries[2] == ('sum(rate(nginx_ingress_controller_requests{namespace=<<namespace>>,ingress="main-route"}'
-                          '[2m])) by (ingress)')
+    assert queries[2] == (
+        'sum(rate(nginx_ingress_controller_requests{namespace=<<namespace>>,ingress="main-route"}[2m])) by (ingress)'
+    )
     assert queries[3] == 'sum(queue_messages_ready{queue=~"jobs",namespace=<<namespace>>}) by ()'
     # the rest of each metric is the HPA's, as written
     for ours, theirs in zip(spec["metrics"], source["spec"]["metrics"], strict=True):
@@ -78,8 +85,9 @@ def test_hpa_v2_with_every_metric_type(tmp_path: Path) -> None:
 def test_hpa_v1_and_builtin_queries_without_adapter(tmp_path: Path) -> None:
     conversion = convert_hpa(hpa("api"), "hpas.yaml", None)
     spec = converted(conversion, tmp_path)
-    assert spec["metrics"] == [{"type": "Resource", "resource": {"name": "cpu", "target": {
-        "type": "Utilization", "averageUtilization": 70}}}]
+    assert spec["metrics"] == [
+        {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}
+    ]
     assert "built-in cAdvisor query" in notes(conversion)["spec.metrics[0].resource"]
     v1_default = copy.deepcopy(hpa("api"))
     del v1_default["spec"]["targetCPUUtilizationPercentage"]
@@ -88,16 +96,30 @@ def test_hpa_v1_and_builtin_queries_without_adapter(tmp_path: Path) -> None:
 
 
 def test_v2beta2_and_label_renames(tmp_path: Path) -> None:
-    source = {"apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler",
-              "metadata": {"name": "chat", "namespace": "im"},
-              "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "chat"}, "maxReplicas": 5, "metrics": [
-                  {"type": "Pods", "pods": {"metric": {"name": "app_sessions"},
-                                            "target": {"type": "AverageValue", "averageValue": "200"}}}]}}
+    source = {
+        "apiVersion": "autoscaling/v2beta2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "chat", "namespace": "im"},
+        "spec": {
+            "scaleTargetRef": {"kind": "Deployment", "name": "chat"},
+            "maxReplicas": 5,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "app_sessions"},
+                        "target": {"type": "AverageValue", "averageValue": "200"},
+                    },
+                }
+            ],
+        },
+    }
     spec = converted(convert_hpa(source, "x.yaml", adapter()), tmp_path)
     assert spec["metrics"][0]["pods"]["query"] == (
-        'label_replace(label_replace(max(app_sessions{kubernetes_namespace=<<namespace>>}) by '
+        "label_replace(label_replace(max(app_sessions{kubernetes_namespace=<<namespace>>}) by "
         '(kubernetes_namespace,kubernetes_pod_name), "pod", "$1", "kubernetes_pod_name", "(.*)"), '
-        '"namespace", "$1", "kubernetes_namespace", "(.*)")')
+        '"namespace", "$1", "kubernetes_namespace", "(.*)")'
+    )
 
 
 def test_a_series_prometheus_lacks_is_not_assumed(tmp_path: Path) -> None:
@@ -113,8 +135,14 @@ def test_a_series_prometheus_lacks_is_not_assumed(tmp_path: Path) -> None:
     spec = converted(conversion, tmp_path)
     assert [m["type"] for m in spec["metrics"]] == ["Resource", "Object", "External"]
     lost = [n for n in conversion.losses if n.path == "spec.metrics[1]"]
-    assert lost and ("no rule in adapter.yaml serves pods metric 'grpc_calls_per_second': none both names a series "
-                     "that Prometheus holds") in lost[0].message
+    assert (
+        lost
+        and (
+            "no rule in adapter.yaml serves pods metric 'grpc_calls_per_second': none both names a series "
+            "that Prometheus holds"
+        )
+        in lost[0].message
+    )
     without = convert_hpa(hpa("web"), "hpas.yaml", None)
     assert {n.path for n in without.losses} == {"spec.metrics[1]", "spec.metrics[2]", "spec.metrics[3]"}
     assert all("--adapter-config" in n.message for n in without.losses)
@@ -137,8 +165,10 @@ def test_invalid_hpa_errors_name_its_fields() -> None:
     assert conversion.target is None
     assert "spec.maxReplicas: must be greater than 0" in conversion.errors
     assert any(e.startswith("spec.behavior.scaleDown.polices: unknown field") for e in conversion.errors)
-    assert any(e.startswith("spec.metrics[1].pods.target.type: Utilization is not a valid target type")
-               for e in conversion.errors)
+    assert any(
+        e.startswith("spec.metrics[1].pods.target.type: Utilization is not a valid target type")
+        for e in conversion.errors
+    )
     unsupported = convert_hpa({**hpa("web"), "apiVersion": "autoscaling/v2beta1"}, "x", None)
     assert unsupported.errors and unsupported.errors[0].startswith("apiVersion:")
 
@@ -148,9 +178,16 @@ def test_keda_scale_to_zero(tmp_path: Path) -> None:
     spec = converted(conversion, tmp_path)
     assert spec["minReplicas"] == 0 and spec["maxReplicas"] == 30
     assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "worker"}
-    assert spec["metrics"] == [{"type": "External", "external": {
-        "metric": {"name": "s0-prometheus"}, "target": {"type": "AverageValue", "averageValue": "25"},
-        "query": 'sum(queue_messages_ready{queue="jobs"})'}}]
+    assert spec["metrics"] == [
+        {
+            "type": "External",
+            "external": {
+                "metric": {"name": "s0-prometheus"},
+                "target": {"type": "AverageValue", "averageValue": "25"},
+                "query": 'sum(queue_messages_ready{queue="jobs"})',
+            },
+        }
+    ]
     found = notes(conversion)
     assert found["spec.cooldownPeriod"].startswith("not converted")
     assert "'prom-auth' is named, not resolved" in found["spec.triggers[0].authenticationRef"]
@@ -164,23 +201,33 @@ def test_keda_every_trigger_form(tmp_path: Path) -> None:
     assert spec["minReplicas"] == 2 and spec["maxReplicas"] == 12
     assert spec["behavior"] == scaled_object("api")["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
     assert [m["type"] for m in spec["metrics"]] == ["Resource", "ContainerResource", "External"]
-    assert spec["metrics"][1]["containerResource"] == {"name": "memory", "container": "app", "target": {
-        "type": "AverageValue", "averageValue": "512Mi"}}
+    assert spec["metrics"][1]["containerResource"] == {
+        "name": "memory",
+        "container": "app",
+        "target": {"type": "AverageValue", "averageValue": "512Mi"},
+    }
     assert spec["metrics"][2]["external"]["target"] == {"type": "Value", "value": "150.5"}
     assert spec["metrics"][2]["external"]["metric"]["name"] == "s2-prometheus"
     assert {n.path for n in conversion.losses} == {"spec.triggers[3]", "spec.pollingInterval", "spec.fallback"}
     assert conversion.old_hpa == "api-hpa"
 
 
-@pytest.mark.parametrize(("change", "path", "words"), [
-    ({"idleReplicaCount": 0, "minReplicaCount": 3}, "spec.minReplicaCount", "3 while active"),
-    ({"advanced": {"scalingModifiers": {"formula": "s0 + s1", "target": "5"}}}, "spec.advanced.scalingModifiers",
-     "composite metric"),
-    ({"initialCooldownPeriod": 30}, "spec.initialCooldownPeriod", "after creation"),
-    ({"idleReplicaCount": 1, "minReplicaCount": 2}, "spec.idleReplicaCount", "1 while idle"),
-])
-def test_keda_fields_that_do_not_translate_are_reported(change: dict[str, Any], path: str, words: str,
-                                                        tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("change", "path", "words"),
+    [
+        ({"idleReplicaCount": 0, "minReplicaCount": 3}, "spec.minReplicaCount", "3 while active"),
+        (
+            {"advanced": {"scalingModifiers": {"formula": "s0 + s1", "target": "5"}}},
+            "spec.advanced.scalingModifiers",
+            "composite metric",
+        ),
+        ({"initialCooldownPeriod": 30}, "spec.initialCooldownPeriod", "after creation"),
+        ({"idleReplicaCount": 1, "minReplicaCount": 2}, "spec.idleReplicaCount", "1 while idle"),
+    ],
+)
+def test_keda_fields_that_do_not_translate_are_reported(
+    change: dict[str, Any], path: str, words: str, tmp_path: Path
+) -> None:
     source = copy.deepcopy(scaled_object("worker"))
     source["spec"].update(change)
     conversion = convert_scaled_object(source, "so.yaml")
@@ -198,8 +245,9 @@ def test_keda_activation_threshold_and_cpu_only_scale_to_zero(tmp_path: Path) ->
     cpu_only["spec"]["triggers"] = [{"type": "cpu", "metricType": "Utilization", "metadata": {"value": "50"}}]
     conversion = convert_scaled_object(cpu_only, "so.yaml")
     assert converted(conversion, tmp_path)["minReplicas"] == 1
-    assert any(n.path == "spec.minReplicaCount" and "needs a prometheus trigger" in n.message
-               for n in conversion.losses)
+    assert any(
+        n.path == "spec.minReplicaCount" and "needs a prometheus trigger" in n.message for n in conversion.losses
+    )
 
 
 def test_keda_invalid_input_errors_name_the_field() -> None:
@@ -216,14 +264,21 @@ def test_keda_invalid_input_errors_name_the_field() -> None:
 
 def test_adapter_config_errors_have_paths() -> None:
     errors = ErrorList()
-    bad = {"rules": [{"seriesQuery": "x", "name": {"matches": "(a)(b"}, "metricsQuery": "q"},
-                     {"seriesQuery": "y", "seriesFilters": [{"is": "a", "isNot": "b"}], "metricsQuery": "q",
-                      "resources": {"overides": {}}}],
-           "resourceRules": {"cpu": {"containerQuery": "q"}, "window": "soon"}}
+    bad = {
+        "rules": [
+            {"seriesQuery": "x", "name": {"matches": "(a)(b"}, "metricsQuery": "q"},
+            {
+                "seriesQuery": "y",
+                "seriesFilters": [{"is": "a", "isNot": "b"}],
+                "metricsQuery": "q",
+                "resources": {"overides": {}},
+            },
+        ],
+        "resourceRules": {"cpu": {"containerQuery": "q"}, "window": "soon"},
+    }
     assert read_adapter_config(bad, "adapter.yaml", errors) is None
     messages = [str(e) for e in errors.items]
     assert any(m.startswith("rules[0].name.matches: not a valid regular expression") for m in messages)
     assert any(m.startswith("rules[1].seriesFilters[0]: cannot have both") for m in messages)
-    assert any(m.startswith('rules[1].resources.overides: unknown field (did you mean "overrides"?)')
-               for m in messages)
+    assert any(m.startswith('rules[1].resources.overides: unknown field (did you mean "overrides"?)') for m in messages)
     assert "resourceRules.window: 'soon' is not a duration (e.g. 5m)" in messages

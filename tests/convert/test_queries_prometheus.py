@@ -45,7 +45,7 @@ async def adapter_values(client: PrometheusClient, query: str, label: str) -> di
 
 
 def close(ours: int, theirs: int) -> bool:
-    return 0 <= ours - theirs <= 1   # ours rounds up, the adapter truncates
+    return 0 <= ours - theirs <= 1  # ours rounds up, the adapter truncates
 
 
 async def read(client: PrometheusClient, hpa: dict[str, Any]) -> list[Any]:
@@ -55,59 +55,88 @@ async def read(client: PrometheusClient, hpa: dict[str, Any]) -> list[Any]:
     assert conversion.target is not None, conversion.errors
     spec = parse_target_spec(conversion.target["spec"], "spec")
     reader = MetricsReader(client, client.settings)
-    rows = await reader.read([TargetQuery("shop", "web", spec.scale_target_ref, "app=web", PODS, spec.metrics)],
-                             T_END)
+    rows = await reader.read([TargetQuery("shop", "web", spec.scale_target_ref, "app=web", PODS, spec.metrics)], T_END)
     return list(rows[0])
 
 
 async def test_every_metric_of_the_hpa_reads_what_the_adapter_serves(client: PrometheusClient) -> None:
     hpa = next(d for d in documents(HPAS.read_text()) if d["metadata"]["name"] == "web")
-    hpa["spec"]["metrics"].append({"type": "Resource", "resource": {"name": "memory", "target": {
-        "type": "AverageValue", "averageValue": "1Gi"}}})
+    hpa["spec"]["metrics"].append(
+        {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "1Gi"}}}
+    )
     cpu, rps, ingress, queue, memory = await read(client, hpa)
 
     result = await client.query(
         'sum by (pod,container) (rate(container_cpu_usage_seconds_total{namespace="shop",pod=~"web-1|web-2",'
-        'container!="",pod!=""}[3m]))', T_END)
+        'container!="",pod!=""}[3m]))',
+        T_END,
+    )
     theirs_cpu = {(s.labels["pod"], s.labels["container"]): math.trunc(float(s.value) * 1000) for s in result.vector}
     assert isinstance(cpu, ResourceReading)
     ours_cpu = {(p, c): v for p, u in cpu.pods.items() for c, v in u.containers.items()}
     # The adapter's rule keeps the pause container (container="POD"), and so does its conversion.
-    assert set(ours_cpu) == set(theirs_cpu) == {("web-1", "app"), ("web-1", "sidecar"), ("web-1", "POD"),
-                                                ("web-2", "app")}
+    assert (
+        set(ours_cpu) == set(theirs_cpu) == {("web-1", "app"), ("web-1", "sidecar"), ("web-1", "POD"), ("web-2", "app")}
+    )
     assert all(v is not None and close(v, theirs_cpu[k]) for k, v in ours_cpu.items()), (ours_cpu, theirs_cpu)
 
-    theirs = await adapter_values(client, 'sum(rate(http_requests_total{verb="GET",namespace="shop",'
-                                          'pod=~"web-1|web-2"}[1m])) by (pod)', "pod")
+    theirs = await adapter_values(
+        client, 'sum(rate(http_requests_total{verb="GET",namespace="shop",pod=~"web-1|web-2"}[1m])) by (pod)', "pod"
+    )
     assert isinstance(rps, PodsReading)
     assert set(rps.pods) == set(theirs) == set(PODS)
     assert all(close(rps.pods[p].value, theirs[p]) for p in PODS), (rps, theirs)
     assert theirs == {"web-1": 2500, "web-2": 4000}
 
-    theirs = await adapter_values(client, 'sum(rate(nginx_ingress_controller_requests{namespace="shop",'
-                                          'ingress="main-route"}[2m])) by (ingress)', "ingress")
+    theirs = await adapter_values(
+        client,
+        'sum(rate(nginx_ingress_controller_requests{namespace="shop",ingress="main-route"}[2m])) by (ingress)',
+        "ingress",
+    )
     assert isinstance(ingress, ObjectReading) and close(ingress.value, theirs["main-route"])
     assert theirs["main-route"] == 40_000
 
     theirs = await adapter_values(client, 'sum(queue_messages_ready{queue=~"jobs",namespace="shop"}) by ()', "")
     assert isinstance(queue, ExternalReading) and queue.values == (theirs[""],) == (42_000,)
 
-    theirs = await adapter_values(client, 'sum by (pod,container) (container_memory_working_set_bytes{'
-                                          'namespace="shop",pod=~"web-1|web-2",container!="",pod!=""})', "pod")
+    theirs = await adapter_values(
+        client,
+        "sum by (pod,container) (container_memory_working_set_bytes{"
+        'namespace="shop",pod=~"web-1|web-2",container!="",pod!=""})',
+        "pod",
+    )
     assert isinstance(memory, ResourceReading)
-    assert {p: u.containers["app"] for p, u in memory.pods.items()} == {
-        "web-1": 104857600_000, "web-2": 209715200_000} == {p: v for p, v in theirs.items()}
+    assert (
+        {p: u.containers["app"] for p, u in memory.pods.items()}
+        == {"web-1": 104857600_000, "web-2": 209715200_000}
+        == {p: v for p, v in theirs.items()}
+    )
 
 
 async def test_renamed_pod_and_namespace_labels(client: PrometheusClient) -> None:
-    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-           "metadata": {"name": "web", "namespace": "shop"},
-           "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 5, "metrics": [
-               {"type": "Pods", "pods": {"metric": {"name": "app_sessions"},
-                                         "target": {"type": "AverageValue", "averageValue": "20"}}}]}}
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {
+            "scaleTargetRef": {"kind": "Deployment", "name": "web"},
+            "maxReplicas": 5,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "app_sessions"},
+                        "target": {"type": "AverageValue", "averageValue": "20"},
+                    },
+                }
+            ],
+        },
+    }
     (sessions,) = await read(client, hpa)
-    theirs = await adapter_values(client, 'max(app_sessions{kubernetes_namespace="shop",'
-                                          'kubernetes_pod_name=~"web-1|web-2"}) by (kubernetes_pod_name)',
-                                  "kubernetes_pod_name")
+    theirs = await adapter_values(
+        client,
+        'max(app_sessions{kubernetes_namespace="shop",kubernetes_pod_name=~"web-1|web-2"}) by (kubernetes_pod_name)',
+        "kubernetes_pod_name",
+    )
     assert isinstance(sessions, PodsReading)
     assert {p: s.value for p, s in sessions.pods.items()} == theirs == {"web-1": 12_000, "web-2": 30_000}

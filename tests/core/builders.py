@@ -7,10 +7,17 @@ from autoscaler.core.observation import ConditionStatus, ContainerInfo, PodInfo,
 FAR_PAST = -1e10
 
 
-def pod(name: str, *, cpu_request: int | None = 1000, phase: PodPhase = PodPhase.RUNNING,
-        ready: ConditionStatus | None = ConditionStatus.TRUE, ready_since: float = FAR_PAST,
-        started_at: float | None = FAR_PAST, deleting: bool = False,
-        containers: tuple[ContainerInfo, ...] | None = None) -> PodInfo:
+def pod(
+    name: str,
+    *,
+    cpu_request: int | None = 1000,
+    phase: PodPhase = PodPhase.RUNNING,
+    ready: ConditionStatus | None = ConditionStatus.TRUE,
+    ready_since: float = FAR_PAST,
+    started_at: float | None = FAR_PAST,
+    deleting: bool = False,
+    containers: tuple[ContainerInfo, ...] | None = None,
+) -> PodInfo:
     if containers is None:
         requests = {} if cpu_request is None else {"cpu": cpu_request}
         containers = (ContainerInfo("app", requests),)

@@ -25,8 +25,9 @@ def behavior(up: ScalingRules = DEFAULT_SCALE_UP_RULES, down: ScalingRules = DEF
     return Behavior(up, down)
 
 
-def rules(*policies: tuple[PolicyType, int, int], window: int | None = 0,
-          select: SelectPolicy = SelectPolicy.MAX) -> ScalingRules:
+def rules(
+    *policies: tuple[PolicyType, int, int], window: int | None = 0, select: SelectPolicy = SelectPolicy.MAX
+) -> ScalingRules:
     return ScalingRules(window, select, tuple(ScalingPolicy(t, v, p) for t, v, p in policies))
 
 
@@ -38,7 +39,7 @@ def test_legacy_scale_up_limit(current: int, limit: int) -> None:
 def test_legacy_stabilization_counts_recommendations_at_the_cutoff() -> None:
     history = recs((9, -300), (7, -301))
     norm = normalize_legacy(history, 8, 5, 1, 20, 300, NOW)
-    assert norm.stabilized == 9          # a recommendation exactly 300 s old still counts (legacy path)
+    assert norm.stabilized == 9  # a recommendation exactly 300 s old still counts (legacy path)
     assert norm.able_reason == "ScaleDownStabilized"
     # the expired one (7 at -301) is overwritten with the new proposal
     assert [r.replicas for r in norm.history.recommendations] == [9, 5]
@@ -59,7 +60,7 @@ def test_legacy_limits_and_reasons() -> None:
 def test_behavior_stabilization_excludes_the_cutoff_and_works_both_ways() -> None:
     down = behavior(down=rules((PolicyType.PERCENT, 100, 15), window=300))
     norm = normalize_with_behavior(recs((9, -300), (8, -299)), down, 10, 5, 1, 20, 300, NOW)
-    assert norm.stabilized == 8                      # 9 is exactly 300 s old: out of the window
+    assert norm.stabilized == 8  # 9 is exactly 300 s old: out of the window
     assert norm.able_reason == "ScaleDownStabilized"
     up = behavior(up=rules((PolicyType.PODS, 100, 15), window=60))
     norm = normalize_with_behavior(recs((4, -30), (7, -10)), up, 3, 9, 1, 20, 300, NOW)
@@ -81,7 +82,7 @@ def test_recommendation_slot_reuse_needs_both_windows_expired() -> None:
 
 def test_default_scale_up_policies_take_the_larger_change() -> None:
     b = behavior()
-    assert normalize_with_behavior(DecisionHistory(), b, 2, 100, 1, 100, 0, NOW).final == 6    # +4 pods
+    assert normalize_with_behavior(DecisionHistory(), b, 2, 100, 1, 100, 0, NOW).final == 6  # +4 pods
     assert normalize_with_behavior(DecisionHistory(), b, 10, 100, 1, 100, 0, NOW).final == 20  # +100 %
 
 
@@ -109,14 +110,17 @@ def test_old_events_never_force_a_scale_down() -> None:
     b = behavior(up=rules((PolicyType.PODS, 1, 60)))
     history = DecisionHistory(scale_up_events=(ScaleEvent(5, NOW - 10),))
     norm = normalize_with_behavior(history, b, 10, 20, 1, 100, 0, NOW)
-    assert norm.final == 10                          # limit 6 < current: the limit becomes current
+    assert norm.final == 10  # limit 6 < current: the limit becomes current
 
 
-@pytest.mark.parametrize(("select", "up_final", "down_final"), [
-    (SelectPolicy.MAX, 20, 5),
-    (SelectPolicy.MIN, 14, 8),
-    (SelectPolicy.DISABLED, 10, 10),
-])
+@pytest.mark.parametrize(
+    ("select", "up_final", "down_final"),
+    [
+        (SelectPolicy.MAX, 20, 5),
+        (SelectPolicy.MIN, 14, 8),
+        (SelectPolicy.DISABLED, 10, 10),
+    ],
+)
 def test_select_policy(select: SelectPolicy, up_final: int, down_final: int) -> None:
     up = rules((PolicyType.PODS, 4, 60), (PolicyType.PERCENT, 100, 60), select=select)
     down = rules((PolicyType.PODS, 2, 60), (PolicyType.PERCENT, 50, 60), window=0, select=select)

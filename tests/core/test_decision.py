@@ -32,27 +32,42 @@ from tests.core.builders import pod, usage
 NOW = 5000.0
 SETTINGS = ControllerSettings()
 CPU = MetricSpec(MetricSourceType.RESOURCE, "cpu", MetricTarget(MetricTargetType.UTILIZATION, average_utilization=50))
-QUEUE = MetricSpec(MetricSourceType.EXTERNAL, "queue", MetricTarget(MetricTargetType.AVERAGE_VALUE,
-                                                                   average_value=Quantity.parse("10")))
+QUEUE = MetricSpec(
+    MetricSourceType.EXTERNAL, "queue", MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("10"))
+)
 
 
-def target(*metrics: MetricSpec, min_replicas: int = 1, max_replicas: int = 10,
-           behavior: Behavior | None = None) -> TargetSpec:
-    return TargetSpec(CrossVersionObjectReference("Deployment", "web"), max_replicas, min_replicas,
-                      metrics or (CPU,), behavior)
+def target(
+    *metrics: MetricSpec, min_replicas: int = 1, max_replicas: int = 10, behavior: Behavior | None = None
+) -> TargetSpec:
+    return TargetSpec(
+        CrossVersionObjectReference("Deployment", "web"), max_replicas, min_replicas, metrics or (CPU,), behavior
+    )
 
 
-def observe(replicas: int, cpu_milli: int | None = None, queue: int | None = None, *, selector: str = "app=web",
-            metrics: tuple[MetricSpec, ...] = (CPU,)) -> Observation:
+def observe(
+    replicas: int,
+    cpu_milli: int | None = None,
+    queue: int | None = None,
+    *,
+    selector: str = "app=web",
+    metrics: tuple[MetricSpec, ...] = (CPU,),
+) -> Observation:
     pods = [pod(f"p{i}") for i in range(replicas)]
     readings = []
     for metric in metrics:
         if metric is CPU:
-            readings.append(ResourceReading(usage({p.name: cpu_milli for p in pods})) if cpu_milli is not None
-                            else MetricFailure("Prometheus is unreachable"))
+            readings.append(
+                ResourceReading(usage({p.name: cpu_milli for p in pods}))
+                if cpu_milli is not None
+                else MetricFailure("Prometheus is unreachable")
+            )
         else:
-            readings.append(ExternalReading((queue * 1000,), NOW) if queue is not None
-                            else MetricFailure("Prometheus is unreachable"))
+            readings.append(
+                ExternalReading((queue * 1000,), NOW)
+                if queue is not None
+                else MetricFailure("Prometheus is unreachable")
+            )
     return Observation(ScaleInfo(replicas, replicas, selector), pods, readings)
 
 
@@ -82,11 +97,17 @@ def test_conditions_of_a_scale_up_in_upstream_order() -> None:
         ("ScaledToZero", "False", "NotScaledToZero"),  # upstream master sets it on every rescale
     ]
     assert applied.conditions[0].message == "the HPA controller was able to update the target scale to 4"
-    assert applied.conditions[1].message == ("the HPA was able to successfully calculate a replica count from "
-                                             "cpu resource utilization (percentage of request)")
+    assert applied.conditions[1].message == (
+        "the HPA was able to successfully calculate a replica count from "
+        "cpu resource utilization (percentage of request)"
+    )
     assert [(e.type, e.reason, e.message) for e in applied.events] == [
-        ("Normal", "SuccessfulRescale", "New size: 4; reason: cpu resource utilization (percentage of request) "
-                                        "above target")]
+        (
+            "Normal",
+            "SuccessfulRescale",
+            "New size: 4; reason: cpu resource utilization (percentage of request) above target",
+        )
+    ]
     assert applied.last_scale_time == NOW
 
 
@@ -108,7 +129,8 @@ def test_all_metrics_failed_no_scale_and_status_desired_kept() -> None:
     assert condition_triples(decision.conditions)[1] == ("ScalingActive", "False", "FailedGetResourceMetric")
     assert decision.conditions[1].message == (
         "the HPA was unable to compute the replica count: failed to get cpu utilization: unable to get metrics "
-        "for resource cpu: Prometheus is unreachable")
+        "for resource cpu: Prometheus is unreachable"
+    )
     assert [e.reason for e in decision.events] == ["FailedGetResourceMetric", "FailedComputeMetricsReplicas"]
     assert decision.error is not None and decision.error.startswith("invalid metrics (1 invalid out of 1)")
 
@@ -140,8 +162,10 @@ def test_the_largest_proposal_wins_ties_keep_the_first() -> None:
 def test_zero_replicas_disables_scaling() -> None:
     decision = decide(target(), observe(0, cpu_milli=1000), OLD, SETTINGS, NOW)
     assert (decision.branch, decision.scale, decision.replicas) == ("disabled", False, 0)
-    assert condition_triples(decision.conditions) == [("AbleToScale", "True", "SucceededGetScale"),
-                                                      ("ScalingActive", "False", "ScalingDisabled")]
+    assert condition_triples(decision.conditions) == [
+        ("AbleToScale", "True", "SucceededGetScale"),
+        ("ScalingActive", "False", "ScalingDisabled"),
+    ]
 
 
 def test_out_of_range_replicas_are_brought_back_without_reading_metrics() -> None:
@@ -159,8 +183,12 @@ def test_selector_problems() -> None:
     assert condition_triples(missing.conditions)[1] == ("ScalingActive", "False", "InvalidSelector")
     assert missing.conditions[1].message == "the HPA target's scale is missing a selector"
     assert [e.reason for e in missing.events] == ["SelectorRequired"]
-    ambiguous = replace(observe(2, cpu_milli=10), selector_problem=SelectorProblem(
-        "AmbiguousSelector", "pods by selector app=web are controlled by more than one HPA: [a b]"))
+    ambiguous = replace(
+        observe(2, cpu_milli=10),
+        selector_problem=SelectorProblem(
+            "AmbiguousSelector", "pods by selector app=web are controlled by more than one HPA: [a b]"
+        ),
+    )
     decision = decide(target(), ambiguous, OLD, SETTINGS, NOW)
     assert condition_triples(decision.conditions)[1] == ("ScalingActive", "False", "AmbiguousSelector")
     assert not decision.scale
@@ -185,8 +213,11 @@ def test_scale_events_are_kept_only_with_behavior() -> None:
 
 
 def test_scale_to_zero_and_back() -> None:
-    spec = target(QUEUE, min_replicas=0, behavior=Behavior(DEFAULT_SCALE_UP_RULES, replace(
-        DEFAULT_SCALE_DOWN_RULES, stabilization_window_seconds=0)))
+    spec = target(
+        QUEUE,
+        min_replicas=0,
+        behavior=Behavior(DEFAULT_SCALE_UP_RULES, replace(DEFAULT_SCALE_DOWN_RULES, stabilization_window_seconds=0)),
+    )
     down = decide(spec, observe(3, queue=0, metrics=(QUEUE,)), OLD, SETTINGS, NOW)
     assert (down.replicas, down.scale) == (0, True)
     down = apply_scale_result(down, spec, True, NOW)

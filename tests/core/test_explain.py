@@ -11,8 +11,11 @@ from autoscaler.values.quantity import Quantity
 from tests.core.builders import pod
 from tests.core.test_decision import NOW, OLD, SETTINGS, target
 
-RPS = MetricSpec(MetricSourceType.EXTERNAL, "requests_per_second",
-                 MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("10")))
+RPS = MetricSpec(
+    MetricSourceType.EXTERNAL,
+    "requests_per_second",
+    MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("10")),
+)
 CAUSE = 'bad_data: 1:8: parse error: unexpected "}" in label matching'
 
 

@@ -51,12 +51,17 @@ from autoscaler.values.fields import SpecError
 from autoscaler.values.quantity import Quantity
 
 CPU = MetricSpec(MetricSourceType.RESOURCE, "cpu", MetricTarget(MetricTargetType.UTILIZATION, average_utilization=60))
-QUEUE = MetricSpec(MetricSourceType.EXTERNAL, "queue",
-                   MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("10")))
+QUEUE = MetricSpec(
+    MetricSourceType.EXTERNAL, "queue", MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("10"))
+)
 
 policies = st.builds(ScalingPolicy, st.sampled_from(PolicyType), st.integers(1, 300), st.integers(1, 600))
-rules = st.builds(ScalingRules, st.one_of(st.none(), st.integers(0, 600)), st.sampled_from(SelectPolicy),
-                  st.lists(policies, min_size=1, max_size=3).map(tuple))
+rules = st.builds(
+    ScalingRules,
+    st.one_of(st.none(), st.integers(0, 600)),
+    st.sampled_from(SelectPolicy),
+    st.lists(policies, min_size=1, max_size=3).map(tuple),
+)
 behaviors = st.one_of(st.none(), st.builds(Behavior, rules, rules))
 
 
@@ -64,8 +69,9 @@ behaviors = st.one_of(st.none(), st.builds(Behavior, rules, rules))
 def specs(draw: st.DrawFn) -> TargetSpec:
     min_replicas = draw(st.integers(1, 20))
     max_replicas = draw(st.integers(min_replicas, 200))
-    return TargetSpec(CrossVersionObjectReference("Deployment", "web"), max_replicas, min_replicas, (CPU, QUEUE),
-                      draw(behaviors))
+    return TargetSpec(
+        CrossVersionObjectReference("Deployment", "web"), max_replicas, min_replicas, (CPU, QUEUE), draw(behaviors)
+    )
 
 
 @st.composite
@@ -76,13 +82,25 @@ def observations(draw: st.DrawFn, replicas: int, now: float) -> Observation:
         name = f"p{i}"
         phase = draw(st.sampled_from([PodPhase.RUNNING] * 6 + [PodPhase.PENDING, PodPhase.FAILED]))
         ready = draw(st.sampled_from([ConditionStatus.TRUE] * 4 + [ConditionStatus.FALSE, None]))
-        pods.append(PodInfo(name, phase, ready, now - draw(st.integers(0, 1000)), now - draw(st.integers(0, 1000)),
-                            draw(st.booleans()) and draw(st.booleans()), (ContainerInfo("app", {"cpu": 500}),)))
+        pods.append(
+            PodInfo(
+                name,
+                phase,
+                ready,
+                now - draw(st.integers(0, 1000)),
+                now - draw(st.integers(0, 1000)),
+                draw(st.booleans()) and draw(st.booleans()),
+                (ContainerInfo("app", {"cpu": 500}),),
+            )
+        )
         if draw(st.integers(0, 9)) > 0:
             usage[name] = PodUsage({"app": draw(st.integers(0, 2000))}, now - draw(st.integers(0, 90)))
     cpu: MetricReading = MetricFailure("down") if draw(st.integers(0, 9)) == 0 else ResourceReading(usage)
-    queue: MetricReading = (MetricFailure("down") if draw(st.integers(0, 9)) == 0
-                            else ExternalReading((draw(st.integers(0, 5_000_000)),), now))
+    queue: MetricReading = (
+        MetricFailure("down")
+        if draw(st.integers(0, 9)) == 0
+        else ExternalReading((draw(st.integers(0, 5_000_000)),), now)
+    )
     status_replicas = draw(st.one_of(st.just(replicas), st.integers(0, 300)))
     return Observation(ScaleInfo(replicas, status_replicas, "app=web"), pods, (cpu, queue))
 
@@ -98,14 +116,20 @@ def histories(draw: st.DrawFn, now: float) -> DecisionHistory | None:
 
 
 tolerances = st.builds(Tolerances, st.sampled_from([0.0, 0.05, 0.1, 0.3]), st.sampled_from([0.0, 0.05, 0.1, 0.3]))
-controller_settings = st.builds(ControllerSettings, tolerances, st.sampled_from([0.0, 120.0, 300.0]),
-                                st.sampled_from([0.0, 10.0, 30.0]), st.sampled_from([0.0, 60.0, 300.0]))
+controller_settings = st.builds(
+    ControllerSettings,
+    tolerances,
+    st.sampled_from([0.0, 120.0, 300.0]),
+    st.sampled_from([0.0, 10.0, 30.0]),
+    st.sampled_from([0.0, 60.0, 300.0]),
+)
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), spec=specs(), config=controller_settings)
-def test_final_replicas_always_within_min_and_max(data: st.DataObject, spec: TargetSpec,
-                                                  config: ControllerSettings) -> None:
+def test_final_replicas_always_within_min_and_max(
+    data: st.DataObject, spec: TargetSpec, config: ControllerSettings
+) -> None:
     now = 10_000.0
     replicas = data.draw(st.integers(0, 250))
     observation = data.draw(observations(replicas, now))
@@ -140,11 +164,17 @@ def _allowed(rules_: ScalingRules, start: int, up: bool) -> list[int]:
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), up=rules, down=rules, start=st.integers(1, 60),
-       loads=st.lists(st.integers(0, 3000), min_size=5, max_size=40),
-       gaps=st.lists(st.sampled_from([5, 15, 15, 30, 60]), min_size=40, max_size=40))
-def test_no_policy_window_sees_more_change_than_allowed(data: st.DataObject, up: ScalingRules, down: ScalingRules,
-                                                        start: int, loads: list[int], gaps: list[int]) -> None:
+@given(
+    data=st.data(),
+    up=rules,
+    down=rules,
+    start=st.integers(1, 60),
+    loads=st.lists(st.integers(0, 3000), min_size=5, max_size=40),
+    gaps=st.lists(st.sampled_from([5, 15, 15, 30, 60]), min_size=40, max_size=40),
+)
+def test_no_policy_window_sees_more_change_than_allowed(
+    data: st.DataObject, up: ScalingRules, down: ScalingRules, start: int, loads: list[int], gaps: list[int]
+) -> None:
     """Replay a load curve; at every scale, the change inside each policy's period respects the policies:
     with selectPolicy Min every policy holds, with Max at least one does, with Disabled nothing moves."""
     spec = TargetSpec(CrossVersionObjectReference("Deployment", "web"), 1000, 1, (QUEUE,), Behavior(up, down))
@@ -204,7 +234,7 @@ def _mutate(value: Any, path: list[Any], replacement: Any) -> Any:
     if isinstance(value, dict) and head in value:
         return {**value, head: _mutate(value[head], rest, replacement)}
     if isinstance(value, list) and isinstance(head, int) and 0 <= head < len(value):
-        return [*value[:head], _mutate(value[head], rest, replacement), *value[head + 1:]]
+        return [*value[:head], _mutate(value[head], rest, replacement), *value[head + 1 :]]
     return value
 
 
@@ -244,8 +274,16 @@ VALID_SCENARIO: dict[str, Any] = {
     "spec": VALID_SPEC,
     "settings": {"tolerance": {"scaleUp": 0.1}},
     "history": {"recommendations": [{"replicas": 2, "at": -30}], "scaleUpEvents": [{"change": 1, "at": -5}]},
-    "steps": [{"at": 0, "replicas": 2, "pods": [{"name": "a", "containers": [
-        {"name": "app", "requests": {"cpu": "500m"}, "usage": {"cpu": "300m"}}]}], "external": {"q": ["1", "2"]}}],
+    "steps": [
+        {
+            "at": 0,
+            "replicas": 2,
+            "pods": [
+                {"name": "a", "containers": [{"name": "app", "requests": {"cpu": "500m"}, "usage": {"cpu": "300m"}}]}
+            ],
+            "external": {"q": ["1", "2"]},
+        }
+    ],
 }
 SCENARIO_PATHS = _paths(VALID_SCENARIO, [])
 

@@ -49,25 +49,29 @@ def test_readiness_only_matters_for_cpu() -> None:
     assert group_pods([not_ready], samples({"a": 1}, NOW), "cpu", SETTINGS, NOW).unready == ("a",)
 
 
-@pytest.mark.parametrize(("ready", "started", "ready_since", "sample_at", "unready"), [
-    # no Ready condition, or no start time: unready
-    (None, NOW - 1000, NOW - 900, NOW, True),
-    (ConditionStatus.TRUE, None, NOW - 900, NOW, True),
-    # within the initialization period (120 s): ready only if a full window (60 s) passed since it became ready
-    (ConditionStatus.TRUE, NOW - 100, NOW - 61, NOW, False),
-    (ConditionStatus.TRUE, NOW - 100, NOW - 59, NOW, True),
-    (ConditionStatus.TRUE, NOW - 100, NOW - 60, NOW, False),   # timestamp == transition + window: not before
-    (ConditionStatus.FALSE, NOW - 100, NOW - 90, NOW, True),
-    (ConditionStatus.UNKNOWN, NOW - 100, NOW - 90, NOW, False),  # "Unknown" is not "False"
-    # initialization over (started_at + 120 == now is not after now)
-    (ConditionStatus.TRUE, NOW - 120, NOW - 1, NOW, False),
-    # past initialization: unready only if not ready and never ready since start (+10 s delay)
-    (ConditionStatus.FALSE, NOW - 500, NOW - 495, NOW, True),
-    (ConditionStatus.FALSE, NOW - 500, NOW - 490, NOW, False),   # start + delay == transition: not after
-    (ConditionStatus.FALSE, NOW - 500, NOW - 300, NOW, False),
-])
-def test_cpu_readiness_boundaries(ready: ConditionStatus | None, started: float | None, ready_since: float,
-                                  sample_at: float, unready: bool) -> None:
+@pytest.mark.parametrize(
+    ("ready", "started", "ready_since", "sample_at", "unready"),
+    [
+        # no Ready condition, or no start time: unready
+        (None, NOW - 1000, NOW - 900, NOW, True),
+        (ConditionStatus.TRUE, None, NOW - 900, NOW, True),
+        # within the initialization period (120 s): ready only if a full window (60 s) passed since it became ready
+        (ConditionStatus.TRUE, NOW - 100, NOW - 61, NOW, False),
+        (ConditionStatus.TRUE, NOW - 100, NOW - 59, NOW, True),
+        (ConditionStatus.TRUE, NOW - 100, NOW - 60, NOW, False),  # timestamp == transition + window: not before
+        (ConditionStatus.FALSE, NOW - 100, NOW - 90, NOW, True),
+        (ConditionStatus.UNKNOWN, NOW - 100, NOW - 90, NOW, False),  # "Unknown" is not "False"
+        # initialization over (started_at + 120 == now is not after now)
+        (ConditionStatus.TRUE, NOW - 120, NOW - 1, NOW, False),
+        # past initialization: unready only if not ready and never ready since start (+10 s delay)
+        (ConditionStatus.FALSE, NOW - 500, NOW - 495, NOW, True),
+        (ConditionStatus.FALSE, NOW - 500, NOW - 490, NOW, False),  # start + delay == transition: not after
+        (ConditionStatus.FALSE, NOW - 500, NOW - 300, NOW, False),
+    ],
+)
+def test_cpu_readiness_boundaries(
+    ready: ConditionStatus | None, started: float | None, ready_since: float, sample_at: float, unready: bool
+) -> None:
     p = pod("a", ready=ready, started_at=started, ready_since=ready_since)
     got = group_pods([p], samples({"a": 1}, sample_at), "cpu", SETTINGS, NOW)
     assert got.unready == (("a",) if unready else ())
@@ -79,11 +83,14 @@ def test_requests_sum_containers_and_sidecars_but_not_init_containers() -> None:
     assert pod_requests([p], "proxy", "cpu") == {"a": 200}
 
 
-@pytest.mark.parametrize(("container", "message"), [
-    (None, "missing request for cpu in container app of Pod a"),
-    ("app", "missing request for cpu in container app of Pod a"),
-    ("other", "container other not found in Pod a"),
-])
+@pytest.mark.parametrize(
+    ("container", "message"),
+    [
+        (None, "missing request for cpu in container app of Pod a"),
+        ("app", "missing request for cpu in container app of Pod a"),
+        ("other", "container other not found in Pod a"),
+    ],
+)
 def test_request_errors(container: str | None, message: str) -> None:
     with pytest.raises(ReplicaCalculationError, match=message):
         pod_requests([pod("a", cpu_request=None)], container, "cpu")
@@ -183,13 +190,13 @@ def test_average_value_target_uses_status_replicas() -> None:
 
 def test_float_products_round_like_go() -> None:
     # 0.56 × 5 = 2.8000000000000003 -> 3
-    result = plain_replicas(5, 100, "", [pod(str(i)) for i in range(5)], samples({str(i): 56 for i in range(5)}),
-                            TOL, SETTINGS, NOW)
+    result = plain_replicas(
+        5, 100, "", [pod(str(i)) for i in range(5)], samples({str(i): 56 for i in range(5)}), TOL, SETTINGS, NOW
+    )
     assert result.replicas == 3
 
 
 def test_superfluous_samples_count_in_the_plain_average() -> None:
-    result = plain_replicas(1, 100, "", [pod("a")], {"a": Sample(300, 0), "ghost": Sample(100, 0)}, TOL, SETTINGS,
-                            NOW)
+    result = plain_replicas(1, 100, "", [pod("a")], {"a": Sample(300, 0), "ghost": Sample(100, 0)}, TOL, SETTINGS, NOW)
     assert result.usage == 200
     assert result.superfluous == ("ghost",)

@@ -25,8 +25,10 @@ from tests.victoriametrics import BINARY, PACKAGE, VictoriaMetricsSandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 
-_guard = Guard({"prometheus": missing_binaries("prometheus"),
-                "victoriametrics": missing_binaries(BINARY, package=PACKAGE)}, str(Path(__file__).parent))
+_guard = Guard(
+    {"prometheus": missing_binaries("prometheus"), "victoriametrics": missing_binaries(BINARY, package=PACKAGE)},
+    str(Path(__file__).parent),
+)
 
 pytest_runtest_setup, pytest_runtest_logreport, pytest_deselected, pytest_sessionfinish = _guard.hooks()
 
@@ -78,10 +80,14 @@ class ServiceProcess:
     def start(self) -> ServiceProcess:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "POD_NAME": self.name}
         with open(self.log, "ab") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "autoscaler", "run", "--config", str(self.config),
-                                             *self.args],
-                                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            env=env, cwd=ROOT)
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "autoscaler", "run", "--config", str(self.config), *self.args],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=ROOT,
+            )
         return self
 
     def terminate(self) -> int | None:
@@ -113,8 +119,9 @@ class ServiceProcess:
 def services(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
     started: list[ServiceProcess] = []
 
-    def launch(name: str, emu: KubeEmulator, prom: PrometheusSandbox, args: Sequence[str] = (),
-               **overrides: Any) -> ServiceProcess:
+    def launch(
+        name: str, emu: KubeEmulator, prom: PrometheusSandbox, args: Sequence[str] = (), **overrides: Any
+    ) -> ServiceProcess:
         kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
         settings: dict[str, Any] = {
             "prometheus": {"url": prom.url, "timeoutSeconds": 2, "retries": 0},
@@ -122,8 +129,13 @@ def services(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
             "sync": {"periodSeconds": 1, "jitter": 0.0, "batchWindowSeconds": 0.05},
             "controller": {"downscaleStabilizationWindowSeconds": 4},
             "http": {"address": "127.0.0.1", "port": 0},
-            "leaderElection": {"enabled": True, "leaseNamespace": "default", "leaseDurationSeconds": 3,
-                               "renewDeadlineSeconds": 2, "retryPeriodSeconds": 0.5},
+            "leaderElection": {
+                "enabled": True,
+                "leaseNamespace": "default",
+                "leaseDurationSeconds": 3,
+                "renewDeadlineSeconds": 2,
+                "retryPeriodSeconds": 0.5,
+            },
             "logging": {"format": "json", "level": "info"},
         }
         for key, value in overrides.items():

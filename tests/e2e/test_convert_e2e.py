@@ -27,32 +27,54 @@ from tests.service.cluster import condition, deployment, replicas_of, status_of
 pytestmark = pytest.mark.prometheus
 
 ADAPTER = {
-    "rules": [{"seriesQuery": 'ingress_active_connections{namespace!="",ingress!=""}',
-               "resources": {"template": "<<.Resource>>"},
-               "metricsQuery": "max(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"}],
-    "externalRules": [{"seriesQuery": 'queue_messages_ready{queue!=""}',
-                       "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
-                       "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"}],
+    "rules": [
+        {
+            "seriesQuery": 'ingress_active_connections{namespace!="",ingress!=""}',
+            "resources": {"template": "<<.Resource>>"},
+            "metricsQuery": "max(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+        }
+    ],
+    "externalRules": [
+        {
+            "seriesQuery": 'queue_messages_ready{queue!=""}',
+            "resources": {"overrides": {"namespace": {"resource": "namespace"}}},
+            "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+        }
+    ],
 }
 QUEUE_TARGET, CONNECTIONS_TARGET, MIN, MAX = 10, 50, 1, 20
 HPA = {
-    "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+    "apiVersion": "autoscaling/v2",
+    "kind": "HorizontalPodAutoscaler",
     "metadata": {"name": "shop", "namespace": "default"},
     "spec": {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "shop"},
-        "minReplicas": MIN, "maxReplicas": MAX,
+        "minReplicas": MIN,
+        "maxReplicas": MAX,
         "metrics": [
-            {"type": "External", "external": {
-                "metric": {"name": "queue_messages_ready", "selector": {"matchLabels": {"queue": "jobs"}}},
-                "target": {"type": "AverageValue", "averageValue": str(QUEUE_TARGET)}}},
-            {"type": "Object", "object": {
-                "describedObject": {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "name": "main"},
-                "metric": {"name": "ingress_active_connections"},
-                "target": {"type": "AverageValue", "averageValue": str(CONNECTIONS_TARGET)}}},
+            {
+                "type": "External",
+                "external": {
+                    "metric": {"name": "queue_messages_ready", "selector": {"matchLabels": {"queue": "jobs"}}},
+                    "target": {"type": "AverageValue", "averageValue": str(QUEUE_TARGET)},
+                },
+            },
+            {
+                "type": "Object",
+                "object": {
+                    "describedObject": {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "name": "main"},
+                    "metric": {"name": "ingress_active_connections"},
+                    "target": {"type": "AverageValue", "averageValue": str(CONNECTIONS_TARGET)},
+                },
+            },
         ],
-        "behavior": {"scaleUp": {"policies": [{"type": "Pods", "value": 20, "periodSeconds": 1}]},
-                     "scaleDown": {"stabilizationWindowSeconds": 2,
-                                   "policies": [{"type": "Pods", "value": 20, "periodSeconds": 1}]}},
+        "behavior": {
+            "scaleUp": {"policies": [{"type": "Pods", "value": 20, "periodSeconds": 1}]},
+            "scaleDown": {
+                "stabilizationWindowSeconds": 2,
+                "policies": [{"type": "Pods", "value": 20, "periodSeconds": 1}],
+            },
+        },
     },
 }
 
@@ -73,33 +95,43 @@ def hpa_settles_at(current: int, queue: float, connections: float) -> int:
     raise AssertionError("the HPA algorithm does not settle on these values")
 
 
-async def set_values(exporter: MetricsExporter, prometheus: PrometheusSandbox, queue: float,
-                     connections: float) -> None:
+async def set_values(
+    exporter: MetricsExporter, prometheus: PrometheusSandbox, queue: float, connections: float
+) -> None:
     """Set the values, and wait (in a thread: the emulator serves the service from this loop, and a blocked
     loop would cost the service its 3 s lease) until Prometheus has them."""
     exporter.set("queue_messages_ready", {"namespace": "default", "queue": "jobs"}, queue)
     exporter.set("queue_messages_ready", {"namespace": "other", "queue": "jobs"}, 5000)
     exporter.set("ingress_active_connections", {"namespace": "default", "ingress": "main"}, connections)
     exporter.set("ingress_active_connections", {"namespace": "default", "ingress": "admin"}, 9000)
-    for series, value in (('queue_messages_ready{namespace="default"}', queue),
-                          ('ingress_active_connections{ingress="main"}', connections)):
-        await asyncio.to_thread(prometheus.wait_for, series,
-                                lambda result, v=value: bool(result) and float(result[0]["value"][1]) == v, 15)
+    for series, value in (
+        ('queue_messages_ready{namespace="default"}', queue),
+        ('ingress_active_connections{ingress="main"}', connections),
+    ):
+        await asyncio.to_thread(
+            prometheus.wait_for, series, lambda result, v=value: bool(result) and float(result[0]["value"][1]) == v, 15
+        )
 
 
 def converted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     (tmp_path / "hpa.yaml").write_text(yaml.safe_dump(HPA))
     (tmp_path / "adapter.yaml").write_text(yaml.safe_dump(ADAPTER))
-    assert main(["convert", str(tmp_path / "hpa.yaml"), "--adapter-config", str(tmp_path / "adapter.yaml"),
-                 "--strict"]) == 0
+    assert (
+        main(["convert", str(tmp_path / "hpa.yaml"), "--adapter-config", str(tmp_path / "adapter.yaml"), "--strict"])
+        == 0
+    )
     (target,) = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     return dict(target)
 
 
-async def test_converted_hpa_reaches_the_hpa_algorithms_counts(cluster: KubeEmulator, prometheus: PrometheusSandbox,
-                                                                exporter: MetricsExporter, services: Any,
-                                                                tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+async def test_converted_hpa_reaches_the_hpa_algorithms_counts(
+    cluster: KubeEmulator,
+    prometheus: PrometheusSandbox,
+    exporter: MetricsExporter,
+    services: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     target = converted(tmp_path, capsys)
     await set_values(exporter, prometheus, queue=60, connections=100)
     cluster.create(deployment("shop", 2))

@@ -47,7 +47,8 @@ def broken_target() -> dict[str, Any]:
 
 
 async def test_every_rule_and_panel_expression_reads_the_running_service(
-        cluster: KubeEmulator, prometheus: PrometheusSandbox, exporter: MetricsExporter, services: Any) -> None:
+    cluster: KubeEmulator, prometheus: PrometheusSandbox, exporter: MetricsExporter, services: Any
+) -> None:
     set_load(exporter, 40, prometheus)  # web: 40 / 10 per pod -> a scale from 2 to 4
     for name in ("web", "broken"):
         cluster.create(deployment(name, 2))
@@ -55,22 +56,31 @@ async def test_every_rule_and_panel_expression_reads_the_running_service(
     cluster.create(broken_target())
     service = services("one", cluster, prometheus)
     await until(lambda: status_of(cluster, "web").get("currentReplicas") == 4, what="web scaled to 4")
-    await until(lambda: (condition(status_of(cluster, "broken"), "ScalingActive") or {}).get("status") == "False",
-                what="the broken target's failure")
+    await until(
+        lambda: (condition(status_of(cluster, "broken"), "ScalingActive") or {}).get("status") == "False",
+        what="the broken target's failure",
+    )
     port = next(line["port"] for line in service.lines() if line.get("event") == "http.started")
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session, \
-            session.get(f"http://127.0.0.1:{port}/metrics") as response:
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
+        session.get(f"http://127.0.0.1:{port}/metrics") as response,
+    ):
         exported = exported_names(await response.text())
 
     expressions = {f"alert {name}": expr for name, expr in alerts().items()} | {
-        f"panel {title}": expr for title, expr in dashboard_expressions().items()}
-    unknown = {where: sorted(metric_names(expr) - exported) for where, expr in expressions.items()
-               if metric_names(expr) - exported}
+        f"panel {title}": expr for title, expr in dashboard_expressions().items()
+    }
+    unknown = {
+        where: sorted(metric_names(expr) - exported)
+        for where, expr in expressions.items()
+        if metric_names(expr) - exported
+    }
     assert not unknown, f"names the service does not export: {unknown}"
 
     # The emulator serves the service from this event loop: the blocking sandbox calls go to a thread.
-    watcher = PrometheusSandbox(scrape_targets=[ScrapeTarget(f"127.0.0.1:{port}", job="autoscaler")],
-                                scrape_interval=1.0)
+    watcher = PrometheusSandbox(
+        scrape_targets=[ScrapeTarget(f"127.0.0.1:{port}", job="autoscaler")], scrape_interval=1.0
+    )
     await watcher.astart()
     try:
         await asyncio.to_thread(watcher.wait_for, 'autoscaler_target_condition{name="broken"}', timeout=30)
@@ -85,9 +95,17 @@ async def test_every_rule_and_panel_expression_reads_the_running_service(
     empty = sorted(where for where, result in results.items() if not result["data"]["result"])
     # Alerts that should be quiet now, and per-target panels whose state did not occur, are empty; the rest
     # must find the service's series (a misspelt label would leave them empty too).
-    quiet = {"alert AutoscalerNoLeader", "alert AutoscalerCacheStale", "alert AutoscalerTargetAtMaxReplicas",
-             "alert AutoscalerTargetLimited", "alert AutoscalerTargetNotSynced", "alert AutoscalerEventLoopLag",
-             "alert AutoscalerLeaseRenewalsLate", "alert AutoscalerWritesBackingOff", "alert AutoscalerClockSkew"}
+    quiet = {
+        "alert AutoscalerNoLeader",
+        "alert AutoscalerCacheStale",
+        "alert AutoscalerTargetAtMaxReplicas",
+        "alert AutoscalerTargetLimited",
+        "alert AutoscalerTargetNotSynced",
+        "alert AutoscalerEventLoopLag",
+        "alert AutoscalerLeaseRenewalsLate",
+        "alert AutoscalerWritesBackingOff",
+        "alert AutoscalerClockSkew",
+    }
     assert set(empty) <= quiet | {"panel Limited by / A", "panel Sync errors by reason / A"}, empty
     failing = results["alert AutoscalerTargetMetricsFailing"]["data"]["result"]
     assert [series["metric"]["name"] for series in failing] == ["broken"]

@@ -27,16 +27,30 @@ pytestmark = pytest.mark.prometheus
 
 SPEC: dict[str, Any] = {
     "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-    "minReplicas": 1, "maxReplicas": 12,
+    "minReplicas": 1,
+    "maxReplicas": 12,
     "metrics": [
-        {"type": "External", "external": {"metric": {"name": "queue_depth"}, "query": 'sum(queue_depth{queue="jobs"})',
-                                          "target": {"type": "AverageValue", "averageValue": "10"}}},
-        {"type": "Pods", "pods": {"metric": {"name": "inflight"}, "query": "sum by (namespace, pod) "
-                                                                           "(web_inflight{<<scope>>})",
-                                  "target": {"type": "AverageValue", "averageValue": "8"}}},
+        {
+            "type": "External",
+            "external": {
+                "metric": {"name": "queue_depth"},
+                "query": 'sum(queue_depth{queue="jobs"})',
+                "target": {"type": "AverageValue", "averageValue": "10"},
+            },
+        },
+        {
+            "type": "Pods",
+            "pods": {
+                "metric": {"name": "inflight"},
+                "query": "sum by (namespace, pod) (web_inflight{<<scope>>})",
+                "target": {"type": "AverageValue", "averageValue": "8"},
+            },
+        },
     ],
-    "behavior": {"scaleUp": {"policies": [{"type": "Pods", "value": 2, "periodSeconds": 3}]},
-                 "scaleDown": {"stabilizationWindowSeconds": 4}},
+    "behavior": {
+        "scaleUp": {"policies": [{"type": "Pods", "value": 2, "periodSeconds": 3}]},
+        "scaleDown": {"stabilizationWindowSeconds": 4},
+    },
 }
 # (queue depth, in-flight requests over all pods, seconds held)
 LOAD = [(20, 10, 4), (70, 30, 6), (110, 90, 8), (30, 20, 6), (5, 4, 8)]
@@ -55,9 +69,11 @@ async def serve_inflight(cluster: KubeEmulator, exporter: MetricsExporter, total
     """Each running pod of web reports its share of the in-flight requests (a pod not yet running, none)."""
     shown: set[str] = set()
     while True:
-        running = sorted(p["metadata"]["name"] for p in cluster.list("pods", "default")
-                         if p["metadata"]["name"].startswith("web-")
-                         and (p.get("status") or {}).get("phase") == "Running")
+        running = sorted(
+            p["metadata"]["name"]
+            for p in cluster.list("pods", "default")
+            if p["metadata"]["name"].startswith("web-") and (p.get("status") or {}).get("phase") == "Running"
+        )
         for name in shown - set(running):
             exporter.remove("web_inflight", {"namespace": "default", "pod": name})
         for name in running:
@@ -71,13 +87,19 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 async def test_simulate_replays_a_recorded_run_decision_for_decision(
-        cluster: KubeEmulator, prometheus: PrometheusSandbox, exporter: MetricsExporter, services: Any,
-        tmp_path: Path) -> None:
+    cluster: KubeEmulator, prometheus: PrometheusSandbox, exporter: MetricsExporter, services: Any, tmp_path: Path
+) -> None:
     exporter.set("queue_depth", {"queue": "jobs"}, LOAD[0][0])
     total = [float(LOAD[0][1])]
     cluster.create(deployment("web", 2))
-    cluster.create({"apiVersion": "autoscaler.dev/v1alpha1", "kind": "ScalingTarget",
-                    "metadata": {"name": "web", "namespace": "default"}, "spec": SPEC})
+    cluster.create(
+        {
+            "apiVersion": "autoscaler.dev/v1alpha1",
+            "kind": "ScalingTarget",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": SPEC,
+        }
+    )
     recording = tmp_path / "recording.jsonl"
     inflight = asyncio.create_task(serve_inflight(cluster, exporter, total))
     try:
@@ -96,8 +118,18 @@ async def test_simulate_replays_a_recorded_run_decision_for_decision(
     decisions = [line["decision"] for line in lines if line["target"] == "default/web"]
 
     scenario = tmp_path / "scenario.yaml"
-    converted = await asyncio.to_thread(run, "-m", "autoscaler", "scenario", "--from-recording", str(recording),
-                                        "--target", "default/web", "--output", str(scenario))
+    converted = await asyncio.to_thread(
+        run,
+        "-m",
+        "autoscaler",
+        "scenario",
+        "--from-recording",
+        str(recording),
+        "--target",
+        "default/web",
+        "--output",
+        str(scenario),
+    )
     assert converted.returncode == 0, converted.stderr
     simulated = await asyncio.to_thread(run, "-m", "autoscaler", "simulate", str(scenario), "--output", "json")
     assert simulated.returncode == 0, simulated.stderr

@@ -25,14 +25,16 @@ pytestmark = pytest.mark.prometheus
 
 
 async def test_an_external_metric_scales_up_and_down_against_victoriametrics(
-        cluster: KubeEmulator, victoriametrics: VictoriaMetricsSandbox, exporter: MetricsExporter,
-        services: Any) -> None:
-    set_load(exporter, 20, victoriametrics)                        # 20 / 10 per pod -> 2 replicas
+    cluster: KubeEmulator, victoriametrics: VictoriaMetricsSandbox, exporter: MetricsExporter, services: Any
+) -> None:
+    set_load(exporter, 20, victoriametrics)  # 20 / 10 per pod -> 2 replicas
     cluster.create(deployment("web", 2))
     cluster.create(target("web", "web", {"scaleDown": {"stabilizationWindowSeconds": 4}}))
     service = services("one", cluster, victoriametrics)
-    await until(lambda: (condition(status_of(cluster, "web"), "ScalingActive") or {}).get("status") == "True",
-                what="the first decision")
+    await until(
+        lambda: (condition(status_of(cluster, "web"), "ScalingActive") or {}).get("status") == "True",
+        what="the first decision",
+    )
     assert replicas_of(cluster, "web") == 2
     for depth, replicas in ((40, 4), (80, 8)):
         set_load(exporter, depth)

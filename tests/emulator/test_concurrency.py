@@ -77,10 +77,7 @@ async def test_benchmark_sized_store_answers_selector_lists_quickly() -> None:
         for index in range(1000):
             emu.seed(deployment(f"app-{index}", labels={"app": f"app-{index}"}))
         emu.seed(
-            *(
-                pod(f"app-{index // 10}-{index % 10}", labels={"app": f"app-{index // 10}"})
-                for index in range(10_000)
-            )
+            *(pod(f"app-{index // 10}-{index % 10}", labels={"app": f"app-{index // 10}"}) for index in range(10_000))
         )
         seeded = time.monotonic() - started
         async with emu.api_client() as api:

@@ -28,9 +28,7 @@ def pods_of(emu: KubeEmulator, app: str = "web") -> list[dict[str, Any]]:
 def phases(emu: KubeEmulator, app: str = "web") -> list[tuple[str, bool]]:
     result = []
     for pod in pods_of(emu, app):
-        ready = next(
-            (c["status"] for c in pod["status"].get("conditions", []) if c["type"] == "Ready"), "False"
-        )
+        ready = next((c["status"] for c in pod["status"].get("conditions", []) if c["type"] == "Ready"), "False")
         result.append((pod["status"]["phase"], ready == "True"))
     return sorted(result)
 
@@ -122,13 +120,7 @@ async def test_template_change_replaces_pods_once_new_ones_are_ready(
     emu.patch(
         "deployments",
         "web",
-        {
-            "spec": {
-                "template": {
-                    "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "300m"}}}]}
-                }
-            }
-        },
+        {"spec": {"template": {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "300m"}}}]}}}},
         content_type="application/strategic-merge-patch+json",
     )
     await controller.settle()

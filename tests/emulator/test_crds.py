@@ -75,15 +75,10 @@ async def test_vpa_crud_status_and_merge_patch(emulator: KubeEmulator, api: ApiC
     with pytest.raises(ApiException) as missing:
         await custom.get_namespaced_custom_object(*VPA, "web")
     assert missing.value.status == 404
-    assert (
-        json.loads(missing.value.body)["message"]
-        == 'verticalpodautoscalers.autoscaling.k8s.io "web" not found'
-    )
+    assert json.loads(missing.value.body)["message"] == 'verticalpodautoscalers.autoscaling.k8s.io "web" not found'
 
 
-async def test_strategic_merge_patch_is_415_for_custom_resources(
-    emulator: KubeEmulator, api: ApiClient
-) -> None:
+async def test_strategic_merge_patch_is_415_for_custom_resources(emulator: KubeEmulator, api: ApiClient) -> None:
     emulator.install_crd(VPA_CRD)
     emulator.seed(vpa())
     custom = client.CustomObjectsApi(api)
@@ -185,21 +180,15 @@ async def test_custom_resource_scale_subresource(emulator: KubeEmulator, api: Ap
     assert stored["spec"]["replicas"] == 9 and stored["metadata"]["generation"] == 3
 
 
-async def test_versions_share_storage_and_unserved_versions_are_404(
-    emulator: KubeEmulator, api: ApiClient
-) -> None:
+async def test_versions_share_storage_and_unserved_versions_are_404(emulator: KubeEmulator, api: ApiClient) -> None:
     emulator.install_crd(TARGET_CRD_YAML)
     emulator.install_crd(VPA_CRD)
     custom = client.CustomObjectsApi(api)
     await custom.create_namespaced_custom_object(*SCALERS, scaler())
-    old_version = await custom.get_namespaced_custom_object(
-        "example.dev", "v1alpha1", "default", "scalers", "web"
-    )
+    old_version = await custom.get_namespaced_custom_object("example.dev", "v1alpha1", "default", "scalers", "web")
     assert old_version["apiVersion"] == "example.dev/v1alpha1"
     with pytest.raises(ApiException) as unserved:
-        await custom.list_namespaced_custom_object(
-            "autoscaling.k8s.io", "v1beta2", "default", "verticalpodautoscalers"
-        )
+        await custom.list_namespaced_custom_object("autoscaling.k8s.io", "v1beta2", "default", "verticalpodautoscalers")
     assert unserved.value.status == 404
 
 
@@ -233,9 +222,7 @@ async def test_cluster_scoped_custom_resources(emulator: KubeEmulator, api: ApiC
         {"apiVersion": "example.dev/v1", "kind": "Policy", "metadata": {"name": "p"}},
     )
     assert "namespace" not in created["metadata"]
-    assert (await custom.get_cluster_custom_object("example.dev", "v1", "policies", "p"))["metadata"][
-        "name"
-    ] == "p"
+    assert (await custom.get_cluster_custom_object("example.dev", "v1", "policies", "p"))["metadata"]["name"] == "p"
     with pytest.raises(ApiException) as namespaced:
         await custom.list_namespaced_custom_object("example.dev", "v1", "default", "policies")
     assert namespaced.value.status == 404

@@ -84,25 +84,19 @@ async def test_put_to_a_missing_object_is_404_and_name_mismatch_is_400(api: ApiC
 async def test_generation_follows_spec_not_metadata_or_status(emulator: KubeEmulator, api: ApiClient) -> None:
     apps = client.AppsV1Api(api)
     await apps.create_namespaced_deployment("default", deployment())
-    labelled = await apps.patch_namespaced_deployment(
-        "web", "default", {"metadata": {"labels": {"extra": "1"}}}
-    )
+    labelled = await apps.patch_namespaced_deployment("web", "default", {"metadata": {"labels": {"extra": "1"}}})
     assert labelled.metadata.generation == 1
     status = await apps.patch_namespaced_deployment_status("web", "default", {"status": {"replicas": 2}})
     assert status.metadata.generation == 1 and status.status.replicas == 2
     respec = await apps.patch_namespaced_deployment("web", "default", {"spec": {"replicas": 3}})
     assert respec.metadata.generation == 2
     # Deployments (only) also bump generation when annotations change, as the real strategy does.
-    annotated = await apps.patch_namespaced_deployment(
-        "web", "default", {"metadata": {"annotations": {"a": "b"}}}
-    )
+    annotated = await apps.patch_namespaced_deployment("web", "default", {"metadata": {"annotations": {"a": "b"}}})
     assert annotated.metadata.generation == 3
     assert [v["metadata"]["generation"] for v in emulator.history("deployments", "web")] == [1, 1, 1, 2, 3]
 
 
-async def test_a_write_that_changes_nothing_keeps_the_resource_version(
-    emulator: KubeEmulator, api: ApiClient
-) -> None:
+async def test_a_write_that_changes_nothing_keeps_the_resource_version(emulator: KubeEmulator, api: ApiClient) -> None:
     apps = client.AppsV1Api(api)
     created = await apps.create_namespaced_deployment("default", deployment(replicas=2))
     same = await apps.patch_namespaced_deployment("web", "default", {"spec": {"replicas": 2}})
@@ -116,9 +110,7 @@ async def test_status_is_reset_on_create_and_kept_on_main_writes(api: ApiClient)
     body["status"] = {"replicas": 7, "readyReplicas": 7}
     created = await apps.create_namespaced_deployment("default", body)
     assert created.status.replicas is None
-    await apps.patch_namespaced_deployment_status(
-        "web", "default", {"status": {"replicas": 2, "readyReplicas": 1}}
-    )
+    await apps.patch_namespaced_deployment_status("web", "default", {"status": {"replicas": 2, "readyReplicas": 1}})
     current = await apps.read_namespaced_deployment("web", "default")
     current.status.ready_replicas = 99  # ignored: status changes only through /status
     current.spec.replicas = 3
@@ -172,9 +164,7 @@ async def test_validation_errors_are_422(api: ApiClient) -> None:
     ]
     await apps.create_namespaced_deployment("default", deployment())
     with pytest.raises(ApiException) as immutable:
-        await apps.patch_namespaced_deployment(
-            "web", "default", {"spec": {"selector": {"matchLabels": {"x": "y"}}}}
-        )
+        await apps.patch_namespaced_deployment("web", "default", {"spec": {"selector": {"matchLabels": {"x": "y"}}}})
     assert immutable.value.status == 422
     bad_name = deployment("Not_A_Name")
     with pytest.raises(ApiException) as named:
@@ -237,11 +227,13 @@ async def test_pagination_with_limit_and_continue(emulator: KubeEmulator, api: A
 
 
 async def test_cluster_wide_pages_come_in_namespace_name_order_and_see_new_and_deleted_pods(
-        emulator: KubeEmulator, api: ApiClient) -> None:
+    emulator: KubeEmulator, api: ApiClient
+) -> None:
     for namespace in ("b", "a"):
         await client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
-    emulator.seed(*({**pod(f"p{i}"), "metadata": {"name": f"p{i}", "namespace": ns}}
-                    for ns in ("b", "a") for i in (3, 1, 2)))
+    emulator.seed(
+        *({**pod(f"p{i}"), "metadata": {"name": f"p{i}", "namespace": ns}} for ns in ("b", "a") for i in (3, 1, 2))
+    )
     core = client.CoreV1Api(api)
 
     async def everything() -> list[tuple[str, str]]:
@@ -326,13 +318,7 @@ async def test_json_and_strategic_merge_patches_on_builtin_kinds(api: ApiClient)
     patched = await apps.patch_namespaced_deployment(
         "web",
         "default",
-        {
-            "spec": {
-                "template": {
-                    "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "250m"}}}]}
-                }
-            }
-        },
+        {"spec": {"template": {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "250m"}}}]}}}},
     )
     container = patched.spec.template.spec.containers[0]
     assert container.image == "nginx:1.27"
@@ -348,9 +334,7 @@ async def test_json_and_strategic_merge_patches_on_builtin_kinds(api: ApiClient)
     )
     assert patched.spec.replicas == 6
     with pytest.raises(ApiException) as failed_test:
-        await apps.patch_namespaced_deployment(
-            "web", "default", [{"op": "test", "path": "/spec/replicas", "value": 2}]
-        )
+        await apps.patch_namespaced_deployment("web", "default", [{"op": "test", "path": "/spec/replicas", "value": 2}])
     assert failed_test.value.status == 422
     with pytest.raises(ApiException) as stale:
         await apps.patch_namespaced_deployment(
@@ -384,9 +368,7 @@ async def test_server_side_apply_creates_then_merges(emulator: KubeEmulator, api
     )
     assert applied.spec.replicas == 4
     with pytest.raises(ApiException) as no_manager:
-        await apps.patch_namespaced_deployment(
-            "applied", "default", body, _content_type="application/apply-patch+yaml"
-        )
+        await apps.patch_namespaced_deployment("applied", "default", body, _content_type="application/apply-patch+yaml")
     assert no_manager.value.status == 400
 
 
@@ -418,8 +400,11 @@ async def test_in_process_access(emulator: KubeEmulator, api: ApiClient) -> None
 
 async def test_a_body_in_a_media_type_the_server_does_not_accept_is_415(emulator: KubeEmulator) -> None:
     async with aiohttp.ClientSession() as session:
-        response = await session.post(f"{emulator.url}/api/v1/namespaces", data=b'{"metadata":{"name":"x"}}',
-                                      headers={"Content-Type": "text/plain"})
+        response = await session.post(
+            f"{emulator.url}/api/v1/namespaces",
+            data=b'{"metadata":{"name":"x"}}',
+            headers={"Content-Type": "text/plain"},
+        )
         assert response.status == 415
         assert (await response.json())["reason"] == "UnsupportedMediaType"
     assert emulator.get("ns", "x") is None

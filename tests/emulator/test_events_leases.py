@@ -51,9 +51,7 @@ async def test_core_events_and_events_v1_are_the_same_objects(emulator: KubeEmul
     assert [e.metadata.name for e in warnings.items] == ["web.2"]
     read_back = await events_v1.read_namespaced_event("web.2", "default")
     assert read_back.note == "the scale update was rejected" and read_back.regarding.name == "web"
-    by_regarding = await events_v1.list_namespaced_event(
-        "default", field_selector="regarding.name=web,type=Warning"
-    )
+    by_regarding = await events_v1.list_namespaced_event("default", field_selector="regarding.name=web,type=Warning")
     assert [e.metadata.name for e in by_regarding.items] == ["web.2"]
     assert [e["reason"] for e in emulator.events(involved_name="web", reason="SuccessfulRescale")] == [
         "SuccessfulRescale"
@@ -83,9 +81,7 @@ async def test_lease_replace_with_optimistic_concurrency(emulator: KubeEmulator,
     assert emulator.get("leases", "autoscaler", "kube-system")["spec"]["holderIdentity"] == "b"
 
 
-async def test_kubernetes_asyncio_leader_election_acquires_and_renews(
-    emulator: KubeEmulator, api: ApiClient
-) -> None:
+async def test_kubernetes_asyncio_leader_election_acquires_and_renews(emulator: KubeEmulator, api: ApiClient) -> None:
     leading = asyncio.Event()
 
     async def on_started() -> None:

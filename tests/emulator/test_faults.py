@@ -66,9 +66,7 @@ async def test_slow_responses(emulator: KubeEmulator, api: ApiClient) -> None:
     # A client timeout shorter than the delay: no answer, and (delay before) no change either.
     emulator.faults.delay(1.0, verb="patch", times=1)
     with pytest.raises(asyncio.TimeoutError):
-        await apps.patch_namespaced_deployment(
-            "web", "default", {"spec": {"replicas": 5}}, _request_timeout=0.2
-        )
+        await apps.patch_namespaced_deployment("web", "default", {"spec": {"replicas": 5}}, _request_timeout=0.2)
     assert emulator.get("deployments", "web")["spec"]["replicas"] == 2
 
 
@@ -179,9 +177,7 @@ async def test_forced_410_on_watch(emulator: KubeEmulator, api: ApiClient) -> No
     async with watch.Watch() as watcher:
         with pytest.raises(ApiException) as expired:
             await take(
-                watcher.stream(
-                    client.AppsV1Api(api).list_namespaced_deployment, "default", timeout_seconds=5
-                ),
+                watcher.stream(client.AppsV1Api(api).list_namespaced_deployment, "default", timeout_seconds=5),
                 1,
             )
     assert expired.value.status == 410

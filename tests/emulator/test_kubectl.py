@@ -30,9 +30,7 @@ spec:
 """
 
 
-async def test_apply_k_installs_every_manifest_with_validation_on(
-    kubectl: Kubectl, emulator: KubeEmulator
-) -> None:
+async def test_apply_k_installs_every_manifest_with_validation_on(kubectl: Kubectl, emulator: KubeEmulator) -> None:
     applied = await kubectl("apply", "-k", str(MANIFESTS))
     expected = build(MANIFESTS)
     assert len(applied.out.splitlines()) == len(expected)
@@ -40,15 +38,15 @@ async def test_apply_k_installs_every_manifest_with_validation_on(
     for document in expected:
         group, kind, namespace, name = ident(document)
         resource = emulator.registry.for_object(str(document["apiVersion"]), kind)
-        assert emulator.get(f"{resource.plural}.{group}" if group else resource.plural, name,
-                            namespace or None) is not None, (kind, name)
+        assert (
+            emulator.get(f"{resource.plural}.{group}" if group else resource.plural, name, namespace or None)
+            is not None
+        ), (kind, name)
     again = await kubectl("apply", "-k", str(MANIFESTS))
     assert "unchanged" in again.out and "created" not in again.out
 
 
-async def test_apply_f_examples_and_get_st_shows_the_printer_columns(
-    kubectl: Kubectl, emulator: KubeEmulator
-) -> None:
+async def test_apply_f_examples_and_get_st_shows_the_printer_columns(kubectl: Kubectl, emulator: KubeEmulator) -> None:
     await kubectl("apply", "-k", str(MANIFESTS))
     applied = await kubectl("apply", "-f", str(EXAMPLES))
     assert applied.out.count("created") == len(list(EXAMPLES.glob("*.yaml")))
@@ -64,31 +62,51 @@ async def test_apply_f_examples_and_get_st_shows_the_printer_columns(
 
 
 async def test_get_prints_the_usual_columns_of_built_in_kinds(kubectl: Kubectl, emulator: KubeEmulator) -> None:
-    emulator.seed(deployment() | {"status": {"replicas": 2, "readyReplicas": 1, "updatedReplicas": 2,
-                                              "availableReplicas": 1}})
+    emulator.seed(
+        deployment() | {"status": {"replicas": 2, "readyReplicas": 1, "updatedReplicas": 2, "availableReplicas": 1}}
+    )
     headers = {
         "deployments": ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"],
         "namespaces": ["NAME", "STATUS", "AGE"],
         "leases": ["NAME", "HOLDER", "AGE"],
     }
     for resource, header in headers.items():
-        emulator.seed({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                       "metadata": {"name": "autoscaler", "namespace": "default"},
-                       "spec": {"holderIdentity": "pod-a"}})
+        emulator.seed(
+            {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": "autoscaler", "namespace": "default"},
+                "spec": {"holderIdentity": "pod-a"},
+            }
+        )
         rows = table((await kubectl("get", resource)).out)
         assert rows[0] == header, resource
     assert table((await kubectl("get", "deployments")).out)[1][:4] == ["web", "1/2", "2", "1"]
     assert table((await kubectl("get", "leases")).out)[1][:2] == ["autoscaler", "pod-a"]
-    emulator.seed({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-1", "namespace": "default"},
-                   "spec": {"containers": [{"name": "app", "image": "nginx"}]},
-                   "status": {"phase": "Running", "containerStatuses": [{"name": "app", "ready": True,
-                                                                          "restartCount": 2}]}})
+    emulator.seed(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "web-1", "namespace": "default"},
+            "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "app", "ready": True, "restartCount": 2}]},
+        }
+    )
     pods = table((await kubectl("get", "pods")).out)
     assert pods[0] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
     assert pods[1][:4] == ["web-1", "1/1", "Running", "2"]
-    emulator.seed({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "web.1", "namespace": "default"},
-                   "involvedObject": {"kind": "Deployment", "name": "web"}, "reason": "Scaled", "type": "Normal",
-                   "message": "scaled to 3", "count": 1})
+    emulator.seed(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "web.1", "namespace": "default"},
+            "involvedObject": {"kind": "Deployment", "name": "web"},
+            "reason": "Scaled",
+            "type": "Normal",
+            "message": "scaled to 3",
+            "count": 1,
+        }
+    )
     events = table((await kubectl("get", "events")).out)
     assert events[0] == ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     assert events[1][1:] == ["Normal", "Scaled", "deployment/web", "scaled to 3"]
@@ -107,8 +125,14 @@ async def test_delete_dry_run_server_leaves_the_object(kubectl: Kubectl, emulato
     await kubectl("apply", "-k", str(MANIFESTS))
     await kubectl("apply", "-f", str(EXAMPLES / "web-cpu-and-rps.yaml"))
     emulator.seed(deployment("dd"))
-    emulator.seed({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
-                   "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
+    emulator.seed(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+        }
+    )
     for kind, name in (("deploy", "dd"), ("st", "web"), ("pod", "p")):
         deleted = await kubectl("delete", kind, name, "--dry-run=server")
         assert "(server dry run)" in deleted.out
@@ -126,12 +150,13 @@ async def test_an_invalid_target_is_rejected_with_the_api_servers_message(kubect
         'The ScalingTarget "bad" is invalid: spec.minReplicas: Invalid value: "string": '
         'spec.minReplicas in body must be of type integer: "string"'
     )
-    unknown = await kubectl("apply", "-f", "-", stdin=INVALID_TARGET.replace("maxReplicas", "maxReplicaz"),
-                            check=False)
+    unknown = await kubectl("apply", "-f", "-", stdin=INVALID_TARGET.replace("maxReplicas", "maxReplicaz"), check=False)
     assert unknown.code == 1
     # kubectl ≥ 1.27 leaves it to the server (fieldValidation=Strict); older ones refuse it from OpenAPI v2.
-    assert ('strict decoding error: unknown field "spec.maxReplicaz"' in unknown.err
-            or 'unknown field "maxReplicaz"' in unknown.err), unknown.err
+    assert (
+        'strict decoding error: unknown field "spec.maxReplicaz"' in unknown.err
+        or 'unknown field "maxReplicaz"' in unknown.err
+    ), unknown.err
 
 
 async def test_get_watch_prints_a_row_per_change(kubectl: Kubectl, emulator: KubeEmulator) -> None:
@@ -175,7 +200,6 @@ async def test_create_sends_protobuf_and_the_objects_arrive_whole(kubectl: Kubec
     assert rows[1][:2] == ["web", "0/0"]
 
 
-
 SERVER_SIDE = """
 apiVersion: apps/v1
 kind: Deployment
@@ -207,8 +231,15 @@ async def test_server_side_apply_conflicts_between_field_managers(kubectl: Kubec
     untiered = SERVER_SIDE.replace("{app: web, tier: front}", "{app: web}")
     await kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=untiered)
     assert (emulator.get("deploy", "web") or {})["metadata"]["labels"] == {"app": "web", "tier": "front"}
-    await kubectl("apply", "--server-side", "--field-manager=ci", "--force-conflicts", "-f", "-",
-                  stdin=untiered.replace("replicas: 2", "replicas: 3"))
+    await kubectl(
+        "apply",
+        "--server-side",
+        "--field-manager=ci",
+        "--force-conflicts",
+        "-f",
+        "-",
+        stdin=untiered.replace("replicas: 2", "replicas: 3"),
+    )
     assert (emulator.get("deploy", "web") or {})["metadata"]["labels"] == {"app": "web"}
 
 

@@ -117,13 +117,7 @@ def smp(patch: Any) -> Any:
 
 def test_strategic_merge_merges_containers_by_name() -> None:
     result = smp(
-        {
-            "spec": {
-                "template": {
-                    "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "2"}}}]}
-                }
-            }
-        }
+        {"spec": {"template": {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "2"}}}]}}}}
     )
     containers = result["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["app", "sidecar"]
@@ -159,11 +153,7 @@ def test_strategic_merge_directives() -> None:
     deleted = smp({"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "$patch": "delete"}]}}}})
     assert [c["name"] for c in deleted["spec"]["template"]["spec"]["containers"]] == ["app"]
     replaced = smp(
-        {
-            "spec": {
-                "template": {"spec": {"containers": [{"name": "only", "image": "o"}, {"$patch": "replace"}]}}
-            }
-        }
+        {"spec": {"template": {"spec": {"containers": [{"name": "only", "image": "o"}, {"$patch": "replace"}]}}}}
     )
     assert replaced["spec"]["template"]["spec"]["containers"] == [{"name": "only", "image": "o"}]
     # Lists without a merge key (tolerations) are replaced whole, as in the real server.

@@ -35,7 +35,10 @@ def _envelope(api_version: str, kind: str, raw: bytes) -> bytes:
 def test_a_namespace_reads_as_its_json() -> None:
     raw = _field(1, _field(1, b"shop") + _field(11, _field(1, b"team") + _field(2, b"a")))
     assert decode_object(_envelope("v1", "Namespace", raw)) == {
-        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": {"team": "a"}}}
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "shop", "labels": {"team": "a"}},
+    }
 
 
 def test_a_field_the_emulator_does_not_know_is_refused_not_dropped() -> None:
@@ -54,8 +57,9 @@ def test_a_kind_without_a_table_is_415_so_the_client_knows_to_send_json() -> Non
 async def test_a_protobuf_create_over_http(emulator: KubeEmulator) -> None:
     body = _envelope("v1", "ConfigMap", _field(1, _field(1, b"c")) + _field(2, _field(1, b"k") + _field(2, b"v")))
     async with aiohttp.ClientSession() as session:
-        response = await session.post(f"{emulator.url}/api/v1/namespaces/default/configmaps", data=body,
-                                      headers={"Content-Type": PROTOBUF})
+        response = await session.post(
+            f"{emulator.url}/api/v1/namespaces/default/configmaps", data=body, headers={"Content-Type": PROTOBUF}
+        )
         assert response.status == 201, await response.text()
     assert (emulator.get("cm", "c") or {})["data"] == {"k": "v"}
 
@@ -67,7 +71,7 @@ def _fields(data: bytes) -> list[tuple[int, bytes]]:
         key, position = _read_varint(data, position)
         if key & 7 == 2:
             length, position = _read_varint(data, position)
-            found.append((key >> 3, data[position:position + length]))
+            found.append((key >> 3, data[position : position + length]))
             position += length
         elif key & 7 == 0:
             _, position = _read_varint(data, position)

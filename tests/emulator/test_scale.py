@@ -60,9 +60,7 @@ async def test_stale_scale_put_is_a_conflict(emulator: KubeEmulator, api: ApiCli
 async def test_negative_replicas_are_invalid(emulator: KubeEmulator, api: ApiClient) -> None:
     emulator.seed(deployment())
     with pytest.raises(ApiException) as invalid:
-        await client.AppsV1Api(api).patch_namespaced_deployment_scale(
-            "web", "default", {"spec": {"replicas": -1}}
-        )
+        await client.AppsV1Api(api).patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": -1}})
     assert invalid.value.status == 422
     assert json.loads(invalid.value.body)["message"].startswith('Scale.autoscaling "web" is invalid')
 

@@ -54,8 +54,22 @@ def test_label_selector_semantics(selector: str, expected: bool) -> None:
 
 @pytest.mark.parametrize(
     "selector",
-    ["=web", "app in (web", "app web", "!app=web", "app=web x", "app=(", "a/b/c=d", "app>x", "app=web,",
-     "app in (a b)", "app=a=b", "-app=x", "version>-1", "app=" + "x" * 64],
+    [
+        "=web",
+        "app in (web",
+        "app web",
+        "!app=web",
+        "app=web x",
+        "app=(",
+        "a/b/c=d",
+        "app>x",
+        "app=web,",
+        "app in (a b)",
+        "app=a=b",
+        "-app=x",
+        "version>-1",
+        "app=" + "x" * 64,
+    ],
 )
 def test_malformed_label_selectors_are_400(selector: str) -> None:
     with pytest.raises(ApiError) as caught:
@@ -76,7 +90,7 @@ def test_selector_errors_read_like_the_api_servers() -> None:
     with pytest.raises(ApiError) as caught:
         parse_label_selector("app>x")
     assert caught.value.message == (
-        'unable to parse requirement: values[0]: Invalid value: "x": for \'Gt\', \'Lt\' operators, '
+        "unable to parse requirement: values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, "
         "the value must be an integer"
     )
 

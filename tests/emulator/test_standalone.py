@@ -25,9 +25,7 @@ async def test_standalone_process_with_seed_and_kubeconfig(tmp_path: Path) -> No
         "spec": {"replicas": 2},
     }
     # Instances before their CRD and in a namespace nobody declared: the loader copes.
-    seed.write_text(
-        yaml.safe_dump_all([scaler, deployment(namespace="demo", replicas=2)]) + "---\n" + TARGET_CRD_YAML
-    )
+    seed.write_text(yaml.safe_dump_all([scaler, deployment(namespace="demo", replicas=2)]) + "---\n" + TARGET_CRD_YAML)
     kubeconfig = tmp_path / "kubeconfig"
     environment = dict(os.environ, PYTHONPATH=str(REPOSITORY))
     process = await asyncio.create_subprocess_exec(
@@ -63,9 +61,7 @@ async def test_standalone_process_with_seed_and_kubeconfig(tmp_path: Path) -> No
                 await asyncio.sleep(0.05)
             assert status.ready_replicas == 2
             custom = client.CustomObjectsApi(api)
-            scale = await custom.get_namespaced_custom_object_scale(
-                "example.dev", "v1", "demo", "scalers", "web"
-            )
+            scale = await custom.get_namespaced_custom_object_scale("example.dev", "v1", "demo", "scalers", "web")
             assert scale["spec"]["replicas"] == 2
     finally:
         process.send_signal(signal.SIGTERM)

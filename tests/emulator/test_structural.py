@@ -24,30 +24,41 @@ CRD: dict[str, Any] = {
         "group": "example.dev",
         "scope": "Namespaced",
         "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-            "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "properties": {
-                    "spec": {
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
                         "type": "object",
-                        "required": ["size"],
                         "properties": {
-                            "size": {"type": "integer", "minimum": 1, "maximum": 10},
-                            "mode": {"type": "string", "enum": ["Fast", "Slow"], "default": "Slow"},
-                            "ratio": {"type": "number", "exclusiveMinimum": True, "minimum": 0},
-                            "name": {"type": "string", "maxLength": 5},
-                            "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                            "items": {"type": "array", "items": {
-                                "type": "object", "properties": {"id": {"type": "string"}}}},
-                            "quantity": {"x-kubernetes-int-or-string": True,
-                                         "anyOf": [{"type": "integer"}, {"type": "string"}]},
+                            "spec": {
+                                "type": "object",
+                                "required": ["size"],
+                                "properties": {
+                                    "size": {"type": "integer", "minimum": 1, "maximum": 10},
+                                    "mode": {"type": "string", "enum": ["Fast", "Slow"], "default": "Slow"},
+                                    "ratio": {"type": "number", "exclusiveMinimum": True, "minimum": 0},
+                                    "name": {"type": "string", "maxLength": 5},
+                                    "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                                    "items": {
+                                        "type": "array",
+                                        "items": {"type": "object", "properties": {"id": {"type": "string"}}},
+                                    },
+                                    "quantity": {
+                                        "x-kubernetes-int-or-string": True,
+                                        "anyOf": [{"type": "integer"}, {"type": "string"}],
+                                    },
+                                },
+                            },
+                            "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}},
                         },
-                    },
-                    "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}},
+                    }
                 },
-            }},
-        }],
+            }
+        ],
     },
 }
 
@@ -67,47 +78,64 @@ async def widgets(emulator: KubeEmulator, api: ApiClient) -> client.CustomObject
 
 
 async def test_unknown_fields_are_pruned_but_kept_where_the_schema_preserves_them(
-        widgets: client.CustomObjectsApi) -> None:
-    created = await widgets.create_namespaced_custom_object(*WIDGETS, widget(
-        {"size": 2, "colour": "red", "extra": {"anything": {"deep": 1}},
-         "items": [{"id": "a", "junk": True}]}) | {"top": 1})
-    assert created["spec"] == {"size": 2, "mode": "Slow", "extra": {"anything": {"deep": 1}},
-                               "items": [{"id": "a"}]}  # pruned, preserved, defaulted
+    widgets: client.CustomObjectsApi,
+) -> None:
+    created = await widgets.create_namespaced_custom_object(
+        *WIDGETS,
+        widget({"size": 2, "colour": "red", "extra": {"anything": {"deep": 1}}, "items": [{"id": "a", "junk": True}]})
+        | {"top": 1},
+    )
+    assert created["spec"] == {
+        "size": 2,
+        "mode": "Slow",
+        "extra": {"anything": {"deep": 1}},
+        "items": [{"id": "a"}],
+    }  # pruned, preserved, defaulted
     assert "top" not in created
 
 
-async def test_warn_is_the_default_and_says_what_was_dropped(emulator: KubeEmulator,
-                                                              widgets: client.CustomObjectsApi) -> None:
+async def test_warn_is_the_default_and_says_what_was_dropped(
+    emulator: KubeEmulator, widgets: client.CustomObjectsApi
+) -> None:
     async with aiohttp.ClientSession() as session:
-        response = await session.post(f"{emulator.url}/apis/example.dev/v1/namespaces/default/widgets",
-                                      json=widget({"size": 1, "colour": "red"}))
+        response = await session.post(
+            f"{emulator.url}/apis/example.dev/v1/namespaces/default/widgets", json=widget({"size": 1, "colour": "red"})
+        )
         assert response.status == 201
         assert response.headers.getall("Warning") == ['299 - "unknown field \\"spec.colour\\""']
 
 
 async def test_strict_field_validation_refuses_an_unknown_field(widgets: client.CustomObjectsApi) -> None:
     with pytest.raises(ApiException) as caught:
-        await widgets.create_namespaced_custom_object(*WIDGETS, widget({"size": 1, "colour": "red"}),
-                                                      field_validation="Strict")
+        await widgets.create_namespaced_custom_object(
+            *WIDGETS, widget({"size": 1, "colour": "red"}), field_validation="Strict"
+        )
     assert caught.value.status == 400
     assert problem(caught)["message"] == (
-        'Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.colour"')
+        'Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.colour"'
+    )
 
 
-@pytest.mark.parametrize(("spec", "field", "message"), [
-    ({"size": "abc"}, "spec.size",
-     'Invalid value: "string": spec.size in body must be of type integer: "string"'),
-    ({"size": 11}, "spec.size", "Invalid value: 11: spec.size in body should be less than or equal to 10"),
-    ({"size": 0}, "spec.size", "Invalid value: 0: spec.size in body should be greater than or equal to 1"),
-    ({"size": 1, "ratio": 0}, "spec.ratio", "Invalid value: 0: spec.ratio in body should be greater than 0"),
-    ({"size": 1, "mode": "Quick"}, "spec.mode", 'Unsupported value: "Quick": supported values: "Fast", "Slow"'),
-    ({}, "spec.size", "Required value"),
-    ({"size": 1, "name": "toolong"}, "spec.name", "Too long: may not be longer than 5"),
-    ({"size": 1, "quantity": True}, "spec.quantity",
-     'Invalid value: "boolean": spec.quantity in body must be of type integer,string: "boolean"'),
-])
-async def test_a_broken_constraint_is_the_api_servers_422(widgets: client.CustomObjectsApi, spec: dict[str, Any],
-                                                          field: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("spec", "field", "message"),
+    [
+        ({"size": "abc"}, "spec.size", 'Invalid value: "string": spec.size in body must be of type integer: "string"'),
+        ({"size": 11}, "spec.size", "Invalid value: 11: spec.size in body should be less than or equal to 10"),
+        ({"size": 0}, "spec.size", "Invalid value: 0: spec.size in body should be greater than or equal to 1"),
+        ({"size": 1, "ratio": 0}, "spec.ratio", "Invalid value: 0: spec.ratio in body should be greater than 0"),
+        ({"size": 1, "mode": "Quick"}, "spec.mode", 'Unsupported value: "Quick": supported values: "Fast", "Slow"'),
+        ({}, "spec.size", "Required value"),
+        ({"size": 1, "name": "toolong"}, "spec.name", "Too long: may not be longer than 5"),
+        (
+            {"size": 1, "quantity": True},
+            "spec.quantity",
+            'Invalid value: "boolean": spec.quantity in body must be of type integer,string: "boolean"',
+        ),
+    ],
+)
+async def test_a_broken_constraint_is_the_api_servers_422(
+    widgets: client.CustomObjectsApi, spec: dict[str, Any], field: str, message: str
+) -> None:
     with pytest.raises(ApiException) as caught:
         await widgets.create_namespaced_custom_object(*WIDGETS, widget(spec))
     body = problem(caught)
@@ -123,7 +151,8 @@ async def test_several_problems_are_listed_together(widgets: client.CustomObject
         await widgets.create_namespaced_custom_object(*WIDGETS, widget({"size": 20, "mode": "Quick"}))
     assert problem(caught)["message"] == (
         'Widget.example.dev "w" is invalid: [spec.mode: Unsupported value: "Quick": supported values: "Fast", '
-        '"Slow", spec.size: Invalid value: 20: spec.size in body should be less than or equal to 10]')
+        '"Slow", spec.size: Invalid value: 20: spec.size in body should be less than or equal to 10]'
+    )
 
 
 async def test_updates_patches_and_status_writes_are_held_to_the_schema(widgets: client.CustomObjectsApi) -> None:
@@ -132,13 +161,16 @@ async def test_updates_patches_and_status_writes_are_held_to_the_schema(widgets:
         await widgets.replace_namespaced_custom_object(*WIDGETS, "w", {**created, "spec": {"size": -1}})
     assert caught.value.status == 422
     with pytest.raises(ApiException) as caught:
-        await widgets.patch_namespaced_custom_object(*WIDGETS, "w", {"spec": {"size": "x"}},
-                                                     _content_type="application/merge-patch+json")
+        await widgets.patch_namespaced_custom_object(
+            *WIDGETS, "w", {"spec": {"size": "x"}}, _content_type="application/merge-patch+json"
+        )
     assert caught.value.status == 422
     with pytest.raises(ApiException) as caught:
-        await widgets.patch_namespaced_custom_object_status(*WIDGETS, "w", {"status": {"ready": "yes"}},
-                                                            _content_type="application/merge-patch+json")
+        await widgets.patch_namespaced_custom_object_status(
+            *WIDGETS, "w", {"status": {"ready": "yes"}}, _content_type="application/merge-patch+json"
+        )
     assert 'status.ready in body must be of type boolean: "string"' in problem(caught)["message"]
-    patched = await widgets.patch_namespaced_custom_object(*WIDGETS, "w", {"spec": {"size": 3, "colour": "x"}},
-                                                           _content_type="application/merge-patch+json")
+    patched = await widgets.patch_namespaced_custom_object(
+        *WIDGETS, "w", {"spec": {"size": 3, "colour": "x"}}, _content_type="application/merge-patch+json"
+    )
     assert patched["spec"] == {"size": 3, "mode": "Slow"}

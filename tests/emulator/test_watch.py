@@ -18,9 +18,7 @@ from kube_emulator import KubeEmulator
 from .builders import VPA_CRD, deployment, vpa
 
 
-async def take(
-    stream: AsyncIterator[dict[str, Any]], count: int, within: float = 5.0
-) -> list[dict[str, Any]]:
+async def take(stream: AsyncIterator[dict[str, Any]], count: int, within: float = 5.0) -> list[dict[str, Any]]:
     """The next ``count`` events of a watch stream (failing after ``within`` seconds)."""
     events: list[dict[str, Any]] = []
 
@@ -74,9 +72,7 @@ async def test_watch_without_resource_version_starts_with_the_current_objects(
     assert summary(changes) == [("MODIFIED", "a"), ("MODIFIED", "b")]
 
 
-async def test_cluster_wide_watch_with_label_selector_transitions(
-    emulator: KubeEmulator, api: ApiClient
-) -> None:
+async def test_cluster_wide_watch_with_label_selector_transitions(emulator: KubeEmulator, api: ApiClient) -> None:
     apps = client.AppsV1Api(api)
     version = (await apps.list_deployment_for_all_namespaces()).metadata.resource_version
     async with watch.Watch() as watcher:
@@ -114,9 +110,7 @@ async def test_timeout_seconds_closes_the_stream(emulator: KubeEmulator, api: Ap
     apps = client.AppsV1Api(api)
     started = time.monotonic()
     async with watch.Watch() as watcher:
-        events = [
-            e async for e in watcher.stream(apps.list_namespaced_deployment, "default", timeout_seconds=1)
-        ]
+        events = [e async for e in watcher.stream(apps.list_namespaced_deployment, "default", timeout_seconds=1)]
     elapsed = time.monotonic() - started
     assert events == []
     assert 0.9 <= elapsed < 3
@@ -147,9 +141,7 @@ async def test_watch_from_a_compacted_resource_version_is_410(emulator: KubeEmul
     before = emulator.requests.count("watch", "deployments")
     async with watch.Watch() as watcher:
         with pytest.raises(ApiException):
-            await take(
-                watcher.stream(apps.list_namespaced_deployment, "default", resource_version=old_version), 1
-            )
+            await take(watcher.stream(apps.list_namespaced_deployment, "default", resource_version=old_version), 1)
     assert emulator.requests.count("watch", "deployments") - before == 2
 
     # What a reflector does next: relist, then watch from the list's resourceVersion.
@@ -176,9 +168,7 @@ async def test_history_window_is_bounded() -> None:
             emu.patch("deployments", "web", {"spec": {"replicas": replicas}})
         async with watch.Watch() as watcher:  # the three changes are still in the window
             events = await take(
-                watcher.stream(
-                    apps.list_namespaced_deployment, "default", resource_version=start, timeout_seconds=2
-                ),
+                watcher.stream(apps.list_namespaced_deployment, "default", resource_version=start, timeout_seconds=2),
                 3,
             )
         assert [e["object"].spec.replicas for e in events] == [3, 4, 5]
@@ -209,9 +199,7 @@ async def test_client_reconnects_when_the_server_ends_a_watch() -> None:
 
         async with watch.Watch() as watcher:
             task = asyncio.create_task(writer())
-            events = await take(
-                watcher.stream(apps.list_namespaced_deployment, "default", resource_version=start), 8
-            )
+            events = await take(watcher.stream(apps.list_namespaced_deployment, "default", resource_version=start), 8)
             await task
         assert [e["object"].spec.replicas for e in events] == list(range(1, 9))
         assert emu.requests.count("watch", "deployments") >= 2
@@ -254,9 +242,7 @@ async def test_raw_watch_flags_and_legacy_path(emulator: KubeEmulator, flag: str
         url = f"{emulator.url}/apis/apps/v1/namespaces/default/deployments?watch={flag}"
         assert [line["type"] for line in await read_lines(session, url, 1)] == ["ADDED"]
         legacy = f"{emulator.url}/apis/apps/v1/watch/namespaces/default/deployments/web"
-        assert [line["object"]["metadata"]["name"] for line in await read_lines(session, legacy, 1)] == [
-            "web"
-        ]
+        assert [line["object"]["metadata"]["name"] for line in await read_lines(session, legacy, 1)] == ["web"]
 
 
 async def test_send_initial_events_ends_with_an_annotated_bookmark(emulator: KubeEmulator) -> None:

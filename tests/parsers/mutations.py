@@ -18,24 +18,136 @@ from hypothesis import strategies as st
 
 # Fragments pasted into a file: YAML syntax, tags, anchors, numbers and bytes that broke parsers before.
 FRAGMENTS: tuple[bytes, ...] = (
-    b"\xff", b"\xfe\xff", b"\xc3", b"\xe9", b"\x00", b"\x1b", b"\t", b"\r", b"\n", b" ", b"'", b'"', b"\\",
-    b"- ", b": ", b"? ", b"#", b"|", b">", b"&a ", b"*a", b"<<: *a", b"---\n", b"...\n", b"%YAML 1.1\n",
-    b"!!binary aGVsbG8=", b"!!set {a, b}", b"!!omap [a: 1]", b"!!timestamp 2024-01-01", b"!!python/object:os.system",
-    b"!!float", b"!!int", b"!!bool", b"!!null", b"!!str", b"!!map", b"!!seq", b"!custom",
-    b"~", b"null", b"true", b"no", b"on", b"[]", b"{}", b"[", b"{",
-    b"9" * 400, b"-" + b"9" * 400, b"9" * 5000, b"1e999", b"-1e999", b".inf", b"-.inf", b".nan", b"0x7fffffffffffffff",
-    b"1e-999", b"0.0000000001", b"2147483648", b"9223372036854775808", b"-1", b"0", b"1_000", b"0o17", b"1:30",
-    b"2024-01-01", b"2024-01-01T00:00:00Z", b"500m", b"1.5Gi", b"1e1000", b"9" * 1200 + b"Ei", b"1e" + b"9" * 50,
-    b"[" * 40 + b"]" * 40, b"[" * 3000 + b"]" * 3000, b"{a: " * 50 + b"1" + b"}" * 50, b"a" * 5000,
+    b"\xff",
+    b"\xfe\xff",
+    b"\xc3",
+    b"\xe9",
+    b"\x00",
+    b"\x1b",
+    b"\t",
+    b"\r",
+    b"\n",
+    b" ",
+    b"'",
+    b'"',
+    b"\\",
+    b"- ",
+    b": ",
+    b"? ",
+    b"#",
+    b"|",
+    b">",
+    b"&a ",
+    b"*a",
+    b"<<: *a",
+    b"---\n",
+    b"...\n",
+    b"%YAML 1.1\n",
+    b"!!binary aGVsbG8=",
+    b"!!set {a, b}",
+    b"!!omap [a: 1]",
+    b"!!timestamp 2024-01-01",
+    b"!!python/object:os.system",
+    b"!!float",
+    b"!!int",
+    b"!!bool",
+    b"!!null",
+    b"!!str",
+    b"!!map",
+    b"!!seq",
+    b"!custom",
+    b"~",
+    b"null",
+    b"true",
+    b"no",
+    b"on",
+    b"[]",
+    b"{}",
+    b"[",
+    b"{",
+    b"9" * 400,
+    b"-" + b"9" * 400,
+    b"9" * 5000,
+    b"1e999",
+    b"-1e999",
+    b".inf",
+    b"-.inf",
+    b".nan",
+    b"0x7fffffffffffffff",
+    b"1e-999",
+    b"0.0000000001",
+    b"2147483648",
+    b"9223372036854775808",
+    b"-1",
+    b"0",
+    b"1_000",
+    b"0o17",
+    b"1:30",
+    b"2024-01-01",
+    b"2024-01-01T00:00:00Z",
+    b"500m",
+    b"1.5Gi",
+    b"1e1000",
+    b"9" * 1200 + b"Ei",
+    b"1e" + b"9" * 50,
+    b"[" * 40 + b"]" * 40,
+    b"[" * 3000 + b"]" * 3000,
+    b"{a: " * 50 + b"1" + b"}" * 50,
+    b"a" * 5000,
 )
 
 NASTY_VALUES: tuple[Any, ...] = (
-    None, True, False, 0, -1, 1, 2**31, -(2**31) - 1, 2**63, -(2**63) - 1, 10**400, -(10**400), 10**4000,
-    0.5, -0.5, 1e308, -1e308, 5e-324, float("inf"), float("-inf"), float("nan"),
-    "", " ", "x" * 10_000, "500m", "-500m", "1e999", "1e1000", "9" * 2000, "0.000000001", "2Ei", "Utilization",
-    "AverageValue", "Deployment", "cpu", "memory", "True", "Unknown", "2024-01-01T00:00:00Z", "not-a-time",
-    "\x00", "é", "{{<<scope>>}}", "-2h",
-    [], {}, [None], [[]], {"": None}, {"a": 1}, [1, "a", None],
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1,
+    2**31,
+    -(2**31) - 1,
+    2**63,
+    -(2**63) - 1,
+    10**400,
+    -(10**400),
+    10**4000,
+    0.5,
+    -0.5,
+    1e308,
+    -1e308,
+    5e-324,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    "",
+    " ",
+    "x" * 10_000,
+    "500m",
+    "-500m",
+    "1e999",
+    "1e1000",
+    "9" * 2000,
+    "0.000000001",
+    "2Ei",
+    "Utilization",
+    "AverageValue",
+    "Deployment",
+    "cpu",
+    "memory",
+    "True",
+    "Unknown",
+    "2024-01-01T00:00:00Z",
+    "not-a-time",
+    "\x00",
+    "é",
+    "{{<<scope>>}}",
+    "-2h",
+    [],
+    {},
+    [None],
+    [[]],
+    {"": None},
+    {"a": 1},
+    [1, "a", None],
 )
 
 
@@ -81,12 +193,12 @@ def byte_mutants(draw: st.DrawFn, seed: bytes) -> bytes:
         if kind == "flip" and at < len(data):
             data[at] = draw(st.integers(0, 255))
         elif kind == "delete":
-            del data[at:at + draw(st.integers(1, 40))]
+            del data[at : at + draw(st.integers(1, 40))]
         elif kind == "insert":
             data[at:at] = draw(st.sampled_from(FRAGMENTS))
         elif kind == "duplicate":
             start = draw(st.integers(0, len(data)))
-            data[at:at] = data[start:start + draw(st.integers(1, 200))]
+            data[at:at] = data[start : start + draw(st.integers(1, 200))]
         elif kind == "truncate":
             del data[at:]
     return bytes(data)
@@ -109,7 +221,8 @@ def data_mutants(draw: st.DrawFn, seed: Any) -> Any:
             target = _get(document, where)
             if isinstance(target, dict):
                 target[draw(st.sampled_from(["extra", "Spec", "metric", "", "x" * 300]))] = copy.deepcopy(
-                    draw(st.sampled_from(NASTY_VALUES)))
+                    draw(st.sampled_from(NASTY_VALUES))
+                )
         elif kind == "move":
             source = draw(st.sampled_from(places))
             document = _set(document, where, copy.deepcopy(_get(document, source)))

@@ -82,8 +82,9 @@ class DeepeningRelay:
     async def _relay(self, request: web.Request) -> web.StreamResponse:
         assert self._session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
-        async with self._session.request(request.method, self.emulator.url + request.path_qs, headers=headers,
-                                         data=await request.read()) as answer:
+        async with self._session.request(
+            request.method, self.emulator.url + request.path_qs, headers=headers, data=await request.read()
+        ) as answer:
             kept = {k: v for k, v in answer.headers.items() if k.lower() not in _HOP_BY_HOP}
             if request.query.get("watch") == "true":
                 response = web.StreamResponse(status=answer.status, headers=kept)
@@ -117,15 +118,18 @@ async def test_a_target_nested_thousands_deep_is_invalid_and_the_others_go_on(em
     metrics = FakeMetrics()
     metrics.set("queue", 40)  # 40 / 10 per pod: 4 replicas
     async with DeepeningRelay(emu) as relay, relay.api_client() as api:
-        manager = Manager(KubeApi(api), metrics.read_many, settings=ControllerSettings(), period=0.3, jitter=0.0,
-                          batch_window=0.05)
+        manager = Manager(
+            KubeApi(api), metrics.read_many, settings=ControllerSettings(), period=0.3, jitter=0.0, batch_window=0.05
+        )
         try:
             # Before the fix the target cache died of RecursionError on its first LIST: never synced.
             await manager.start_caches()
             await asyncio.wait_for(manager.activate(), timeout=20)  # waits for the caches to sync
             await eventually(lambda: replicas_of(emu, "web") == 4, what="the valid target scales")
-            await eventually(lambda: condition(status_of(emu, "deep"), "ScalingActive") is not None,
-                             what="the deep target's condition")
+            await eventually(
+                lambda: condition(status_of(emu, "deep"), "ScalingActive") is not None,
+                what="the deep target's condition",
+            )
             active = condition(status_of(emu, "deep"), "ScalingActive")
             assert active is not None and (active["status"], active["reason"]) == ("False", "InvalidSpec")
             too_deep = "spec.hvpa.junk" + "[0]" * (MAX_DEPTH - 3)
@@ -136,8 +140,10 @@ async def test_a_target_nested_thousands_deep_is_invalid_and_the_others_go_on(em
             emu.create(deep_target("deep2", "api"))
             emu.create(target("late", "late"))
             await eventually(lambda: replicas_of(emu, "late") == 4, what="a target created after both scales")
-            await eventually(lambda: condition(status_of(emu, "deep2"), "ScalingActive") is not None,
-                             what="the second deep target's condition")
+            await eventually(
+                lambda: condition(status_of(emu, "deep2"), "ScalingActive") is not None,
+                what="the second deep target's condition",
+            )
             assert relay.rewritten >= 3  # LIST, WATCH, and the answers to the status writes
             assert all(cache.last_error is None for cache in manager.target_caches.values())
         finally:

@@ -62,8 +62,11 @@ def test_a_metadata_that_is_not_an_object_in_a_targets_file(tmp_path: Path) -> N
 
 
 def test_a_binary_key_in_a_targets_file(tmp_path: Path) -> None:
-    targets = write(tmp_path, "targets.yaml", TARGET_HEAD + "metadata: {name: w}\n" + SPEC
-                    + "status:\n  ? !!binary aGVsbG8=\n  : 1\n")
+    targets = write(
+        tmp_path,
+        "targets.yaml",
+        TARGET_HEAD + "metadata: {name: w}\n" + SPEC + "status:\n  ? !!binary aGVsbG8=\n  : 1\n",
+    )
     settings = write(tmp_path, "settings.yaml", SETTINGS + f"targets: {targets}\n")
     code, err = run_cli("run", "--config", settings)
     assert code == 2
@@ -71,12 +74,17 @@ def test_a_binary_key_in_a_targets_file(tmp_path: Path) -> None:
 
 
 def test_huge_values_in_a_scenario(tmp_path: Path) -> None:
-    scenario = write(tmp_path, "s.yaml", SPEC.replace("maxReplicas: 3", "maxReplicas: 3, minReplicas: 1") + """
+    scenario = write(
+        tmp_path,
+        "s.yaml",
+        SPEC.replace("maxReplicas: 3", "maxReplicas: 3, minReplicas: 1")
+        + """
 steps:
 - at: 0
   replicas: 1
   pods: [{name: a, containers: [{name: c, requests: {cpu: 1n}, usage: {cpu: 1e306}}]}]
-""")
+""",
+    )
     code, err = run_cli("simulate", scenario)
     assert code == 2
     assert "steps[0].pods[0].containers[0].usage.cpu: must be at most 9223372036854775807m" in err
@@ -101,8 +109,9 @@ def test_a_file_that_is_not_utf8(tmp_path: Path, command: str) -> None:
 def test_a_broken_pipe_on_stdout_ends_quietly() -> None:
     """``autoscaler simulate … | head -1``: the reader goes away; no traceback, no message."""
     script = f"{sys.executable} -m autoscaler simulate {QUICKSTART} --explain | head -1"
-    result = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True, text=True, check=False,
-                            timeout=60)
+    result = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", script], capture_output=True, text=True, check=False, timeout=60
+    )
     assert result.stdout.split() == ["at", "current", "metrics", "(value→proposal)", "desired", "final", "why"]
     assert result.stderr == ""
     assert result.returncode in (0, 1)  # 0 when everything was written before head left
@@ -111,6 +120,7 @@ def test_a_broken_pipe_on_stdout_ends_quietly() -> None:
 def test_a_reader_that_is_gone_before_anything_is_written() -> None:
     """``| true``: the pipe is closed before the first write. Python's documented exit code on EPIPE, 1."""
     script = f"{sys.executable} -m autoscaler simulate {QUICKSTART} -o json --explain | true"
-    result = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True, text=True, check=False,
-                            timeout=60)
+    result = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", script], capture_output=True, text=True, check=False, timeout=60
+    )
     assert (result.returncode, result.stdout, result.stderr) == (1, "", "")

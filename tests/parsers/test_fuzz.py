@@ -54,10 +54,20 @@ def fuzz(examples: int) -> Any:
     is a failure here. A failing case is reported as found: shrinking these inputs can take minutes
     (AUTOSCALER_FUZZ_SHRINK=1 shrinks)."""
     phases = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if SHRINK else [])
-    return settings(max_examples=examples * SCALE, deadline=None, derandomize=SCALE == 1, database=None,
-                    phases=phases, print_blob=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.function_scoped_fixture, HealthCheck.large_base_example])
+    return settings(
+        max_examples=examples * SCALE,
+        deadline=None,
+        derandomize=SCALE == 1,
+        database=None,
+        phases=phases,
+        print_blob=True,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.large_base_example,
+        ],
+    )
 
 
 @functools.cache
@@ -147,8 +157,7 @@ def test_run_answers_any_targets_file_with_targets_or_a_validation_error(data: s
 
 @fuzz(400)
 @given(data=st.data())
-def test_backtest_answers_any_target_file_with_a_target_or_a_validation_error(data: st.DataObject,
-                                                                            write: Any) -> None:
+def test_backtest_answers_any_target_file_with_a_target_or_a_validation_error(data: st.DataObject, write: Any) -> None:
     path = write(data.draw(file_mutants(EXAMPLES)))
     try:
         load_target(path)
@@ -159,30 +168,65 @@ def test_backtest_answers_any_target_file_with_a_target_or_a_validation_error(da
 # -- objects the watch caches receive -----------------------------------------------------------------
 
 STATUS: dict[str, Any] = {
-    "observedGeneration": 3, "currentReplicas": 4, "desiredReplicas": 5, "lastScaleTime": "2026-01-01T00:00:00Z",
-    "conditions": [{"type": "AbleToScale", "status": "True", "reason": "SucceededRescale", "message": "ok",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z"},
-                   {"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound", "message": "ok"}],
-    "history": {"recommendations": [{"replicas": 5, "at": "2026-01-01T00:00:15Z", "ongoing": True},
-                                    {"replicas": 4, "at": "2026-01-01T00:00:00Z"}],
-                "scaleUpEvents": [{"change": 1, "at": "2026-01-01T00:00:00Z", "outdated": False}],
-                "scaleDownEvents": []},
-    "lastDecision": {"time": "2026-01-01T00:00:15Z", "scaled": True, "currentReplicas": 4, "replicas": 5,
-                     "proposal": 5, "limitedBy": None, "error": None, "explanation": ["Current replicas: 4."]},
-    "currentMetrics": [{"type": "External", "external": {"metric": {"name": "queue"},
-                                                         "current": {"averageValue": "12"}}}],
-    "hvpa": {"explanation": ["pinned"], "state": {"pins": {"server": {"cpu": "500m", "memory": "1Gi"}},
-                                                  "lastApplied": "2026-01-01T00:00:00.000000Z"}},
+    "observedGeneration": 3,
+    "currentReplicas": 4,
+    "desiredReplicas": 5,
+    "lastScaleTime": "2026-01-01T00:00:00Z",
+    "conditions": [
+        {
+            "type": "AbleToScale",
+            "status": "True",
+            "reason": "SucceededRescale",
+            "message": "ok",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        },
+        {"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound", "message": "ok"},
+    ],
+    "history": {
+        "recommendations": [
+            {"replicas": 5, "at": "2026-01-01T00:00:15Z", "ongoing": True},
+            {"replicas": 4, "at": "2026-01-01T00:00:00Z"},
+        ],
+        "scaleUpEvents": [{"change": 1, "at": "2026-01-01T00:00:00Z", "outdated": False}],
+        "scaleDownEvents": [],
+    },
+    "lastDecision": {
+        "time": "2026-01-01T00:00:15Z",
+        "scaled": True,
+        "currentReplicas": 4,
+        "replicas": 5,
+        "proposal": 5,
+        "limitedBy": None,
+        "error": None,
+        "explanation": ["Current replicas: 4."],
+    },
+    "currentMetrics": [
+        {"type": "External", "external": {"metric": {"name": "queue"}, "current": {"averageValue": "12"}}}
+    ],
+    "hvpa": {
+        "explanation": ["pinned"],
+        "state": {"pins": {"server": {"cpu": "500m", "memory": "1Gi"}}, "lastApplied": "2026-01-01T00:00:00.000000Z"},
+    },
 }
 
 
 @functools.cache
 def cluster_targets() -> list[dict[str, Any]]:
     """The examples as the API server returns them: with a namespace, a uid, a generation and a status."""
-    return [{**document, "status": STATUS,
-             "metadata": {**document["metadata"], "namespace": "shop", "uid": "u-1", "generation": 3,
-                          "resourceVersion": "12"}}
-            for document in seed_documents(tuple(EXAMPLES))]
+    return [
+        {
+            **document,
+            "status": STATUS,
+            "metadata": {
+                **document["metadata"],
+                "namespace": "shop",
+                "uid": "u-1",
+                "generation": 3,
+                "resourceVersion": "12",
+            },
+        }
+        for document in seed_documents(tuple(EXAMPLES))
+    ]
 
 
 @fuzz(1000)
@@ -208,31 +252,53 @@ def test_a_target_object_from_the_api_makes_only_that_target_invalid(data: st.Da
 
 
 VPA: dict[str, Any] = {
-    "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+    "apiVersion": "autoscaling.k8s.io/v1",
+    "kind": "VerticalPodAutoscaler",
     "metadata": {"name": "api-server", "namespace": "shop", "resourceVersion": "7"},
-    "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api-server"},
-             "updatePolicy": {"updateMode": "Auto"},
-             "resourcePolicy": {"containerPolicies": [{"containerName": "server", "minAllowed": {"cpu": "100m"}}]}},
-    "status": {"conditions": [{"type": "RecommendationProvided", "status": "True",
-                               "lastTransitionTime": "2026-01-01T00:00:00Z"}],
-               "recommendation": {"containerRecommendations": [
-                   {"containerName": "server", "target": {"cpu": "500m", "memory": "1Gi"},
-                    "uncappedTarget": {"cpu": "600m", "memory": "1Gi"}, "lowerBound": {"cpu": "100m"},
-                    "upperBound": {"cpu": "2"}}]}},
+    "spec": {
+        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api-server"},
+        "updatePolicy": {"updateMode": "Auto"},
+        "resourcePolicy": {"containerPolicies": [{"containerName": "server", "minAllowed": {"cpu": "100m"}}]},
+    },
+    "status": {
+        "conditions": [
+            {"type": "RecommendationProvided", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        ],
+        "recommendation": {
+            "containerRecommendations": [
+                {
+                    "containerName": "server",
+                    "target": {"cpu": "500m", "memory": "1Gi"},
+                    "uncappedTarget": {"cpu": "600m", "memory": "1Gi"},
+                    "lowerBound": {"cpu": "100m"},
+                    "upperBound": {"cpu": "2"},
+                }
+            ]
+        },
+    },
 }
 POD: dict[str, Any] = {
     "metadata": {"name": "web-1", "namespace": "shop", "labels": {"app": "web"}, "deletionTimestamp": None},
-    "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
-             "initContainers": [{"name": "proxy", "restartPolicy": "Always",
-                                 "resources": {"requests": {"cpu": "50m"}}}]},
-    "status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z",
-               "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z"}]},
+    "spec": {
+        "containers": [{"name": "app", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
+        "initContainers": [{"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "50m"}}}],
+    },
+    "status": {
+        "phase": "Running",
+        "startTime": "2026-01-01T00:00:00Z",
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z"}],
+    },
 }
 DEPLOYMENT: dict[str, Any] = {
     "metadata": {"name": "web", "namespace": "shop", "uid": "d-1", "resourceVersion": "9"},
-    "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"},
-                                         "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}]},
-             "template": {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "500m"}}}]}}},
+    "spec": {
+        "replicas": 3,
+        "selector": {
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}],
+        },
+        "template": {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "500m"}}}]}},
+    },
     "status": {"replicas": 3},
 }
 
@@ -260,18 +326,43 @@ def test_vpa_pod_and_deployment_objects_are_trimmed_without_raising(data: st.Dat
 # -- arguments ------------------------------------------------------------------------------------------
 
 ARGUMENT_TEXT = st.one_of(
-    st.sampled_from(["now", "-2h", "now-1d12h", "2024-05-07", "2024-05-07T09:00:00Z", "1715072400", "15s", "0",
-                     "nan", "inf", "-inf", "1e400", "9" * 400, "9" * 5000, "-" + "9" * 5000 + "d",
-                     "now+" + "9" * 30 + "w",
-                     "0.0001", "1e-400", "", " ", "-", "now-", "5m30s", "99999999999999999999ms"]),
+    st.sampled_from(
+        [
+            "now",
+            "-2h",
+            "now-1d12h",
+            "2024-05-07",
+            "2024-05-07T09:00:00Z",
+            "1715072400",
+            "15s",
+            "0",
+            "nan",
+            "inf",
+            "-inf",
+            "1e400",
+            "9" * 400,
+            "9" * 5000,
+            "-" + "9" * 5000 + "d",
+            "now+" + "9" * 30 + "w",
+            "0.0001",
+            "1e-400",
+            "",
+            " ",
+            "-",
+            "now-",
+            "5m30s",
+            "99999999999999999999ms",
+        ]
+    ),
     st.text(alphabet="0123456789.-+nowsmhdyeEZT:", max_size=30),
 )
 
 
 @fuzz(200)
-@given(option=st.sampled_from(["--from", "--to", "--step", "--chunk", "--pod-startup", "--timeout",
-                               "--initial-replicas"]),
-       value=ARGUMENT_TEXT)
+@given(
+    option=st.sampled_from(["--from", "--to", "--step", "--chunk", "--pod-startup", "--timeout", "--initial-replicas"]),
+    value=ARGUMENT_TEXT,
+)
 def test_backtest_options_are_validated_before_anything_is_read(option: str, value: str, write: Any) -> None:
     """Every time, duration and number on the backtest command line: exit 2 with a message, or on to
     Prometheus (which is not there: exit 1, a clear message)."""

@@ -33,9 +33,11 @@ def nested(levels: int) -> Any:
 def test_depth_is_counted_in_objects_and_lists_and_reported_where_it_is_crossed() -> None:
     assert problems(nested(MAX_DEPTH // 2)) == []  # exactly MAX_DEPTH levels
     assert problems(nested(MAX_DEPTH // 2 + 1)) == [
-        "spec" + ".a[0]" * (MAX_DEPTH // 2) + ": nested too deeply: more than 32 levels of objects and lists"]
-    assert problems({"a": 1}, level=MAX_DEPTH + 1) == ["spec: nested too deeply: more than 32 levels of objects "
-                                                       "and lists"]
+        "spec" + ".a[0]" * (MAX_DEPTH // 2) + ": nested too deeply: more than 32 levels of objects and lists"
+    ]
+    assert problems({"a": 1}, level=MAX_DEPTH + 1) == [
+        "spec: nested too deeply: more than 32 levels of objects and lists"
+    ]
 
 
 def test_a_document_nested_far_deeper_than_python_recurses_is_checked_without_recursion() -> None:
@@ -49,30 +51,38 @@ def test_values_are_counted_with_shared_references_written_out() -> None:
     laughs: Any = ["x"] * 10
     for _ in range(8):
         laughs = [laughs] * 10  # 10^9 values written out, a few hundred objects in memory
-    assert problems(laughs) == [f"spec: too large: more than {MAX_VALUES:,} values (lists, objects and scalars, "
-                                "counted with YAML aliases written out)"]
+    assert problems(laughs) == [
+        f"spec: too large: more than {MAX_VALUES:,} values (lists, objects and scalars, "
+        "counted with YAML aliases written out)"
+    ]
 
 
 def test_only_the_json_data_model_passes() -> None:
     assert problems({"a": [1, 2.5, True, None, "x"]}) == []
-    assert sorted(problems({1: "a", "d": date(2024, 1, 1), "b": b"x", "s": {1, 2}, "k" * 2000: 1})) == sorted([
-        "spec: a key must be a string, not integer (1)",
-        "spec.d: unsupported value of type date: only objects, lists, strings, numbers, booleans and null",
-        "spec.b: unsupported value of type bytes: only objects, lists, strings, numbers, booleans and null",
-        "spec.s: unsupported value of type set: only objects, lists, strings, numbers, booleans and null",
-        f"spec.{'k' * 40}…{'k' * 20}: key too long: 2,000 characters (at most 1,024)"])
+    assert sorted(problems({1: "a", "d": date(2024, 1, 1), "b": b"x", "s": {1, 2}, "k" * 2000: 1})) == sorted(
+        [
+            "spec: a key must be a string, not integer (1)",
+            "spec.d: unsupported value of type date: only objects, lists, strings, numbers, booleans and null",
+            "spec.b: unsupported value of type bytes: only objects, lists, strings, numbers, booleans and null",
+            "spec.s: unsupported value of type set: only objects, lists, strings, numbers, booleans and null",
+            f"spec.{'k' * 40}…{'k' * 20}: key too long: 2,000 characters (at most 1,024)",
+        ]
+    )
 
 
-@pytest.mark.parametrize(("text", "problem"), [
-    ("a: !!binary aGVsbG8=", "line 1, column 4: binary data (!!binary) is not supported"),
-    ("a: !!set {x}", "line 1, column 4: a set (!!set) is not supported"),
-    ("on: 1", 'line 1, column 1: a key must be a string, not boolean (quote it)'),
-    ("a: 1\nb: 2\na: 3", 'line 3, column 1: duplicate key "a" (first at line 1)'),
-    ("a: " + "9" * 5000, "line 1, column 4: integer too long: more than 4300 digits"),
-    ("a: !!float ''", "line 1, column 4: '' is not a valid float"),
-    ("a: " + "[" * 40 + "]" * 40, "line 1, column 35: nested too deeply: more than 32 levels"),
-    ("a: 1\n---\nb: 2", "2 YAML documents: expected one"),
-])
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("a: !!binary aGVsbG8=", "line 1, column 4: binary data (!!binary) is not supported"),
+        ("a: !!set {x}", "line 1, column 4: a set (!!set) is not supported"),
+        ("on: 1", "line 1, column 1: a key must be a string, not boolean (quote it)"),
+        ("a: 1\nb: 2\na: 3", 'line 3, column 1: duplicate key "a" (first at line 1)'),
+        ("a: " + "9" * 5000, "line 1, column 4: integer too long: more than 4300 digits"),
+        ("a: !!float ''", "line 1, column 4: '' is not a valid float"),
+        ("a: " + "[" * 40 + "]" * 40, "line 1, column 35: nested too deeply: more than 32 levels"),
+        ("a: 1\n---\nb: 2", "2 YAML documents: expected one"),
+    ],
+)
 def test_yaml_outside_the_data_model_is_refused_with_its_line_and_column(text: str, problem: str) -> None:
     with pytest.raises(SpecError) as caught:
         parse_yaml_text(text, "f.yaml")
@@ -81,7 +91,9 @@ def test_yaml_outside_the_data_model_is_refused_with_its_line_and_column(text: s
 
 def test_yaml_keeps_dates_as_text_and_merges_keys() -> None:
     assert parse_yaml_text("d: 2024-01-01\nt: 2024-01-01T10:00:00Z\n", "f") == {
-        "d": "2024-01-01", "t": "2024-01-01T10:00:00Z"}
+        "d": "2024-01-01",
+        "t": "2024-01-01T10:00:00Z",
+    }
     assert parse_yaml_text("base: &b {x: 1, y: 2}\nuse:\n  <<: *b\n  y: 3\n", "f")["use"] == {"x": 1, "y": 3}
 
 
@@ -95,15 +107,17 @@ def test_numbers_and_quantities_past_what_the_api_carries_are_refused() -> None:
     assert to_quantity("9" * 1001, "q", errors) is None
     assert to_quantity(10**20, "q", errors) is None
     assert [str(e) for e in errors.items] == [
-        "s.huge: must be a finite number", "s.inf: must be a finite number",
+        "s.huge: must be a finite number",
+        "s.inf: must be a finite number",
         "s.int: must be less than or equal to 9223372036854775807",
         "q: must be at most 9223372036854775807m (a milli-value fits in 64 bits)",
         f"q: invalid quantity '{'9' * 99}: quantity has 1,001 digits: at most 1000",
-        "q: must be at most 9223372036854775807m (a milli-value fits in 64 bits)"]
+        "q: must be at most 9223372036854775807m (a milli-value fits in 64 bits)",
+    ]
 
 
 def test_json_too_deep_for_the_decoders_is_cut_below_the_limit() -> None:
-    body = json.dumps({"metadata": {"name": "deep"}, "spec": {"x": "a]}[{\\\"", "n": 10**30, "hvpa": "HERE"}})
+    body = json.dumps({"metadata": {"name": "deep"}, "spec": {"x": 'a]}[{\\"', "n": 10**30, "hvpa": "HERE"}})
     body = body.replace('"HERE"', "[" * 5000 + "1" + "]" * 5000)
     with pytest.raises(RecursionError):
         json.loads(body)

@@ -31,11 +31,23 @@ def test_simulate_writes_png_and_html(tmp_path: Path, capsys: pytest.CaptureFixt
     (width, height), texts = png_chunks(png)
     assert (width, height) == (1300, 910) and texts["Title"] == f"Simulation of {QUICKSTART}"
     described = {s["name"]: s for s in png_series(png)}
-    assert set(described) == {"cpu utilization", "cpu target 60%", "http_requests_per_second (Pods, average value)",
-                              "http_requests_per_second target 100", "replicas", "desired replicas", "minReplicas 2",
-                              "maxReplicas 20", "limited: ScaleDownStabilized"}
-    assert described["limited: ScaleDownStabilized"] == {"name": "limited: ScaleDownStabilized", "panel": "replicas",
-                                                         "kind": "limit", "points": 3}
+    assert set(described) == {
+        "cpu utilization",
+        "cpu target 60%",
+        "http_requests_per_second (Pods, average value)",
+        "http_requests_per_second target 100",
+        "replicas",
+        "desired replicas",
+        "minReplicas 2",
+        "maxReplicas 20",
+        "limited: ScaleDownStabilized",
+    }
+    assert described["limited: ScaleDownStabilized"] == {
+        "name": "limited: ScaleDownStabilized",
+        "panel": "replicas",
+        "kind": "limit",
+        "points": 3,
+    }
     data = html_data(html)
     assert data["absoluteTimes"] is False
     assert data["panels"] == ["cpu utilization", "http_requests_per_second (Pods, average value)", "replicas"]
@@ -43,43 +55,75 @@ def test_simulate_writes_png_and_html(tmp_path: Path, capsys: pytest.CaptureFixt
     assert series["replicas"]["x"] == [s["at"] for s in steps]
     assert series["replicas"]["y"] == [s["replicas"] for s in steps]
     assert series["desired replicas"]["y"] == [s["desiredReplicas"] for s in steps]
-    assert series["cpu utilization"]["y"] == [s["metrics"][0]["resource"]["current"]["averageUtilization"]
-                                              for s in steps]
+    assert series["cpu utilization"]["y"] == [
+        s["metrics"][0]["resource"]["current"]["averageUtilization"] for s in steps
+    ]
     assert series["http_requests_per_second (Pods, average value)"]["y"][2] == 150
     limited = series["limited: ScaleDownStabilized"]
     assert [x for x, y in zip(limited["x"], limited["y"], strict=True) if y is not None] == [
-        s["at"] for s in steps if s["limitedBy"] == "ScaleDownStabilized"]
+        s["at"] for s in steps if s["limitedBy"] == "ScaleDownStabilized"
+    ]
     assert data["end"] == 240  # the last step holds one more (45 s) step
     page = html.read_text()
     assert "Plotly.newPlot" in page and "<script src=" not in page  # self-contained
 
 
-HVPA_SPEC = parse_target_spec({"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 8,
-                               "metrics": [{"type": "Resource", "resource": {
-                                   "name": "memory", "target": {"type": "AverageValue", "averageValue": "1Gi"}}}]},
-                              require_queries=False)
+HVPA_SPEC = parse_target_spec(
+    {
+        "scaleTargetRef": {"kind": "Deployment", "name": "web"},
+        "maxReplicas": 8,
+        "metrics": [
+            {
+                "type": "Resource",
+                "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "1Gi"}},
+            }
+        ],
+    },
+    require_queries=False,
+)
 
 
-def hvpa_step(at: int, replicas: int, cpu: str, memory: str, *, blocked: str | None = None,
-              limited: str | None = None) -> StepRecord:
+def hvpa_step(
+    at: int, replicas: int, cpu: str, memory: str, *, blocked: str | None = None, limited: str | None = None
+) -> StepRecord:
     """A per-step record of a target with an ``hvpa`` section."""
     requests = {("app", "cpu"): Quantity.parse(cpu).as_float(), ("app", "memory"): Quantity.parse(memory).as_float()}
-    return StepRecord(at, replicas, replicas, replicas, limited,
-                      (MetricPoint(HVPA_SPEC.metrics[0], Quantity.parse("900Mi").as_float(), False),),
-                      HvpaPoint(replicas + 1, requests, blocked))
+    return StepRecord(
+        at,
+        replicas,
+        replicas,
+        replicas,
+        limited,
+        (MetricPoint(HVPA_SPEC.metrics[0], Quantity.parse("900Mi").as_float(), False),),
+        HvpaPoint(replicas + 1, requests, blocked),
+    )
 
 
 def test_hvpa_requests_get_their_panels(tmp_path: Path) -> None:
-    steps = [hvpa_step(0, 2, "250m", "512Mi"), hvpa_step(60, 2, "500m", "1Gi", limited="ScaleUpLimit"),
-             hvpa_step(120, 3, "500m", "1Gi", blocked="maintenance window")]
+    steps = [
+        hvpa_step(0, 2, "250m", "512Mi"),
+        hvpa_step(60, 2, "500m", "1Gi", limited="ScaleUpLimit"),
+        hvpa_step(120, 3, "500m", "1Gi", blocked="maintenance window"),
+    ]
     data = plot_data([PlotRun("hvpa.yaml", steps, HVPA_SPEC)], "HVPA", absolute_times=False)
     assert [title for title, _ in data.panels] == [
-        "memory (average value)", "replicas", "HVPA cpu requests per pod", "HVPA memory requests per pod"]
+        "memory (average value)",
+        "replicas",
+        "HVPA cpu requests per pod",
+        "HVPA memory requests per pod",
+    ]
     png, html = tmp_path / "h.png", tmp_path / "h.html"
     write_plots([str(png), str(html)], data)
     names = {s["name"] for s in png_series(png)}
-    assert {"app cpu request", "app memory request", "HVPA desired replicas", "HVPA blocked: maintenance window",
-            "limited: ScaleUpLimit", "memory (average value)", "memory target 1Gi"} <= names
+    assert {
+        "app cpu request",
+        "app memory request",
+        "HVPA desired replicas",
+        "HVPA blocked: maintenance window",
+        "limited: ScaleUpLimit",
+        "memory (average value)",
+        "memory target 1Gi",
+    } <= names
     series = {s["name"]: s for s in html_data(html)["series"]}
     assert series["app cpu request"]["y"] == [0.25, 0.5, 0.5]
     assert series["app memory request"]["y"] == [512 * 2**20, 2**30, 2**30]
@@ -98,8 +142,9 @@ def test_simulate_plots_a_shipped_hvpa_scenario(tmp_path: Path, capsys: pytest.C
     # Its metrics are never read (HVPA alone decides), so they get no panel.
     assert data["panels"] == ["replicas", "HVPA cpu requests per pod", "HVPA memory requests per pod"]
     series = {s["name"]: s for s in data["series"]}
-    assert series["main cpu request"]["y"][0] == pytest.approx(float(steps[0]["hvpa"]["requests"]["main"]["cpu"]
-                                                                     .removesuffix("m")) / 1000)
+    assert series["main cpu request"]["y"][0] == pytest.approx(
+        float(steps[0]["hvpa"]["requests"]["main"]["cpu"].removesuffix("m")) / 1000
+    )
     assert series["HVPA desired replicas"]["y"] == [s["hvpa"]["desiredReplicas"] for s in steps]
     reasons = {s["hvpa"]["blocked"] for s in steps if s["hvpa"]["blocked"]}
     assert {name for name in series if name.startswith("HVPA blocked: ")} == {f"HVPA blocked: {r}" for r in reasons}

@@ -18,8 +18,13 @@ from tests.guard import Guard, missing_binaries
 from tests.prometheus import scenario
 from tests.victoriametrics import BINARY, PACKAGE, VictoriaMetricsSandbox
 
-_guard = Guard({"prometheus": missing_binaries("prometheus", "promtool"),
-                "victoriametrics": missing_binaries(BINARY, package=PACKAGE)}, str(Path(__file__).parent))
+_guard = Guard(
+    {
+        "prometheus": missing_binaries("prometheus", "promtool"),
+        "victoriametrics": missing_binaries(BINARY, package=PACKAGE),
+    },
+    str(Path(__file__).parent),
+)
 # The backends the live tests run against, each with the sandbox that runs it.
 BACKENDS = {"prometheus": PrometheusSandbox, "victoriametrics": VictoriaMetricsSandbox}
 
@@ -42,9 +47,11 @@ def live_prometheus(request: pytest.FixtureRequest, exporter: MetricsExporter) -
     with sandbox as prom:
         # The first scrape lands ~6 s after start; rates need a few more samples in their window.
         prom.wait_for("http_rps", timeout=30)
-        prom.wait_for(f'count_over_time(container_cpu_usage_seconds_total{{pod="web-1",container="app"}}'
-                      f"[{scenario.CPU_WINDOW}])", lambda r: bool(r) and float(r[0]["value"][1]) >= 5,
-                      timeout=30)
+        prom.wait_for(
+            f'count_over_time(container_cpu_usage_seconds_total{{pod="web-1",container="app"}}[{scenario.CPU_WINDOW}])',
+            lambda r: bool(r) and float(r[0]["value"][1]) >= 5,
+            timeout=30,
+        )
         yield prom
 
 

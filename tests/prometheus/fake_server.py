@@ -23,8 +23,13 @@ class Request:
 
 
 def vector(*values: str, labels: dict[str, str] | None = None, at: float = 1000.0) -> dict[str, Any]:
-    return {"status": "success", "data": {"resultType": "vector", "result": [
-        {"metric": {**(labels or {}), "i": str(i)}, "value": [at, v]} for i, v in enumerate(values)]}}
+    return {
+        "status": "success",
+        "data": {
+            "resultType": "vector",
+            "result": [{"metric": {**(labels or {}), "i": str(i)}, "value": [at, v]} for i, v in enumerate(values)],
+        },
+    }
 
 
 def json_response(document: object, status: int = 200) -> web.Response:

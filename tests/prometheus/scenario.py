@@ -22,8 +22,10 @@ MEMORY = "container_memory_working_set_bytes"
 
 # (namespace, pod, container) → CPU cores (binary fractions, so Prometheus' rate() stays exact).
 CPU_RATES = {
-    ("shop", "web-1", "app"): 0.25, ("shop", "web-1", "sidecar"): 0.125,
-    ("shop", "web-1", "POD"): 0.5, ("shop", "web-1", ""): 0.875,  # pause and pod-level: excluded
+    ("shop", "web-1", "app"): 0.25,
+    ("shop", "web-1", "sidecar"): 0.125,
+    ("shop", "web-1", "POD"): 0.5,
+    ("shop", "web-1", ""): 0.875,  # pause and pod-level: excluded
     ("shop", "web-2", "app"): 0.5,
     ("shop", "web-3", "app"): 0.75,
     ("shop", "other-1", "app"): 2.0,  # another workload in the same namespace
@@ -31,8 +33,10 @@ CPU_RATES = {
     ("blog", "api-2", "app"): 0.375,
 }
 MEMORY_BYTES = {
-    ("shop", "web-1", "app"): "104857600", ("shop", "web-1", "sidecar"): "2097152",
-    ("shop", "web-1", "POD"): "999", ("shop", "web-1", ""): "106955751",
+    ("shop", "web-1", "app"): "104857600",
+    ("shop", "web-1", "sidecar"): "2097152",
+    ("shop", "web-1", "POD"): "999",
+    ("shop", "web-1", ""): "106955751",
     ("shop", "web-2", "app"): "52428800",
     ("shop", "web-3", "app"): "1",
     ("shop", "other-1", "app"): "7",
@@ -41,10 +45,15 @@ MEMORY_BYTES = {
 }
 # Custom per-pod gauges: metric → {(namespace, pod, extra labels...): value text}
 POD_GAUGES: dict[str, dict[tuple[str, str], str]] = {
-    "http_rps": {("shop", "web-1"): "0.3", ("shop", "web-2"): "1.5", ("shop", "web-3"): "12",
-                 ("shop", "other-1"): "1000", ("blog", "api-1"): "7", ("blog", "api-2"): "0.001"},
-    "bad_rps": {("shop", "web-1"): "NaN", ("shop", "web-2"): "+Inf", ("shop", "web-3"): "2",
-                ("blog", "api-1"): "-Inf"},
+    "http_rps": {
+        ("shop", "web-1"): "0.3",
+        ("shop", "web-2"): "1.5",
+        ("shop", "web-3"): "12",
+        ("shop", "other-1"): "1000",
+        ("blog", "api-1"): "7",
+        ("blog", "api-2"): "0.001",
+    },
+    "bad_rps": {("shop", "web-1"): "NaN", ("shop", "web-2"): "+Inf", ("shop", "web-3"): "2", ("blog", "api-1"): "-Inf"},
     "partial_rps": {("shop", "web-1"): "1", ("shop", "web-2"): "2"},
     "stale_rps": {("shop", "web-1"): "1", ("shop", "web-2"): "2"},
 }
@@ -62,8 +71,12 @@ def populate(exporter: MetricsExporter) -> None:
     exporter.set("dup_rps", {"namespace": "shop", "pod": "web-1", "path": "/a"}, "1")
     exporter.set("dup_rps", {"namespace": "shop", "pod": "web-1", "path": "/b"}, "2")
     exporter.set("dup_rps", {"namespace": "shop", "pod": "web-2", "path": "/a"}, "5")
-    for pod, app, tier, value in (("web-1", "web", "front", "10"), ("web-2", "web", "back", "20"),
-                                  ("web-3", "web", "batch", "30"), ("other-1", "other", "front", "40")):
+    for pod, app, tier, value in (
+        ("web-1", "web", "front", "10"),
+        ("web-2", "web", "back", "20"),
+        ("web-3", "web", "batch", "30"),
+        ("other-1", "other", "front", "40"),
+    ):
         exporter.set("selector_rps", {"namespace": "shop", "pod": pod, "app": app, "tier": tier}, value)
     exporter.set("queue_depth", {"queue": "orders"}, "42")
     exporter.set("queue_depth", {"queue": "billing"}, "8.5")
@@ -78,33 +91,54 @@ def ref(name: str) -> CrossVersionObjectReference:
 
 
 def cpu_metric() -> MetricSpec:
-    return MetricSpec(MetricSourceType.RESOURCE, "cpu", MetricTarget(MetricTargetType.UTILIZATION,
-                                                                     average_utilization=50))
+    return MetricSpec(
+        MetricSourceType.RESOURCE, "cpu", MetricTarget(MetricTargetType.UTILIZATION, average_utilization=50)
+    )
 
 
 def memory_metric() -> MetricSpec:
-    return MetricSpec(MetricSourceType.RESOURCE, "memory",
-                      MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("100Mi")))
+    return MetricSpec(
+        MetricSourceType.RESOURCE,
+        "memory",
+        MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("100Mi")),
+    )
 
 
 def container_cpu_metric(container: str) -> MetricSpec:
-    return MetricSpec(MetricSourceType.CONTAINER_RESOURCE, "cpu",
-                      MetricTarget(MetricTargetType.UTILIZATION, average_utilization=50), container=container)
+    return MetricSpec(
+        MetricSourceType.CONTAINER_RESOURCE,
+        "cpu",
+        MetricTarget(MetricTargetType.UTILIZATION, average_utilization=50),
+        container=container,
+    )
 
 
 def pods_metric(query: str, name: str = "rps") -> MetricSpec:
-    return MetricSpec(MetricSourceType.PODS, name,
-                      MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("1")), query=query)
+    return MetricSpec(
+        MetricSourceType.PODS,
+        name,
+        MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("1")),
+        query=query,
+    )
 
 
 def external_metric(query: str, name: str = "queue") -> MetricSpec:
-    return MetricSpec(MetricSourceType.EXTERNAL, name,
-                      MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("10")), query=query)
+    return MetricSpec(
+        MetricSourceType.EXTERNAL,
+        name,
+        MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("10")),
+        query=query,
+    )
 
 
 def object_metric(query: str, name: str = "queue") -> MetricSpec:
-    return MetricSpec(MetricSourceType.OBJECT, name, MetricTarget(MetricTargetType.VALUE, value=Quantity.parse("10")),
-                      described_object=CrossVersionObjectReference("Service", "orders", "v1"), query=query)
+    return MetricSpec(
+        MetricSourceType.OBJECT,
+        name,
+        MetricTarget(MetricTargetType.VALUE, value=Quantity.parse("10")),
+        described_object=CrossVersionObjectReference("Service", "orders", "v1"),
+        query=query,
+    )
 
 
 def web(metrics: Sequence[MetricSpec], pods: Sequence[str] = ("web-1", "web-2", "web-3")) -> TargetQuery:
@@ -124,8 +158,12 @@ def rps_query(metric: str) -> str:
 T0 = 1_700_000_000.0
 BACKFILL_STEP = 15
 BACKFILL_CPU_WINDOW = "1m"
-BACKFILL_CPU = {("shop", "web-1", "app"): 0.25, ("shop", "web-1", "sidecar"): 0.125,
-                ("shop", "web-1", "POD"): 0.5, ("shop", "web-2", "app"): 0.5}
+BACKFILL_CPU = {
+    ("shop", "web-1", "app"): 0.25,
+    ("shop", "web-1", "sidecar"): 0.125,
+    ("shop", "web-1", "POD"): 0.5,
+    ("shop", "web-2", "app"): 0.5,
+}
 
 
 def backfill_openmetrics() -> str:
@@ -135,8 +173,10 @@ def backfill_openmetrics() -> str:
     for (namespace, pod, container), rate in BACKFILL_CPU.items():
         for t in times:
             # An exact binary value: rate × (seconds since an hour before T0).
-            lines.append(f'{CPU}{{namespace="{namespace}",pod="{pod}",container="{container}"}} '
-                         f"{rate * (t - T0 + 3600)!r} {t:.0f}")
+            lines.append(
+                f'{CPU}{{namespace="{namespace}",pod="{pod}",container="{container}"}} '
+                f"{rate * (t - T0 + 3600)!r} {t:.0f}"
+            )
     lines.append("# TYPE http_rps gauge")
     for pod, value in (("web-1", "0.3"), ("web-2", "1.5")):
         for t in times:

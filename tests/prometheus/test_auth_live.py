@@ -41,8 +41,13 @@ def guarded(request: pytest.FixtureRequest) -> Iterator[PrometheusSandbox]:
 
 
 async def test_basic_auth_and_custom_headers_against_a_real_server(guarded: PrometheusSandbox) -> None:
-    settings = PrometheusSettings(url=guarded.url, basic_auth=BasicAuth(USER, PASSWORD), retries=0,
-                                  headers={"X-Scope-OrgID": "team-a"}, query_parameters={"dedup": "true"})
+    settings = PrometheusSettings(
+        url=guarded.url,
+        basic_auth=BasicAuth(USER, PASSWORD),
+        retries=0,
+        headers={"X-Scope-OrgID": "team-a"},
+        query_parameters={"dedup": "true"},
+    )
     async with PrometheusClient(settings) as client:
         result = await client.query("vector(7)")
         assert [s.value for s in result.vector] == ["7"]

@@ -66,8 +66,9 @@ async def test_query_range_returns_every_step(client: PrometheusClient) -> None:
     assert [(t, v) for t, v in result.series[0].points] == [(sc.T0 - 120, "0.3"), (sc.T0 - 60, "0.3"), (sc.T0, "0.3")]
 
 
-async def test_stopped_prometheus_is_unreachable_then_recovers(make_prometheus: Callable[[], PrometheusSandbox]
-                                                               ) -> None:
+async def test_stopped_prometheus_is_unreachable_then_recovers(
+    make_prometheus: Callable[[], PrometheusSandbox],
+) -> None:
     prom = make_prometheus()
     async with PrometheusClient(PrometheusSettings(url=prom.url, retries=1)) as client:
         assert (await client.query("vector(1)", sc.T0)).vector[0].value == "1"
@@ -77,16 +78,18 @@ async def test_stopped_prometheus_is_unreachable_then_recovers(make_prometheus: 
         assert prom.url in str(raised.value) and "unreachable" in str(raised.value)
         assert client.stats.retries == 1
         assert not await client.ready()
-        rows = await MetricsReader(client, client.settings).read([sc.web([sc.cpu_metric(),
-                                                                           sc.external_metric("vector(1)")])], sc.T0)
+        rows = await MetricsReader(client, client.settings).read(
+            [sc.web([sc.cpu_metric(), sc.external_metric("vector(1)")])], sc.T0
+        )
         assert all(isinstance(r, MetricFailure) and "unreachable" in r.message for r in rows[0])
         await prom.astart()  # same port: the shared session reconnects by itself
         assert (await client.query("vector(2)", sc.T0)).vector[0].value == "2"
         assert await client.ready()
 
 
-async def test_paused_prometheus_times_out_within_the_deadline(make_prometheus: Callable[[], PrometheusSandbox]
-                                                               ) -> None:
+async def test_paused_prometheus_times_out_within_the_deadline(
+    make_prometheus: Callable[[], PrometheusSandbox],
+) -> None:
     import time
 
     prom = make_prometheus()
@@ -94,12 +97,15 @@ async def test_paused_prometheus_times_out_within_the_deadline(make_prometheus: 
         with prom.paused():
             started = time.monotonic()
             rows = await MetricsReader(client, client.settings).read(
-                [sc.web([sc.cpu_metric(), sc.pods_metric(sc.rps_query("x"))])], sc.T0)
+                [sc.web([sc.cpu_metric(), sc.pods_metric(sc.rps_query("x"))])], sc.T0
+            )
             elapsed = time.monotonic() - started
             # the query's deadline passed: waiting for the answer, or (on a loaded machine) for a slot first
-            assert all(isinstance(r, MetricFailure) and ("did not answer within 0.5s" in r.message
-                                                         or "before the query's deadline" in r.message)
-                       for r in rows[0]), [getattr(r, "message", r) for r in rows[0]]
+            assert all(
+                isinstance(r, MetricFailure)
+                and ("did not answer within 0.5s" in r.message or "before the query's deadline" in r.message)
+                for r in rows[0]
+            ), [getattr(r, "message", r) for r in rows[0]]
             # bounded by the 0.5 s deadline, not by TCP (which would wait minutes); the slack is for a
             # loaded machine running four test workers on two cores
             assert elapsed < 3.0

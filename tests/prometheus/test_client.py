@@ -54,8 +54,9 @@ def settings_for(url: str, **overrides: object) -> PrometheusSettings:
 
 
 async def test_request_is_a_form_post_with_explicit_time_and_budget(fake: FakePrometheus) -> None:
-    settings = settings_for(fake.url, headers={"X-Scope-OrgID": "team-a"}, query_parameters={"dedup": "true"},
-                            timeout_seconds=2.0)
+    settings = settings_for(
+        fake.url, headers={"X-Scope-OrgID": "team-a"}, query_parameters={"dedup": "true"}, timeout_seconds=2.0
+    )
     async with PrometheusClient(settings) as client:
         result = await client.query('up{job="x"}', 1700000000.25)
     assert result.vector[0].value == "1"
@@ -85,8 +86,10 @@ async def test_compressed_answers_only_when_asked_for(fake: FakePrometheus) -> N
 
 
 async def test_5xx_is_retried_with_backoff_then_succeeds(fake: FakePrometheus) -> None:
-    fake.handler = sequence(constant(lambda: error_response(503, "unavailable", "starting up")),
-                            constant(lambda: json_response(vector("2"))))
+    fake.handler = sequence(
+        constant(lambda: error_response(503, "unavailable", "starting up")),
+        constant(lambda: json_response(vector("2"))),
+    )
     async with PrometheusClient(settings_for(fake.url, retries=2)) as client:
         result = await client.query("x", 1.0)
         assert result.vector[0].value == "2"
@@ -104,8 +107,9 @@ async def test_persistent_5xx_fails_after_the_retries_with_prometheus_text(fake:
 
 
 @pytest.mark.parametrize("status, error_type", [(400, "bad_data"), (422, "execution")])
-async def test_4xx_with_error_body_is_a_bad_query_and_not_retried(fake: FakePrometheus, status: int,
-                                                                  error_type: str) -> None:
+async def test_4xx_with_error_body_is_a_bad_query_and_not_retried(
+    fake: FakePrometheus, status: int, error_type: str
+) -> None:
     fake.handler = constant(lambda: error_response(status, error_type, '1:5: parse error: unclosed "("'))
     async with PrometheusClient(settings_for(fake.url)) as client:
         with pytest.raises(PrometheusBadQuery) as raised:
@@ -138,13 +142,19 @@ async def test_a_slow_server_times_out_at_the_deadline(fake: FakePrometheus) -> 
     assert fake.requests[0].form["timeout"] in {"300ms", "299ms", "298ms"}
 
 
-@pytest.mark.parametrize("body, content_type, fragment", [
-    ("<html>oops</html>", "text/html", "not JSON (text/html"),
-    ('{"status": "success"}', "application/json", "no 'data' object"),
-    ('{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,2]}]}}',
-     "application/json", "a vector element is not"),
-    ('{"status":"success","data":{"resultType":"nonsense","result":[]}}', "application/json", "unknown resultType"),
-])
+@pytest.mark.parametrize(
+    "body, content_type, fragment",
+    [
+        ("<html>oops</html>", "text/html", "not JSON (text/html"),
+        ('{"status": "success"}', "application/json", "no 'data' object"),
+        (
+            '{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,2]}]}}',
+            "application/json",
+            "a vector element is not",
+        ),
+        ('{"status":"success","data":{"resultType":"nonsense","result":[]}}', "application/json", "unknown resultType"),
+    ],
+)
 async def test_malformed_responses(fake: FakePrometheus, body: str, content_type: str, fragment: str) -> None:
     fake.handler = constant(lambda: web.Response(text=body, content_type=content_type))
     async with PrometheusClient(settings_for(fake.url)) as client:
@@ -154,8 +164,9 @@ async def test_malformed_responses(fake: FakePrometheus, body: str, content_type
 
 
 async def test_proxy_error_page_is_an_http_error_with_a_snippet(fake: FakePrometheus) -> None:
-    fake.handler = constant(lambda: web.Response(text="<html><body>Bad   Gateway</body></html>", status=502,
-                                                 content_type="text/html"))
+    fake.handler = constant(
+        lambda: web.Response(text="<html><body>Bad   Gateway</body></html>", status=502, content_type="text/html")
+    )
     async with PrometheusClient(settings_for(fake.url, retries=0)) as client:
         with pytest.raises(PrometheusHTTPError, match="HTTP 502: <html><body>Bad Gateway</body></html>"):
             await client.query("x", 1.0)
@@ -182,8 +193,9 @@ async def test_concurrency_is_bounded(fake: FakePrometheus) -> None:
 
 
 async def test_cancellation_frees_the_slot(fake: FakePrometheus) -> None:
-    fake.handler = sequence(constant(lambda: json_response(vector("1")), delay=10),
-                            constant(lambda: json_response(vector("2"))))
+    fake.handler = sequence(
+        constant(lambda: json_response(vector("1")), delay=10), constant(lambda: json_response(vector("2")))
+    )
     async with PrometheusClient(settings_for(fake.url, concurrency=1)) as client:
         stuck = asyncio.create_task(client.query("slow", 1.0))
         await asyncio.sleep(0.1)
@@ -200,6 +212,7 @@ def _bearer_checker(expected: list[str]) -> object:
             # Some proxies echo the credentials they refused: they must not reach our messages.
             return web.Response(text=f"bad credentials {request.headers.get('Authorization')}", status=401)
         return json_response(vector("1"))
+
     return handle
 
 
@@ -221,8 +234,7 @@ async def test_token_file_rotation_is_picked_up(fake: FakePrometheus, tmp_path: 
         token_file.write_text("third-token")
         expected[0] = "third-token"
         await client.query("x", 1.0)
-        assert [r.headers["Authorization"] for r in fake.requests[-2:]] == ["Bearer second-token",
-                                                                           "Bearer third-token"]
+        assert [r.headers["Authorization"] for r in fake.requests[-2:]] == ["Bearer second-token", "Bearer third-token"]
 
 
 async def test_secrets_never_reach_messages_or_reprs(fake: FakePrometheus, tmp_path: Path) -> None:
@@ -255,6 +267,7 @@ async def test_missing_token_file_fails_the_metric(fake: FakePrometheus, tmp_pat
 
 # -- TLS ----------------------------------------------------------------------------------------------
 
+
 def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
@@ -268,13 +281,30 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("openssl is not installed")
     directory = tmp_path_factory.mktemp("pki")
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=test-ca",
-             cwd=directory)
+    _openssl(
+        "req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=test-ca", cwd=directory
+    )
     (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
     for name in ("server", "client"):
         _openssl("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}", cwd=directory)
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", f"{name}.crt", "-days", "2", "-extfile", "san.ext", cwd=directory)
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+            cwd=directory,
+        )
     return directory
 
 
@@ -305,8 +335,9 @@ async def test_tls_with_ca_file_and_insecure_skip_verify(pki: Path) -> None:
 async def test_tls_client_certificate(pki: Path) -> None:
     server = await _tls_server(pki, require_client_cert=True)
     try:
-        with_cert = settings_for(server.url, ca_file=str(pki / "ca.crt"), cert_file=str(pki / "client.crt"),
-                                 key_file=str(pki / "client.key"))
+        with_cert = settings_for(
+            server.url, ca_file=str(pki / "ca.crt"), cert_file=str(pki / "client.crt"), key_file=str(pki / "client.key")
+        )
         async with PrometheusClient(with_cert) as client:
             assert (await client.query("x", 1.0)).vector[0].value == "1"
         async with PrometheusClient(settings_for(server.url, ca_file=str(pki / "ca.crt"), retries=0)) as client:
@@ -324,8 +355,9 @@ async def test_unreadable_tls_files_fail_at_start(tmp_path: Path) -> None:
 
 async def test_a_live_query_sends_no_time_and_hands_over_the_date(fake: FakePrometheus) -> None:
     seen: list[tuple[float, float, float]] = []
-    async with PrometheusClient(settings_for(fake.url), observe_server_time=lambda *s: seen.append(s),
-                                clock=lambda: 5000.0) as client:
+    async with PrometheusClient(
+        settings_for(fake.url), observe_server_time=lambda *s: seen.append(s), clock=lambda: 5000.0
+    ) as client:
         await client.query("up")
     assert "time" not in fake.requests[0].form
     [(server, sent, received)] = seen

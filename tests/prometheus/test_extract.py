@@ -46,9 +46,20 @@ def test_fast_path_equals_the_core_conversion(number: Decimal | float) -> None:
         assert milli_or_none(text, truncate_to_nano=True) == reference(text, truncate_to_nano=True), text
 
 
-@pytest.mark.parametrize("text, milli", [("0.3", 300), ("0.0001", 1), ("-0.0001", -1), ("1e-3", 1),
-                                         ("104857600", 104857600000), ("0.30000000000000004", 301),
-                                         ("2.5e+06", 2500000000), ("-7", -7000), ("1.", 1000)])
+@pytest.mark.parametrize(
+    "text, milli",
+    [
+        ("0.3", 300),
+        ("0.0001", 1),
+        ("-0.0001", -1),
+        ("1e-3", 1),
+        ("104857600", 104857600000),
+        ("0.30000000000000004", 301),
+        ("2.5e+06", 2500000000),
+        ("-7", -7000),
+        ("1.", 1000),
+    ],
+)
 def test_values(text: str, milli: int) -> None:
     assert milli_or_none(text) == milli
 
@@ -60,8 +71,11 @@ def test_not_values(text: str) -> None:
 
 def test_pods_reading_skips_bad_values_and_series_without_the_pod_label() -> None:
     names = LabelNames()
-    reading = pods_reading([Series({"pod": "a"}, 5.0, "NaN"), Series({"pod": "b"}, 5.0, "2"),
-                            Series({"other": "c"}, 5.0, "3")], names, 30.0)
+    reading = pods_reading(
+        [Series({"pod": "a"}, 5.0, "NaN"), Series({"pod": "b"}, 5.0, "2"), Series({"other": "c"}, 5.0, "3")],
+        names,
+        30.0,
+    )
     assert isinstance(reading, PodsReading) and list(reading.pods) == ["b"]
     assert reading.pods["b"].value == 2000 and reading.pods["b"].window == 30.0
 
@@ -89,17 +103,24 @@ _label_values = st.one_of(st.none(), st.sampled_from(["a", "b"]))
 _series = st.builds(
     lambda pod, namespace, container, value, at: Series(
         {k: v for k, v in (("pod", pod), ("namespace", namespace), ("container", container)) if v is not None},
-        at, value),
-    st.one_of(st.none(), st.sampled_from(["p0", "p1", "p2", "x"])), _label_values,
+        at,
+        value,
+    ),
+    st.one_of(st.none(), st.sampled_from(["p0", "p1", "p2", "x"])),
+    _label_values,
     st.one_of(st.none(), st.sampled_from(["app", "side", ""])),
-    st.sampled_from(["1", "0.25", "NaN", "+Inf", "3.0000001", "0.2500000001"]), st.sampled_from([5.0, 6.0]))
-_wanted = st.lists(st.tuples(st.sampled_from(["a", "b"]), st.frozensets(st.sampled_from(["p0", "p1", "p2"]))),
-                   min_size=1, max_size=3)
+    st.sampled_from(["1", "0.25", "NaN", "+Inf", "3.0000001", "0.2500000001"]),
+    st.sampled_from([5.0, 6.0]),
+)
+_wanted = st.lists(
+    st.tuples(st.sampled_from(["a", "b"]), st.frozensets(st.sampled_from(["p0", "p1", "p2"]))), min_size=1, max_size=3
+)
 
 
 @given(vector=st.lists(_series, max_size=12), wanted=_wanted, per_container=st.booleans(), nanocores=st.booleans())
-def test_the_one_pass_readings_equal_the_general_path(vector: list[Series], wanted: list[tuple[str, frozenset[str]]],
-                                                      per_container: bool, nanocores: bool) -> None:
+def test_the_one_pass_readings_equal_the_general_path(
+    vector: list[Series], wanted: list[tuple[str, frozenset[str]]], per_container: bool, nanocores: bool
+) -> None:
     names = LabelNames()
     fast = readings_in_one_pass(vector, wanted, names, 30.0, per_container=per_container, nanocores=nanocores)
     if fast is None:
@@ -107,8 +128,11 @@ def test_the_one_pass_readings_equal_the_general_path(vector: list[Series], want
     expected = []
     for namespace, pods in wanted:
         bucket = [s for s in vector if s.labels.get("pod") in pods and s.labels.get("namespace") == namespace]
-        reading = (resource_reading(bucket, names, 30.0, nanocores=nanocores) if per_container
-                   else pods_reading(bucket, names, 30.0))
+        reading = (
+            resource_reading(bucket, names, 30.0, nanocores=nanocores)
+            if per_container
+            else pods_reading(bucket, names, 30.0)
+        )
         assert not isinstance(reading, MetricFailure)  # a duplicate must have sent it to the general path
         expected.append((reading, len(bucket)))
     assert fast == expected
@@ -118,7 +142,8 @@ def test_the_one_pass_leaves_the_odd_cases_to_the_general_path() -> None:
     names = LabelNames()
     one = Series({"namespace": "a", "pod": "p0", "container": "app"}, 5.0, "0.25")
     assert readings_in_one_pass([one], [("a", frozenset({"p0"}))], names, 30.0, per_container=True) == [
-        (ResourceReading({"p0": PodUsage({"app": 250}, 5.0, 30.0)}), 1)]
+        (ResourceReading({"p0": PodUsage({"app": 250}, 5.0, 30.0)}), 1)
+    ]
     no_namespace = Series({"pod": "p0", "container": "app"}, 5.0, "0.25")
     assert readings_in_one_pass([no_namespace], [("a", frozenset({"p0"}))], names, 30.0, per_container=True) is None
     assert readings_in_one_pass([one, one], [("a", frozenset({"p0"}))], names, 30.0, per_container=True) is None

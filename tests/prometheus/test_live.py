@@ -109,8 +109,9 @@ async def test_container_resource_reports_every_container_of_the_pod(client: Pro
 
 async def test_pods_metric_values_are_exact(client: PrometheusClient) -> None:
     at = now()
-    rows = await reader(client).read([sc.web([sc.pods_metric(sc.rps_query("http_rps"))]),
-                                      sc.api([sc.pods_metric(sc.rps_query("http_rps"))])], at)
+    rows = await reader(client).read(
+        [sc.web([sc.pods_metric(sc.rps_query("http_rps"))]), sc.api([sc.pods_metric(sc.rps_query("http_rps"))])], at
+    )
     web, api = rows[0][0], rows[1][0]
     assert isinstance(web, PodsReading) and isinstance(api, PodsReading)
     assert {pod: s.value for pod, s in web.pods.items()} == {"web-1": 300, "web-2": 1500, "web-3": 12000}
@@ -120,8 +121,9 @@ async def test_pods_metric_values_are_exact(client: PrometheusClient) -> None:
 
 
 async def test_external_sums_series_and_object_sums_too(client: PrometheusClient) -> None:
-    rows = await reader(client).read([sc.web([sc.external_metric("queue_depth"),
-                                              sc.object_metric("queue_depth")])], now())
+    rows = await reader(client).read(
+        [sc.web([sc.external_metric("queue_depth"), sc.object_metric("queue_depth")])], now()
+    )
     external, obj = rows[0]
     assert isinstance(external, ExternalReading) and sorted(external.values) == [8500, 42000]
     assert isinstance(obj, ObjectReading) and obj.value == 50500
@@ -150,8 +152,10 @@ async def test_template_with_namespace_and_selector(client: PrometheusClient) ->
 
 
 async def test_template_with_pod_names_and_target_name(client: PrometheusClient) -> None:
-    query = ('sum by (namespace, pod) (label_replace(http_rps{pod=~<<pods>>}, "hpa", <<name>>, "", "")'
-             ' * on (namespace, pod) group_left() (0 * http_rps + 1))')
+    query = (
+        'sum by (namespace, pod) (label_replace(http_rps{pod=~<<pods>>}, "hpa", <<name>>, "", "")'
+        " * on (namespace, pod) group_left() (0 * http_rps + 1))"
+    )
     rows = await reader(client).read([sc.web([sc.pods_metric(query)], pods=("web-1", "web-3"))], now())
     reading = rows[0][0]
     assert isinstance(reading, PodsReading)
@@ -159,8 +163,13 @@ async def test_template_with_pod_names_and_target_name(client: PrometheusClient)
 
 
 async def test_nan_and_inf_make_the_pod_missing(client: PrometheusClient) -> None:
-    rows = await reader(client).read([sc.web([sc.pods_metric(sc.rps_query("bad_rps"))]),
-                                      sc.api([sc.pods_metric(sc.rps_query("bad_rps"))], pods=("api-1",))], now())
+    rows = await reader(client).read(
+        [
+            sc.web([sc.pods_metric(sc.rps_query("bad_rps"))]),
+            sc.api([sc.pods_metric(sc.rps_query("bad_rps"))], pods=("api-1",)),
+        ],
+        now(),
+    )
     web, api = rows[0][0], rows[1][0]
     assert isinstance(web, PodsReading) and set(web.pods) == {"web-3"}
     assert isinstance(api, MetricFailure)
@@ -182,16 +191,27 @@ async def test_duplicate_series_fail_the_metric_naming_the_pod(client: Prometheu
 
 
 async def test_empty_result_fails_pods_and_external_metrics(client: PrometheusClient) -> None:
-    rows = await reader(client).read([sc.web([sc.pods_metric(sc.rps_query("no_such_metric")),
-                                              sc.external_metric("no_such_metric")])], now())
+    rows = await reader(client).read(
+        [sc.web([sc.pods_metric(sc.rps_query("no_such_metric")), sc.external_metric("no_such_metric")])], now()
+    )
     pods, external = rows[0]
     assert isinstance(pods, MetricFailure) and "the query returned no series" in pods.message
     assert isinstance(external, MetricFailure) and "the query returned no series" in external.message
 
 
 async def test_nan_or_inf_external_fails(client: PrometheusClient, backend: str) -> None:
-    rows = await reader(client).read([sc.web([sc.external_metric("nan_gauge"), sc.object_metric("inf_gauge"),
-                                              sc.external_metric("scalar(nan_gauge)")])], now())
+    rows = await reader(client).read(
+        [
+            sc.web(
+                [
+                    sc.external_metric("nan_gauge"),
+                    sc.object_metric("inf_gauge"),
+                    sc.external_metric("scalar(nan_gauge)"),
+                ]
+            )
+        ],
+        now(),
+    )
     texts = ("has value NaN", "has value +Inf", "the scalar has value NaN")
     if backend == "victoriametrics":  # NaN samples are left out of the answer: nothing to read
         texts = ("the query returned no series", "has value +Inf", "the query returned no series")
@@ -199,8 +219,9 @@ async def test_nan_or_inf_external_fails(client: PrometheusClient, backend: str)
         assert isinstance(failure, MetricFailure) and text in failure.message
 
 
-async def test_stale_series_make_the_pod_missing(client: PrometheusClient, exporter: MetricsExporter,
-                                                 live_prometheus: PrometheusSandbox) -> None:
+async def test_stale_series_make_the_pod_missing(
+    client: PrometheusClient, exporter: MetricsExporter, live_prometheus: PrometheusSandbox
+) -> None:
     exporter.remove("stale_rps", {"namespace": "shop", "pod": "web-2"})
     try:
         # The next scrape writes a staleness marker; from then on the series is gone.
@@ -214,8 +235,9 @@ async def test_stale_series_make_the_pod_missing(client: PrometheusClient, expor
 
 async def test_bad_query_gives_prometheus_error_text(client: PrometheusClient, backend: str) -> None:
     # Each server's own words: the status, errorType and text differ, the verdict (an invalid query) does not.
-    status, error_type, text = (400, "bad_data", "parse error") if backend == "prometheus" else (
-        422, "422", "unexpected token")
+    status, error_type, text = (
+        (400, "bad_data", "parse error") if backend == "prometheus" else (422, "422", "unexpected token")
+    )
     with pytest.raises(PrometheusBadQuery) as raised:
         await client.query("sum(http_rps", now())
     assert raised.value.status == status and raised.value.error_type == error_type
@@ -267,6 +289,7 @@ async def test_the_parameters_that_deny_partial_answers_are_harmless(live_promet
         settings = PrometheusSettings(url=live_prometheus.url, deny_partial_response=deny)
         async with PrometheusClient(settings) as opened:
             answers.append(await opened.query('http_rps{namespace="shop"}', at))
+
     def values(result: InstantResult) -> list[tuple[str, str]]:
         return sorted((s.labels["pod"], s.value) for s in result.vector)
 

@@ -38,9 +38,11 @@ from tests.prometheus.fake_server import FakePrometheus, Request, constant, erro
 
 AT = 1000.0
 # Thanos' own texts (pkg/store/proxy_merge.go), as its query API lists them in "warnings".
-THANOS_RECEIVE = ("receive series from Addr: 10.0.0.7:10901 LabelSets: {replica=\"a\"} MinTime: 0 MaxTime: 9: "
-                  "rpc error: code = Unavailable desc = connection refused")
-THANOS_FETCH = "fetch series for {store=\"b\"} Addr: 10.0.0.8:10901: rpc error: code = DeadlineExceeded"
+THANOS_RECEIVE = (
+    'receive series from Addr: 10.0.0.7:10901 LabelSets: {replica="a"} MinTime: 0 MaxTime: 9: '
+    "rpc error: code = Unavailable desc = connection refused"
+)
+THANOS_FETCH = 'fetch series for {store="b"} Addr: 10.0.0.8:10901: rpc error: code = DeadlineExceeded'
 THANOS_SILENT = "failed to receive any data in 5s from Addr: 10.0.0.9:10901: context canceled"
 PROMQL_INFO = 'PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: "x"'
 
@@ -52,12 +54,15 @@ def answer(result: list[dict[str, Any]], **envelope: Any) -> dict[str, Any]:
 ITEMS = [{"metric": {"pod": "a"}, "value": [1, "2"]}, {"metric": {"pod": "b"}, "value": [1, "3"]}]
 
 
-@pytest.mark.parametrize("envelope", [
-    {"isPartial": True},                                    # VictoriaMetrics cluster: before "data"
-    {"isPartial": False},
-    {"warnings": [THANOS_RECEIVE]},
-    {"warnings": [PROMQL_INFO], "isPartial": True},
-])
+@pytest.mark.parametrize(
+    "envelope",
+    [
+        {"isPartial": True},  # VictoriaMetrics cluster: before "data"
+        {"isPartial": False},
+        {"warnings": [THANOS_RECEIVE]},
+        {"warnings": [PROMQL_INFO], "isPartial": True},
+    ],
+)
 def test_both_decoders_see_the_flags_wherever_they_stand(envelope: dict[str, Any]) -> None:
     before = answer(ITEMS, **envelope)
     after = {"status": "success", "data": before["data"], **envelope}  # Thanos puts "warnings" after "data"
@@ -71,8 +76,12 @@ def test_both_decoders_see_the_flags_wherever_they_stand(envelope: dict[str, Any
 
 
 def test_a_range_answer_carries_the_flags_too() -> None:
-    document = {"status": "success", "isPartial": True, "warnings": ["w"],
-                "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1, "2"]]}]}}
+    document = {
+        "status": "success",
+        "isPartial": True,
+        "warnings": ["w"],
+        "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1, "2"]]}]},
+    }
     result = parse_range(document)
     assert result.partial and result.warnings == ("w",)
 
@@ -85,13 +94,20 @@ def test_an_is_partial_that_is_not_a_boolean_is_malformed(flag: str) -> None:
             decode()
 
 
-@pytest.mark.parametrize(("warning", "partial"), [
-    (THANOS_RECEIVE, True), (THANOS_FETCH, True), (THANOS_SILENT, True),
-    ("No StoreAPIs available", True),
-    ("partial response: store gateway 3 of 4 answered", True), ("Partial data returned", True),
-    (PROMQL_INFO, False), ("PromQL warning: encountered a mix of histograms and floats", False),
-    ("No StoreAPIs matched for this query", False),  # nothing to read, not missing stores (Thanos' docs)
-])
+@pytest.mark.parametrize(
+    ("warning", "partial"),
+    [
+        (THANOS_RECEIVE, True),
+        (THANOS_FETCH, True),
+        (THANOS_SILENT, True),
+        ("No StoreAPIs available", True),
+        ("partial response: store gateway 3 of 4 answered", True),
+        ("Partial data returned", True),
+        (PROMQL_INFO, False),
+        ("PromQL warning: encountered a mix of histograms and floats", False),
+        ("No StoreAPIs matched for this query", False),  # nothing to read, not missing stores (Thanos' docs)
+    ],
+)
 def test_which_warnings_make_an_answer_partial(warning: str, partial: bool) -> None:
     assert says_partial(warning) is partial
     result = InstantResult("vector", warnings=(PROMQL_INFO, warning))
@@ -106,6 +122,7 @@ def test_is_partial_is_its_own_cause() -> None:
 
 
 # -- the reader ---------------------------------------------------------------------------------------------
+
 
 class FakeClient:
     def __init__(self, result: InstantResult) -> None:
@@ -133,11 +150,18 @@ def pods_vector(**flags: Any) -> InstantResult:
 
 
 async def test_a_partial_batched_answer_fails_the_metric_of_every_target_it_serves() -> None:
-    for flags, cause in (({"warnings": (THANOS_RECEIVE,)}, "receive series from Addr: 10.0.0.7:10901"),
-                         ({"partial": True}, '"isPartial": true')):
+    for flags, cause in (
+        ({"warnings": (THANOS_RECEIVE,)}, "receive series from Addr: 10.0.0.7:10901"),
+        ({"partial": True}, '"isPartial": true'),
+    ):
         reader, client = reader_for(pods_vector(**flags))
-        rows = await reader.read([target("a", "x", ("p",), [sc.pods_metric(sc.rps_query("m"))]),
-                                  target("b", "y", ("q",), [sc.pods_metric(sc.rps_query("m"))])], AT)
+        rows = await reader.read(
+            [
+                target("a", "x", ("p",), [sc.pods_metric(sc.rps_query("m"))]),
+                target("b", "y", ("q",), [sc.pods_metric(sc.rps_query("m"))]),
+            ],
+            AT,
+        )
         assert len(client.queries) == 1  # one batched query served both
         for row in rows:
             failure = row[0]
@@ -159,8 +183,13 @@ async def test_other_warnings_are_logged_once_per_text_with_the_targets(caplog: 
     reader, _ = reader_for(result)
     caplog.set_level(logging.WARNING, logger="autoscaler.prometheus.reader")
     for _ in range(3):
-        rows = await reader.read([target("a", "x", ("p",), [sc.external_metric("queue_depth")]),
-                                  target("b", "y", ("q",), [sc.external_metric("queue_depth")])], AT)
+        rows = await reader.read(
+            [
+                target("a", "x", ("p",), [sc.external_metric("queue_depth")]),
+                target("b", "y", ("q",), [sc.external_metric("queue_depth")]),
+            ],
+            AT,
+        )
         assert [type(row[0]) for row in rows] == [ExternalReading, ExternalReading]  # the value stands
     logged = [r.getMessage() for r in caplog.records if "answered with a warning" in r.getMessage()]
     assert len(logged) == 1, logged  # once per distinct text, with every target the answer served
@@ -175,6 +204,7 @@ async def test_a_whole_answer_is_read_as_before() -> None:
 
 
 # -- the client ---------------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakePrometheus]:
@@ -220,8 +250,11 @@ async def test_a_thanos_refusal_naming_a_store_is_partial_not_an_invalid_query(f
 
 
 async def test_a_partial_range_answer_is_an_error(fake: FakePrometheus) -> None:
-    document = {"status": "success", "warnings": [THANOS_SILENT],
-                "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1, "2"]]}]}}
+    document = {
+        "status": "success",
+        "warnings": [THANOS_SILENT],
+        "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1, "2"]]}]},
+    }
     fake.handler = constant(lambda: json_response(document))
     async with PrometheusClient(PrometheusSettings(url=fake.url)) as client:
         with pytest.raises(PrometheusPartialAnswer, match="failed to receive any data"):
@@ -230,6 +263,7 @@ async def test_a_partial_range_answer_is_an_error(fake: FakePrometheus) -> None:
 
 async def test_ready_without_a_ready_endpoint_under_the_prefix_asks_a_trivial_query(fake: FakePrometheus) -> None:
     """A path prefix that serves only the query API (an old vmselect's /select/0/prometheus) answers 404."""
+
     async def no_ready_endpoint(request: Request) -> web.StreamResponse:
         if request.path.endswith("/-/ready"):
             return web.Response(status=404, text="404 page not found")

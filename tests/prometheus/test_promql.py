@@ -31,7 +31,7 @@ def go_unquote(literal: str) -> str:
             out.append(ch)
             i += 1
         elif body[i + 1] == "u":
-            out.append(chr(int(body[i + 2:i + 6], 16)))
+            out.append(chr(int(body[i + 2 : i + 6], 16)))
             i += 6
         else:
             out.append(_GO_ESCAPES[body[i + 1]])
@@ -58,15 +58,18 @@ def test_empty_alternation_is_the_match_nothing_pattern() -> None:
     assert not any(re.fullmatch(MATCH_NOTHING, value) for value in ("", "a", "(", "]", " ", "\\b"))
 
 
-@pytest.mark.parametrize("selector, matchers", [
-    ("", ""),
-    ("app=web", 'app="web"'),
-    ("app==web,tier!=db", 'app="web",tier!="db"'),
-    ("app.kubernetes.io/name=web", 'app_kubernetes_io_name="web"'),
-    ("tier in (front, back),env notin (dev)", 'tier=~"back|front",env!~"dev"'),
-    ("canary,!legacy", 'canary!="",legacy=""'),
-    ("version=1.2", 'version="1.2"'),
-])
+@pytest.mark.parametrize(
+    "selector, matchers",
+    [
+        ("", ""),
+        ("app=web", 'app="web"'),
+        ("app==web,tier!=db", 'app="web",tier!="db"'),
+        ("app.kubernetes.io/name=web", 'app_kubernetes_io_name="web"'),
+        ("tier in (front, back),env notin (dev)", 'tier=~"back|front",env!~"dev"'),
+        ("canary,!legacy", 'canary!="",legacy=""'),
+        ("version=1.2", 'version="1.2"'),
+    ],
+)
 def test_selector_matchers(selector: str, matchers: str) -> None:
     assert selector_matchers(selector) == matchers
 
@@ -78,19 +81,28 @@ def test_selector_errors(selector: str) -> None:
 
 
 def test_builtin_templates_parse_and_render() -> None:
-    values = {"scope": 'namespace="a"', "window": "2m", "pod_label": "pod", "namespace_label": "namespace",
-              "container_label": "container"}
+    values = {
+        "scope": 'namespace="a"',
+        "window": "2m",
+        "pod_label": "pod",
+        "namespace_label": "namespace",
+        "container_label": "container",
+    }
     assert QueryTemplate.parse(CPU_TEMPLATE).render(values) == (
         'sum by (namespace, pod, container) (rate(container_cpu_usage_seconds_total{namespace="a", '
-        'container!="", container!="POD"}[2m]))')
+        'container!="", container!="POD"}[2m]))'
+    )
     assert "container_memory_working_set_bytes" in QueryTemplate.parse(MEMORY_TEMPLATE).render(values)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("m{<<nmespace>>}", "unknown placeholder <<nmespace>> (did you mean <<namespace>>?)"),
-    ("m{<<scope>}", "unterminated placeholder"),
-    ("m{<<>>}", "unknown placeholder <<>>"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("m{<<nmespace>>}", "unknown placeholder <<nmespace>> (did you mean <<namespace>>?)"),
+        ("m{<<scope>}", "unterminated placeholder"),
+        ("m{<<>>}", "unknown placeholder <<>>"),
+    ],
+)
 def test_template_errors(text: str, message: str) -> None:
     with pytest.raises(TemplateError, match=re.escape(message)):
         QueryTemplate.parse(text)

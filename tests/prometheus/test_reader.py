@@ -34,8 +34,9 @@ def vector(*items: Series) -> InstantResult:
     return InstantResult("vector", vector=items)
 
 
-def make_reader(answer: Callable[[str], InstantResult], *, batch: bool = True,
-                **settings: object) -> tuple[MetricsReader, FakeClient]:
+def make_reader(
+    answer: Callable[[str], InstantResult], *, batch: bool = True, **settings: object
+) -> tuple[MetricsReader, FakeClient]:
     client = FakeClient(answer)
     prometheus_settings = PrometheusSettings(url="http://prom", **settings)  # type: ignore[arg-type]
     return MetricsReader(cast(PrometheusClient, client), prometheus_settings, batch=batch), client
@@ -52,11 +53,20 @@ def namespaces_in(query: str) -> set[str]:
 
 
 async def test_one_query_per_template_split_by_namespace_and_pod() -> None:
-    data = vector(series("1", namespace="a", pod="p1"), series("2", namespace="b", pod="p1"),
-                  series("3", namespace="a", pod="other"), series("4", namespace="c", pod="p9"))
+    data = vector(
+        series("1", namespace="a", pod="p1"),
+        series("2", namespace="b", pod="p1"),
+        series("3", namespace="a", pod="other"),
+        series("4", namespace="c", pod="p9"),
+    )
     reader, client = make_reader(lambda q: data)
-    rows = await reader.read([target("a", "x", ("p1",), [sc.pods_metric(sc.rps_query("m"))]),
-                              target("b", "y", ("p1", "p2"), [sc.pods_metric(sc.rps_query("m"))])], AT)
+    rows = await reader.read(
+        [
+            target("a", "x", ("p1",), [sc.pods_metric(sc.rps_query("m"))]),
+            target("b", "y", ("p1", "p2"), [sc.pods_metric(sc.rps_query("m"))]),
+        ],
+        AT,
+    )
     assert client.queries == ['sum by (namespace, pod) (m{namespace=~"a|b"})']
     a, b = rows[0][0], rows[1][0]
     assert isinstance(a, PodsReading) and {p: s.value for p, s in a.pods.items()} == {"p1": 1000}
@@ -65,8 +75,13 @@ async def test_one_query_per_template_split_by_namespace_and_pod() -> None:
 
 async def test_unbatched_scope_names_the_targets_pods() -> None:
     reader, client = make_reader(lambda q: vector(), batch=False)
-    await reader.read([target("a", "x", ("p-1", "p.2"), [sc.pods_metric(sc.rps_query("m"))]),
-                       target("a", "y", ("q",), [sc.pods_metric(sc.rps_query("m"))])], AT)
+    await reader.read(
+        [
+            target("a", "x", ("p-1", "p.2"), [sc.pods_metric(sc.rps_query("m"))]),
+            target("a", "y", ("q",), [sc.pods_metric(sc.rps_query("m"))]),
+        ],
+        AT,
+    )
     assert sorted(client.queries) == [
         'sum by (namespace, pod) (m{namespace="a", pod=~"p-1|p\\\\.2"})',
         'sum by (namespace, pod) (m{namespace="a", pod=~"q"})',
@@ -86,8 +101,13 @@ async def test_long_namespace_lists_are_split_under_the_length_limit() -> None:
 
 async def test_series_without_namespace_are_matched_by_pod_name() -> None:
     reader, client = make_reader(lambda q: vector(series("5", pod="p1"), series("6", pod="q1")))
-    rows = await reader.read([target("a", "x", ("p1",), [sc.pods_metric("sum by (pod) (m{<<scope>>})")]),
-                              target("b", "y", ("q1",), [sc.pods_metric("sum by (pod) (m{<<scope>>})")])], AT)
+    rows = await reader.read(
+        [
+            target("a", "x", ("p1",), [sc.pods_metric("sum by (pod) (m{<<scope>>})")]),
+            target("b", "y", ("q1",), [sc.pods_metric("sum by (pod) (m{<<scope>>})")]),
+        ],
+        AT,
+    )
     assert len(client.queries) == 1
     assert [cast(PodsReading, r[0]).pods[p].value for r, p in zip(rows, ("p1", "q1"), strict=True)] == [5000, 6000]
 
@@ -110,8 +130,12 @@ async def test_ambiguous_pod_names_across_namespaces_are_asked_per_namespace() -
 
 
 async def test_nan_container_is_reported_without_usage() -> None:
-    reader, _ = make_reader(lambda q: vector(series("NaN", namespace="a", pod="p", container="app"),
-                                             series("0.5", namespace="a", pod="p", container="side")))
+    reader, _ = make_reader(
+        lambda q: vector(
+            series("NaN", namespace="a", pod="p", container="app"),
+            series("0.5", namespace="a", pod="p", container="side"),
+        )
+    )
     rows = await reader.read([target("a", "x", ("p",), [sc.cpu_metric()])], AT)
     reading = rows[0][0]
     assert isinstance(reading, ResourceReading)
@@ -119,11 +143,16 @@ async def test_nan_container_is_reported_without_usage() -> None:
 
 
 async def test_duplicate_container_series_fail_only_that_target() -> None:
-    reader, _ = make_reader(lambda q: vector(series("1", namespace="a", pod="p", container="app", id="1"),
-                                             series("2", namespace="a", pod="p", container="app", id="2"),
-                                             series("3", namespace="b", pod="q", container="app")))
-    rows = await reader.read([target("a", "x", ("p",), [sc.cpu_metric()]),
-                              target("b", "y", ("q",), [sc.cpu_metric()])], AT)
+    reader, _ = make_reader(
+        lambda q: vector(
+            series("1", namespace="a", pod="p", container="app", id="1"),
+            series("2", namespace="a", pod="p", container="app", id="2"),
+            series("3", namespace="b", pod="q", container="app"),
+        )
+    )
+    rows = await reader.read(
+        [target("a", "x", ("p",), [sc.cpu_metric()]), target("b", "y", ("q",), [sc.cpu_metric()])], AT
+    )
     assert isinstance(rows[0][0], MetricFailure)
     assert 'duplicate series for pod "p" container "app"' in rows[0][0].message
     assert isinstance(rows[1][0], ResourceReading)
@@ -138,12 +167,19 @@ async def test_no_pods_means_no_query_and_an_empty_reading() -> None:
 
 async def test_plan_failures_are_per_metric() -> None:
     reader, client = make_reader(lambda q: vector(series("1", namespace="a", pod="p")))
-    bad_selector = TargetQuery("a", "x", sc.ref("x"), "a>1", ("p",), (
-        sc.pods_metric("m{<<selector>>}"),
-        sc.pods_metric("m{<<namepsace>>}"),
-        sc.pods_metric(sc.rps_query("m")),
-        sc.MetricSpec(sc.MetricSourceType.RESOURCE, "gpu", sc.cpu_metric().target),
-    ))
+    bad_selector = TargetQuery(
+        "a",
+        "x",
+        sc.ref("x"),
+        "a>1",
+        ("p",),
+        (
+            sc.pods_metric("m{<<selector>>}"),
+            sc.pods_metric("m{<<namepsace>>}"),
+            sc.pods_metric(sc.rps_query("m")),
+            sc.MetricSpec(sc.MetricSourceType.RESOURCE, "gpu", sc.cpu_metric().target),
+        ),
+    )
     rows = await reader.read([bad_selector], AT)
     selector, template, good, gpu = rows[0]
     assert isinstance(selector, MetricFailure) and "cannot express selector requirement 'a>1'" in selector.message
@@ -158,11 +194,15 @@ async def test_query_errors_fail_every_metric_that_shared_the_query() -> None:
         raise PrometheusUnreachable("Prometheus at http://prom is unreachable: Connection refused")
 
     reader, _ = make_reader(answer)
-    rows = await reader.read([target("a", "x", ("p",), [sc.cpu_metric()]),
-                              target("b", "y", ("q",), [sc.cpu_metric()])], AT)
-    assert [r[0] for r in rows] == [MetricFailure(
-        'Resource metric "cpu": querying Prometheus failed: Prometheus at http://prom is unreachable: '
-        "Connection refused")] * 2
+    rows = await reader.read(
+        [target("a", "x", ("p",), [sc.cpu_metric()]), target("b", "y", ("q",), [sc.cpu_metric()])], AT
+    )
+    assert [r[0] for r in rows] == [
+        MetricFailure(
+            'Resource metric "cpu": querying Prometheus failed: Prometheus at http://prom is unreachable: '
+            "Connection refused"
+        )
+    ] * 2
 
 
 async def test_an_unexpected_bug_fails_the_metric_not_the_sync() -> None:
@@ -182,9 +222,13 @@ async def test_scalar_result_for_a_per_pod_metric_fails() -> None:
 
 
 async def test_custom_label_names_and_global_template_override() -> None:
-    reader, client = make_reader(lambda q: vector(series("2", ns="a", kpod="p", ctr="app")),
-                                 pod_label="kpod", namespace_label="ns", container_label="ctr",
-                                 cpu_query="sum by (ns, kpod, ctr) (rate(cpu{<<scope>>}[<<window>>]))")
+    reader, client = make_reader(
+        lambda q: vector(series("2", ns="a", kpod="p", ctr="app")),
+        pod_label="kpod",
+        namespace_label="ns",
+        container_label="ctr",
+        cpu_query="sum by (ns, kpod, ctr) (rate(cpu{<<scope>>}[<<window>>]))",
+    )
     rows = await reader.read([target("a", "x", ("p",), [sc.cpu_metric()])], AT)
     assert client.queries == ['sum by (ns, kpod, ctr) (rate(cpu{ns="a"}[2m0s]))'.replace("2m0s", "120s")]
     reading = rows[0][0]
@@ -218,8 +262,10 @@ async def test_each_target_gets_its_readings_when_its_own_queries_are_done() -> 
     ready: list[tuple[str, float]] = []
     loop = asyncio.get_running_loop()
     started = loop.time()
-    targets = [target("a", "slow", ("p",), [sc.external_metric("sum(slow)")]),
-               target("a", "fast", ("p",), [sc.external_metric("sum(fast)")])]
+    targets = [
+        target("a", "slow", ("p",), [sc.external_metric("sum(slow)")]),
+        target("a", "fast", ("p",), [sc.external_metric("sum(fast)")]),
+    ]
     rows = await reader.read(targets, None, lambda i, row: ready.append((targets[i].name, loop.time() - started)))
     assert [name for name, _ in ready] == ["fast", "slow"]
     assert ready[0][1] < 0.2 <= ready[1][1]
@@ -228,8 +274,9 @@ async def test_each_target_gets_its_readings_when_its_own_queries_are_done() -> 
 
 async def test_one_targets_own_queries_take_only_its_share_of_the_slots() -> None:
     client = SlowClient(delay=0.1)
-    reader = MetricsReader(cast(PrometheusClient, client),
-                           PrometheusSettings(url="http://prom", concurrency=8, timeout_seconds=5))
+    reader = MetricsReader(
+        cast(PrometheusClient, client), PrometheusSettings(url="http://prom", concurrency=8, timeout_seconds=5)
+    )
     hog = target("a", "hog", ("p",), [sc.external_metric(f"sum(slow_{i})", f"m{i}") for i in range(6)])
     rows = await reader.read([hog], None)
     assert client.peak == 2  # a quarter of 8
@@ -238,8 +285,9 @@ async def test_one_targets_own_queries_take_only_its_share_of_the_slots() -> Non
 
 async def test_waiting_for_the_share_counts_against_the_deadline() -> None:
     client = SlowClient(delay=0.6)  # longer than the timeout (this stand-in does not keep deadlines)
-    reader = MetricsReader(cast(PrometheusClient, client),
-                           PrometheusSettings(url="http://prom", concurrency=4, timeout_seconds=0.5))
+    reader = MetricsReader(
+        cast(PrometheusClient, client), PrometheusSettings(url="http://prom", concurrency=4, timeout_seconds=0.5)
+    )
     hog = target("a", "hog", ("p",), [sc.external_metric(f"sum(slow_{i})", f"m{i}") for i in range(3)])
     [row] = await reader.read([hog], None)
     assert not isinstance(row[0], MetricFailure)
@@ -252,14 +300,20 @@ async def test_a_rejected_query_waits_its_backoff_then_is_sent_again() -> None:
 
     async def reject(promql: str, at: float | None, **_options: object) -> InstantResult:
         sent.append(promql)
-        raise PrometheusBadQuery("Prometheus rejected the query (HTTP 400, bad_data: parse error)", status=400,
-                                 error_type="bad_data", error="parse error")
+        raise PrometheusBadQuery(
+            "Prometheus rejected the query (HTTP 400, bad_data: parse error)",
+            status=400,
+            error_type="bad_data",
+            error="parse error",
+        )
 
     client = FakeClient(lambda q: vector())
     client.query = reject  # type: ignore[method-assign]
-    reader = MetricsReader(cast(PrometheusClient, client),
-                           PrometheusSettings(url="http://prom", invalid_query_backoff_seconds=0.3,
-                                              invalid_query_backoff_max_seconds=0.3), rng=lambda: 1.0)
+    reader = MetricsReader(
+        cast(PrometheusClient, client),
+        PrometheusSettings(url="http://prom", invalid_query_backoff_seconds=0.3, invalid_query_backoff_max_seconds=0.3),
+        rng=lambda: 1.0,
+    )
     broken = [target("a", "x", ("p",), [sc.external_metric("sum(broken")])]
     first = await reader.read(broken, None)
     second = await reader.read(broken, None)

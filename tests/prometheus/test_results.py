@@ -15,11 +15,14 @@ from autoscaler.prometheus.errors import PrometheusMalformedResponse
 from autoscaler.prometheus.results import parse_instant, parse_instant_in_pieces
 
 label_values = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12)
-series = st.fixed_dictionaries({
-    "metric": st.dictionaries(st.sampled_from(["pod", "namespace", "result", "metric", "x"]), label_values,
-                              max_size=4),
-    "value": st.tuples(st.floats(0, 2e9, allow_nan=False), st.sampled_from(["1", "NaN", "0.25", "+Inf"])).map(list),
-})
+series = st.fixed_dictionaries(
+    {
+        "metric": st.dictionaries(
+            st.sampled_from(["pod", "namespace", "result", "metric", "x"]), label_values, max_size=4
+        ),
+        "value": st.tuples(st.floats(0, 2e9, allow_nan=False), st.sampled_from(["1", "NaN", "0.25", "+Inf"])).map(list),
+    }
+)
 
 
 def vector_answer(items: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -46,24 +49,30 @@ def test_the_filter_leaves_out_what_it_rejects_and_counts_it(items: list[dict[st
     assert result.left_out == len(whole.vector) - len(result.vector)
 
 
-@pytest.mark.parametrize("document", [
-    {"status": "success", "data": {"resultType": "scalar", "result": [1.5, "2"]}},
-    {"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1, "2"]]}]}},
-    {"status": "success", "data": {"result": [], "resultType": "vector"}},
-    {"data": {"resultType": "vector", "result": [{"metric": {"a": "b"}, "value": [1, "2"]}]}, "status": "success"},
-])
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"status": "success", "data": {"resultType": "scalar", "result": [1.5, "2"]}},
+        {"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1, "2"]]}]}},
+        {"status": "success", "data": {"result": [], "resultType": "vector"}},
+        {"data": {"resultType": "vector", "result": [{"metric": {"a": "b"}, "value": [1, "2"]}]}, "status": "success"},
+    ],
+)
 def test_other_layouts_decode_whole(document: dict[str, Any]) -> None:
     payload = orjson.dumps(document)
     assert parse_instant_in_pieces(payload) == parse_instant(orjson.loads(payload))
 
 
-@pytest.mark.parametrize("payload", [
-    b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"2"]},',
-    b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,2]}]}}',
-    b'{"status":"error","data":{"resultType":"vector","result":[]}}',
-    b"\xff\xfe",
-    b"<html>",
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"2"]},',
+        b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,2]}]}}',
+        b'{"status":"error","data":{"resultType":"vector","result":[]}}',
+        b"\xff\xfe",
+        b"<html>",
+    ],
+)
 def test_malformed_answers_fail_as_the_whole_decode_does(payload: bytes) -> None:
     with pytest.raises(PrometheusMalformedResponse):
         parse_instant_in_pieces(payload)

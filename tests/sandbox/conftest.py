@@ -7,7 +7,9 @@ from pathlib import Path
 
 from tests.guard import Guard, missing_binaries
 
-_guard = Guard({"prometheus": missing_binaries("prometheus"),
-                "kubectl": missing_binaries("kubectl", package="kubernetes-client")}, str(Path(__file__).parent))
+_guard = Guard(
+    {"prometheus": missing_binaries("prometheus"), "kubectl": missing_binaries("kubectl", package="kubernetes-client")},
+    str(Path(__file__).parent),
+)
 
 pytest_runtest_setup, pytest_runtest_logreport, pytest_deselected, pytest_sessionfinish = _guard.hooks()

@@ -19,8 +19,8 @@ from autoscaler_sandbox.demo_run import DemoOptions, run_demo
 from autoscaler_sandbox.loadcurve import DEMO_CURVE
 from autoscaler_sandbox.prometheus import find_binary
 
-RISE_STARTS = 60.0    # demo seconds: the curve's calm phase ends
-FALL_STARTS = 390.0   # the spike ends
+RISE_STARTS = 60.0  # demo seconds: the curve's calm phase ends
+FALL_STARTS = 390.0  # the spike ends
 ONE_SYNC = 15.0
 
 
@@ -88,8 +88,11 @@ async def test_a_person_changes_the_target_with_kubectl_while_the_sandbox_keeps_
     out = io.StringIO()
     interrupt = asyncio.Event()
     kubeconfig = tmp_path / "demo.kubeconfig"
-    demo = asyncio.create_task(run_demo(DemoOptions(speed=60, duration=30, keep_running=True,
-                                                    kubeconfig=str(kubeconfig)), out, interrupt=interrupt))
+    demo = asyncio.create_task(
+        run_demo(
+            DemoOptions(speed=60, duration=30, keep_running=True, kubeconfig=str(kubeconfig)), out, interrupt=interrupt
+        )
+    )
     try:
         await _until(lambda: "demo time is up" in out.getvalue(), demo)
         assert f"KUBECONFIG={kubeconfig} kubectl get st -w" in out.getvalue()
@@ -115,15 +118,23 @@ async def _kubectl(kubeconfig: Path, *args: str) -> str:
     binary = find_binary("kubectl")
     assert binary is not None
     process = await asyncio.create_subprocess_exec(
-        binary, "--kubeconfig", str(kubeconfig), "--cache-dir", str(kubeconfig.parent / f"cache-{args[0]}"), *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        binary,
+        "--kubeconfig",
+        str(kubeconfig),
+        "--cache-dir",
+        str(kubeconfig.parent / f"cache-{args[0]}"),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0, err.decode()
     return out.decode()
 
 
-@pytest.mark.parametrize("argv", [["demo", "--speed", "7"], ["demo", "--duration", "soon"],
-                                  ["demo", "--duration", "0"]])
+@pytest.mark.parametrize(
+    "argv", [["demo", "--speed", "7"], ["demo", "--duration", "soon"], ["demo", "--duration", "0"]]
+)
 def test_bad_options_are_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     try:
         code = main(argv)

@@ -49,12 +49,22 @@ def _world(pods: list[PodState]) -> DemoWorld:
 
 
 async def test_the_service_reads_the_synthetic_prometheus_over_http() -> None:
-    pods = [PodState("web-a", True, True), PodState("web-b", True, True), PodState("web-c", True, False),
-            PodState("web-d", False, False)]
+    pods = [
+        PodState("web-a", True, True),
+        PodState("web-b", True, True),
+        PodState("web-c", True, False),
+        PodState("web-d", False, False),
+    ]
     world = _world(pods)
     spec = parse_target_spec(objects.target(world.scale)["spec"])
-    query = TargetQuery(namespace="default", name="web", scale_target=spec.scale_target_ref, selector="app=web",
-                        pod_names=[p.name for p in pods], metrics=spec.metrics)
+    query = TargetQuery(
+        namespace="default",
+        name="web",
+        scale_target=spec.scale_target_ref,
+        selector="app=web",
+        pod_names=[p.name for p in pods],
+        metrics=spec.metrics,
+    )
     async with SyntheticPrometheus(world.answer) as prometheus:
         settings = PrometheusSettings(url=prometheus.url, cpu_rate_window=0.5)
         async with PrometheusClient(settings) as client:
@@ -62,7 +72,10 @@ async def test_the_service_reads_the_synthetic_prometheus_over_http() -> None:
     assert isinstance(cpu, ResourceReading) and isinstance(requests, ExternalReading)
     # 180/s over two ready pods: 25m + 90 × 2.5m each; the unready one warms up; the pending one has none
     assert {pod: usage.containers for pod, usage in cpu.pods.items()} == {
-        "web-a": {"app": 250}, "web-b": {"app": 250}, "web-c": {"app": 200}}
+        "web-a": {"app": 250},
+        "web-b": {"app": 250},
+        "web-c": {"app": 200},
+    }
     assert requests.values == (180_000,)
     assert world.utilization(180) == pytest.approx(50.0)
 
@@ -72,10 +85,22 @@ async def test_an_unknown_query_is_a_bad_query() -> None:
     async with SyntheticPrometheus(world.answer) as prometheus:
         settings = PrometheusSettings(url=prometheus.url)
         async with PrometheusClient(settings) as client:
-            spec = parse_target_spec({"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 3,
-                                      "metrics": [{"type": "External", "external": {
-                                          "metric": {"name": "x"}, "query": "sum(up)",
-                                          "target": {"type": "Value", "value": "1"}}}]})
+            spec = parse_target_spec(
+                {
+                    "scaleTargetRef": {"kind": "Deployment", "name": "web"},
+                    "maxReplicas": 3,
+                    "metrics": [
+                        {
+                            "type": "External",
+                            "external": {
+                                "metric": {"name": "x"},
+                                "query": "sum(up)",
+                                "target": {"type": "Value", "value": "1"},
+                            },
+                        }
+                    ],
+                }
+            )
             query = TargetQuery("default", "web", spec.scale_target_ref, "app=web", [], spec.metrics)
             [[reading]] = await MetricsReader(client, settings).read([query], 0.0)
     assert isinstance(reading, MetricFailure) and "answers queries over" in reading.message
@@ -104,6 +129,13 @@ def test_the_timeline_prints_a_metric_without_nil() -> None:
     recorder = SimpleNamespace(ready=2, pods=[1, 2], replicas=2)
     out = io.StringIO()
     timeline = Timeline(out, scale, world, recorder, limits={})  # type: ignore[arg-type]
-    timeline.on_decision({"current_replicas": 2, "replicas": 4, "proposal": 4, "applied": True,
-                          "reason": "external metric requests_per_second(<nil>) above target"})
+    timeline.on_decision(
+        {
+            "current_replicas": 2,
+            "replicas": 4,
+            "proposal": 4,
+            "applied": True,
+            "reason": "external metric requests_per_second(<nil>) above target",
+        }
+    )
     assert out.getvalue().rstrip().endswith("external metric requests_per_second above target")

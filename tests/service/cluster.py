@@ -33,32 +33,55 @@ CRD = ROOT / "manifests" / "crd.yaml"
 def deployment(name: str, replicas: int, *, namespace: str = "default", cpu: str = "500m") -> dict[str, Any]:
     labels = {"app": name}
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                 "template": {"metadata": {"labels": labels},
-                              "spec": {"containers": [{"name": "app", "image": "app",
-                                                       "resources": {"requests": {"cpu": cpu}}}]}}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": cpu}}}]},
+            },
+        },
     }
 
 
-def target(name: str, workload: str, *, namespace: str = "default", min_replicas: int = 1, max_replicas: int = 20,
-           metrics: Sequence[Mapping[str, Any]] | None = None, behavior: Mapping[str, Any] | None = None,
-           ) -> dict[str, Any]:
+def target(
+    name: str,
+    workload: str,
+    *,
+    namespace: str = "default",
+    min_replicas: int = 1,
+    max_replicas: int = 20,
+    metrics: Sequence[Mapping[str, Any]] | None = None,
+    behavior: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload},
-        "minReplicas": min_replicas, "maxReplicas": max_replicas,
+        "minReplicas": min_replicas,
+        "maxReplicas": max_replicas,
         "metrics": list(metrics) if metrics is not None else [queue_metric()],
     }
     if behavior is not None:
         spec["behavior"] = dict(behavior)
-    return {"apiVersion": "autoscaler.dev/v1alpha1", "kind": "ScalingTarget",
-            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+    return {
+        "apiVersion": "autoscaler.dev/v1alpha1",
+        "kind": "ScalingTarget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
 
 
 def queue_metric(name: str = "queue", per_pod: str = "10") -> dict[str, Any]:
-    return {"type": "External", "external": {"metric": {"name": name}, "query": f"sum({name})",
-                                             "target": {"type": "AverageValue", "averageValue": per_pod}}}
+    return {
+        "type": "External",
+        "external": {
+            "metric": {"name": name},
+            "query": f"sum({name})",
+            "target": {"type": "AverageValue", "averageValue": per_pod},
+        },
+    }
 
 
 class FakeMetrics:
@@ -74,8 +97,9 @@ class FakeMetrics:
     def set(self, name: str, value: float | None) -> None:
         self.external[name] = None if value is None else int(value * 1000)
 
-    async def read_many(self, queries: Sequence[TargetQuery], at: float | None, *,
-                        on_ready: object = None) -> list[list[MetricReading]]:
+    async def read_many(
+        self, queries: Sequence[TargetQuery], at: float | None, *, on_ready: object = None
+    ) -> list[list[MetricReading]]:
         at = time.time() if at is None else at  # "now": this stand-in's clock is the test's
         self.reads += 1
         self.queries.extend(queries)
@@ -85,13 +109,17 @@ class FakeMetrics:
             for metric in query.metrics:
                 if metric.type is MetricSourceType.EXTERNAL:
                     value = self.external.get(metric.name)
-                    row.append(MetricFailure("Prometheus is unreachable") if value is None
-                               else ExternalReading((value,), at))
+                    row.append(
+                        MetricFailure("Prometheus is unreachable") if value is None else ExternalReading((value,), at)
+                    )
                 elif metric.type is MetricSourceType.PODS:
                     row.append(PodsReading({p: Sample(v, at) for p, v in self.cpu.items() if p in query.pod_names}))
                 else:
-                    row.append(ResourceReading({p: PodUsage({"app": v}, at) for p, v in self.cpu.items()
-                                                if p in query.pod_names}))
+                    row.append(
+                        ResourceReading(
+                            {p: PodUsage({"app": v}, at) for p, v in self.cpu.items() if p in query.pod_names}
+                        )
+                    )
             rows.append(row)
         return rows
 
@@ -126,15 +154,26 @@ VPA_CRD = demo_objects.VPA_CRD  # the same stand-in for the VPA CRD the demo ins
 
 def vpa(name: str, workload: str, *, cpu: str, memory: str, namespace: str = "default") -> dict[str, Any]:
     return {
-        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload},
-                 "updatePolicy": {"updateMode": "Auto"},
-                 "resourcePolicy": {"containerPolicies": [{"containerName": "main"}]}},
-        "status": {"conditions": [{"type": "RecommendationProvided", "status": "True"}],
-                   "recommendation": {"containerRecommendations": [
-                       {"containerName": "main", "target": {"cpu": cpu, "memory": memory},
-                        "uncappedTarget": {"cpu": cpu, "memory": memory}}]}},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload},
+            "updatePolicy": {"updateMode": "Auto"},
+            "resourcePolicy": {"containerPolicies": [{"containerName": "main"}]},
+        },
+        "status": {
+            "conditions": [{"type": "RecommendationProvided", "status": "True"}],
+            "recommendation": {
+                "containerRecommendations": [
+                    {
+                        "containerName": "main",
+                        "target": {"cpu": cpu, "memory": memory},
+                        "uncappedTarget": {"cpu": cpu, "memory": memory},
+                    }
+                ]
+            },
+        },
     }
 
 

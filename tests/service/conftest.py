@@ -71,12 +71,21 @@ class Link:
             self.cut_requests += 1
             if self.mode == "hang":
                 await self._healed.wait()
-            return web.json_response({"kind": "Status", "status": "Failure", "code": 500, "reason": "InternalError",
-                                      "message": "the link is cut"}, status=500)
+            return web.json_response(
+                {
+                    "kind": "Status",
+                    "status": "Failure",
+                    "code": 500,
+                    "reason": "InternalError",
+                    "message": "the link is cut",
+                },
+                status=500,
+            )
         assert self._session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
-        async with self._session.request(request.method, self.emulator.url + request.path_qs, headers=headers,
-                                         data=await request.read()) as answer:
+        async with self._session.request(
+            request.method, self.emulator.url + request.path_qs, headers=headers, data=await request.read()
+        ) as answer:
             body = await answer.read()
             kept = {k: v for k, v in answer.headers.items() if k.lower() not in _HOP_BY_HOP | {"content-encoding"}}
             return web.Response(status=answer.status, body=body, headers=kept)

@@ -19,18 +19,29 @@ from typing import Any
 
 from kube_emulator.requestinfo import RequestInfo
 
-SYSTEM_DISCOVERY_PATHS = ("/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*",
-                          "/readyz", "/version", "/version/")
+SYSTEM_DISCOVERY_PATHS = (
+    "/api",
+    "/api/*",
+    "/apis",
+    "/apis/*",
+    "/healthz",
+    "/livez",
+    "/openapi",
+    "/openapi/*",
+    "/readyz",
+    "/version",
+    "/version/",
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Access:
     verb: str
     group: str = ""
-    resource: str = ""          # "deployments" or "deployments/scale"
+    resource: str = ""  # "deployments" or "deployments/scale"
     namespace: str | None = None  # None: cluster-wide (a list or watch across all namespaces)
     name: str | None = None
-    path: str | None = None     # set for non-resource requests
+    path: str | None = None  # set for non-resource requests
 
     @classmethod
     def of(cls, info: RequestInfo) -> Access:
@@ -55,8 +66,8 @@ class Grant:
     verb: str
     resource_names: tuple[str, ...]
     namespace: str | None  # None: every namespace and cluster-wide requests (a ClusterRoleBinding)
-    rule: str              # "ClusterRole/autoscaler rules[2]"
-    binding: str           # "ClusterRoleBinding/autoscaler"
+    rule: str  # "ClusterRole/autoscaler rules[2]"
+    binding: str  # "ClusterRoleBinding/autoscaler"
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -113,18 +124,30 @@ class Authorizer:
                 for group in rule.get("apiGroups") or []:
                     for resource in rule.get("resources") or []:
                         for verb in rule.get("verbs") or []:
-                            self.grants.append(Grant(group, resource, verb, tuple(rule.get("resourceNames") or ()),
-                                                     binding_ns, where, via))
+                            self.grants.append(
+                                Grant(
+                                    group,
+                                    resource,
+                                    verb,
+                                    tuple(rule.get("resourceNames") or ()),
+                                    binding_ns,
+                                    where,
+                                    via,
+                                )
+                            )
 
     def _binds_us(self, binding: Mapping[str, Any]) -> bool:
-        return any(s.get("kind") == "ServiceAccount" and (s.get("namespace"), s.get("name")) == self.subject
-                   for s in binding.get("subjects") or [])
+        return any(
+            s.get("kind") == "ServiceAccount" and (s.get("namespace"), s.get("name")) == self.subject
+            for s in binding.get("subjects") or []
+        )
 
     def allowed_by(self, access: Access) -> list[Grant] | None:
         """The grants that allow ``access``; ``[]`` for discovery (system:discovery); None when denied."""
         if access.path is not None:
-            discovery = access.verb == "get" and any(fnmatch.fnmatchcase(access.path, p)
-                                                     for p in SYSTEM_DISCOVERY_PATHS)
+            discovery = access.verb == "get" and any(
+                fnmatch.fnmatchcase(access.path, p) for p in SYSTEM_DISCOVERY_PATHS
+            )
             return [] if discovery else None
         matching = [g for g in self.grants if g.allows(access)]
         return matching or None

@@ -42,7 +42,7 @@ async def test_cancelled_while_taking_the_slot_back_leaks_nothing() -> None:
     await given_back.wait()
     async with ConcurrencySlot(semaphore):  # another sync takes the slot given back…
         metrics_ready.set()
-        await asyncio.sleep(0.01)           # …so the first one waits to get it back, and is cancelled
+        await asyncio.sleep(0.01)  # …so the first one waits to get it back, and is cancelled
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         assert task.cancelled()

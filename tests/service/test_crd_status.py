@@ -34,9 +34,14 @@ async def emu() -> AsyncIterator[KubeEmulator]:
 def hvpa_target() -> dict[str, Any]:
     api = target("api", "api", max_replicas=3, metrics=[])
     del api["spec"]["metrics"]
-    api["spec"]["hvpa"] = {"sources": ["vpa"], "containers": [{"name": "main"}], "scalingIntervals": [
-        {"maxReplicas": 1, "maxResources": {"cpu": "500m", "memory": "2Gi"}},
-        {"maxReplicas": 3, "maxResources": {"cpu": "2", "memory": "8Gi"}}]}
+    api["spec"]["hvpa"] = {
+        "sources": ["vpa"],
+        "containers": [{"name": "main"}],
+        "scalingIntervals": [
+            {"maxReplicas": 1, "maxResources": {"cpu": "500m", "memory": "2Gi"}},
+            {"maxReplicas": 3, "maxResources": {"cpu": "2", "memory": "8Gi"}},
+        ],
+    }
     return api
 
 
@@ -55,8 +60,15 @@ async def test_written_statuses_fit_the_crd_schema(emu: KubeEmulator, dry_run: b
     metrics = FakeMetrics()
     metrics.set("queue", 40)
     async with emu.api_client() as client:
-        manager = Manager(KubeApi(client), metrics.read_many, settings=ControllerSettings(), period=0.3, jitter=0.0,
-                          batch_window=0.05, dry_run=dry_run)
+        manager = Manager(
+            KubeApi(client),
+            metrics.read_many,
+            settings=ControllerSettings(),
+            period=0.3,
+            jitter=0.0,
+            batch_window=0.05,
+            dry_run=dry_run,
+        )
         await manager.start_caches()
         await manager.activate()
         try:
@@ -75,9 +87,20 @@ async def test_written_statuses_fit_the_crd_schema(emu: KubeEmulator, dry_run: b
 def test_pruning_is_detected() -> None:
     """The check above would see a status field the CRD does not specify."""
     schema = crd_version_schema(load_documents(CRD)[0], "v1alpha1")
-    obj = {"apiVersion": "autoscaler.dev/v1alpha1", "kind": "ScalingTarget", "metadata": {"name": "x"},
-           "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "x"}, "maxReplicas": 2, "minReplica": 1},
-           "status": {"currentReplicas": 1, "surprise": True, "conditions": [{"type": "A", "status": "True", "x": 1}],
-                      "lastDecision": {"anything": {"goes": 1}}}}
-    assert list(pruned_fields(obj, schema, root=True)) == ["spec.minReplica", "status.surprise",
-                                                           "status.conditions[0].x"]
+    obj = {
+        "apiVersion": "autoscaler.dev/v1alpha1",
+        "kind": "ScalingTarget",
+        "metadata": {"name": "x"},
+        "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "x"}, "maxReplicas": 2, "minReplica": 1},
+        "status": {
+            "currentReplicas": 1,
+            "surprise": True,
+            "conditions": [{"type": "A", "status": "True", "x": 1}],
+            "lastDecision": {"anything": {"goes": 1}},
+        },
+    }
+    assert list(pruned_fields(obj, schema, root=True)) == [
+        "spec.minReplica",
+        "status.surprise",
+        "status.conditions[0].x",
+    ]

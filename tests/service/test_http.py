@@ -48,12 +48,22 @@ async def session() -> AsyncIterator[aiohttp.ClientSession]:
         yield client
 
 
-async def serve(session: aiohttp.ClientSession, *, readiness: Sequence[ReadinessCheck] = (),
-                targets: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
-                metrics: ServiceMetrics | None = None, **options: Any) -> Running:
+async def serve(
+    session: aiohttp.ClientSession,
+    *,
+    readiness: Sequence[ReadinessCheck] = (),
+    targets: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    metrics: ServiceMetrics | None = None,
+    **options: Any,
+) -> Running:
     documents = targets or {}
-    server = HttpServer(LOOPBACK, metrics or ServiceMetrics(process_metrics=False), readiness=readiness,
-                        targets=lambda: documents, **options)
+    server = HttpServer(
+        LOOPBACK,
+        metrics or ServiceMetrics(process_metrics=False),
+        readiness=readiness,
+        targets=lambda: documents,
+        **options,
+    )
     await server.start()
     return Running(server, session)
 
@@ -87,11 +97,14 @@ async def test_readyz_lists_every_check_and_fails_if_any_does(session: aiohttp.C
     try:
         status, body, _ = await running.get("/readyz")
         assert status == 503
-        assert body == {"ready": False, "checks": [
-            {"name": "caches", "ok": False, "detail": "pods not synced"},
-            {"name": "leader", "ok": True, "detail": "standby; leader is autoscaler-0"},
-            {"name": "prometheus", "ok": True, "detail": "last query 2s ago"},
-        ]}
+        assert body == {
+            "ready": False,
+            "checks": [
+                {"name": "caches", "ok": False, "detail": "pods not synced"},
+                {"name": "leader", "ok": True, "detail": "standby; leader is autoscaler-0"},
+                {"name": "prometheus", "ok": True, "detail": "last query 2s ago"},
+            ],
+        }
         state["synced"] = True
         status, body, _ = await running.get("/readyz")
         assert (status, body["ready"]) == (200, True)
@@ -114,9 +127,11 @@ async def test_a_hung_or_broken_check_fails_without_hanging_the_probe(session: a
     def raises() -> CheckResult:
         raise ConnectionError("GET http://prometheus:9090 failed, Authorization: Bearer abcdefghijklmnop")
 
-    checks = [ReadinessCheck("hangs", hangs, timeout=0.1),
-              ReadinessCheck("stubborn", ignores_cancellation, timeout=0.1),
-              ReadinessCheck("raises", raises)]
+    checks = [
+        ReadinessCheck("hangs", hangs, timeout=0.1),
+        ReadinessCheck("stubborn", ignores_cancellation, timeout=0.1),
+        ReadinessCheck("raises", raises),
+    ]
     running = await serve(session, readiness=checks)
     try:
         started = time.monotonic()
@@ -126,8 +141,10 @@ async def test_a_hung_or_broken_check_fails_without_hanging_the_probe(session: a
         details = {check["name"]: (check["ok"], check["detail"]) for check in body["checks"]}
         assert details["hangs"] == (False, "timed out after 0.1s")
         assert details["stubborn"] == (False, "timed out after 0.1s")
-        assert details["raises"] == (False, "ConnectionError: GET http://prometheus:9090 failed, "
-                                            "Authorization: Bearer [REDACTED]")
+        assert details["raises"] == (
+            False,
+            "ConnectionError: GET http://prometheus:9090 failed, Authorization: Bearer [REDACTED]",
+        )
         status, _, _ = await running.get("/healthz")  # the server is still answering
         assert status == 200
         await asyncio.sleep(0.35)  # let the stubborn check finish before the loop closes
@@ -155,11 +172,15 @@ async def test_metrics_in_both_exposition_formats(session: aiohttp.ClientSession
         families = {family.name: family for family in text_string_to_metric_families(text)}
         assert families["autoscaler_leader"].samples[0].value == 1.0
         assert families["autoscaler_target_scale_events"].samples[0].labels == {
-            "namespace": "shop", "name": "web", "direction": "up"}
+            "namespace": "shop",
+            "name": "web",
+            "direction": "up",
+        }
         assert "_created" not in text
 
         status, text, response = await running.get(
-            "/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0", "Accept-Encoding": ""})
+            "/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0", "Accept-Encoding": ""}
+        )
         assert status == 200 and response.headers["Content-Type"].startswith("application/openmetrics-text")
         assert "Content-Encoding" not in response.headers
         assert text.endswith("# EOF\n")
@@ -178,7 +199,10 @@ async def test_target_status_documents(session: aiohttp.ClientSession) -> None:
         status, body, _ = await running.get("/api/targets")
         assert status == 200
         assert [(item["namespace"], item["name"]) for item in body["items"]] == [
-            ("blog", "web"), ("shop", "api"), ("shop", "web")]
+            ("blog", "web"),
+            ("shop", "api"),
+            ("shop", "web"),
+        ]
         assert body["items"][2]["status"]["lastScaleTime"] == "2026-01-02 03:04:05+00:00"
         status, body, _ = await running.get("/api/targets", params={"namespace": "shop"})
         assert [item["name"] for item in body["items"]] == ["api", "web"]

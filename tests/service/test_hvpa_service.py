@@ -28,20 +28,38 @@ INTERVALS = [
 
 
 def hvpa_target() -> dict[str, Any]:
-    return {"apiVersion": "autoscaler.dev/v1alpha1", "kind": "ScalingTarget",
-            "metadata": {"name": "api", "namespace": "default"},
-            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"},
-                     "minReplicas": 1, "maxReplicas": 3,
-                     "hvpa": {"sources": ["vpa"], "scalingIntervals": INTERVALS, "containers": [{"name": "main"}]}}}
+    return {
+        "apiVersion": "autoscaler.dev/v1alpha1",
+        "kind": "ScalingTarget",
+        "metadata": {"name": "api", "namespace": "default"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"},
+            "minReplicas": 1,
+            "maxReplicas": 3,
+            "hvpa": {"sources": ["vpa"], "scalingIntervals": INTERVALS, "containers": [{"name": "main"}]},
+        },
+    }
 
 
 def api_deployment() -> dict[str, Any]:
     labels = {"app": "api"}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api", "namespace": "default"},
-            "spec": {"replicas": 1, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [
-                         {"name": "main", "image": "api",
-                          "resources": {"requests": {"cpu": "300m", "memory": "1Gi"}}}]}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "api", "namespace": "default"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [
+                        {"name": "main", "image": "api", "resources": {"requests": {"cpu": "300m", "memory": "1Gi"}}}
+                    ]
+                },
+            },
+        },
+    }
 
 
 @pytest.fixture
@@ -62,8 +80,9 @@ async def test_hvpa_scales_out_and_pins_the_vpa(emu: KubeEmulator) -> None:
     emu.seed(vpa("api", "api", cpu="1200m", memory="1Gi"))  # seeded: a create would drop the status
     emu.create(hvpa_target())
     try:
-        async with running_manager(emu, FakeMetrics().read_many, settings=ControllerSettings(), period=0.3,
-                                   jitter=0.0, batch_window=0.05):
+        async with running_manager(
+            emu, FakeMetrics().read_many, settings=ControllerSettings(), period=0.3, jitter=0.0, batch_window=0.05
+        ):
             await eventually(lambda: replicas_of(emu, "api") == 2, what="HVPA scale-out")
 
             def pinned() -> Any:
@@ -87,8 +106,9 @@ async def test_hvpa_scales_out_and_pins_the_vpa(emu: KubeEmulator) -> None:
 async def test_hvpa_without_a_vpa_reports_no_decision(emu: KubeEmulator) -> None:
     emu.create(api_deployment())
     emu.create(hvpa_target())
-    async with running_manager(emu, FakeMetrics().read_many, settings=ControllerSettings(), period=0.3, jitter=0.0,
-                               batch_window=0.05):
+    async with running_manager(
+        emu, FakeMetrics().read_many, settings=ControllerSettings(), period=0.3, jitter=0.0, batch_window=0.05
+    ):
         await eventually(lambda: "hvpa" in status_of(emu, "api"), what="hvpa status")
         assert replicas_of(emu, "api") == 1
         assert "no recommendation" in str(status_of(emu, "api")["hvpa"].get("inactive"))

@@ -184,8 +184,14 @@ async def test_graceful_release_lets_the_standby_take_over_within_a_retry_period
 async def test_a_leader_that_cannot_renew_is_fenced_before_anyone_else_can_acquire(
     emulator: KubeEmulator, api: ApiClient, link: Link, mode: str
 ) -> None:
-    emulator.seed({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "writes", "namespace": "default"},
-                   "data": {"n": "0"}})
+    emulator.seed(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "writes", "namespace": "default"},
+            "data": {"n": "0"},
+        }
+    )
     core = client.CoreV1Api(api)
     began: list[float] = []
     refused: list[float] = []
@@ -199,8 +205,9 @@ async def test_a_leader_that_cannot_renew_is_fenced_before_anyone_else_can_acqui
                 async with elector.leading_scope() as seconds_left:
                     began.append(time.monotonic())
                     n += 1
-                    await core.patch_namespaced_config_map("writes", "default", {"data": {"n": str(n)}},
-                                                           _request_timeout=seconds_left)
+                    await core.patch_namespaced_config_map(
+                        "writes", "default", {"data": {"n": str(n)}}, _request_timeout=seconds_left
+                    )
                     written.append(time.monotonic())
             except NotLeader:
                 refused.append(time.monotonic())
@@ -223,9 +230,9 @@ async def test_a_leader_that_cannot_renew_is_fenced_before_anyone_else_can_acqui
                 link.restore()
     fenced, b_leads = refused[0], b.started[0]
     assert began[-1] < fenced < b_leads
-    assert fenced - written[-1] < 0.1                       # writes went on right up to the fence…
-    assert b_leads - fenced >= 0.3                          # …which closed well before b could take over
-    assert a.stopped[0] < b_leads                           # and "a" was told to stop before that, too
+    assert fenced - written[-1] < 0.1  # writes went on right up to the fence…
+    assert b_leads - fenced >= 0.3  # …which closed well before b could take over
+    assert a.stopped[0] < b_leads  # and "a" was told to stop before that, too
     # Every write reached the server before b led; at most one was cut off in flight (sent, answer lost).
     landed = [r.started + (r.duration or 0.0) for r in emulator.requests.find("patch", "configmaps")]
     assert max(landed) < b_leads
@@ -300,8 +307,9 @@ async def test_a_lease_seized_by_someone_else_ends_leadership_and_counts_transit
     a = Candidate(api, "a")
     async with running(a):
         await asyncio.wait_for(a.elector.wait_until_leading(), 2)
-        emulator.patch("leases", NAME, {"spec": {"holderIdentity": "intruder", "leaseTransitions": 1}},
-                       namespace=NAMESPACE)
+        emulator.patch(
+            "leases", NAME, {"spec": {"holderIdentity": "intruder", "leaseTransitions": 1}}, namespace=NAMESPACE
+        )
         lost = await eventually(lambda: bool(a.stopped), within=1)
         assert a.elector.leader_identity == "intruder" and a.leaders == ["a", "intruder"]
         regained = await eventually(lambda: a.elector.is_leader, within=3)
@@ -312,10 +320,20 @@ async def test_a_lease_seized_by_someone_else_ends_leadership_and_counts_transit
 async def test_wall_clock_times_in_the_lease_are_ignored(emulator: KubeEmulator, api: ApiClient) -> None:
     """A record renewed "in 1999" is not expired until it has sat unchanged for leaseDuration here."""
     ancient = micro_time(datetime(1999, 1, 1, tzinfo=UTC))
-    emulator.seed({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                   "metadata": {"name": NAME, "namespace": NAMESPACE},
-                   "spec": {"holderIdentity": "ghost", "leaseDurationSeconds": 1, "acquireTime": ancient,
-                            "renewTime": ancient, "leaseTransitions": 4}})
+    emulator.seed(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": NAME, "namespace": NAMESPACE},
+            "spec": {
+                "holderIdentity": "ghost",
+                "leaseDurationSeconds": 1,
+                "acquireTime": ancient,
+                "renewTime": ancient,
+                "leaseTransitions": 4,
+            },
+        }
+    )
     skewed = Candidate(api, "a", clock=lambda: time.monotonic() + 86_400.0)  # any offset: only durations count
     started = time.monotonic()
     async with running(skewed):
@@ -325,9 +343,14 @@ async def test_wall_clock_times_in_the_lease_are_ignored(emulator: KubeEmulator,
 
 
 async def test_racing_candidates_take_an_expired_lease_once(emulator: KubeEmulator, api: ApiClient) -> None:
-    emulator.seed({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                   "metadata": {"name": NAME, "namespace": NAMESPACE},
-                   "spec": {"holderIdentity": "ghost", "leaseDurationSeconds": 1, "leaseTransitions": 0}})
+    emulator.seed(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": NAME, "namespace": NAMESPACE},
+            "spec": {"holderIdentity": "ghost", "leaseDurationSeconds": 1, "leaseTransitions": 0},
+        }
+    )
     candidates = [Candidate(api, f"c{i}", jitter_factor=0.0) for i in range(3)]
     async with running(*candidates):
         await eventually(lambda: any(c.elector.is_leader for c in candidates))
@@ -348,8 +371,7 @@ def lease_requests(emulator: KubeEmulator, since: float) -> list[float]:
     return [r.started for r in emulator.requests.records if r.resource == "leases" and r.started >= since]
 
 
-async def test_retry_after_is_honoured_by_a_candidate_and_by_the_leader(
-        emulator: KubeEmulator, api: ApiClient) -> None:
+async def test_retry_after_is_honoured_by_a_candidate_and_by_the_leader(emulator: KubeEmulator, api: ApiClient) -> None:
     """429 with Retry-After: 1 on every Lease request: no request comes sooner after one (the retry period
     is 0.1 s); the leader, told to wait past its renew deadline, steps down; both come back after."""
     first, second = Candidate(api, "a"), Candidate(api, "b")
@@ -367,8 +389,7 @@ async def test_retry_after_is_honoured_by_a_candidate_and_by_the_leader(
         await eventually(lambda: leader.elector.is_leader or standby.elector.is_leader, within=5.0)
 
 
-async def test_errors_back_off_exponentially_up_to_the_lease_duration(
-        emulator: KubeEmulator, api: ApiClient) -> None:
+async def test_errors_back_off_exponentially_up_to_the_lease_duration(emulator: KubeEmulator, api: ApiClient) -> None:
     candidate = Candidate(api, "a", lease_duration=1.0, renew_deadline=0.6, retry_period=0.1, jitter_factor=0.0)
     rule = emulator.faults.error(503, resource="leases")
     since = time.monotonic()

@@ -49,8 +49,17 @@ def json_logging(level: str = "info") -> io.StringIO:
 def test_json_lines_carry_timestamp_level_logger_event_and_context() -> None:
     stream = json_logging()
     log = structlog.stdlib.get_logger("autoscaler.service.reconciler")
-    log.info("decision", namespace="shop", name="web", current_replicas=2, proposal=5, replicas=4, scaled=True,
-             reason="cpu above target", limited_by="ScaleUpLimit")
+    log.info(
+        "decision",
+        namespace="shop",
+        name="web",
+        current_replicas=2,
+        proposal=5,
+        replicas=4,
+        scaled=True,
+        reason="cpu above target",
+        limited_by="ScaleUpLimit",
+    )
     [line] = lines(stream)
     assert list(line)[:4] == ["timestamp", "level", "logger", "event"]
     assert line["timestamp"].endswith("Z") and "T" in line["timestamp"]
@@ -71,8 +80,10 @@ async def test_context_bound_in_a_task_reaches_structlog_and_stdlib_lines_from_t
     logging.getLogger("asyncio").error("outside any target")
     records = lines(stream)
     assert sorted((r["logger"], r.get("name")) for r in records[:4]) == [
-        ("autoscaler.reconciler", "api"), ("autoscaler.reconciler", "web"),
-        ("kubernetes_asyncio.client.rest", "api"), ("kubernetes_asyncio.client.rest", "web"),
+        ("autoscaler.reconciler", "api"),
+        ("autoscaler.reconciler", "web"),
+        ("kubernetes_asyncio.client.rest", "api"),
+        ("kubernetes_asyncio.client.rest", "web"),
     ]
     assert {r["event"] for r in records if r["logger"].startswith("kubernetes")} == {"retrying GET /scale"}
     assert records[-1]["logger"] == "asyncio" and "name" not in records[-1] and records[-1]["level"] == "error"
@@ -122,13 +133,19 @@ def test_secrets_are_redacted_everywhere(fmt: str) -> None:
     stream = io.StringIO()
     configure_logging(LoggingSettings(format=fmt, level="info"), stream=stream)
     log = structlog.stdlib.get_logger("autoscaler.prometheus")
-    log.info("request", headers={"Authorization": "Bearer s3cr3t-header-token", "Accept": "application/json"},
-             password="hunter2-password", bearer_token="s3cr3t-keyword-token",
-             bearer_token_file="/var/run/secrets/token", url="https://admin:p4ssw0rd-in-url@prometheus:9090/")
+    log.info(
+        "request",
+        headers={"Authorization": "Bearer s3cr3t-header-token", "Accept": "application/json"},
+        password="hunter2-password",
+        bearer_token="s3cr3t-keyword-token",
+        bearer_token_file="/var/run/secrets/token",
+        url="https://admin:p4ssw0rd-in-url@prometheus:9090/",
+    )
     log.warning("sent Authorization: Bearer s3cr3t-message-token to https://prometheus/api/v1/query")
     log.info("token in a list", items=["ok", f"jwt {JWT}"], config={"nested": {"client_secret": "s3cr3t-nested"}})
     logging.getLogger("kubernetes_asyncio.client.rest").info(
-        "request headers: %s", {"authorization": "Bearer s3cr3t-stdlib-token"})
+        "request headers: %s", {"authorization": "Bearer s3cr3t-stdlib-token"}
+    )
     try:
         raise PermissionError("401 for GET /api?access_token=s3cr3t-in-exception")
     except PermissionError:
@@ -152,18 +169,42 @@ def test_redact_text_examples() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(token=st.from_regex(r"[A-Za-z0-9._~+/-]{8,40}", fullmatch=True),
-       before=st.sampled_from(["", "error: ", "headers={'Authorization': '", "Authorization:", "x "]),
-       scheme=st.sampled_from(["Bearer", "bearer", "Basic"]),
-       after=st.sampled_from(["", "'}", " then retried", ", status=401"]))
+@given(
+    token=st.from_regex(r"[A-Za-z0-9._~+/-]{8,40}", fullmatch=True),
+    before=st.sampled_from(["", "error: ", "headers={'Authorization': '", "Authorization:", "x "]),
+    scheme=st.sampled_from(["Bearer", "bearer", "Basic"]),
+    after=st.sampled_from(["", "'}", " then retried", ", status=401"]),
+)
 def test_a_credential_after_its_scheme_never_survives(token: str, before: str, scheme: str, after: str) -> None:
     text = f"{before}{scheme} {token}{after}"
     assert token not in redact_text(text)
 
 
-_PIECES = ["Authorization", "authorization:", "Bearer ", "basic ", "Proxy-Authorization=", "password", "PASSWD",
-           "client_secret", "access_token", "api-key", "apikey", "://", "u:pw@", "eyJ", "abcdefgh.", "ijklmnop.",
-           "=", ": ", "'", '"', " ", "x", "9"]
+_PIECES = [
+    "Authorization",
+    "authorization:",
+    "Bearer ",
+    "basic ",
+    "Proxy-Authorization=",
+    "password",
+    "PASSWD",
+    "client_secret",
+    "access_token",
+    "api-key",
+    "apikey",
+    "://",
+    "u:pw@",
+    "eyJ",
+    "abcdefgh.",
+    "ijklmnop.",
+    "=",
+    ": ",
+    "'",
+    '"',
+    " ",
+    "x",
+    "9",
+]
 
 
 @settings(max_examples=500, deadline=None)

@@ -42,8 +42,12 @@ async def emu() -> AsyncIterator[KubeEmulator]:
 
 
 def manager_options(**kwargs: Any) -> dict[str, Any]:
-    options: dict[str, Any] = {"settings": ControllerSettings(downscale_stabilization_window=1.0),
-                               "period": PERIOD, "jitter": 0.0, "batch_window": 0.05}
+    options: dict[str, Any] = {
+        "settings": ControllerSettings(downscale_stabilization_window=1.0),
+        "period": PERIOD,
+        "jitter": 0.0,
+        "batch_window": 0.05,
+    }
     return {**options, **kwargs}
 
 
@@ -85,8 +89,12 @@ async def test_a_failed_metric_never_scales_down(emu: KubeEmulator) -> None:
     metrics = FakeMetrics()
     metrics.set("queue", None)
     async with running(emu, metrics):
-        await eventually(lambda: (condition(status_of(emu, "web"), "ScalingActive") or {}).get("reason")
-                         == "FailedGetExternalMetric", what="ScalingActive False")
+        await eventually(
+            lambda: (
+                (condition(status_of(emu, "web"), "ScalingActive") or {}).get("reason") == "FailedGetExternalMetric"
+            ),
+            what="ScalingActive False",
+        )
         reads = metrics.reads
         await eventually(lambda: metrics.reads >= reads + 3, what="more syncs")
         assert replicas_of(emu, "web") == 4
@@ -95,8 +103,9 @@ async def test_a_failed_metric_never_scales_down(emu: KubeEmulator) -> None:
         assert emu.events("default", involved_name="web", reason="FailedGetExternalMetric")
         # Prometheus comes back: the target recovers by itself
         metrics.set("queue", 40)
-        await eventually(lambda: (condition(status_of(emu, "web"), "ScalingActive") or {}).get("status")
-                         == "True", what="recovery")
+        await eventually(
+            lambda: (condition(status_of(emu, "web"), "ScalingActive") or {}).get("status") == "True", what="recovery"
+        )
 
 
 async def test_invalid_target_is_reported_and_others_go_on(emu: KubeEmulator) -> None:
@@ -117,8 +126,10 @@ async def test_invalid_target_is_reported_and_others_go_on(emu: KubeEmulator) ->
         await manager.activate()
         try:
             await eventually(lambda: replicas_of(emu, "web") == 4, what="the valid target scales")
-            await eventually(lambda: condition(status_of(emu, "broken"), "ScalingActive") is not None,
-                             what="the invalid target's condition")
+            await eventually(
+                lambda: condition(status_of(emu, "broken"), "ScalingActive") is not None,
+                what="the invalid target's condition",
+            )
             active = condition(status_of(emu, "broken"), "ScalingActive")
             assert active is not None and (active["status"], active["reason"]) == ("False", "InvalidSpec")
             assert "spec.maxReplicas: must be greater than 0" in active["message"]
@@ -126,8 +137,7 @@ async def test_invalid_target_is_reported_and_others_go_on(emu: KubeEmulator) ->
             assert emu.events("default", involved_name="broken", reason="InvalidSpec")
             assert replicas_of(emu, "api") == 2
             # fixing it starts its reconciler
-            emu.patch("scalingtargets.autoscaler.dev", "broken",
-                      {"spec": {"maxReplicas": 10, "behavior": None}})
+            emu.patch("scalingtargets.autoscaler.dev", "broken", {"spec": {"maxReplicas": 10, "behavior": None}})
             await eventually(lambda: replicas_of(emu, "api") == 4, what="the fixed target scales")
         finally:
             await manager.stop()
@@ -179,8 +189,9 @@ async def test_the_targets_of_a_namespace_sync_together_and_share_reads(emu: Kub
 
 
 @pytest.mark.parametrize("level", [logging.DEBUG, logging.INFO])
-async def test_a_steady_decision_is_logged_at_debug_a_change_at_info(emu: KubeEmulator, level: int,
-                                                                      caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_steady_decision_is_logged_at_debug_a_change_at_info(
+    emu: KubeEmulator, level: int, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(level, logger="autoscaler.reconciler")
     emu.create(deployment("web", 4))
     emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
@@ -191,8 +202,10 @@ async def test_a_steady_decision_is_logged_at_debug_a_change_at_info(emu: KubeEm
             reconciler = manager.running[("default", "web")].reconciler
             await eventually(lambda: reconciler.syncs >= 3, what="three syncs")
             metrics.set("queue", 80)
-            await eventually(lambda: any(line["event"] == "decision" and line["scaled"] for line in logs),
-                             what="the scale-up decision")
+            await eventually(
+                lambda: any(line["event"] == "decision" and line["scaled"] for line in logs),
+                what="the scale-up decision",
+            )
     decisions = [line for line in logs if line["event"] == "decision"]
     assert decisions[0]["log_level"] == "info"  # the first status
     if level == logging.DEBUG:
@@ -211,8 +224,10 @@ async def test_conflicting_writes_are_retried_on_fresh_state(emu: KubeEmulator) 
     emu.faults.conflicts(2, verb="patch", resource="deployments/scale")
     async with running(emu, metrics):
         await eventually(lambda: replicas_of(emu, "web") == 4, what="scale despite conflicts")
-        await eventually(lambda: (condition(status_of(emu, "web"), "AbleToScale") or {}).get("reason")
-                         == "SucceededRescale", what="SucceededRescale")
+        await eventually(
+            lambda: (condition(status_of(emu, "web"), "AbleToScale") or {}).get("reason") == "SucceededRescale",
+            what="SucceededRescale",
+        )
         assert emu.requests.count("patch", "deployments/scale") == 3  # two conflicts, then success
 
 
@@ -223,8 +238,10 @@ async def test_write_failures_become_conditions_and_events(emu: KubeEmulator) ->
     metrics.set("queue", 40)
     emu.faults.error(500, verb="patch", resource="deployments/scale", times=1000)
     async with running(emu, metrics) as manager:
-        await eventually(lambda: (condition(status_of(emu, "web"), "AbleToScale") or {}).get("reason")
-                         == "FailedUpdateScale", what="FailedUpdateScale")
+        await eventually(
+            lambda: (condition(status_of(emu, "web"), "AbleToScale") or {}).get("reason") == "FailedUpdateScale",
+            what="FailedUpdateScale",
+        )
         assert emu.events("default", involved_name="web", reason="FailedRescale")
         assert replicas_of(emu, "web") == 2
         assert manager.running  # the reconciler goes on
@@ -244,9 +261,16 @@ async def test_dry_run_writes_nothing_to_the_workload(emu: KubeEmulator) -> None
 
 async def test_restart_keeps_the_stabilization_window(emu: KubeEmulator) -> None:
     emu.create(deployment("web", 2))
-    emu.create(target("web", "web", behavior={
-        "scaleUp": {"policies": [{"type": "Percent", "value": 1000, "periodSeconds": 1}]},
-        "scaleDown": {"stabilizationWindowSeconds": 4}}))
+    emu.create(
+        target(
+            "web",
+            "web",
+            behavior={
+                "scaleUp": {"policies": [{"type": "Percent", "value": 1000, "periodSeconds": 1}]},
+                "scaleDown": {"stabilizationWindowSeconds": 4},
+            },
+        )
+    )
     metrics = FakeMetrics()
     metrics.set("queue", 80)
     async with emu.api_client() as api:
@@ -276,9 +300,13 @@ async def test_ambiguous_selector(emu: KubeEmulator) -> None:
     metrics = FakeMetrics()
     metrics.set("queue", 20)
     async with running(emu, metrics):
-        await eventually(lambda: (condition(status_of(emu, "two"), "ScalingActive") or {}).get("reason")
-                         == "AmbiguousSelector" or (condition(status_of(emu, "one"), "ScalingActive") or {}
-                                                    ).get("reason") == "AmbiguousSelector", what="ambiguity")
+        await eventually(
+            lambda: (
+                (condition(status_of(emu, "two"), "ScalingActive") or {}).get("reason") == "AmbiguousSelector"
+                or (condition(status_of(emu, "one"), "ScalingActive") or {}).get("reason") == "AmbiguousSelector"
+            ),
+            what="ambiguity",
+        )
 
 
 async def test_ambiguity_follows_pod_labels(emu: KubeEmulator) -> None:
@@ -293,9 +321,13 @@ async def test_ambiguity_follows_pod_labels(emu: KubeEmulator) -> None:
     metrics = FakeMetrics()
     metrics.set("queue", 10)
     async with running(emu, metrics) as manager:
-        await eventually(lambda: len(manager.pods.select("default", parse_label_selector("app=web"))) == 2
-                         and all(manager.running[("default", n)].reconciler.syncs >= 1 for n in ("web", "all")),
-                         what="both targets synced")
+        await eventually(
+            lambda: (
+                len(manager.pods.select("default", parse_label_selector("app=web"))) == 2
+                and all(manager.running[("default", n)].reconciler.syncs >= 1 for n in ("web", "all"))
+            ),
+            what="both targets synced",
+        )
         web = manager.running[("default", "web")].target
 
         def others() -> list[str]:
@@ -348,6 +380,7 @@ async def test_any_kind_with_a_scale_subresource_through_discovery(emu: KubeEmul
     metrics = FakeMetrics()
     metrics.set("queue", 40)
     async with running(emu, metrics):
+
         def replicas() -> int:
             obj = emu.get("statefulsets", "db")
             assert obj is not None

@@ -18,8 +18,10 @@ Labels = dict[str, str]
 
 def scrape(metrics: ServiceMetrics) -> dict[str, tuple[str, list[Sample]]]:
     """Family name → (type, samples), from the rendered text."""
-    return {family.name: (family.type, family.samples)
-            for family in text_string_to_metric_families(metrics.render().decode())}
+    return {
+        family.name: (family.type, family.samples)
+        for family in text_string_to_metric_families(metrics.render().decode())
+    }
 
 
 def value(metrics: ServiceMetrics, sample_name: str, **labels: str) -> float | None:
@@ -31,8 +33,12 @@ def value(metrics: ServiceMetrics, sample_name: str, **labels: str) -> float | N
 
 
 def series(metrics: ServiceMetrics, sample_name: str) -> dict[tuple[tuple[str, str], ...], float]:
-    return {tuple(sorted(s.labels.items())): s.value
-            for _, samples in scrape(metrics).values() for s in samples if s.name == sample_name}
+    return {
+        tuple(sorted(s.labels.items())): s.value
+        for _, samples in scrape(metrics).values()
+        for s in samples
+        if s.name == sample_name
+    }
 
 
 def test_families_follow_the_naming_conventions() -> None:
@@ -90,7 +96,9 @@ def test_reconciles_count_results_errors_and_duration() -> None:
     metrics.observe_reconcile("shop", "api", 0.5, "error", error_reason="unreachable")
     metrics.observe_reconcile("shop", "api", 0.5, "exploded")
     assert series(metrics, "autoscaler_reconciles_total") == {
-        (("result", "scaled"),): 1.0, (("result", "unchanged"),): 1.0, (("result", "error"),): 1.0,
+        (("result", "scaled"),): 1.0,
+        (("result", "unchanged"),): 1.0,
+        (("result", "error"),): 1.0,
         (("result", "other"),): 1.0,
     }
     assert value(metrics, "autoscaler_reconcile_errors_total", reason="unreachable") == 1.0
@@ -111,51 +119,69 @@ def test_prometheus_and_kubernetes_calls() -> None:
     metrics.observe_prometheus_query(0.01, "error", "bad_query")
     metrics.observe_prometheus_query(0.01, "error", "teapot")
     assert series(metrics, "autoscaler_prometheus_queries_total") == {
-        (("outcome", "ok"),): 1.0, (("outcome", "empty"),): 1.0, (("outcome", "error"),): 3.0,
+        (("outcome", "ok"),): 1.0,
+        (("outcome", "empty"),): 1.0,
+        (("outcome", "error"),): 3.0,
     }
     assert series(metrics, "autoscaler_prometheus_errors_total") == {
-        (("kind", "timeout"),): 1.0, (("kind", "bad_query"),): 1.0, (("kind", "other"),): 1.0,
+        (("kind", "timeout"),): 1.0,
+        (("kind", "bad_query"),): 1.0,
+        (("kind", "other"),): 1.0,
     }
     assert value(metrics, "autoscaler_prometheus_query_duration_seconds_bucket", le="2.5") == 4.0
     assert series(metrics, "autoscaler_prometheus_warnings_total") == {
-        (("kind", "partial"),): 0.0, (("kind", "other"),): 0.0}
+        (("kind", "partial"),): 0.0,
+        (("kind", "other"),): 0.0,
+    }
     metrics.count_prometheus_warnings(1, 0)
     metrics.count_prometheus_warnings(0, 2)
     metrics.observe_prometheus_query(0.01, "partial")
     assert series(metrics, "autoscaler_prometheus_warnings_total") == {
-        (("kind", "partial"),): 1.0, (("kind", "other"),): 2.0}
+        (("kind", "partial"),): 1.0,
+        (("kind", "other"),): 2.0,
+    }
     assert value(metrics, "autoscaler_prometheus_queries_total", outcome="partial") == 1.0
 
     metrics.observe_kubernetes_request("patch", "deployments/scale", 200, 0.004)
     metrics.observe_kubernetes_request("patch", "deployments/scale", 409, 0.003)
     metrics.observe_kubernetes_request("update", "leases", "timeout", 5.0)
     metrics.observe_kubernetes_request("watch", "pods", 200, 300.0)
-    assert value(metrics, "autoscaler_kubernetes_requests_total", verb="patch", resource="deployments/scale",
-                 code="409") == 1.0
-    assert value(metrics, "autoscaler_kubernetes_requests_total", verb="update", resource="leases",
-                 code="timeout") == 1.0
+    assert (
+        value(metrics, "autoscaler_kubernetes_requests_total", verb="patch", resource="deployments/scale", code="409")
+        == 1.0
+    )
+    assert (
+        value(metrics, "autoscaler_kubernetes_requests_total", verb="update", resource="leases", code="timeout") == 1.0
+    )
     assert value(metrics, "autoscaler_kubernetes_request_duration_seconds_count", verb="patch") == 2.0
     assert value(metrics, "autoscaler_kubernetes_request_duration_seconds_count", verb="watch") is None
 
 
 def test_a_target_decision_and_its_limiting_reason_as_a_state_set() -> None:
     metrics = ServiceMetrics(process_metrics=False)
-    metrics.set_target("shop", "web", current=2, proposal=9, final=4, limited_reason="ScaleUpLimit",
-                       metrics=[("cpu", 0.92, 0.5), ("http_requests", 130.0, 100.0)])
+    metrics.set_target(
+        "shop",
+        "web",
+        current=2,
+        proposal=9,
+        final=4,
+        limited_reason="ScaleUpLimit",
+        metrics=[("cpu", 0.92, 0.5), ("http_requests", 130.0, 100.0)],
+    )
     target = {"namespace": "shop", "name": "web"}
     assert value(metrics, "autoscaler_target_current_replicas", **target) == 2.0
     assert value(metrics, "autoscaler_target_desired_replicas", **target) == 9.0
     assert value(metrics, "autoscaler_target_final_replicas", **target) == 4.0
     assert value(metrics, "autoscaler_target_metric_value", **target, metric="cpu") == 0.92
     assert value(metrics, "autoscaler_target_metric_target", **target, metric="http_requests") == 100.0
-    limited = {reason: value(metrics, "autoscaler_target_limited", **target, reason=reason)
-               for reason in LIMIT_REASONS}
+    limited = {reason: value(metrics, "autoscaler_target_limited", **target, reason=reason) for reason in LIMIT_REASONS}
     assert limited == {"ScaleUpLimit": 1.0, "ScaleDownLimit": 0.0, "TooManyReplicas": 0.0, "TooFewReplicas": 0.0}
 
     # Nothing limits it now: every state 0. A metric went missing: absent, not 0. A metric was removed
     # from the spec: its series go.
-    metrics.set_target("shop", "web", current=4, proposal=4, final=4, limited_reason="DesiredWithinRange",
-                       metrics=[("cpu", None, 0.5)])
+    metrics.set_target(
+        "shop", "web", current=4, proposal=4, final=4, limited_reason="DesiredWithinRange", metrics=[("cpu", None, 0.5)]
+    )
     assert set(series(metrics, "autoscaler_target_limited").values()) == {0.0}
     assert len(series(metrics, "autoscaler_target_limited")) == len(LIMIT_REASONS)
     assert series(metrics, "autoscaler_target_metric_value") == {}
@@ -173,25 +199,27 @@ def test_a_target_decision_and_its_limiting_reason_as_a_state_set() -> None:
 def test_forget_target_removes_every_series_of_that_target_only() -> None:
     metrics = ServiceMetrics(process_metrics=False)
     for name in ("web", "api"):
-        metrics.set_target("shop", name, current=2, proposal=3, final=3, limited_reason="TooFewReplicas",
-                           metrics=[("cpu", 0.7, 0.5)])
-        metrics.set_target_conditions("shop", name, {"AbleToScale": True, "ScalingActive": False,
-                                                     "ScalingLimited": None})
+        metrics.set_target(
+            "shop", name, current=2, proposal=3, final=3, limited_reason="TooFewReplicas", metrics=[("cpu", 0.7, 0.5)]
+        )
+        metrics.set_target_conditions(
+            "shop", name, {"AbleToScale": True, "ScalingActive": False, "ScalingLimited": None}
+        )
         metrics.count_scale_event("shop", name, "up")
         metrics.observe_reconcile("shop", name, 0.01, "scaled")
     metrics.count_scale_event("shop", "web", "down")
     metrics.count_scale_event("shop", "web", "down")
-    assert value(metrics, "autoscaler_target_scale_events_total", namespace="shop", name="web",
-                 direction="down") == 2.0
-    assert value(metrics, "autoscaler_target_condition", namespace="shop", name="web",
-                 condition="ScalingActive") == 0.0
-    assert value(metrics, "autoscaler_target_condition", namespace="shop", name="web",
-                 condition="ScalingLimited") is None
+    assert value(metrics, "autoscaler_target_scale_events_total", namespace="shop", name="web", direction="down") == 2.0
+    assert value(metrics, "autoscaler_target_condition", namespace="shop", name="web", condition="ScalingActive") == 0.0
+    assert (
+        value(metrics, "autoscaler_target_condition", namespace="shop", name="web", condition="ScalingLimited") is None
+    )
 
     metrics.forget_target("shop", "web")
     metrics.forget_target("shop", "never-seen")
-    remaining = [s for _, samples in scrape(metrics).values() for s in samples
-                 if s.name.startswith("autoscaler_target_")]
+    remaining = [
+        s for _, samples in scrape(metrics).values() for s in samples if s.name.startswith("autoscaler_target_")
+    ]
     assert remaining and all(s.labels["name"] == "api" for s in remaining)
 
 
@@ -200,16 +228,19 @@ def test_process_gauges() -> None:
     metrics.set_leader(True)
     metrics.set_targets(active=12, invalid=1)
     # two pod caches (two watched namespaces), one deployment cache not listed yet
-    metrics.watch_caches(lambda: [("pods", True, 0.0, 1, 2), ("pods", True, 12.5, 2, 1),
-                                  ("deployments", False, 0.0, 0, 0)])
+    metrics.watch_caches(
+        lambda: [("pods", True, 0.0, 1, 2), ("pods", True, 12.5, 2, 1), ("deployments", False, 0.0, 0, 0)]
+    )
     assert value(metrics, "autoscaler_leader") == 1.0
     assert value(metrics, "autoscaler_targets", state="active") == 12.0
     assert value(metrics, "autoscaler_targets", state="invalid") == 1.0
     assert series(metrics, "autoscaler_cache_synced") == {  # one pod cache is stale: pods do not follow
-        (("resource", "pods"),): 0.0, (("resource", "deployments"),): 0.0,
+        (("resource", "pods"),): 0.0,
+        (("resource", "deployments"),): 0.0,
     }
     assert series(metrics, "autoscaler_cache_stale_seconds") == {
-        (("resource", "pods"),): 12.5, (("resource", "deployments"),): 0.0,
+        (("resource", "pods"),): 12.5,
+        (("resource", "deployments"),): 0.0,
     }
     assert series(metrics, "autoscaler_cache_watch_failures_total")[(("resource", "pods"),)] == 3
     assert series(metrics, "autoscaler_cache_relists_total")[(("resource", "pods"),)] == 3
@@ -227,8 +258,10 @@ async def test_the_loop_lag_monitor_sees_a_blocked_loop() -> None:
     with contextlib.suppress(asyncio.CancelledError):
         await monitor
     assert (value(metrics, "autoscaler_event_loop_lag_seconds_count") or 0) >= 3
-    assert value(metrics, "autoscaler_event_loop_lag_seconds_bucket", le="0.05") == \
-        (value(metrics, "autoscaler_event_loop_lag_seconds_count") or 0) - 1
+    assert (
+        value(metrics, "autoscaler_event_loop_lag_seconds_bucket", le="0.05")
+        == (value(metrics, "autoscaler_event_loop_lag_seconds_count") or 0) - 1
+    )
     assert (value(metrics, "autoscaler_event_loop_lag_seconds_sum") or 0) >= 0.1
 
 

@@ -53,7 +53,7 @@ from tests.schemas import crd_version_schema, custom_resource_errors
 from tests.service.cluster import CRD, VPA_CRD, condition, deployment, eventually, replicas_of, status_of, vpa
 from tests.service.rbac import Access, Authorizer
 
-NAMESPACE = "shop"            # where the workloads and targets live
+NAMESPACE = "shop"  # where the workloads and targets live
 QUEUES = {"sum(queue_web)": "40", "sum(queue_db)": "30"}  # sum(queue_stuck) has no series: the metric fails
 
 
@@ -94,15 +94,28 @@ class FakePrometheus:
 
 
 def external(name: str) -> dict[str, Any]:
-    return {"type": "External", "external": {"metric": {"name": name}, "query": f"sum({name})",
-                                             "target": {"type": "AverageValue", "averageValue": "10"}}}
+    return {
+        "type": "External",
+        "external": {
+            "metric": {"name": name},
+            "query": f"sum({name})",
+            "target": {"type": "AverageValue", "averageValue": "10"},
+        },
+    }
 
 
 def scaling_target(name: str, kind: str, workload: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "autoscaler.dev/v1alpha1", "kind": "ScalingTarget",
-            "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": kind, "name": workload},
-                     "minReplicas": 1, "maxReplicas": 10, **spec}}
+    return {
+        "apiVersion": "autoscaler.dev/v1alpha1",
+        "kind": "ScalingTarget",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": kind, "name": workload},
+            "minReplicas": 1,
+            "maxReplicas": 10,
+            **spec,
+        },
+    }
 
 
 def statefulset(name: str, replicas: int) -> dict[str, Any]:
@@ -118,11 +131,18 @@ def hvpa_workload() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     workload = deployment("api", 1, namespace=NAMESPACE, cpu="300m")
     workload["spec"]["template"]["spec"]["containers"][0]["name"] = "main"
     recommender = vpa("api", "api", cpu="1200m", memory="1Gi", namespace=NAMESPACE)
-    intervals = [{"maxReplicas": 1, "maxResources": {"cpu": "500m", "memory": "2Gi"}},
-                 {"maxReplicas": 2, "maxResources": {"cpu": "1", "memory": "4Gi"}},
-                 {"maxReplicas": 3, "maxResources": {"cpu": "2", "memory": "8Gi"}}]
-    target = scaling_target("api", "Deployment", "api", maxReplicas=3,
-                            hvpa={"sources": ["vpa"], "scalingIntervals": intervals, "containers": [{"name": "main"}]})
+    intervals = [
+        {"maxReplicas": 1, "maxResources": {"cpu": "500m", "memory": "2Gi"}},
+        {"maxReplicas": 2, "maxResources": {"cpu": "1", "memory": "4Gi"}},
+        {"maxReplicas": 3, "maxResources": {"cpu": "2", "memory": "8Gi"}},
+    ]
+    target = scaling_target(
+        "api",
+        "Deployment",
+        "api",
+        maxReplicas=3,
+        hvpa={"sources": ["vpa"], "scalingIntervals": intervals, "containers": [{"name": "main"}]},
+    )
     return workload, recommender, target
 
 
@@ -130,21 +150,25 @@ def hvpa_workload() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
 class Run:
     emulator: KubeEmulator
     manifests: list[Doc]
-    lease: tuple[str, str]            # namespace, name
+    lease: tuple[str, str]  # namespace, name
     probes: dict[str, int] = field(default_factory=dict)  # probe path -> HTTP status while running
 
 
 @contextlib.asynccontextmanager
-async def service_from_manifests(manifests: list[Doc], tmp_path: Path) -> AsyncIterator[
-        tuple[KubeEmulator, Service, tuple[str, str], Callable[[], Any]]]:
+async def service_from_manifests(
+    manifests: list[Doc], tmp_path: Path
+) -> AsyncIterator[tuple[KubeEmulator, Service, tuple[str, str], Callable[[], Any]]]:
     """The emulator, and the real service configured as the shipped Deployment configures it: the ConfigMap's
     settings file, the container's environment, the pod's namespace for the Lease. Only what a test must
     change is overridden: where the API server and Prometheus are, the timings, the HTTP port."""
     deployment_doc = one(manifests, "Deployment", "autoscaler")
     pod_namespace = deployment_doc["metadata"]["namespace"]
-    async with FakePrometheus() as prometheus, KubeEmulator(
-            token="service-account-token", bookmark_interval=0.5,
-            controllers=[WorkloadController(PodLifecycle())]) as emu:
+    async with (
+        FakePrometheus() as prometheus,
+        KubeEmulator(
+            token="service-account-token", bookmark_interval=0.5, controllers=[WorkloadController(PodLifecycle())]
+        ) as emu,
+    ):
         emu.install_crd(CRD)
         emu.install_crd(VPA_CRD)
         for namespace in find(manifests, "Namespace"):  # the Lease's namespace exists, as installed
@@ -152,13 +176,18 @@ async def service_from_manifests(manifests: list[Doc], tmp_path: Path) -> AsyncI
         config = tmp_path / "autoscaler.yaml"
         config.write_text(settings_text(manifests))
         flags: dict[tuple[str, ...], Any] = {
-            ("prometheus", "url"): prometheus.url, ("prometheus", "retries"): 0,
+            ("prometheus", "url"): prometheus.url,
+            ("prometheus", "retries"): 0,
             ("kubernetes", "kubeconfig"): str(emu.write_kubeconfig(tmp_path / "kubeconfig")),
-            ("sync", "periodSeconds"): 1, ("sync", "jitter"): 0.0, ("sync", "batchWindowSeconds"): 0.05,
-            ("http", "address"): "127.0.0.1", ("http", "port"): 0,
+            ("sync", "periodSeconds"): 1,
+            ("sync", "jitter"): 0.0,
+            ("sync", "batchWindowSeconds"): 0.05,
+            ("http", "address"): "127.0.0.1",
+            ("http", "port"): 0,
             # in a pod, an unset leaseNamespace is the pod's own namespace (read from the service account)
             ("leaderElection", "leaseNamespace"): pod_namespace,
-            ("leaderElection", "leaseDurationSeconds"): 2, ("leaderElection", "renewDeadlineSeconds"): 1.5,
+            ("leaderElection", "leaseDurationSeconds"): 2,
+            ("leaderElection", "renewDeadlineSeconds"): 1.5,
             ("leaderElection", "retryPeriodSeconds"): 0.2,
             ("logging", "level"): "warning",
         }
@@ -185,7 +214,7 @@ async def service_from_manifests(manifests: list[Doc], tmp_path: Path) -> AsyncI
 
 def seed_scenario(emu: KubeEmulator) -> None:
     emu.create(deployment("web", 2, namespace=NAMESPACE))
-    emu.create(scaling_target("web", "Deployment", "web", metrics=[external("queue_web")]))        # 40/10 → 4
+    emu.create(scaling_target("web", "Deployment", "web", metrics=[external("queue_web")]))  # 40/10 → 4
     emu.create(deployment("stuck", 2, namespace=NAMESPACE))
     emu.create(scaling_target("stuck", "Deployment", "stuck", metrics=[external("queue_stuck")]))  # never a value
     # Admitted by the CRD's schema, refused by the service's validation: Utilization is for Resource metrics.
@@ -193,7 +222,7 @@ def seed_scenario(emu: KubeEmulator) -> None:
     broken["spec"]["metrics"][0]["external"]["target"] = {"type": "Utilization", "averageUtilization": 50}
     emu.create(broken)
     emu.create(statefulset("db", 1))
-    emu.create(scaling_target("db", "StatefulSet", "db", metrics=[external("queue_db")]))          # 30/10 → 3
+    emu.create(scaling_target("db", "StatefulSet", "db", metrics=[external("queue_db")]))  # 30/10 → 3
     workload, recommender, target = hvpa_workload()
     emu.create(workload)
     emu.seed(recommender)  # seeded: a create would drop the VPA's status (its recommendation)
@@ -214,13 +243,24 @@ async def run_scenario(manifests: list[Doc], tmp_path: Path) -> Run:
             return obj is not None and "minAllowed" in obj["spec"]["resourcePolicy"]["containerPolicies"][0]
 
         await eventually(lambda: replicas_of(emu, "web", NAMESPACE) == 4, timeout=15, what="web scaled after a 409")
-        await eventually(lambda: replicas_of(emu, "api", NAMESPACE) == 2 and vpa_pinned(), timeout=10,
-                         what="HVPA scaled api and pinned its VPA")
-        await eventually(lambda: (emu.get("statefulsets", "db", NAMESPACE) or {}).get("spec", {}).get("replicas") == 3,
-                         timeout=10, what="the StatefulSet scaled")
+        await eventually(
+            lambda: replicas_of(emu, "api", NAMESPACE) == 2 and vpa_pinned(),
+            timeout=10,
+            what="HVPA scaled api and pinned its VPA",
+        )
+        await eventually(
+            lambda: (emu.get("statefulsets", "db", NAMESPACE) or {}).get("spec", {}).get("replicas") == 3,
+            timeout=10,
+            what="the StatefulSet scaled",
+        )
         await eventually(lambda: stuck_event_count() >= 2, timeout=10, what="a repeated Event aggregated")
-        await eventually(lambda: (condition(status_of(emu, "broken", NAMESPACE), "ScalingActive") or {}).get("reason")
-                         == "InvalidSpec", timeout=10, what="the invalid target's status")
+        await eventually(
+            lambda: (
+                (condition(status_of(emu, "broken", NAMESPACE), "ScalingActive") or {}).get("reason") == "InvalidSpec"
+            ),
+            timeout=10,
+            what="the invalid target's status",
+        )
         await eventually(lambda: emu.requests.count("update", "leases") >= 2, timeout=10, what="lease renewals")
         run = Run(emu, manifests, lease)
         assert service.http is not None
@@ -255,8 +295,9 @@ def check_coverage(run: Run) -> tuple[list[Access], set[str]]:
     # namespace grants the same rules in each, and a namespace with no targets yet uses none of them.
     used = {g.key for a in accesses for g in authorizer.allowed_by(a) or []}
     unused = sorted({str(g) for g in authorizer.grants if g.key not in used})
-    assert not unused, "granted but never used by the service (remove them, or exercise them here):\n  " + \
-        "\n  ".join(unused)
+    assert not unused, "granted but never used by the service (remove them, or exercise them here):\n  " + "\n  ".join(
+        unused
+    )
     for role in authorizer.bound_roles:
         assert "aggregationRule" not in role, "a bound role aggregates others: its grants are open-ended"
     assert all("*" not in (g.group, g.resource, g.verb) for g in authorizer.grants), "no wildcards"
@@ -277,13 +318,27 @@ async def test_default_install_rbac_is_exactly_what_the_service_uses(tmp_path: P
     accesses, _ = check_coverage(run)
     # The scenario reached every kind of call (so that "every grant used" is not vacuous either).
     seen = {(a.verb, a.resource) for a in accesses if a.path is None}
-    assert seen >= {("list", "scalingtargets"), ("watch", "scalingtargets"), ("patch", "scalingtargets/status"),
-                    ("list", "deployments"), ("watch", "deployments"), ("list", "pods"), ("watch", "pods"),
-                    ("get", "deployments/scale"), ("patch", "deployments/scale"),
-                    ("get", "statefulsets/scale"), ("patch", "statefulsets/scale"),
-                    ("list", "verticalpodautoscalers"), ("watch", "verticalpodautoscalers"),
-                    ("patch", "verticalpodautoscalers"), ("create", "events"), ("patch", "events"),
-                    ("get", "leases"), ("create", "leases"), ("update", "leases")}, seen
+    assert seen >= {
+        ("list", "scalingtargets"),
+        ("watch", "scalingtargets"),
+        ("patch", "scalingtargets/status"),
+        ("list", "deployments"),
+        ("watch", "deployments"),
+        ("list", "pods"),
+        ("watch", "pods"),
+        ("get", "deployments/scale"),
+        ("patch", "deployments/scale"),
+        ("get", "statefulsets/scale"),
+        ("patch", "statefulsets/scale"),
+        ("list", "verticalpodautoscalers"),
+        ("watch", "verticalpodautoscalers"),
+        ("patch", "verticalpodautoscalers"),
+        ("create", "events"),
+        ("patch", "events"),
+        ("get", "leases"),
+        ("create", "leases"),
+        ("update", "leases"),
+    }, seen
     assert any(a.path == "/apis/apps/v1" for a in accesses), "the StatefulSet was not found through discovery"
     # Cluster-wide: the caches list and watch across all namespaces.
     assert all(a.namespace is None for a in accesses if a.verb in ("list", "watch"))
@@ -299,14 +354,25 @@ async def test_namespaced_variant_stays_in_its_namespaces(tmp_path: Path) -> Non
     assert not [d for d in manifests if d["kind"] == "ClusterRoleBinding"]
     watched = set(container_environment(manifests)["AUTOSCALER_NAMESPACES"].split(","))
     assert NAMESPACE in watched
-    bound = {d["metadata"]["namespace"] for d in manifests if d["kind"] == "RoleBinding"
-             and d["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "autoscaler"}}
+    bound = {
+        d["metadata"]["namespace"]
+        for d in manifests
+        if d["kind"] == "RoleBinding"
+        and d["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "autoscaler"}
+    }
     assert bound == watched, "one RoleBinding of the ClusterRole per watched namespace"
     run = await run_scenario(manifests, tmp_path)
     accesses, _ = check_coverage(run)
     lease_namespace = run.lease[0]
-    outside = sorted({str(a) for a in accesses if a.path is None and a.namespace not in watched
-                      and not (a.resource == "leases" and a.namespace == lease_namespace)})
+    outside = sorted(
+        {
+            str(a)
+            for a in accesses
+            if a.path is None
+            and a.namespace not in watched
+            and not (a.resource == "leases" and a.namespace == lease_namespace)
+        }
+    )
     assert not outside, "requests outside the watched namespaces:\n  " + "\n  ".join(outside)
 
 
@@ -316,19 +382,19 @@ def test_the_authorizer_matches_kubernetes_rules() -> None:
     authorizer = authorizer_for(manifests)
     allowed = authorizer.allowed_by
     assert allowed(Access("patch", "apps", "deployments/scale", "shop", "web"))
-    assert not allowed(Access("patch", "apps", "deployments", "shop", "web"))      # the object itself: no
-    assert not allowed(Access("get", "apps", "deployments", "shop", "web"))        # read from the cache only
+    assert not allowed(Access("patch", "apps", "deployments", "shop", "web"))  # the object itself: no
+    assert not allowed(Access("get", "apps", "deployments", "shop", "web"))  # read from the cache only
     assert not allowed(Access("patch", "apps", "replicasets/scale", "shop", "web"))  # not granted by default
     assert not allowed(Access("update", "autoscaler.dev", "scalingtargets", "shop", "web"))
     assert allowed(Access("get", "coordination.k8s.io", "leases", "autoscaler", "autoscaler"))
     assert not allowed(Access("get", "coordination.k8s.io", "leases", "autoscaler", "other"))  # resourceNames
-    assert not allowed(Access("get", "coordination.k8s.io", "leases", "shop", "autoscaler"))   # other namespace
+    assert not allowed(Access("get", "coordination.k8s.io", "leases", "shop", "autoscaler"))  # other namespace
     assert allowed(Access("create", "coordination.k8s.io", "leases", "autoscaler"))
-    assert allowed(Access("get", path="/apis/apps/v1")) == []                      # system:discovery
+    assert allowed(Access("get", path="/apis/apps/v1")) == []  # system:discovery
     assert allowed(Access("get", path="/metrics")) is None
     namespaced = authorizer_for(namespaced_install())
     assert namespaced.allowed_by(Access("list", "", "pods", "shop"))
-    assert not namespaced.allowed_by(Access("list", "", "pods", None))             # cluster-wide list: no
+    assert not namespaced.allowed_by(Access("list", "", "pods", None))  # cluster-wide list: no
     assert not namespaced.allowed_by(Access("list", "", "pods", "kube-system"))
 
 
@@ -341,7 +407,14 @@ def test_rbac_rules_are_documented() -> None:
             continue
         for rule in doc["rules"]:
             for resource in rule["resources"]:
-                row = next((line for line in section.splitlines() if line.startswith("|") and f"`{resource}`" in line
-                            and all(f"`{verb}`" in line for verb in rule["verbs"])), None)
+                row = next(
+                    (
+                        line
+                        for line in section.splitlines()
+                        if line.startswith("|")
+                        and f"`{resource}`" in line
+                        and all(f"`{verb}`" in line for verb in rule["verbs"])
+                    ),
+                    None,
+                )
                 assert row is not None, f"docs/operations.md RBAC table: no row for {resource} {rule['verbs']}"
-

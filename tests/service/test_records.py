@@ -10,15 +10,24 @@ from autoscaler.kube.records import trim_pod
 
 def pod(name: str, labels: dict[str, str], cpu: str = "500m", *, ready: str = "True") -> dict[str, Any]:
     return {
-        "metadata": {"name": name, "namespace": "shop", "labels": labels,
-                     "ownerReferences": [{"uid": "rs-1", "kind": "ReplicaSet", "name": "web-abc"}]},
-        "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
-                 "initContainers": [{"name": "proxy", "restartPolicy": "Always",
-                                     "resources": {"requests": {"cpu": "100m"}}},
-                                    {"name": "migrate", "resources": {"requests": {"cpu": "2"}}}]},
-        "status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z",
-                   "conditions": [{"type": "Ready", "status": ready,
-                                   "lastTransitionTime": "2026-01-01T00:00:10Z"}]},
+        "metadata": {
+            "name": name,
+            "namespace": "shop",
+            "labels": labels,
+            "ownerReferences": [{"uid": "rs-1", "kind": "ReplicaSet", "name": "web-abc"}],
+        },
+        "spec": {
+            "containers": [{"name": "app", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
+            "initContainers": [
+                {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "100m"}}},
+                {"name": "migrate", "resources": {"requests": {"cpu": "2"}}},
+            ],
+        },
+        "status": {
+            "phase": "Running",
+            "startTime": "2026-01-01T00:00:00Z",
+            "conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": "2026-01-01T00:00:10Z"}],
+        },
     }
 
 
@@ -31,7 +40,9 @@ def test_a_pod_record_keeps_what_the_decision_reads() -> None:
     assert info.ready_since is not None and info.started_at is not None
     assert info.ready_since - info.started_at == 10
     assert [(c.name, dict(c.requests), c.sidecar) for c in info.containers] == [
-        ("app", {"cpu": 500, "memory": 1024**3 * 1000}, False), ("proxy", {"cpu": 100}, True)]
+        ("app", {"cpu": 500, "memory": 1024**3 * 1000}, False),
+        ("proxy", {"cpu": 100}, True),
+    ]
 
 
 def test_pods_of_one_template_share_labels_and_containers_and_others_do_not() -> None:

@@ -13,8 +13,11 @@ from autoscaler.service.schedule import Schedule
 PERIOD = 15.0
 
 
-@given(namespace=st.text(min_size=1, max_size=30), jitter=st.sampled_from([0.0, 0.1, 0.25, 0.4]),
-       after=st.floats(-1e5, 1e6, allow_nan=False))
+@given(
+    namespace=st.text(min_size=1, max_size=30),
+    jitter=st.sampled_from([0.0, 0.1, 0.25, 0.4]),
+    after=st.floats(-1e5, 1e6, allow_nan=False),
+)
 def test_next_tick_is_the_first_tick_after(namespace: str, jitter: float, after: float) -> None:
     schedule = Schedule(PERIOD, jitter, origin=1000.0)
     tick = schedule.next_tick(namespace, after)

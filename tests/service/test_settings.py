@@ -20,9 +20,15 @@ def test_environment_overrides_the_file_and_flags_override_both(tmp_path: Path) 
     path = tmp_path / "s.yaml"
     path.write_text("prometheus: {url: http://file:9090}\nsync: {periodSeconds: 30}\n")
     settings = load_service_settings(
-        str(path), environ={"AUTOSCALER_PROMETHEUS_URL": "http://env:9090", "AUTOSCALER_SYNC_PERIOD_SECONDS": "20",
-                            "AUTOSCALER_NAMESPACES": "a, b", "AUTOSCALER_DRY_RUN": "true"},
-        flags={("sync", "periodSeconds"): 10})
+        str(path),
+        environ={
+            "AUTOSCALER_PROMETHEUS_URL": "http://env:9090",
+            "AUTOSCALER_SYNC_PERIOD_SECONDS": "20",
+            "AUTOSCALER_NAMESPACES": "a, b",
+            "AUTOSCALER_DRY_RUN": "true",
+        },
+        flags={("sync", "periodSeconds"): 10},
+    )
     assert settings.prometheus.url == "http://env:9090"
     assert settings.sync.period_seconds == 10
     assert settings.kubernetes.namespaces == ("a", "b")
@@ -31,13 +37,15 @@ def test_environment_overrides_the_file_and_flags_override_both(tmp_path: Path) 
 
 def test_every_problem_is_reported_at_once() -> None:
     with pytest.raises(SpecError) as info:
-        parse_service_settings({
-            "prometheus": {"url": "ftp://x", "timeoutSecond": 3},
-            "sync": {"periodSeconds": 0, "concurency": 3},
-            "leaderElection": {"leaseDurationSeconds": 5, "renewDeadlineSeconds": 10},
-            "logging": {"format": "xml"},
-            "dryrun": True,
-        })
+        parse_service_settings(
+            {
+                "prometheus": {"url": "ftp://x", "timeoutSecond": 3},
+                "sync": {"periodSeconds": 0, "concurency": 3},
+                "leaderElection": {"leaseDurationSeconds": 5, "renewDeadlineSeconds": 10},
+                "logging": {"format": "xml"},
+                "dryrun": True,
+            }
+        )
     messages = [str(e) for e in info.value.errors]
     assert "sync.periodSeconds: must be between 1 and 3600" in messages
     assert 'sync.concurency: unknown field (did you mean "concurrency"?)' in messages

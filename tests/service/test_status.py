@@ -33,8 +33,9 @@ from autoscaler.service.status_digest import StatusDigest, needs_write
 from autoscaler.values.quantity import Quantity
 
 T0 = 1_800_000_000.0
-QUEUE = MetricSpec(MetricSourceType.EXTERNAL, "q", MetricTarget(MetricTargetType.AVERAGE_VALUE,
-                                                               average_value=Quantity.parse("10")))
+QUEUE = MetricSpec(
+    MetricSourceType.EXTERNAL, "q", MetricTarget(MetricTargetType.AVERAGE_VALUE, average_value=Quantity.parse("10"))
+)
 SETTINGS = ControllerSettings()
 
 
@@ -49,19 +50,27 @@ def observe(replicas: int, load: int, now: float) -> Observation:
 behaviors = st.one_of(
     st.none(),
     st.just(Behavior(DEFAULT_SCALE_UP_RULES, DEFAULT_SCALE_DOWN_RULES)),
-    st.builds(lambda up, down: Behavior(
-        ScalingRules(up, SelectPolicy.MAX, (ScalingPolicy(PolicyType.PODS, 2, 60),)),
-        ScalingRules(down, SelectPolicy.MAX, (ScalingPolicy(PolicyType.PERCENT, 50, 120),))),
-        st.sampled_from([0, 60, 300]), st.sampled_from([0, 120, 600])),
+    st.builds(
+        lambda up, down: Behavior(
+            ScalingRules(up, SelectPolicy.MAX, (ScalingPolicy(PolicyType.PODS, 2, 60),)),
+            ScalingRules(down, SelectPolicy.MAX, (ScalingPolicy(PolicyType.PERCENT, 50, 120),)),
+        ),
+        st.sampled_from([0, 60, 300]),
+        st.sampled_from([0, 120, 600]),
+    ),
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(behavior=behaviors, loads=st.lists(st.integers(0, 600), min_size=2, max_size=30),
-       gaps=st.lists(st.sampled_from([15, 15, 30, 60, 200]), min_size=30, max_size=30),
-       restart_at=st.integers(0, 28))
-def test_a_restore_decides_exactly_as_the_writer_would_have(behavior: Behavior | None, loads: list[int],
-                                                              gaps: list[int], restart_at: int) -> None:
+@given(
+    behavior=behaviors,
+    loads=st.lists(st.integers(0, 600), min_size=2, max_size=30),
+    gaps=st.lists(st.sampled_from([15, 15, 30, 60, 200]), min_size=30, max_size=30),
+    restart_at=st.integers(0, 28),
+)
+def test_a_restore_decides_exactly_as_the_writer_would_have(
+    behavior: Behavior | None, loads: list[int], gaps: list[int], restart_at: int
+) -> None:
     spec = spec_with(behavior)
     state, replicas, now = TargetState(), 5, T0
     restored: TargetState | None = None
@@ -76,11 +85,13 @@ def test_a_restore_decides_exactly_as_the_writer_would_have(behavior: Behavior |
             if other.scale:
                 other = apply_scale_result(other, spec, True, now)
             assert (other.replicas, other.scale) == (decision.replicas, decision.scale)
-            restored = TargetState(other.history, other.conditions, other.status_desired_replicas,
-                                   other.last_scale_time)
+            restored = TargetState(
+                other.history, other.conditions, other.status_desired_replicas, other.last_scale_time
+            )
             restored_replicas = other.replicas
-        state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
-                            decision.last_scale_time)
+        state = TargetState(
+            decision.history, decision.conditions, decision.status_desired_replicas, decision.last_scale_time
+        )
         replicas = decision.replicas
         if step == restart_at:
             # The process writes its status and dies; a new one reads it back at the same moment.
@@ -90,12 +101,21 @@ def test_a_restore_decides_exactly_as_the_writer_would_have(behavior: Behavior |
 
 
 @settings(max_examples=150, deadline=None)
-@given(behavior=behaviors, loads=st.lists(st.integers(0, 600), min_size=1, max_size=30),
-       gaps=st.lists(st.sampled_from([15, 15, 15, 30, 200, 900, 4000]), min_size=30, max_size=30),
-       extra=st.sampled_from([None, {"dryRun": True}, {"hvpa": {"state": {"pins": {"app": {"cpu": "500m"}}},
-                                                                "explanation": ["a", "b"], "blocked": None}}]))
-def test_a_decision_and_its_status_have_one_digest(behavior: Behavior | None, loads: list[int], gaps: list[int],
-                                                   extra: dict[str, object] | None) -> None:
+@given(
+    behavior=behaviors,
+    loads=st.lists(st.integers(0, 600), min_size=1, max_size=30),
+    gaps=st.lists(st.sampled_from([15, 15, 15, 30, 200, 900, 4000]), min_size=30, max_size=30),
+    extra=st.sampled_from(
+        [
+            None,
+            {"dryRun": True},
+            {"hvpa": {"state": {"pins": {"app": {"cpu": "500m"}}}, "explanation": ["a", "b"], "blocked": None}},
+        ]
+    ),
+)
+def test_a_decision_and_its_status_have_one_digest(
+    behavior: Behavior | None, loads: list[int], gaps: list[int], extra: dict[str, object] | None
+) -> None:
     """The digest a sync takes from its decision is the digest of the status it would write: so a steady
     sync can tell that nothing needs writing without building the status."""
     spec = spec_with(behavior)
@@ -113,8 +133,9 @@ def test_a_decision_and_its_status_have_one_digest(behavior: Behavior | None, lo
         assert digest.needs_write_after(StatusDigest.of_status(written)) == needs_write(written, document)
         if needs_write(written, document):
             written = document
-        state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
-                            decision.last_scale_time)
+        state = TargetState(
+            decision.history, decision.conditions, decision.status_desired_replicas, decision.last_scale_time
+        )
         replicas = decision.replicas
     # A steady run repeats its digest (or the rule would never save anything).
     steady = spec_with(None)
@@ -123,8 +144,9 @@ def test_a_decision_and_its_status_have_one_digest(behavior: Behavior | None, lo
     for _ in range(4):
         now += 15
         decision = decide(steady, observe(5, 50, now), state, SETTINGS, now)
-        state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas,
-                            decision.last_scale_time)
+        state = TargetState(
+            decision.history, decision.conditions, decision.status_desired_replicas, decision.last_scale_time
+        )
         digests.append(StatusDigest.of_decision(decision, generation=1, now=now))
     assert digests[1:] == [digests[1]] * 3
     assert not digests[3].needs_write_after(digests[1])
@@ -145,16 +167,31 @@ def test_every_significant_change_needs_a_write() -> None:
         "current": (replace(base, current_replicas=6), None, 1),
         "desired": (replace(base, status_desired_replicas=7), None, 1),
         "last scale time": (replace(base, last_scale_time=now - 100), None, 1),
-        "condition transition": (replace(base, conditions=(replace(first, last_transition_time=now - 5000),
-                                                           *base.conditions[1:])), None, 1),
-        "condition message": (replace(base, conditions=(replace(first, message="other"), *base.conditions[1:])),
-                              None, 1),
-        "a closed count": (replace(base, history=replace(history, recommendations=(
-            *history.recommendations, Recommendation(9, now - 20)))), None, 1),
-        "the ongoing count": (replace(base, history=replace(history, recommendations=(
-            *history.recommendations, Recommendation(9, now + 1)))), None, 1),
-        "a scale event": (replace(base, history=replace(history, scale_up_events=(ScaleEvent(2, now - 10),))),
-                          None, 1),
+        "condition transition": (
+            replace(base, conditions=(replace(first, last_transition_time=now - 5000), *base.conditions[1:])),
+            None,
+            1,
+        ),
+        "condition message": (
+            replace(base, conditions=(replace(first, message="other"), *base.conditions[1:])),
+            None,
+            1,
+        ),
+        "a closed count": (
+            replace(
+                base, history=replace(history, recommendations=(*history.recommendations, Recommendation(9, now - 20)))
+            ),
+            None,
+            1,
+        ),
+        "the ongoing count": (
+            replace(
+                base, history=replace(history, recommendations=(*history.recommendations, Recommendation(9, now + 1)))
+            ),
+            None,
+            1,
+        ),
+        "a scale event": (replace(base, history=replace(history, scale_up_events=(ScaleEvent(2, now - 10),))), None, 1),
         "error": (replace(base, error="boom"), None, 1),
         "extra": (base, {"dryRun": True}, 1),
     }
@@ -165,10 +202,12 @@ def test_every_significant_change_needs_a_write() -> None:
         after = status_document(variant, generation=generation, now=now, extra=extra)
         assert needs_write(before, after), what
         assert StatusDigest.of_decision(variant, generation=generation, now=now, extra=extra).needs_write_after(
-            digest), what
+            digest
+        ), what
     # A closed count that merely aged out of the retention window is not worth a write.
-    aged = replace(base, history=replace(history, recommendations=(*history.recommendations,
-                                                                   Recommendation(9, now - 3000))))
+    aged = replace(
+        base, history=replace(history, recommendations=(*history.recommendations, Recommendation(9, now - 3000)))
+    )
     assert StatusDigest.of_decision(aged, generation=1, now=now).needs_write_after(digest)
     later = StatusDigest.of_decision(aged, generation=1, now=now, retention=2000)
     assert not later.needs_write_after(StatusDigest.of_decision(aged, generation=1, now=now))
@@ -202,7 +241,7 @@ def test_a_steady_sync_writes_nothing_and_a_change_does() -> None:
     spec = spec_with(Behavior(DEFAULT_SCALE_UP_RULES, DEFAULT_SCALE_DOWN_RULES))
     state, now = TargetState(history=DecisionHistory()), T0
     documents = []
-    for load in (50, 51, 49, 50, 50, 52, 48):          # within tolerance around 5 replicas
+    for load in (50, 51, 49, 50, 50, 52, 48):  # within tolerance around 5 replicas
         now += 15
         decision = decide(spec, observe(5, load, now), state, SETTINGS, now)
         state = TargetState(decision.history, decision.conditions, decision.status_desired_replicas)
@@ -224,6 +263,7 @@ def test_conditions_and_times_survive_the_round_trip() -> None:
     assert document["observedGeneration"] == 3
     state = restore_state(document, T0 + 10)
     assert [(c.type, c.status, c.reason, c.last_transition_time) for c in state.conditions] == [
-        (c.type, c.status, c.reason, c.last_transition_time) for c in decision.conditions]
+        (c.type, c.status, c.reason, c.last_transition_time) for c in decision.conditions
+    ]
     assert state.desired_replicas == decision.status_desired_replicas
     assert restore_state(None, T0) == TargetState()

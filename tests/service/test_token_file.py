@@ -40,12 +40,21 @@ def test_reload_says_whether_the_token_changed(tmp_path: Path) -> None:
 
 def kubeconfig(tmp_path: Path, user: dict[str, str]) -> Path:
     path = tmp_path / "config"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "main",
-        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:1"}}],
-        "users": [{"name": "u", "user": user}, {"name": "other", "user": {"tokenFile": "/elsewhere"}}],
-        "contexts": [{"name": "main", "context": {"cluster": "c", "user": "u"}},
-                     {"name": "second", "context": {"cluster": "c", "user": "other"}}]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "main",
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": user}, {"name": "other", "user": {"tokenFile": "/elsewhere"}}],
+                "contexts": [
+                    {"name": "main", "context": {"cluster": "c", "user": "u"}},
+                    {"name": "second", "context": {"cluster": "c", "user": "other"}},
+                ],
+            }
+        )
+    )
     return path
 
 

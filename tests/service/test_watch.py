@@ -39,8 +39,10 @@ async def test_the_list_comes_in_pages_and_the_watch_follows_it() -> None:
             assert sorted(name for _, name in cache.records) == [f"web-{i}" for i in range(7)]
             assert cache.lists == emu.requests.count("list", "deployments") == 3
             emu.patch("deployments", "web-6", {"spec": {"replicas": 4}})
-            await eventually(lambda: (record := cache.get("default", "web-6")) is not None
-                             and record.spec_replicas == 4, what="a change after the paged list")
+            await eventually(
+                lambda: (record := cache.get("default", "web-6")) is not None and record.spec_replicas == 4,
+                what="a change after the paged list",
+            )
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)

@@ -32,11 +32,27 @@ def test_json_output_has_the_documented_fields(capsys: pytest.CaptureFixture[str
     steps = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [s["at"] for s in steps] == [0, 15, 30, 45, 60, 75, 120, 150, 195]
     for step in steps:
-        assert {"at", "currentReplicas", "metrics", "desiredReplicas", "replicas", "scaled", "conditions",
-                "explanation", "history"} <= set(step)
+        assert {
+            "at",
+            "currentReplicas",
+            "metrics",
+            "desiredReplicas",
+            "replicas",
+            "scaled",
+            "conditions",
+            "explanation",
+            "history",
+        } <= set(step)
         for metric in step["metrics"]:
-            assert {"type", "proposedReplicas", "readyPodCount", "unreadyPods", "missingPods", "ignoredPods",
-                    "error"} <= set(metric)
+            assert {
+                "type",
+                "proposedReplicas",
+                "readyPodCount",
+                "unreadyPods",
+                "missingPods",
+                "ignoredPods",
+                "error",
+            } <= set(metric)
         for condition in step["conditions"]:
             assert {"type", "status", "reason", "message"} <= set(condition)
     third = steps[2]
@@ -83,7 +99,11 @@ def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_console_script_runs() -> None:
-    result = subprocess.run([sys.executable, "-m", "autoscaler", "simulate", str(QUICKSTART), "-o", "json"],
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "autoscaler", "simulate", str(QUICKSTART), "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 9

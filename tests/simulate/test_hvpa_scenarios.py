@@ -40,17 +40,17 @@ def test_five_interval_kube_apiserver_example() -> None:
     steps = steps_of("hvpa-kube-apiserver-intervals.yaml")
     assert column(steps, "replicas") == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 5]
     assert [s["hvpa"]["requests"]["main"] for s in steps] == [
-        {"cpu": "250m", "memory": "1Gi"},      # nothing to change
-        {"cpu": "500m", "memory": "2Gi"},      # = MAX(1): the pod grows
-        {"cpu": "500m", "memory": "2Gi"},      # 750m → 2 pods, not shrunk to 375m (A15)
+        {"cpu": "250m", "memory": "1Gi"},  # nothing to change
+        {"cpu": "500m", "memory": "2Gi"},  # = MAX(1): the pod grows
+        {"cpu": "500m", "memory": "2Gi"},  # 750m → 2 pods, not shrunk to 375m (A15)
         {"cpu": "1", "memory": "4Gi"},
         {"cpu": "1", "memory": "4Gi"},
         {"cpu": "2", "memory": "8Gi"},
-        {"cpu": "2250m", "memory": "9Gi"},     # 9 → 4 × 2.25
+        {"cpu": "2250m", "memory": "9Gi"},  # 9 → 4 × 2.25
         {"cpu": "4", "memory": "16Gi"},
         {"cpu": "4", "memory": "16Gi"},
         {"cpu": "8", "memory": "32Gi"},
-        {"cpu": "10", "memory": "40Gi"},       # beyond the last interval (A9)
+        {"cpu": "10", "memory": "40Gi"},  # beyond the last interval (A9)
     ]
     assert all(s["hvpa"]["blocked"] is None for s in steps)
     assert column(steps, "scaled") == [False, False, True, False, True, False, True, False, True, False, False]
@@ -62,12 +62,13 @@ def test_overlap_30_percent_thresholds() -> None:
     assert column(steps, "currentReplicas") == [5, 5, 4, 4, 3, 3, 2, 2, 1]
     assert column(steps, "replicas") == [5, 4, 4, 3, 3, 2, 2, 1, 1]
     assert [s["hvpa"]["desiredByPair"] for s in steps] == [
-        {"main/cpu": r, "main/memory": r} for r in (5, 4, 4, 3, 3, 2, 2, 1, 1)]
+        {"main/cpu": r, "main/memory": r} for r in (5, 4, 4, 3, 3, 2, 2, 1, 1)
+    ]
     requests = [s["hvpa"]["requests"]["main"] for s in steps]
-    assert requests[0] == {"cpu": "2240m", "memory": "9620726744"}     # 11.2 / 5 and 44.8Gi / 5, rounded up
-    assert requests[2] == {"cpu": "1050m", "memory": "4509715661"}     # 4.2 / 4 and 16.8Gi / 4
-    assert requests[6] == {"cpu": "175m", "memory": "751619277"}       # 0.35 / 2 and 1.4Gi / 2 = 0.7Gi
-    assert requests[8] == {"cpu": "125m", "memory": "512Mi"}           # minAllowed
+    assert requests[0] == {"cpu": "2240m", "memory": "9620726744"}  # 11.2 / 5 and 44.8Gi / 5, rounded up
+    assert requests[2] == {"cpu": "1050m", "memory": "4509715661"}  # 4.2 / 4 and 16.8Gi / 4
+    assert requests[6] == {"cpu": "175m", "memory": "751619277"}  # 0.35 / 2 and 1.4Gi / 2 = 0.7Gi
+    assert requests[8] == {"cpu": "125m", "memory": "512Mi"}  # minAllowed
     assert not any(s["hvpa"]["scaleInPostponed"] for s in steps)
 
 
@@ -80,9 +81,19 @@ def test_multiple_resources_conflict() -> None:
         "blocked": None,
         "requests": {"main": {"cpu": "1", "memory": "6656Mi"}},
         "limits": {"main": {}},
-        "vpaPatch": {"spec": {"resourcePolicy": {"containerPolicies": [
-            {"containerName": "main", "minAllowed": {"cpu": "1", "memory": "6656Mi"},
-             "maxAllowed": {"cpu": "1", "memory": "6656Mi"}}]}}},
+        "vpaPatch": {
+            "spec": {
+                "resourcePolicy": {
+                    "containerPolicies": [
+                        {
+                            "containerName": "main",
+                            "minAllowed": {"cpu": "1", "memory": "6656Mi"},
+                            "maxAllowed": {"cpu": "1", "memory": "6656Mi"},
+                        }
+                    ]
+                }
+            }
+        },
     }
     assert (step["currentReplicas"], step["replicas"], step["scaled"]) == (2, 4, True)
     assert step["rescaleReason"] == "HVPA: the total of main/memory needs 4 replicas"
@@ -90,12 +101,59 @@ def test_multiple_resources_conflict() -> None:
 
 def test_full_rise_and_fall_round() -> None:
     steps = steps_of("hvpa-rise-and-fall.yaml")
-    assert column(steps, "at") == [0, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 630, 720, 840, 960, 1080,
-                                   1200, 1320, 1440, 1560, 1680, 1800, 1920, 2040]
+    assert column(steps, "at") == [
+        0,
+        60,
+        120,
+        180,
+        240,
+        300,
+        360,
+        420,
+        480,
+        540,
+        600,
+        630,
+        720,
+        840,
+        960,
+        1080,
+        1200,
+        1320,
+        1440,
+        1560,
+        1680,
+        1800,
+        1920,
+        2040,
+    ]
     assert column(steps, "replicas") == [1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5, 5, 4, 4, 3, 3, 2, 2, 2, 1]
     assert [s["hvpa"]["requests"]["main"]["cpu"] for s in steps] == [
-        "300m", "340m", "500m", "625m", "1", "1365m", "2", "2547m", "4", "4", "8", "6", "6", "3200m", "2400m",
-        "2400m", "2205m", "1500m", "1295m", "667m", "575m", "250m", "150m", "100m"]
+        "300m",
+        "340m",
+        "500m",
+        "625m",
+        "1",
+        "1365m",
+        "2",
+        "2547m",
+        "4",
+        "4",
+        "8",
+        "6",
+        "6",
+        "3200m",
+        "2400m",
+        "2400m",
+        "2205m",
+        "1500m",
+        "1295m",
+        "667m",
+        "575m",
+        "250m",
+        "150m",
+        "100m",
+    ]
     blocked = {s["at"]: s["hvpa"]["blocked"] for s in steps if s["hvpa"]["blocked"]}
     assert blocked == {60: "MinChange", 630: "StabilizationWindow", 1080: "ParadoxicalScaling"}
     held = steps[15]["hvpa"]
@@ -105,8 +163,27 @@ def test_full_rise_and_fall_round() -> None:
     assert steps[22]["hvpa"]["desiredByPair"] == {"main/cpu": 2, "main/memory": 2}
     # A patch whenever a pod's request changes, none when only the count does (t=540) or nothing applies.
     patched = [s["at"] for s in steps if s["hvpa"]["vpaPatch"] is not None]
-    assert patched == [120, 180, 240, 300, 360, 420, 480, 600, 720, 840, 960, 1200, 1320, 1440, 1560, 1680, 1800,
-                       1920, 2040]
+    assert patched == [
+        120,
+        180,
+        240,
+        300,
+        360,
+        420,
+        480,
+        600,
+        720,
+        840,
+        960,
+        1200,
+        1320,
+        1440,
+        1560,
+        1680,
+        1800,
+        1920,
+        2040,
+    ]
 
 
 def test_hvpa_with_the_hpa_source() -> None:
@@ -121,8 +198,15 @@ def test_hvpa_with_the_hpa_source() -> None:
 @pytest.mark.parametrize("name", sorted(p.name for p in SCENARIOS.glob("hvpa-*.yaml")))
 def test_hvpa_output_has_exactly_the_documented_keys(name: str) -> None:
     for step in steps_of(name):
-        assert set(step["hvpa"]) == {"desiredReplicas", "desiredByPair", "scaleInPostponed", "blocked", "requests",
-                                     "limits", "vpaPatch"}
+        assert set(step["hvpa"]) == {
+            "desiredReplicas",
+            "desiredByPair",
+            "scaleInPostponed",
+            "blocked",
+            "requests",
+            "limits",
+            "vpaPatch",
+        }
         json.dumps(step)
 
 
@@ -144,16 +228,22 @@ def test_explain_shows_the_hvpa_working(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["simulate", str(SCENARIOS / "hvpa-multiple-resources.yaml"), "--explain"]) == 0
     out = capsys.readouterr().out
     assert "HVPA main/cpu: request 1 per pod (pods); total 4 (vpa 2 × 2 = 4): above MAX(2) = 2 → 3" in out
-    assert "HVPA main/memory: request 4Gi per pod (pods); total 26Gi (vpa 2 × 13Gi = 26Gi): above MAX(2) = 8Gi → 4" \
-        in out
+    assert (
+        "HVPA main/memory: request 4Gi per pod (pods); total 26Gi (vpa 2 × 13Gi = 26Gi): above MAX(2) = 8Gi → 4" in out
+    )
 
 
 # --- the per-step keys -------------------------------------------------------------------------------------------
 
-HVPA_SPEC = {"scaleTargetRef": {"kind": "Deployment", "name": "api"}, "maxReplicas": 5,
-             "hvpa": {"scalingIntervals": [{"maxResources": {"cpu": "1", "memory": "1Gi"}}],
-                      "scaleUp": {"updatePolicy": {"updateMode": "MaintenanceWindow"}},
-                      "maintenanceTimeWindow": {"begin": "220000+0000", "end": "040000+0000"}}}
+HVPA_SPEC = {
+    "scaleTargetRef": {"kind": "Deployment", "name": "api"},
+    "maxReplicas": 5,
+    "hvpa": {
+        "scalingIntervals": [{"maxResources": {"cpu": "1", "memory": "1Gi"}}],
+        "scaleUp": {"updatePolicy": {"updateMode": "MaintenanceWindow"}},
+        "maintenanceTimeWindow": {"begin": "220000+0000", "end": "040000+0000"},
+    },
+}
 POD = {"name": "a", "containers": [{"name": "main", "requests": {"cpu": "500m", "memory": "512Mi"}}]}
 
 
@@ -164,12 +254,24 @@ def scenario_errors(document: dict[str, Any]) -> list[str]:
 
 
 def test_step_keys_are_validated_with_paths() -> None:
-    errors = scenario_errors({"spec": HVPA_SPEC, "steps": [
-        {"at": 0, "replicas": 1, "pods": [POD], "clock": "2024-05-01T22:00:00Z"},
-        {"at": 60, "lastScaleTime": 30, "clock": "2024-05-01 23:00"},
-        {"at": 120, "vpa": {"recommendation": {"containerRecommendations": [
-            {"containerName": "main", "target": {"cpu": "1.5x"}}]}, "conditons": []}},
-    ]})
+    errors = scenario_errors(
+        {
+            "spec": HVPA_SPEC,
+            "steps": [
+                {"at": 0, "replicas": 1, "pods": [POD], "clock": "2024-05-01T22:00:00Z"},
+                {"at": 60, "lastScaleTime": 30, "clock": "2024-05-01 23:00"},
+                {
+                    "at": 120,
+                    "vpa": {
+                        "recommendation": {
+                            "containerRecommendations": [{"containerName": "main", "target": {"cpu": "1.5x"}}]
+                        },
+                        "conditons": [],
+                    },
+                },
+            ],
+        }
+    )
     assert errors == [
         "steps[1].lastScaleTime: must be less than or equal to 0",
         'steps[1].clock: must be an RFC 3339 time such as "2024-05-01T22:30:00Z", not "2024-05-01 23:00"',
@@ -182,22 +284,31 @@ def test_step_keys_are_validated_with_paths() -> None:
 
 def test_maintenance_windows_need_a_clock() -> None:
     errors = scenario_errors({"spec": HVPA_SPEC, "steps": [{"at": 0, "replicas": 1, "pods": [POD]}]})
-    assert errors == ["steps[0].clock: Required value: updateMode MaintenanceWindow needs the time of day; give the "
-                      "first step a clock (later steps follow it)"]
+    assert errors == [
+        "steps[0].clock: Required value: updateMode MaintenanceWindow needs the time of day; give the "
+        "first step a clock (later steps follow it)"
+    ]
 
 
 def test_step_keys_need_an_hvpa_spec() -> None:
     plain = {"scaleTargetRef": {"kind": "Deployment", "name": "api"}, "maxReplicas": 5}
     errors = scenario_errors({"spec": plain, "steps": [{"at": 0, "replicas": 1, "vpa": {}, "clock": "x"}]})
-    assert errors == ["steps[0].vpa: Forbidden: only read when the spec has an hvpa section",
-                      "steps[0].clock: Forbidden: only read when the spec has an hvpa section"]
+    assert errors == [
+        "steps[0].vpa: Forbidden: only read when the spec has an hvpa section",
+        "steps[0].clock: Forbidden: only read when the spec has an hvpa section",
+    ]
 
 
 def test_the_clock_runs_on_and_last_scale_time_is_relative() -> None:
-    scenario = parse_scenario({"spec": HVPA_SPEC, "steps": [
-        {"at": 0, "replicas": 1, "pods": [POD], "clock": "2024-05-01T21:59:00Z"},
-        {"at": 90, "pods": [POD], "lastScaleTime": -30},
-    ]})
+    scenario = parse_scenario(
+        {
+            "spec": HVPA_SPEC,
+            "steps": [
+                {"at": 0, "replicas": 1, "pods": [POD], "clock": "2024-05-01T21:59:00Z"},
+                {"at": 90, "pods": [POD], "lastScaleTime": -30},
+            ],
+        }
+    )
     first, second = (step.hvpa for step in scenario.steps)
     assert first is not None and second is not None
     assert second.clock is not None and first.clock is not None and second.clock - first.clock == 90
@@ -205,16 +316,25 @@ def test_the_clock_runs_on_and_last_scale_time_is_relative() -> None:
 
 
 def test_the_clock_drives_the_maintenance_window() -> None:
-    rec = {"recommendation": {"containerRecommendations": [{"containerName": "main",
-                                                              "target": {"cpu": "900m", "memory": "512Mi"}}]},
-           "conditions": [{"type": "RecommendationProvided", "status": "True"}]}
+    rec = {
+        "recommendation": {
+            "containerRecommendations": [{"containerName": "main", "target": {"cpu": "900m", "memory": "512Mi"}}]
+        },
+        "conditions": [{"type": "RecommendationProvided", "status": "True"}],
+    }
     spec = {**HVPA_SPEC, "hvpa": {**HVPA_SPEC["hvpa"], "sources": ["vpa"]}}
-    results = run_scenario(parse_scenario({"spec": spec, "steps": [
-        {"at": 0, "replicas": 1, "pods": [POD], "vpa": rec, "clock": "2024-05-01T21:59:00Z"},
-        {"at": 60, "pods": [POD], "vpa": rec},
-    ]}))
-    assert [r.hvpa.blocked.value if r.hvpa and r.hvpa.blocked else None for r in results] == [
-        "MaintenanceWindow", None]
+    results = run_scenario(
+        parse_scenario(
+            {
+                "spec": spec,
+                "steps": [
+                    {"at": 0, "replicas": 1, "pods": [POD], "vpa": rec, "clock": "2024-05-01T21:59:00Z"},
+                    {"at": 60, "pods": [POD], "vpa": rec},
+                ],
+            }
+        )
+    )
+    assert [r.hvpa.blocked.value if r.hvpa and r.hvpa.blocked else None for r in results] == ["MaintenanceWindow", None]
     assert "requests per pod" in render_table(results)
 
 
@@ -225,6 +345,7 @@ def test_spec_warnings_go_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixtur
     path.write_text(yaml.safe_dump({"spec": spec, "steps": [{"at": 0, "replicas": 1, "pods": [POD]}]}))
     assert main(["simulate", str(path), "-o", "json"]) == 0
     captured = capsys.readouterr()
-    assert ("warning: spec.hvpa.scalingIntervals[0].maxReplicas: counts above the target's maxReplicas (5)"
-            in captured.err)
+    assert (
+        "warning: spec.hvpa.scalingIntervals[0].maxReplicas: counts above the target's maxReplicas (5)" in captured.err
+    )
     assert json.loads(captured.out)["hvpa"]["blocked"] is None

@@ -49,7 +49,22 @@ def test_story6_avoid_false_positive_scale_up() -> None:
 
 def test_hpa_docs_80_replicas_with_pods_4_and_percent_10() -> None:
     assert replicas_of("hpa-docs-scale-down-policies.yaml") == [
-        72, 72, 64, 57, 51, 45, 40, 36, 32, 28, 24, 20, 16, 12, 10]
+        72,
+        72,
+        64,
+        57,
+        51,
+        45,
+        40,
+        36,
+        32,
+        28,
+        24,
+        20,
+        16,
+        12,
+        10,
+    ]
 
 
 def test_quickstart_tells_its_story() -> None:

@@ -43,16 +43,31 @@ from autoscaler.values.yaml_files import dump_yaml, parse_yaml_text
 T0 = 1_764_000_000.123456
 SPEC: dict[str, Any] = {
     "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-    "minReplicas": 1, "maxReplicas": 30,
+    "minReplicas": 1,
+    "maxReplicas": 30,
     "metrics": [
         {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}},
-        {"type": "ContainerResource", "containerResource": {
-            "name": "memory", "container": "app", "target": {"type": "AverageValue", "averageValue": "1Gi"}}},
+        {
+            "type": "ContainerResource",
+            "containerResource": {
+                "name": "memory",
+                "container": "app",
+                "target": {"type": "AverageValue", "averageValue": "1Gi"},
+            },
+        },
         {"type": "Pods", "pods": {"metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "10"}}},
-        {"type": "Object", "object": {"metric": {"name": "hits"}, "describedObject": {"kind": "Service", "name": "web"},
-                                      "target": {"type": "Value", "value": "100"}}},
-        {"type": "External", "external": {"metric": {"name": "queue"},
-                                          "target": {"type": "AverageValue", "averageValue": "5"}}},
+        {
+            "type": "Object",
+            "object": {
+                "metric": {"name": "hits"},
+                "describedObject": {"kind": "Service", "name": "web"},
+                "target": {"type": "Value", "value": "100"},
+            },
+        },
+        {
+            "type": "External",
+            "external": {"metric": {"name": "queue"}, "target": {"type": "AverageValue", "averageValue": "5"}},
+        },
     ],
 }
 PARSED = parse_target_spec(SPEC, "spec", require_queries=False)
@@ -67,15 +82,27 @@ names = st.text("abcdefgh-0123456789", min_size=1, max_size=8)
 def pods(draw: st.DrawFn, at: float) -> list[PodInfo]:
     result = []
     for name in draw(st.lists(names, unique=True, max_size=4)):
-        containers = tuple(ContainerInfo(c, draw(st.dictionaries(st.sampled_from(["cpu", "memory"]), milli)),
-                                         draw(st.booleans()), draw(st.dictionaries(st.sampled_from(["cpu", "memory"]),
-                                                                                   milli)))
-                           for c in draw(st.lists(st.sampled_from(["app", "proxy", "log"]), unique=True, max_size=3)))
-        result.append(PodInfo(
-            name, draw(st.sampled_from(list(PodPhase))), draw(st.sampled_from([*ConditionStatus, None])),
-            draw(st.one_of(st.none(), offsets.map(lambda o: at + o))),
-            draw(st.one_of(st.none(), offsets.map(lambda o: at + o))), draw(st.booleans()), containers,
-            draw(st.one_of(st.none(), st.dictionaries(st.just("cpu"), milli, min_size=1)))))
+        containers = tuple(
+            ContainerInfo(
+                c,
+                draw(st.dictionaries(st.sampled_from(["cpu", "memory"]), milli)),
+                draw(st.booleans()),
+                draw(st.dictionaries(st.sampled_from(["cpu", "memory"]), milli)),
+            )
+            for c in draw(st.lists(st.sampled_from(["app", "proxy", "log"]), unique=True, max_size=3))
+        )
+        result.append(
+            PodInfo(
+                name,
+                draw(st.sampled_from(list(PodPhase))),
+                draw(st.sampled_from([*ConditionStatus, None])),
+                draw(st.one_of(st.none(), offsets.map(lambda o: at + o))),
+                draw(st.one_of(st.none(), offsets.map(lambda o: at + o))),
+                draw(st.booleans()),
+                containers,
+                draw(st.one_of(st.none(), st.dictionaries(st.just("cpu"), milli, min_size=1))),
+            )
+        )
     return result
 
 
@@ -87,14 +114,20 @@ def readings(draw: st.DrawFn, at: float, pod_names: list[str]) -> list[MetricRea
     def failed() -> MetricReading | None:
         return MetricFailure(draw(st.text(max_size=30))) if draw(st.booleans()) else None
 
-    usage = ResourceReading({p: PodUsage(draw(st.dictionaries(st.sampled_from(["app", "proxy"]),
-                                                              st.one_of(st.none(), milli))), when(),
-                                         draw(st.floats(0, 600)))
-                             for p in pod_names})
+    usage = ResourceReading(
+        {
+            p: PodUsage(
+                draw(st.dictionaries(st.sampled_from(["app", "proxy"]), st.one_of(st.none(), milli))),
+                when(),
+                draw(st.floats(0, 600)),
+            )
+            for p in pod_names
+        }
+    )
     memory = ResourceReading({p: PodUsage({"app": draw(milli)}, when()) for p in pod_names})
     rps = PodsReading({p: Sample(draw(milli), when(), draw(st.floats(0, 600))) for p in pod_names})
-    hits = ObjectReading(draw(st.integers(-10**12, 10**12)), when())
-    queue = ExternalReading(tuple(draw(st.lists(st.integers(-10**12, 10**12), max_size=3))), when())
+    hits = ObjectReading(draw(st.integers(-(10**12), 10**12)), when())
+    queue = ExternalReading(tuple(draw(st.lists(st.integers(-(10**12), 10**12), max_size=3))), when())
     return [failed() or reading for reading in (usage, memory, rps, hits, queue)]
 
 
@@ -102,11 +135,17 @@ def readings(draw: st.DrawFn, at: float, pod_names: list[str]) -> list[MetricRea
 def observations(draw: st.DrawFn) -> tuple[float, Observation]:
     at = draw(times)
     infos = draw(pods(at))
-    problem = draw(st.one_of(st.none(), st.builds(SelectorProblem, st.sampled_from(["InvalidSelector",
-                                                                                     "AmbiguousSelector"]),
-                                                   st.text(max_size=40))))
-    scale = ScaleInfo(draw(st.integers(0, 2**31 - 1)), draw(st.integers(0, 2**31 - 1)),
-                      draw(st.sampled_from(["", "app=web", "app in (web, api),tier!=db"])))
+    problem = draw(
+        st.one_of(
+            st.none(),
+            st.builds(SelectorProblem, st.sampled_from(["InvalidSelector", "AmbiguousSelector"]), st.text(max_size=40)),
+        )
+    )
+    scale = ScaleInfo(
+        draw(st.integers(0, 2**31 - 1)),
+        draw(st.integers(0, 2**31 - 1)),
+        draw(st.sampled_from(["", "app=web", "app in (web, api),tier!=db"])),
+    )
     return at, Observation(scale, infos, draw(readings(at, [p.name for p in infos])), problem)
 
 
@@ -129,11 +168,20 @@ def test_every_observation_survives_the_scenario_format(observed: tuple[float, O
 
 
 def test_the_observed_keys_are_checked_with_their_paths() -> None:
-    step = {"at": 0, "replicas": 2, "selector": None, "selectorProblem": {"reason": "Other"},
-            "readings": [{"failed": "x"}, {"usage": {"a": {"containers": {"app": "lots"}}}},
-                         {"pods": {"a": {"at": 1}}}, {"value": "1", "extra": 1}],
-            "objects": {"hits": "1"}, "pods": [{"name": "a", "metrics": {"rps": "1"},
-                                                "containers": [{"name": "app", "usage": {"cpu": "1"}}]}]}
+    step = {
+        "at": 0,
+        "replicas": 2,
+        "selector": None,
+        "selectorProblem": {"reason": "Other"},
+        "readings": [
+            {"failed": "x"},
+            {"usage": {"a": {"containers": {"app": "lots"}}}},
+            {"pods": {"a": {"at": 1}}},
+            {"value": "1", "extra": 1},
+        ],
+        "objects": {"hits": "1"},
+        "pods": [{"name": "a", "metrics": {"rps": "1"}, "containers": [{"name": "app", "usage": {"cpu": "1"}}]}],
+    }
     with pytest.raises(Exception) as caught:
         parse_scenario({"spec": SPEC, "steps": [step]})
     problems = {e.path: e.message for e in caught.value.errors}  # type: ignore[attr-defined]
@@ -141,11 +189,19 @@ def test_the_observed_keys_are_checked_with_their_paths() -> None:
     assert problems["steps[0].selectorProblem.reason"].startswith('Unsupported value: "Other"')
     assert problems["steps[0].selectorProblem.message"] == "Required value"
     assert problems["steps[0].readings"] == "must have one entry per spec metric (5), not 4"
-    assert problems["steps[0].objects"] == problems["steps[0].pods[0].metrics"] == (
-        "Forbidden: the step gives its readings")
+    assert (
+        problems["steps[0].objects"]
+        == problems["steps[0].pods[0].metrics"]
+        == ("Forbidden: the step gives its readings")
+    )
     assert problems["steps[0].pods[0].containers[0].usage"] == "Forbidden: the step gives its readings"
-    step["readings"] = [{"usage": {"a": {"containers": {"app": "lots"}}}}, {"failed": "x"},
-                        {"pods": {"a": {"at": 1}}}, {"value": "1", "extra": 1}, {"values": ["1"], "at": "soon"}]
+    step["readings"] = [
+        {"usage": {"a": {"containers": {"app": "lots"}}}},
+        {"failed": "x"},
+        {"pods": {"a": {"at": 1}}},
+        {"value": "1", "extra": 1},
+        {"values": ["1"], "at": "soon"},
+    ]
     with pytest.raises(Exception) as caught:
         parse_scenario({"spec": SPEC, "steps": [step]})
     problems = {e.path: e.message for e in caught.value.errors}  # type: ignore[attr-defined]
@@ -156,16 +212,26 @@ def test_the_observed_keys_are_checked_with_their_paths() -> None:
 
 
 def test_the_status_before_the_first_step() -> None:
-    scenario = parse_scenario({"spec": SPEC, "status": {"desiredReplicas": 4, "lastScaleTime": -30},
-                               "steps": [{"at": 0, "replicas": 4, "pods": [{"name": "a", "readySince": None}]}]})
+    scenario = parse_scenario(
+        {
+            "spec": SPEC,
+            "status": {"desiredReplicas": 4, "lastScaleTime": -30},
+            "steps": [{"at": 0, "replicas": 4, "pods": [{"name": "a", "readySince": None}]}],
+        }
+    )
     assert (scenario.desired_replicas, scenario.last_scale_time) == (4, -30)
     assert scenario.steps[0].pods[0].info.ready_since is None
     assert run_scenario(scenario)[0].decision.previous_desired_replicas == 4
 
 
-QUEUE_SPEC: dict[str, Any] = {**SPEC, "metrics": [SPEC["metrics"][4]],
-                              "behavior": {"scaleUp": {"policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}]},
-                                           "scaleDown": {"stabilizationWindowSeconds": 60}}}
+QUEUE_SPEC: dict[str, Any] = {
+    **SPEC,
+    "metrics": [SPEC["metrics"][4]],
+    "behavior": {
+        "scaleUp": {"policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}]},
+        "scaleDown": {"stabilizationWindowSeconds": 60},
+    },
+}
 QUEUE_SETTINGS = ControllerSettings(Tolerances(0.05, 0.2), 120.0, 15.0, 45.0)
 
 
@@ -176,12 +242,16 @@ def recorded_run(loads: list[int], *, results: WriteResults = ALL_WRITTEN) -> li
     state, replicas, lines = SyncState(TargetState()), 2, []
     for index, load in enumerate(loads):
         now = T0 + 15 * index
-        observation = Observation(ScaleInfo(replicas, replicas, "app=web"), [],
-                                  [ExternalReading((load * 1000,), now - 3.25)])
+        observation = Observation(
+            ScaleInfo(replicas, replicas, "app=web"), [], [ExternalReading((load * 1000,), now - 3.25)]
+        )
         plan = plan_sync(spec, SyncInputs(observation), state, QUEUE_SETTINGS, now)
         outcome = settle(plan, results)
-        lines.append(json.loads(json.dumps(sync_line("shop/web", QUEUE_SPEC, QUEUE_SETTINGS, plan, observation,
-                                                     results, outcome))))
+        lines.append(
+            json.loads(
+                json.dumps(sync_line("shop/web", QUEUE_SPEC, QUEUE_SETTINGS, plan, observation, results, outcome))
+            )
+        )
         state, replicas = outcome.state, outcome.decision.replicas
     return lines
 
@@ -224,7 +294,8 @@ def test_a_line_cut_short_at_the_end_is_left_out() -> None:
 
 
 def test_the_scenario_command_writes_a_replayable_scenario_and_says_what_is_wrong(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     recording = tmp_path / "run.jsonl"
     recording.write_text("".join(json.dumps(line) + "\n" for line in recorded_run([10, 40, 80, 20])))
     written = tmp_path / "replay.yaml"
@@ -236,12 +307,14 @@ def test_the_scenario_command_writes_a_replayable_scenario_and_says_what_is_wron
     assert capsys.readouterr().out == text
 
     assert main(["scenario", "--from-recording", str(recording), "--target", "shop/api"]) == 2
-    assert capsys.readouterr().err.strip() == (f"autoscaler scenario: {recording}: the recording has no "
-                                               "sync of shop/api (it has: shop/web)")
+    assert capsys.readouterr().err.strip() == (
+        f"autoscaler scenario: {recording}: the recording has no sync of shop/api (it has: shop/web)"
+    )
     missing = tmp_path / "missing.jsonl"
     assert main(["scenario", "--from-recording", str(missing), "--target", "shop/web"]) == 2
-    assert capsys.readouterr().err.strip() == (f"autoscaler scenario: {missing}: cannot read it: "
-                                               "No such file or directory")
+    assert capsys.readouterr().err.strip() == (
+        f"autoscaler scenario: {missing}: cannot read it: No such file or directory"
+    )
     unwritable = tmp_path / "no-such-directory" / "replay.yaml"
     assert main(["scenario", "--from-recording", str(recording), "--target", "shop/web", "-o", str(unwritable)]) == 1
     assert "cannot write it: No such file or directory" in capsys.readouterr().err

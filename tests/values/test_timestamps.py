@@ -12,30 +12,36 @@ from autoscaler.values.timestamps import TimestampError, parse_rfc3339, parse_rf
 NOW = 1_715_072_400  # 2024-05-07T09:00:00Z
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    ("2024-05-07T09:00:00Z", NOW),
-    ("2024-05-07t09:00:00z", NOW),
-    ("2024-05-07T11:00:00+02:00", NOW),
-    ("2024-05-07T08:30:00-00:30", NOW),
-    ("2024-05-07T09:00:00.25Z", NOW + Fraction(1, 4)),
-    ("2024-05-07T09:00:00.000000001Z", NOW + Fraction(1, 10**9)),  # kept exactly, beyond a float's µs
-    ("1970-01-01T00:00:00Z", 0),
-])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("2024-05-07T09:00:00Z", NOW),
+        ("2024-05-07t09:00:00z", NOW),
+        ("2024-05-07T11:00:00+02:00", NOW),
+        ("2024-05-07T08:30:00-00:30", NOW),
+        ("2024-05-07T09:00:00.25Z", NOW + Fraction(1, 4)),
+        ("2024-05-07T09:00:00.000000001Z", NOW + Fraction(1, 10**9)),  # kept exactly, beyond a float's µs
+        ("1970-01-01T00:00:00Z", 0),
+    ],
+)
 def test_rfc3339_times(text: str, seconds: Fraction) -> None:
     assert parse_rfc3339_exact(text) == seconds
     assert parse_rfc3339(text) == float(seconds)
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("2024-05-07", "must be an RFC 3339 time"),
-    ("2024-05-07T09:00:00", "must be an RFC 3339 time"),       # no zone: which one?
-    ("2024-05-07 09:00:00Z", "must be an RFC 3339 time"),
-    ("2024-05-07T09:00Z", "must be an RFC 3339 time"),
-    ("٢٠٢٤-05-07T09:00:00Z", "must be an RFC 3339 time"),        # digits are 0-9
-    ("2024-02-30T09:00:00Z", "day is out of range for month"),
-    ("2024-05-07T24:00:00Z", "hour must be in 0..23"),
-    ("2024-05-07T09:00:00+24:00", "the UTC offset must be between -23:59 and +23:59"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("2024-05-07", "must be an RFC 3339 time"),
+        ("2024-05-07T09:00:00", "must be an RFC 3339 time"),  # no zone: which one?
+        ("2024-05-07 09:00:00Z", "must be an RFC 3339 time"),
+        ("2024-05-07T09:00Z", "must be an RFC 3339 time"),
+        ("٢٠٢٤-05-07T09:00:00Z", "must be an RFC 3339 time"),  # digits are 0-9
+        ("2024-02-30T09:00:00Z", "day is out of range for month"),
+        ("2024-05-07T24:00:00Z", "hour must be in 0..23"),
+        ("2024-05-07T09:00:00+24:00", "the UTC offset must be between -23:59 and +23:59"),
+    ],
+)
 def test_what_is_not_an_rfc3339_time(text: str, message: str) -> None:
     with pytest.raises(TimestampError, match=re.escape(message)):
         parse_rfc3339_exact(text)

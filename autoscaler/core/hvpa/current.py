@@ -30,15 +30,19 @@ NONE = "none"
 @dataclass(frozen=True, slots=True)
 class CurrentResource:
     request: Fraction
-    request_from: str            # PIN, PODS, TEMPLATE or NONE
+    request_from: str  # PIN, PODS, TEMPLATE or NONE
     limit: Fraction | None
 
 
 def live_containers(pods: Sequence[PodInfo]) -> list[tuple[PodInfo, ContainerInfo]]:
     """The (ordinary, not sidecar) containers of pods that are neither terminating nor finished."""
-    return [(pod, container) for pod in pods
-            if not pod.deleting and pod.phase not in (PodPhase.SUCCEEDED, PodPhase.FAILED)
-            for container in pod.containers if not container.sidecar]
+    return [
+        (pod, container)
+        for pod in pods
+        if not pod.deleting and pod.phase not in (PodPhase.SUCCEEDED, PodPhase.FAILED)
+        for container in pod.containers
+        if not container.sidecar
+    ]
 
 
 def container_names(pods: Sequence[PodInfo], template: Sequence[ContainerInfo]) -> list[str]:
@@ -47,8 +51,9 @@ def container_names(pods: Sequence[PodInfo], template: Sequence[ContainerInfo]) 
     return names or [c.name for c in template if not c.sidecar]
 
 
-def policy_quantity(policies: Sequence[Mapping[str, Any]] | None, container: str, bound: str,
-                    resource: str) -> Fraction | None:
+def policy_quantity(
+    policies: Sequence[Mapping[str, Any]] | None, container: str, bound: str, resource: str
+) -> Fraction | None:
     """``minAllowed``/``maxAllowed`` of ``container`` in the VPA's containerPolicies, if readable."""
     for entry in policies or ():
         if isinstance(entry, Mapping) and entry.get("containerName") == container:
@@ -63,17 +68,26 @@ def policy_quantity(policies: Sequence[Mapping[str, Any]] | None, container: str
     return None
 
 
-def held_pin(policies: Sequence[Mapping[str, Any]] | None, container: str, resource: str,
-             pinned: Fraction | None) -> bool:
+def held_pin(
+    policies: Sequence[Mapping[str, Any]] | None, container: str, resource: str, pinned: Fraction | None
+) -> bool:
     """Whether the VPA still holds ``pinned`` as both bounds of the container's resource."""
     if pinned is None or policies is None:
         return False
-    return (policy_quantity(policies, container, "minAllowed", resource) == pinned
-            and policy_quantity(policies, container, "maxAllowed", resource) == pinned)
+    return (
+        policy_quantity(policies, container, "minAllowed", resource) == pinned
+        and policy_quantity(policies, container, "maxAllowed", resource) == pinned
+    )
 
 
-def current_resource(container: str, resource: str, pods: Sequence[PodInfo], template: Sequence[ContainerInfo],
-                     policies: Sequence[Mapping[str, Any]] | None, pinned: Fraction | None) -> CurrentResource:
+def current_resource(
+    container: str,
+    resource: str,
+    pods: Sequence[PodInfo],
+    template: Sequence[ContainerInfo],
+    policies: Sequence[Mapping[str, Any]] | None,
+    pinned: Fraction | None,
+) -> CurrentResource:
     live = [c for _, c in live_containers(pods) if c.name == container]
     in_template = [c for c in template if c.name == container]
     limit = _largest(live, "limits", resource)

@@ -45,19 +45,19 @@ class VpaObservation:
 
 @dataclass(frozen=True, slots=True)
 class HvpaObservation:
-    replicas: int                                  # the scale's spec.replicas
+    replicas: int  # the scale's spec.replicas
     pods: Sequence[PodInfo] = ()
     vpa: VpaObservation | None = None
-    template: Sequence[ContainerInfo] = ()         # the workload's pod template containers
-    clock: Fraction | float | None = None          # Unix seconds (UTC) for the maintenance window
+    template: Sequence[ContainerInfo] = ()  # the workload's pod template containers
+    clock: Fraction | float | None = None  # Unix seconds (UTC) for the maintenance window
 
 
 @dataclass(frozen=True, slots=True)
 class HvpaState:
     """What HVPA carries from one sync to the next (the service persists it in the target's status)."""
 
-    last_applied: float | None = None              # when HVPA last applied a scaling (A27)
-    pins: Pins = field(default_factory=dict)       # what it last pinned on the VPA (A21)
+    last_applied: float | None = None  # when HVPA last applied a scaling (A27)
+    pins: Pins = field(default_factory=dict)  # what it last pinned on the VPA (A21)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,29 +67,29 @@ class PairOutcome:
     pair: Pair
     totals: PairTotals
     intervals: tuple[EffectiveInterval, ...]
-    desired: int | None          # this pair's count (step 4); None without a recommendation
-    sizing: Sizing | None        # None without a recommendation: the pair is left as it is
-    request: Fraction            # the per-pod request proposed (rounded)
-    limit: Fraction | None       # the per-pod limit that goes with it (rounded); None: no limit
+    desired: int | None  # this pair's count (step 4); None without a recommendation
+    sizing: Sizing | None  # None without a recommendation: the pair is left as it is
+    request: Fraction  # the per-pod request proposed (rounded)
+    limit: Fraction | None  # the per-pod limit that goes with it (rounded); None: no limit
 
 
 @dataclass(frozen=True, slots=True)
 class HvpaDecision:
     current_replicas: int
-    desired_replicas: int                  # HVPA's count after hysteresis, clamping and postponement
-    replicas: int                          # the scale's spec.replicas after this decision
-    scale: bool                            # whether to write the scale subresource
-    desired_by_pair: Mapping[str, int]     # "container/resource" → that pair's count (step 4)
-    scale_in_postponed: bool               # the scale-in was held (A14)
-    direction: Direction | None            # None: nothing to change
-    blocked: BlockReason | None            # why the action is not applied
+    desired_replicas: int  # HVPA's count after hysteresis, clamping and postponement
+    replicas: int  # the scale's spec.replicas after this decision
+    scale: bool  # whether to write the scale subresource
+    desired_by_pair: Mapping[str, int]  # "container/resource" → that pair's count (step 4)
+    scale_in_postponed: bool  # the scale-in was held (A14)
+    direction: Direction | None  # None: nothing to change
+    blocked: BlockReason | None  # why the action is not applied
     block_detail: str
-    requests: Mapping[str, Mapping[str, Fraction]]   # proposed per-pod requests, per container
-    limits: Mapping[str, Mapping[str, Fraction]]     # the limits that go with them
-    vpa_patch: Mapping[str, Any] | None    # JSON merge patch for the VPA, None: nothing to write
+    requests: Mapping[str, Mapping[str, Fraction]]  # proposed per-pod requests, per container
+    limits: Mapping[str, Mapping[str, Fraction]]  # the limits that go with them
+    vpa_patch: Mapping[str, Any] | None  # JSON merge patch for the VPA, None: nothing to write
     pairs: tuple[PairOutcome, ...]
     sources: Sources | None
-    inactive: str | None                   # why HVPA made no proposal at all
+    inactive: str | None  # why HVPA made no proposal at all
     state: HvpaState
 
     @property
@@ -97,8 +97,9 @@ class HvpaDecision:
         return self.inactive is None and self.direction is not None and self.blocked is None
 
 
-def decide_hvpa(spec: TargetSpec, observation: HvpaObservation, hpa: Decision | None, state: HvpaState,
-                now: float) -> HvpaDecision:
+def decide_hvpa(
+    spec: TargetSpec, observation: HvpaObservation, hpa: Decision | None, state: HvpaState, now: float
+) -> HvpaDecision:
     """Compute one HVPA decision. Pure: same inputs, same decision."""
     hvpa = spec.hvpa
     if hvpa is None:
@@ -111,23 +112,47 @@ def decide_hvpa(spec: TargetSpec, observation: HvpaObservation, hpa: Decision | 
     for name in container_names(observation.pods, observation.template):
         policy = hvpa.policy_for(name)
         if policy.mode is ContainerMode.OFF:
-            continue   # A11: never part of the decision, never modified
+            continue  # A11: never part of the decision, never modified
         recommendation = sources.vpa.for_container(name) if sources.vpa is not None else None
         for resource in policy.controlled_resources:
             pair = Pair(name, resource)
-            now_has = current_resource(name, resource, observation.pods, observation.template,
-                                       vpa.container_policies, state.pins.get(name, {}).get(resource))
+            now_has = current_resource(
+                name,
+                resource,
+                observation.pods,
+                observation.template,
+                vpa.container_policies,
+                state.pins.get(name, {}).get(resource),
+            )
             totals = pair_totals(pair, policy, now_has, current, sources, recommendation)
             intervals = effective_intervals(hvpa, resource, policy, spec.min_replicas, spec.max_replicas)
             if isinstance(intervals, IntervalProblem):
-                problem = problem or (f"container {name!r}: hvpa.scalingIntervals[{intervals.index}]."
-                                      f"{intervals.field}: {intervals.message}")
+                problem = problem or (
+                    f"container {name!r}: hvpa.scalingIntervals[{intervals.index}]."
+                    f"{intervals.field}: {intervals.message}"
+                )
                 intervals = ()
             pairs.append(PairOutcome(pair, totals, intervals, None, None, now_has.request, now_has.limit))
 
     def inactive(why: str) -> HvpaDecision:
-        return HvpaDecision(current, current, current, False, {}, False, None, None, "", _per_container(pairs, True),
-                            _per_container(pairs, False), None, tuple(pairs), sources, why, state)
+        return HvpaDecision(
+            current,
+            current,
+            current,
+            False,
+            {},
+            False,
+            None,
+            None,
+            "",
+            _per_container(pairs, True),
+            _per_container(pairs, False),
+            None,
+            tuple(pairs),
+            sources,
+            why,
+            state,
+        )
 
     if current == 0:
         return inactive("the target has 0 replicas: scaling is disabled (A8)")
@@ -142,8 +167,16 @@ def decide_hvpa(spec: TargetSpec, observation: HvpaObservation, hpa: Decision | 
     return _decide(spec, hvpa, observation, vpa, sources, pairs, state, now)
 
 
-def _decide(spec: TargetSpec, hvpa: HvpaSpec, observation: HvpaObservation, vpa: VpaObservation, sources: Sources,
-            pairs: list[PairOutcome], state: HvpaState, now: float) -> HvpaDecision:
+def _decide(
+    spec: TargetSpec,
+    hvpa: HvpaSpec,
+    observation: HvpaObservation,
+    vpa: VpaObservation,
+    sources: Sources,
+    pairs: list[PairOutcome],
+    state: HvpaState,
+    now: float,
+) -> HvpaDecision:
     current = observation.replicas
     desired_by_pair: dict[str, int] = {}
     for index, outcome in enumerate(pairs):
@@ -151,12 +184,13 @@ def _decide(spec: TargetSpec, hvpa: HvpaSpec, observation: HvpaObservation, vpa:
         if total is not None:
             pair_desired = desired_for_total(outcome.intervals, current, total)
             desired_by_pair[outcome.pair.label] = pair_desired
-            pairs[index] = PairOutcome(outcome.pair, outcome.totals, outcome.intervals, pair_desired, None,
-                                       outcome.request, outcome.limit)
+            pairs[index] = PairOutcome(
+                outcome.pair, outcome.totals, outcome.intervals, pair_desired, None, outcome.request, outcome.limit
+            )
     proposal = min(max(max(desired_by_pair.values()), spec.min_replicas), spec.max_replicas)
     inside = interval_at(next(p.intervals for p in pairs if p.desired is not None), current) is not None
     postponed = inside and proposal < current and any(_would_grow(hvpa, p, current, proposal) for p in pairs)
-    desired = current if postponed else proposal   # A14: hold the count while a pod would grow
+    desired = current if postponed else proposal  # A14: hold the count while a pod would grow
 
     changes: list[PairChange] = []
     for index, outcome in enumerate(pairs):
@@ -165,14 +199,28 @@ def _decide(spec: TargetSpec, hvpa: HvpaSpec, observation: HvpaObservation, vpa:
             continue
         pair, request = outcome.pair, outcome.totals.current.request
         policy = hvpa.policy_for(pair.container)
-        sizing = size_pair(total, request, policy, pair.resource, current, desired,
-                           interval_at(outcome.intervals, desired), hvpa.base_resources_per_replica.get(pair.resource),
-                           held=postponed, max_rule=inside)
+        sizing = size_pair(
+            total,
+            request,
+            policy,
+            pair.resource,
+            current,
+            desired,
+            interval_at(outcome.intervals, desired),
+            hvpa.base_resources_per_replica.get(pair.resource),
+            held=postponed,
+            max_rule=inside,
+        )
         rounded = round_request(pair.resource, sizing.per_pod, policy)
-        limit = new_limit(rounded, outcome.totals.current, desired,
-                          hvpa.limits_requests_gap_scale_params.get(pair.resource), policy.controlled_values)
+        limit = new_limit(
+            rounded,
+            outcome.totals.current,
+            desired,
+            hvpa.limits_requests_gap_scale_params.get(pair.resource),
+            policy.controlled_values,
+        )
         if limit is not None and policy.controlled_values is ControlledValues.REQUESTS_ONLY:
-            rounded = min(rounded, limit)     # the limit stays; Kubernetes needs request ≤ limit
+            rounded = min(rounded, limit)  # the limit stays; Kubernetes needs request ≤ limit
         elif limit is not None:
             limit = max(round_up(pair.resource, limit), rounded)
         pairs[index] = PairOutcome(pair, outcome.totals, outcome.intervals, outcome.desired, sizing, rounded, limit)
@@ -186,8 +234,15 @@ def _decide(spec: TargetSpec, hvpa: HvpaSpec, observation: HvpaObservation, vpa:
     elif way is not None:
         key = "scaleUp" if way is Direction.UP else "scaleDown"
         scale_type = hvpa.scale_up if way is Direction.UP else hvpa.scale_down
-        gate = check_gates(scale_type, f"hvpa.{key}", changes, now=now, last_applied=state.last_applied,
-                           clock=observation.clock, window=hvpa.maintenance_time_window)
+        gate = check_gates(
+            scale_type,
+            f"hvpa.{key}",
+            changes,
+            now=now,
+            last_applied=state.last_applied,
+            clock=observation.clock,
+            window=hvpa.maintenance_time_window,
+        )
         blocked, detail = gate.reason, gate.detail
     applied = way is not None and blocked is None
 
@@ -197,17 +252,36 @@ def _decide(spec: TargetSpec, hvpa: HvpaSpec, observation: HvpaObservation, vpa:
             value = outcome.request if applied else outcome.totals.current.request
             pins.setdefault(outcome.pair.container, {})[outcome.pair.resource] = value
     if vpa.container_policies is not None:
-        needs_patch = any(not held_pin(vpa.container_policies, container, resource, value)
-                          for container, amounts in pins.items() for resource, value in amounts.items())
+        needs_patch = any(
+            not held_pin(vpa.container_policies, container, resource, value)
+            for container, amounts in pins.items()
+            for resource, value in amounts.items()
+        )
     else:
         needs_patch = applied and any(o.sizing is not None and o.request != o.totals.current.request for o in pairs)
     patch = merge_patch(hvpa, pins, vpa.container_policies, vpa.resource_version) if needs_patch else None
-    new_state = HvpaState(now if applied else state.last_applied,
-                          _merged(state.pins, pins) if patch is not None else state.pins)
+    new_state = HvpaState(
+        now if applied else state.last_applied, _merged(state.pins, pins) if patch is not None else state.pins
+    )
     replicas = desired if applied else current
-    return HvpaDecision(current, desired, replicas, replicas != current, desired_by_pair, postponed, way, blocked,
-                        detail, _per_container(pairs, True), _per_container(pairs, False), patch, tuple(pairs),
-                        sources, None, new_state)
+    return HvpaDecision(
+        current,
+        desired,
+        replicas,
+        replicas != current,
+        desired_by_pair,
+        postponed,
+        way,
+        blocked,
+        detail,
+        _per_container(pairs, True),
+        _per_container(pairs, False),
+        patch,
+        tuple(pairs),
+        sources,
+        None,
+        new_state,
+    )
 
 
 def _would_grow(hvpa: HvpaSpec, outcome: PairOutcome, current: int, proposal: int) -> bool:
@@ -216,15 +290,23 @@ def _would_grow(hvpa: HvpaSpec, outcome: PairOutcome, current: int, proposal: in
     if total is None:
         return False
     request = outcome.totals.current.request
-    value, _ = proposed_value(interval_at(outcome.intervals, proposal), total, request, current, proposal,
-                              hvpa.base_resources_per_replica.get(outcome.pair.resource))
+    value, _ = proposed_value(
+        interval_at(outcome.intervals, proposal),
+        total,
+        request,
+        current,
+        proposal,
+        hvpa.base_resources_per_replica.get(outcome.pair.resource),
+    )
     return clamp_to_policy(value, hvpa.policy_for(outcome.pair.container), outcome.pair.resource) > request
 
 
 def _held_text(hvpa: HvpaSpec, pairs: Sequence[PairOutcome], current: int, proposal: int) -> str:
     growing = [p.pair.label for p in pairs if _would_grow(hvpa, p, current, proposal)]
-    return (f"scaling in to {proposal} would grow the pods of {', '.join(growing)}; "
-            f"{current} replicas are kept until they need no more than they have (A14)")
+    return (
+        f"scaling in to {proposal} would grow the pods of {', '.join(growing)}; "
+        f"{current} replicas are kept until they need no more than they have (A14)"
+    )
 
 
 def _merged(old: Pins, new: Pins) -> dict[str, dict[str, Fraction]]:

@@ -27,8 +27,10 @@ def hvpa_json(decision: HvpaDecision) -> dict[str, Any]:
 
 
 def _amounts_json(amounts: Any) -> dict[str, dict[str, str]]:
-    return {container: {resource: quantity_text(resource, value) for resource, value in values.items()}
-            for container, values in amounts.items()}
+    return {
+        container: {resource: quantity_text(resource, value) for resource, value in values.items()}
+        for container, values in amounts.items()
+    }
 
 
 def readable_amount(resource: str, value: Fraction) -> str:
@@ -49,8 +51,9 @@ def requests_text(decision: HvpaDecision) -> str:
     return ", ".join(parts)
 
 
-def _mapping_text(intervals: Sequence[EffectiveInterval], current: int, total: Fraction, resource: str,
-                  desired: int) -> str:
+def _mapping_text(
+    intervals: Sequence[EffectiveInterval], current: int, total: Fraction, resource: str, desired: int
+) -> str:
     def show(value: Fraction) -> str:
         return amount_text(resource, value)
 
@@ -59,8 +62,11 @@ def _mapping_text(intervals: Sequence[EffectiveInterval], current: int, total: F
         return f"{current} replicas is outside the intervals: the smallest count whose MAX holds it, {desired} (A8)"
     if total > here.max_total:
         target = interval_at(intervals, desired)
-        above = f"; MAX({desired}) = {show(target.max_total)}" if target is not None and total <= target.max_total \
+        above = (
+            f"; MAX({desired}) = {show(target.max_total)}"
+            if target is not None and total <= target.max_total
             else " (beyond the last interval, A9)"
+        )
         return f"above MAX({current}) = {show(here.max_total)} → {desired}{above}"
     if total >= here.min_total:
         return f"within [MIN({current}) = {show(here.min_total)}, MAX({current}) = {show(here.max_total)}] → stay"
@@ -78,11 +84,13 @@ def _pair_line(outcome: PairOutcome, current: int, hpa_replicas: int | None) -> 
         return f"{head}; no recommendation, left as it is"
     parts = []
     if totals.hpa_total is not None:
-        parts.append(f"hpa {hpa_replicas} × {amount_text(resource, request)} = "
-                     f"{amount_text(resource, totals.hpa_total)}")
+        parts.append(
+            f"hpa {hpa_replicas} × {amount_text(resource, request)} = {amount_text(resource, totals.hpa_total)}"
+        )
     if totals.vpa_total is not None and totals.vpa_per_pod is not None:
-        parts.append(f"vpa {current} × {amount_text(resource, totals.vpa_per_pod)} = "
-                     f"{amount_text(resource, totals.vpa_total)}")
+        parts.append(
+            f"vpa {current} × {amount_text(resource, totals.vpa_per_pod)} = {amount_text(resource, totals.vpa_total)}"
+        )
     mapping = _mapping_text(outcome.intervals, current, totals.total, resource, outcome.desired)
     return f"{head}; total {amount_text(resource, totals.total)} ({', '.join(parts)}): {mapping}"
 
@@ -102,16 +110,28 @@ def explain_hvpa(decision: HvpaDecision) -> list[str]:
         lines.append(f"HVPA: no decision: {decision.inactive}.")
         return lines
     largest = max(decision.desired_by_pair.values())
-    lines.append(f"HVPA: desired replicas {largest} (the largest over pairs)"
-                 + (f", clamped to {decision.desired_replicas}." if not decision.scale_in_postponed
-                    and largest != decision.desired_replicas else "."))
+    lines.append(
+        f"HVPA: desired replicas {largest} (the largest over pairs)"
+        + (
+            f", clamped to {decision.desired_replicas}."
+            if not decision.scale_in_postponed and largest != decision.desired_replicas
+            else "."
+        )
+    )
     if decision.scale_in_postponed:
         lines.append(f"HVPA: scale-in to {largest} postponed, {current} replicas kept (A14).")
     sized = [o for o in decision.pairs if o.sizing is not None]
     if sized:
-        lines.append("HVPA per pod: " + "; ".join(
-            f"{o.pair.label} {amount_text(o.pair.resource, o.totals.current.request)} → "
-            f"{amount_text(o.pair.resource, o.request)} ({o.sizing.rule})" for o in sized if o.sizing) + ".")
+        lines.append(
+            "HVPA per pod: "
+            + "; ".join(
+                f"{o.pair.label} {amount_text(o.pair.resource, o.totals.current.request)} → "
+                f"{amount_text(o.pair.resource, o.request)} ({o.sizing.rule})"
+                for o in sized
+                if o.sizing
+            )
+            + "."
+        )
     if decision.blocked is not None:
         verb = "Held" if decision.blocked is BlockReason.PARADOXICAL_SCALING else "Blocked"
         lines.append(f"HVPA {verb} ({decision.blocked.value}): {decision.block_detail}.")

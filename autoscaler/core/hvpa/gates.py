@@ -47,9 +47,9 @@ class PairChange:
 
     label: str
     resource: str
-    current_total: Fraction     # c × req
-    new_total: Fraction         # d × P (P as applied, i.e. rounded)
-    recommendation: Fraction    # T
+    current_total: Fraction  # c × req
+    new_total: Fraction  # d × P (P as applied, i.e. rounded)
+    recommendation: Fraction  # T
 
 
 def direction(current: int, desired: int, changes: Sequence[PairChange]) -> Direction | None:
@@ -73,32 +73,45 @@ def min_change_threshold(scale_type: ScaleType, resource: str, current_total: Fr
     return params.smaller(current_total)
 
 
-def check_gates(scale_type: ScaleType, key: str, changes: Sequence[PairChange], *, now: float,
-                last_applied: float | None, clock: Fraction | float | None,
-                window: MaintenanceWindow | None) -> Gate:
+def check_gates(
+    scale_type: ScaleType,
+    key: str,
+    changes: Sequence[PairChange],
+    *,
+    now: float,
+    last_applied: float | None,
+    clock: Fraction | float | None,
+    window: MaintenanceWindow | None,
+) -> Gate:
     """The first gate of ``scale_type`` (the ScaleType at ``hvpa.<key>``) that blocks, if any."""
     mode = scale_type.update_mode
     if mode is UpdateMode.OFF:
         return Gate(BlockReason.UPDATE_POLICY, f"{key}.updatePolicy.updateMode is Off")
     if last_applied is not None and now - last_applied < scale_type.stabilization_seconds:
-        return Gate(BlockReason.STABILIZATION_WINDOW,
-                    f"the last scaling was {now - last_applied:g}s ago, {key}.stabilizationDuration is "
-                    f"{scale_type.stabilization_text}")
+        return Gate(
+            BlockReason.STABILIZATION_WINDOW,
+            f"the last scaling was {now - last_applied:g}s ago, {key}.stabilizationDuration is "
+            f"{scale_type.stabilization_text}",
+        )
     if mode is UpdateMode.MAINTENANCE_WINDOW:
         if window is None or clock is None:
-            return Gate(BlockReason.MAINTENANCE_WINDOW, "the time of day is unknown, so the maintenance window "
-                                                        "cannot be confirmed")
+            return Gate(
+                BlockReason.MAINTENANCE_WINDOW,
+                "the time of day is unknown, so the maintenance window cannot be confirmed",
+            )
         if not in_window(window, clock):
-            return Gate(BlockReason.MAINTENANCE_WINDOW,
-                        f"outside the maintenance window {window.begin_text}–{window.end_text}")
+            return Gate(
+                BlockReason.MAINTENANCE_WINDOW, f"outside the maintenance window {window.begin_text}–{window.end_text}"
+            )
     small = []
     for change in changes:
         threshold = min_change_threshold(scale_type, change.resource, change.current_total)
         delta = abs(change.recommendation - change.current_total)
         if delta >= threshold:
             return Gate(None)
-        small.append(f"{change.label} {amount_text(change.resource, delta)} < "
-                     f"{amount_text(change.resource, threshold)}")
+        small.append(
+            f"{change.label} {amount_text(change.resource, delta)} < {amount_text(change.resource, threshold)}"
+        )
     if small:
         return Gate(BlockReason.MIN_CHANGE, f"every total is within {key}.minChange: " + ", ".join(small))
     return Gate(None)

@@ -33,8 +33,22 @@ def hpa_off_decision(spec: TargetSpec, current: int, state: TargetState, now: fl
     history = with_initial_recommendation(state.history, current, now)
     skipped = tuple(MetricOutcome(m, skipped=True) for m in spec.metrics)
     previous = state.desired_replicas if state.desired_replicas is not None else current
-    return Decision(current, None, current, False, HVPA_ONLY, "", skipped, None, None, state.conditions, history,
-                    previous, state.last_scale_time, previous_desired_replicas=state.desired_replicas)
+    return Decision(
+        current,
+        None,
+        current,
+        False,
+        HVPA_ONLY,
+        "",
+        skipped,
+        None,
+        None,
+        state.conditions,
+        history,
+        previous,
+        state.last_scale_time,
+        previous_desired_replicas=state.desired_replicas,
+    )
 
 
 def rescale_reason(hvpa: HvpaDecision) -> str:
@@ -47,6 +61,11 @@ def rescale_reason(hvpa: HvpaDecision) -> str:
 def adopt_hvpa(hpa: Decision, hvpa: HvpaDecision) -> Decision:
     """The HPA decision with HVPA's count as the one to set (record the write with apply_scale_result)."""
     if hvpa.scale:
-        return replace(hpa, replicas=hvpa.replicas, scale=True, rescale_reason=rescale_reason(hvpa),
-                       status_desired_replicas=hvpa.replicas)
+        return replace(
+            hpa,
+            replicas=hvpa.replicas,
+            scale=True,
+            rescale_reason=rescale_reason(hvpa),
+            status_desired_replicas=hvpa.replicas,
+        )
     return replace(hpa, replicas=hvpa.current_replicas, scale=False, status_desired_replicas=hvpa.current_replicas)

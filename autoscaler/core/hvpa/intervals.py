@@ -29,9 +29,9 @@ class EffectiveInterval:
     replicas: int
     max_total: Fraction
     min_total: Fraction
-    per_pod_max: Fraction        # maxResources of the scalingIntervals entry it comes from
-    horizontal_only: bool        # pods stay at per_pod_max (A29)
-    index: int                   # which scalingIntervals entry
+    per_pod_max: Fraction  # maxResources of the scalingIntervals entry it comes from
+    horizontal_only: bool  # pods stay at per_pod_max (A29)
+    index: int  # which scalingIntervals entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,24 +51,32 @@ def _max_resource(spec: HvpaSpec, index: int, resource: str, policy: ContainerPo
     if fallback is not None:
         return fallback
     who = "the default container policy" if policy.name == "*" else f'container "{policy.name}"'
-    return IntervalProblem(index, f"maxResources.{resource}",
-                           f"Required value: maxResources.{resource} is not set and {who} has no "
-                           f"maxAllowed.{resource} to default to (A24)")
+    return IntervalProblem(
+        index,
+        f"maxResources.{resource}",
+        f"Required value: maxResources.{resource} is not set and {who} has no "
+        f"maxAllowed.{resource} to default to (A24)",
+    )
 
 
-def effective_intervals(spec: HvpaSpec, resource: str, policy: ContainerPolicy, min_replicas: int,
-                        max_replicas: int) -> tuple[EffectiveInterval, ...] | IntervalProblem:
+def effective_intervals(
+    spec: HvpaSpec, resource: str, policy: ContainerPolicy, min_replicas: int, max_replicas: int
+) -> tuple[EffectiveInterval, ...] | IntervalProblem:
     """The effective intervals of one (container, resource) pair, lowest count first."""
-    built: list[tuple[int, Fraction, Fraction, bool, int]] = []   # (r, MAX, per-pod max, horizontalOnly, index)
+    built: list[tuple[int, Fraction, Fraction, bool, int]] = []  # (r, MAX, per-pod max, horizontalOnly, index)
     start = min_replicas
     previous_max = Fraction(0)
     for index, interval in enumerate(spec.scaling_intervals):
         top = interval.max_replicas if interval.max_replicas is not None else max_replicas
         if top < start:
-            defaulted = ("" if interval.max_replicas is not None
-                         else f" (it defaults to the target's maxReplicas, {top})")
-            what = (f"must be at least the target's minReplicas ({start})" if index == 0 else
-                    f"must be greater than scalingIntervals[{index - 1}].maxReplicas ({start - 1})")
+            defaulted = (
+                "" if interval.max_replicas is not None else f" (it defaults to the target's maxReplicas, {top})"
+            )
+            what = (
+                f"must be at least the target's minReplicas ({start})"
+                if index == 0
+                else f"must be greater than scalingIntervals[{index - 1}].maxReplicas ({start - 1})"
+            )
             return IntervalProblem(index, "maxReplicas", f"{what}{defaulted} (A28)")
         per_pod = _max_resource(spec, index, resource, policy)
         if isinstance(per_pod, IntervalProblem):
@@ -82,24 +90,27 @@ def effective_intervals(spec: HvpaSpec, resource: str, policy: ContainerPolicy, 
             maxima = [previous_max + k * (upper - previous_max) / count for k in range(1, count + 1)]
         if maxima[0] <= previous_max:
             replicas = start if horizontal_only else top
-            return IntervalProblem(index, f"maxResources.{resource}",
-                                   f"must make the maximum total grow: {replicas} × {amount_text(resource, per_pod)} = "
-                                   f"{amount_text(resource, replicas * per_pod)} is not above "
-                                   f"{amount_text(resource, previous_max)}, the maximum total below it (A28)")
+            return IntervalProblem(
+                index,
+                f"maxResources.{resource}",
+                f"must make the maximum total grow: {replicas} × {amount_text(resource, per_pod)} = "
+                f"{amount_text(resource, replicas * per_pod)} is not above "
+                f"{amount_text(resource, previous_max)}, the maximum total below it (A28)",
+            )
         built.extend((start + k, m, per_pod, horizontal_only, index) for k, m in enumerate(maxima))
         previous_max = maxima[-1]
         start = top + 1
-    built = [b for b in built if b[0] <= max_replicas]   # A25
+    built = [b for b in built if b[0] <= max_replicas]  # A25
     overlap = spec.scaling_intervals_overlap.get(resource)
     result: list[EffectiveInterval] = []
     for position, (replicas, max_total, per_pod, horizontal_only, index) in enumerate(built):
         if position == 0:
             floor = policy.bound("min", resource)
-            min_total = floor * replicas if floor is not None else Fraction(0)   # A4
+            min_total = floor * replicas if floor is not None else Fraction(0)  # A4
         else:
             below = built[position - 1][1]
             amount = overlap.larger(below) if overlap is not None else Fraction(0)
-            min_total = max(Fraction(0), below - amount)                      # A5
+            min_total = max(Fraction(0), below - amount)  # A5
         result.append(EffectiveInterval(replicas, max_total, min_total, per_pod, horizontal_only, index))
     return tuple(result)
 

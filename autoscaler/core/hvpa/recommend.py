@@ -50,8 +50,11 @@ def available_sources(spec: HvpaSpec, hpa: Decision | None, vpa: VpaStatus | Non
         if hpa is not None and hpa.branch in _PROPOSING_BRANCHES:
             hpa_replicas = hpa.replicas
         else:
-            why = hpa.error if hpa is not None and hpa.error else (
-                "no HPA decision" if hpa is None else f"the HPA decision proposes nothing ({hpa.branch})")
+            why = (
+                hpa.error
+                if hpa is not None and hpa.error
+                else ("no HPA decision" if hpa is None else f"the HPA decision proposes nothing ({hpa.branch})")
+            )
             notes.append(f"HPA source unavailable: {why}")
     usable: VpaStatus | None = None
     if Source.VPA in spec.sources:
@@ -80,7 +83,7 @@ class PairTotals:
     pair: Pair
     current: CurrentResource
     hpa_total: Fraction | None
-    vpa_per_pod: Fraction | None     # the VPA's per-pod value, clamped to the user's bounds
+    vpa_per_pod: Fraction | None  # the VPA's per-pod value, clamped to the user's bounds
     vpa_total: Fraction | None
 
     @property
@@ -90,8 +93,14 @@ class PairTotals:
         return max(totals) if totals else None
 
 
-def pair_totals(pair: Pair, policy: ContainerPolicy, current: CurrentResource, replicas: int, sources: Sources,
-                recommendation: ContainerRecommendation | None) -> PairTotals:
+def pair_totals(
+    pair: Pair,
+    policy: ContainerPolicy,
+    current: CurrentResource,
+    replicas: int,
+    sources: Sources,
+    recommendation: ContainerRecommendation | None,
+) -> PairTotals:
     hpa_total = sources.hpa_replicas * current.request if sources.hpa_replicas is not None else None
     vpa_per_pod: Fraction | None = None
     if recommendation is not None:

@@ -32,15 +32,16 @@ from autoscaler.core.hvpa.spec import CPU, ChangeParams, ContainerPolicy, Contro
 GRID = {CPU: Fraction(1, 1000)}
 BYTE = Fraction(1)
 
-VERTICAL = "vertical"              # d = c: P = T/c
+VERTICAL = "vertical"  # d = c: P = T/c
 HORIZONTAL_ONLY = "horizontalOnly"  # the interval fixes the pod size
-ADJUSTED = "adjusted"              # d ≠ c: P = A
-KEPT = "max(current, adjusted)"    # scale-out max rule
-HELD = "held"                      # scale-in postponed: P = max(req, T/c)
+ADJUSTED = "adjusted"  # d ≠ c: P = A
+KEPT = "max(current, adjusted)"  # scale-out max rule
+HELD = "held"  # scale-in postponed: P = max(req, T/c)
 
 
-def adjusted_recommendation(total: Fraction, request: Fraction, current: int, desired: int,
-                            base: ChangeParams | None) -> Fraction:
+def adjusted_recommendation(
+    total: Fraction, request: Fraction, current: int, desired: int, base: ChangeParams | None
+) -> Fraction:
     """A for ``desired`` pods (A13)."""
     if base is None:
         return total / desired
@@ -51,8 +52,14 @@ def adjusted_recommendation(total: Fraction, request: Fraction, current: int, de
     return share + base.larger(share)
 
 
-def proposed_value(interval: EffectiveInterval | None, total: Fraction, request: Fraction, current: int,
-                   desired: int, base: ChangeParams | None) -> tuple[Fraction, str]:
+def proposed_value(
+    interval: EffectiveInterval | None,
+    total: Fraction,
+    request: Fraction,
+    current: int,
+    desired: int,
+    base: ChangeParams | None,
+) -> tuple[Fraction, str]:
     """The per-pod value ``desired`` pods would get, before the max rule and the bounds."""
     if interval is not None and interval.horizontal_only:
         return interval.per_pod_max, HORIZONTAL_ONLY
@@ -63,14 +70,24 @@ def proposed_value(interval: EffectiveInterval | None, total: Fraction, request:
 
 @dataclass(frozen=True, slots=True)
 class Sizing:
-    per_pod: Fraction        # P: exact, within the user's bounds
+    per_pod: Fraction  # P: exact, within the user's bounds
     rule: str
-    adjusted: Fraction | None = None   # A, when the count changes
+    adjusted: Fraction | None = None  # A, when the count changes
 
 
-def size_pair(total: Fraction, request: Fraction, policy: ContainerPolicy, resource: str, current: int,
-              desired: int, interval: EffectiveInterval | None, base: ChangeParams | None, *, held: bool,
-              max_rule: bool) -> Sizing:
+def size_pair(
+    total: Fraction,
+    request: Fraction,
+    policy: ContainerPolicy,
+    resource: str,
+    current: int,
+    desired: int,
+    interval: EffectiveInterval | None,
+    base: ChangeParams | None,
+    *,
+    held: bool,
+    max_rule: bool,
+) -> Sizing:
     """P for one pair. ``interval`` is the effective interval of the count the pods will run at;
     ``max_rule`` says whether the scale-out max rule may apply (c is inside the intervals, A8)."""
     if held:
@@ -83,8 +100,13 @@ def size_pair(total: Fraction, request: Fraction, policy: ContainerPolicy, resou
     return Sizing(clamp_to_policy(value, policy, resource), rule, adjusted)
 
 
-def new_limit(per_pod: Fraction, current: CurrentResource, desired: int, gap: ChangeParams | None,
-              controlled_values: ControlledValues) -> Fraction | None:
+def new_limit(
+    per_pod: Fraction,
+    current: CurrentResource,
+    desired: int,
+    gap: ChangeParams | None,
+    controlled_values: ControlledValues,
+) -> Fraction | None:
     limit = current.limit
     if limit is None:
         return None

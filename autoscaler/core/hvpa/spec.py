@@ -147,7 +147,7 @@ class HvpaSpec:
     scale_up: ScaleType = ScaleType()
     scale_down: ScaleType = ScaleType()
     maintenance_time_window: MaintenanceWindow | None = None
-    vpa: str | None = None          # the VPA object's name; None: the one whose targetRef is the scale target
+    vpa: str | None = None  # the VPA object's name; None: the one whose targetRef is the scale target
     containers: tuple[ContainerPolicy, ...] = ()
     sources: tuple[Source, ...] = (Source.HPA, Source.VPA)
     warnings: tuple[str, ...] = ()  # valid but suspicious settings, each with its path

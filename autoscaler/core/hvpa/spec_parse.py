@@ -41,8 +41,14 @@ _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-
 _LEGACY_INTERVAL_FIELDS = {"maxCpu": "maxResources.cpu", "maxMemory": "maxResources.memory"}
 
 
-def read_hvpa_spec(obj: Obj, *, spec_path: str, min_replicas: int | None, max_replicas: int | None,
-                   metrics: Sequence[MetricSpec] | None) -> HvpaSpec | None:
+def read_hvpa_spec(
+    obj: Obj,
+    *,
+    spec_path: str,
+    min_replicas: int | None,
+    max_replicas: int | None,
+    metrics: Sequence[MetricSpec] | None,
+) -> HvpaSpec | None:
     """The ``hvpa`` section, or None when anything in it (or across it and the target) is invalid."""
     errors_before = len(obj.errors.items)
     intervals = _scaling_intervals(obj)
@@ -61,11 +67,15 @@ def read_hvpa_spec(obj: Obj, *, spec_path: str, min_replicas: int | None, max_re
     warnings: list[str] = []
     for key in ("scaleUp", "scaleDown"):
         if _raw_update_mode(obj, key) == UpdateMode.MAINTENANCE_WINDOW.value and not obj.has("maintenanceTimeWindow"):
-            obj.errors.add(f"{obj.at(key)}.updatePolicy.updateMode",
-                           f"{REQUIRED}: updateMode MaintenanceWindow needs {obj.at('maintenanceTimeWindow')} (A19)")
+            obj.errors.add(
+                f"{obj.at(key)}.updatePolicy.updateMode",
+                f"{REQUIRED}: updateMode MaintenanceWindow needs {obj.at('maintenanceTimeWindow')} (A19)",
+            )
     if window is not None and window.begin == window.end:
-        warnings.append(f"{obj.at('maintenanceTimeWindow')}: begin and end are the same second, so the window "
-                        f"is one second long, not all day (A19)")
+        warnings.append(
+            f"{obj.at('maintenanceTimeWindow')}: begin and end are the same second, so the window "
+            f"is one second long, not all day (A19)"
+        )
     if min_replicas == 0:
         obj.errors.add(f"{spec_path}.minReplicas", "must be at least 1 with hvpa (HVPA never scales to zero; A8)")
     if intervals is not None and containers is not None and min_replicas and max_replicas:
@@ -76,8 +86,9 @@ def read_hvpa_spec(obj: Obj, *, spec_path: str, min_replicas: int | None, max_re
         return None
     assert intervals is not None and overlap is not None and base is not None and gap is not None
     assert scale_up is not None and scale_down is not None and containers is not None and sources is not None
-    return HvpaSpec(intervals, overlap, base, gap, scale_up, scale_down, window, vpa, containers, sources,
-                    tuple(warnings))
+    return HvpaSpec(
+        intervals, overlap, base, gap, scale_up, scale_down, window, vpa, containers, sources, tuple(warnings)
+    )
 
 
 def _raw_update_mode(obj: Obj, key: str) -> object:
@@ -115,8 +126,9 @@ def _change_params(obj: Obj | None, max_percentage: int) -> ChangeParams | None:
     return ChangeParams(value.value if value is not None else None, percentage)
 
 
-def _change_params_map(obj: Obj | None, *, max_percentage: int = MAX_INT32,
-                       unsupported: Sequence[str] = ()) -> ResourceChangeParams | None:
+def _change_params_map(
+    obj: Obj | None, *, max_percentage: int = MAX_INT32, unsupported: Sequence[str] = ()
+) -> ResourceChangeParams | None:
     """``{cpu: {value, percentage}, memory: {...}}``."""
     if obj is None:
         return {}
@@ -156,8 +168,9 @@ def _scaling_interval(obj: Obj | None) -> ScalingInterval | None:
     errors_before = len(obj.errors.items)
     max_replicas = obj.integer("maxReplicas", minimum=1, maximum=MAX_INT32)
     resources = _resource_list(obj.obj("maxResources"))
-    extrapolation = obj.string("effectiveIntervalExtrapolation", default=Extrapolation.LINEAR.value,
-                               choices=[e.value for e in Extrapolation])
+    extrapolation = obj.string(
+        "effectiveIntervalExtrapolation", default=Extrapolation.LINEAR.value, choices=[e.value for e in Extrapolation]
+    )
     for legacy, hint in _LEGACY_INTERVAL_FIELDS.items():
         if legacy in obj.value:
             obj.mark_known(legacy)
@@ -245,8 +258,11 @@ def _container(obj: Obj | None) -> ContainerPolicy | None:
         obj.error("name", 'must be a container name (a DNS-1123 label) or "*" for every other container')
     mode = obj.string("mode", default=ContainerMode.AUTO.value, choices=[m.value for m in ContainerMode])
     controlled = _controlled_resources(obj)
-    values = obj.string("controlledValues", default=ControlledValues.REQUESTS_AND_LIMITS.value,
-                        choices=[v.value for v in ControlledValues])
+    values = obj.string(
+        "controlledValues",
+        default=ControlledValues.REQUESTS_AND_LIMITS.value,
+        choices=[v.value for v in ControlledValues],
+    )
     min_allowed = _resource_list(obj.obj("minAllowed"))
     max_allowed = _resource_list(obj.obj("maxAllowed"))
     if min_allowed and max_allowed:
@@ -254,15 +270,17 @@ def _container(obj: Obj | None) -> ContainerPolicy | None:
             low, high = min_allowed.get(resource), max_allowed.get(resource)
             if low is not None and high is not None and low.value > high.value:
                 obj.error(f"minAllowed.{resource}", f"must not be greater than maxAllowed.{resource} ({high})")
-    explicit = frozenset(key for key in ("mode", "controlledResources", "controlledValues", "minAllowed",
-                                         "maxAllowed") if obj.has(key))
+    explicit = frozenset(
+        key for key in ("mode", "controlledResources", "controlledValues", "minAllowed", "maxAllowed") if obj.has(key)
+    )
     obj.finish()
     if len(obj.errors.items) > errors_before:
         return None
     assert name is not None and mode is not None and controlled is not None and values is not None
     assert min_allowed is not None and max_allowed is not None
-    return ContainerPolicy(name, ContainerMode(mode), controlled, ControlledValues(values), min_allowed,
-                           max_allowed, explicit)
+    return ContainerPolicy(
+        name, ContainerMode(mode), controlled, ControlledValues(values), min_allowed, max_allowed, explicit
+    )
 
 
 def _controlled_resources(obj: Obj) -> tuple[str, ...] | None:
@@ -281,8 +299,9 @@ def _controlled_resources(obj: Obj) -> tuple[str, ...] | None:
             obj.errors.add(path, f'Duplicate value: "{element}"')
             return None
         result.append(element)
-    return tuple(r for r in RESOURCES if r in result) if isinstance(obj.value.get("controlledResources"), list) \
-        else None
+    return (
+        tuple(r for r in RESOURCES if r in result) if isinstance(obj.value.get("controlledResources"), list) else None
+    )
 
 
 def _sources(obj: Obj) -> tuple[Source, ...] | None:
@@ -310,9 +329,15 @@ def _sources(obj: Obj) -> tuple[Source, ...] | None:
     return tuple(result)
 
 
-def _check_intervals(obj: Obj, intervals: tuple[ScalingInterval, ...], overlap: ResourceChangeParams,
-                     containers: tuple[ContainerPolicy, ...], min_replicas: int, max_replicas: int,
-                     warnings: list[str]) -> None:
+def _check_intervals(
+    obj: Obj,
+    intervals: tuple[ScalingInterval, ...],
+    overlap: ResourceChangeParams,
+    containers: tuple[ContainerPolicy, ...],
+    min_replicas: int,
+    max_replicas: int,
+    warnings: list[str],
+) -> None:
     """Step 1's rules, for every container policy the spec states (A24, A25, A28). Containers the spec
     does not list are checked when they show up (the decision then reports the same problem)."""
     at = obj.at("scalingIntervals")
@@ -322,12 +347,16 @@ def _check_intervals(obj: Obj, intervals: tuple[ScalingInterval, ...], overlap: 
         top = interval.max_replicas if interval.max_replicas is not None else max_replicas
         defaulted = "" if interval.max_replicas is not None else f" (it defaults to the target's maxReplicas, {top})"
         if previous is None and top < min_replicas:
-            obj.errors.add(f"{at}[{index}].maxReplicas",
-                           f"must be at least the target's minReplicas ({min_replicas}){defaulted} (A28)")
+            obj.errors.add(
+                f"{at}[{index}].maxReplicas",
+                f"must be at least the target's minReplicas ({min_replicas}){defaulted} (A28)",
+            )
             counts_ok = False
         elif previous is not None and top <= previous:
-            obj.errors.add(f"{at}[{index}].maxReplicas", f"must be greater than scalingIntervals[{index - 1}]"
-                                                         f".maxReplicas ({previous}){defaulted} (A28)")
+            obj.errors.add(
+                f"{at}[{index}].maxReplicas",
+                f"must be greater than scalingIntervals[{index - 1}].maxReplicas ({previous}){defaulted} (A28)",
+            )
             counts_ok = False
         previous = top
     if not counts_ok:
@@ -347,20 +376,30 @@ def _check_intervals(obj: Obj, intervals: tuple[ScalingInterval, ...], overlap: 
     for index, interval in enumerate(intervals):
         top = interval.max_replicas if interval.max_replicas is not None else max_replicas
         if start > max_replicas:
-            warnings.append(f"{at}[{index}]: starts above the target's maxReplicas "
-                            f"({max_replicas}), so it is never used (A25)")
+            warnings.append(
+                f"{at}[{index}]: starts above the target's maxReplicas ({max_replicas}), so it is never used (A25)"
+            )
         elif top > max_replicas:
-            warnings.append(f"{at}[{index}].maxReplicas: counts above the target's "
-                            f"maxReplicas ({max_replicas}) are never used (A25)")
+            warnings.append(
+                f"{at}[{index}].maxReplicas: counts above the target's "
+                f"maxReplicas ({max_replicas}) are never used (A25)"
+            )
         start = top + 1
 
 
-def _warn_hpa_on_off_containers(obj: Obj, containers: tuple[ContainerPolicy, ...], metrics: Sequence[MetricSpec],
-                                spec_path: str, warnings: list[str]) -> None:
+def _warn_hpa_on_off_containers(
+    obj: Obj,
+    containers: tuple[ContainerPolicy, ...],
+    metrics: Sequence[MetricSpec],
+    spec_path: str,
+    warnings: list[str],
+) -> None:
     """EP-0001 "some containers Off": the HPA may scale out for a container HVPA never resizes."""
     off = {p.name for p in containers if p.mode is ContainerMode.OFF}
     for index, metric in enumerate(metrics):
         if metric.type is MetricSourceType.CONTAINER_RESOURCE and metric.container in off:
-            warnings.append(f"{spec_path}.metrics[{index}]: the HPA source scales on container "
-                            f'"{metric.container}", which has mode Off in {obj.at("containers")} and is never '
-                            f"resized (A11)")
+            warnings.append(
+                f"{spec_path}.metrics[{index}]: the HPA source scales on container "
+                f'"{metric.container}", which has mode Off in {obj.at("containers")} and is never '
+                f"resized (A11)"
+            )

@@ -21,7 +21,7 @@ from typing import Any
 from autoscaler.core.hvpa.spec import MEMORY, ContainerPolicy, HvpaSpec
 from autoscaler.values.quantity import Format, format_quantity
 
-Pins = Mapping[str, Mapping[str, Fraction]]   # container → resource → per-pod value
+Pins = Mapping[str, Mapping[str, Fraction]]  # container → resource → per-pod value
 BOUNDS = ("minAllowed", "maxAllowed")
 
 
@@ -68,8 +68,9 @@ def pinned_policies(spec: HvpaSpec, pins: Pins, policies: Sequence[Mapping[str, 
     return result
 
 
-def merge_patch(spec: HvpaSpec, pins: Pins, policies: Sequence[Mapping[str, Any]] | None,
-                resource_version: str | None = None) -> dict[str, Any]:
+def merge_patch(
+    spec: HvpaSpec, pins: Pins, policies: Sequence[Mapping[str, Any]] | None, resource_version: str | None = None
+) -> dict[str, Any]:
     body: dict[str, Any] = {"spec": {"resourcePolicy": {"containerPolicies": pinned_policies(spec, pins, policies)}}}
     if resource_version is not None:
         body = {"metadata": {"resourceVersion": resource_version}, **body}

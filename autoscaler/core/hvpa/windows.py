@@ -26,8 +26,10 @@ def parse_time_of_day(text: str) -> int:
     """UTC seconds since midnight of a ``HHMMSS±hhmm`` time; raise :class:`WindowTimeError`."""
     match = _TIME_OF_DAY.match(text)
     if match is None:
-        raise WindowTimeError(f'must be a time of day as HHMMSS±hhmm, such as "220000+0100" or "033000-0000", '
-                              f'not "{text}" (no colons, no Z)')
+        raise WindowTimeError(
+            f'must be a time of day as HHMMSS±hhmm, such as "220000+0100" or "033000-0000", '
+            f'not "{text}" (no colons, no Z)'
+        )
     hours, minutes, seconds, sign, offset_hours, offset_minutes = match.groups()
     if int(hours) > 23 or int(minutes) > 59 or int(seconds) > 59:
         raise WindowTimeError(f'"{text}": the time must be between 000000 and 235959')

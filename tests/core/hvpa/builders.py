@@ -37,38 +37,64 @@ def target_spec(hvpa: str = "", *, min_replicas: int = 1, max_replicas: int = 5,
     """A target spec whose hvpa section is ``hvpa`` (YAML, indented under ``hvpa:``); the five intervals
     when it does not give scalingIntervals."""
     body = hvpa if "  scalingIntervals:" in hvpa else f"  scalingIntervals:\n{FIVE_INTERVALS}\n{hvpa}"
-    text = (f"scaleTargetRef: {{kind: Deployment, name: kube-apiserver}}\nminReplicas: {min_replicas}\n"
-            f"maxReplicas: {max_replicas}\n{extra}\nhvpa:\n{body}")
+    text = (
+        f"scaleTargetRef: {{kind: Deployment, name: kube-apiserver}}\nminReplicas: {min_replicas}\n"
+        f"maxReplicas: {max_replicas}\n{extra}\nhvpa:\n{body}"
+    )
     return parse_target_spec(yaml.safe_load(text))
 
 
-def pods(count: int, requests: Mapping[str, str], *, container: str = "main",
-         limits: Mapping[str, str] | None = None, others: tuple[ContainerInfo, ...] = ()) -> list[PodInfo]:
+def pods(
+    count: int,
+    requests: Mapping[str, str],
+    *,
+    container: str = "main",
+    limits: Mapping[str, str] | None = None,
+    others: tuple[ContainerInfo, ...] = (),
+) -> list[PodInfo]:
     milli = {r: Quantity.parse(v).milli_value() for r, v in requests.items()}
     limit_milli = {r: Quantity.parse(v).milli_value() for r, v in (limits or {}).items()}
-    return [PodInfo(f"p{i}", containers=(ContainerInfo(container, milli, limits=limit_milli), *others))
-            for i in range(count)]
+    return [
+        PodInfo(f"p{i}", containers=(ContainerInfo(container, milli, limits=limit_milli), *others))
+        for i in range(count)
+    ]
 
 
 PROVIDED = (VpaCondition("RecommendationProvided", "True"),)
 
 
-def vpa_status(per_container: Mapping[str, Mapping[str, str]], *,
-               uncapped: Mapping[str, Mapping[str, str]] | None = None,
-               conditions: tuple[VpaCondition, ...] = PROVIDED) -> VpaStatus:
+def vpa_status(
+    per_container: Mapping[str, Mapping[str, str]],
+    *,
+    uncapped: Mapping[str, Mapping[str, str]] | None = None,
+    conditions: tuple[VpaCondition, ...] = PROVIDED,
+) -> VpaStatus:
     entries = []
     for name, target in per_container.items():
         raw_uncapped = (uncapped or {}).get(name)
-        entries.append(ContainerRecommendation(
-            name, {r: q(v) for r, v in target.items()},
-            {r: q(v) for r, v in raw_uncapped.items()} if raw_uncapped is not None else None))
+        entries.append(
+            ContainerRecommendation(
+                name,
+                {r: q(v) for r, v in target.items()},
+                {r: q(v) for r, v in raw_uncapped.items()} if raw_uncapped is not None else None,
+            )
+        )
     return VpaStatus(tuple(entries), conditions)
 
 
-def decide(spec: TargetSpec, replicas: int, pod_list: list[PodInfo], *, vpa: VpaStatus | None = None,
-           hpa: Decision | None = None, state: HvpaState | None = None, now: float = 1000.0,
-           policies: tuple[Mapping[str, Any], ...] | None = None, clock: Fraction | float | None = None,
-           resource_version: str | None = None) -> HvpaDecision:
+def decide(
+    spec: TargetSpec,
+    replicas: int,
+    pod_list: list[PodInfo],
+    *,
+    vpa: VpaStatus | None = None,
+    hpa: Decision | None = None,
+    state: HvpaState | None = None,
+    now: float = 1000.0,
+    policies: tuple[Mapping[str, Any], ...] | None = None,
+    clock: Fraction | float | None = None,
+    resource_version: str | None = None,
+) -> HvpaDecision:
     observation = HvpaObservation(replicas, pod_list, VpaObservation(vpa, policies, resource_version), clock=clock)
     return decide_hvpa(spec, observation, hpa, state or HvpaState(), now)
 

@@ -11,14 +11,17 @@ from autoscaler.core.spec import TargetSpec
 from tests.core.hvpa.builders import decide as decide_hvpa
 from tests.core.hvpa.builders import pods, target_spec, texts, vpa_status
 
-EXTERNAL = ("metrics:\n- type: External\n  external: {metric: {name: load}, target: {type: AverageValue, "
-            "averageValue: '1'}, query: load}\n")
+EXTERNAL = (
+    "metrics:\n- type: External\n  external: {metric: {name: load}, target: {type: AverageValue, "
+    "averageValue: '1'}, query: load}\n"
+)
 CPU_ONLY = "  containers: [{name: main, controlledResources: [cpu]}]\n"
-NO_MIN_CHANGE = ("  scaleUp: {minChange: {cpu: {value: 0}}}\n  scaleDown: {minChange: {cpu: {value: 0}}}\n")
+NO_MIN_CHANGE = "  scaleUp: {minChange: {cpu: {value: 0}}}\n  scaleDown: {minChange: {cpu: {value: 0}}}\n"
 
 
-def hpa_decision(spec: TargetSpec, current: int, load: int, *, now: float = 1000.0,
-                 state: TargetState | None = None) -> Decision:
+def hpa_decision(
+    spec: TargetSpec, current: int, load: int, *, now: float = 1000.0, state: TargetState | None = None
+) -> Decision:
     """The HPA engine's decision with an External AverageValue 1 metric: it proposes ``load`` replicas."""
     observation = Observation(ScaleInfo(current, current, "app=x"), [], (ExternalReading((load * 1000,), now),))
     return decide(spec, observation, state or TargetState(history=DecisionHistory()), ControllerSettings(), now)
@@ -35,7 +38,7 @@ def test_the_hpa_source_is_the_engines_final_count_after_its_rate_policy() -> No
     assert d.pairs[0].totals.hpa_total == 4 and d.replicas == 3 and texts(d.requests) == {"main": {"cpu": "1334m"}}
     unlimited = target_spec(NO_MIN_CHANGE + CPU_ONLY + "  sources: [hpa]\n", extra=EXTERNAL, max_replicas=9)
     d = decide_hvpa(unlimited, 3, pods(3, {"cpu": "1"}), hpa=hpa_decision(unlimited, 3, 6))
-    assert d.replicas == 3 and texts(d.requests) == {"main": {"cpu": "2"}}          # 6 = MAX(3)
+    assert d.replicas == 3 and texts(d.requests) == {"main": {"cpu": "2"}}  # 6 = MAX(3)
 
 
 def test_the_hpa_scale_down_window_holds_the_total() -> None:
@@ -49,7 +52,7 @@ def test_the_hpa_scale_down_window_holds_the_total() -> None:
     assert d.direction is None and texts(d.requests) == {"main": {"cpu": "1700m"}}
     later = hpa_decision(spec, 3, 2, now=1300.0, state=state)
     d = decide_hvpa(spec, 3, pods(3, {"cpu": "1.7"}), hpa=later, vpa=vpa_status({"main": {"cpu": "800m"}}), now=1300)
-    assert texts(d.requests) == {"main": {"cpu": "1134m"}}                         # 2 × 1.7 / 3
+    assert texts(d.requests) == {"main": {"cpu": "1134m"}}  # 2 × 1.7 / 3
 
 
 def test_hvpa_scale_changes_count_against_the_hpa_rate_policies() -> None:
@@ -61,23 +64,27 @@ def test_hvpa_scale_changes_count_against_the_hpa_rate_policies() -> None:
     assert hvpa.replicas == 4
     adopted = adopt_hvpa(hpa, hvpa)
     assert (adopted.replicas, adopted.scale, adopted.rescale_reason) == (
-        4, True, "HVPA: the total of main/cpu needs 4 replicas")
+        4,
+        True,
+        "HVPA: the total of main/cpu needs 4 replicas",
+    )
     recorded = apply_scale_result(adopted, spec, True, 1000.0)
     assert recorded.history.scale_up_events == (ScaleEvent(2, 1000.0),)
-    state = TargetState(recorded.history, recorded.conditions, recorded.status_desired_replicas,
-                        recorded.last_scale_time)
+    state = TargetState(
+        recorded.history, recorded.conditions, recorded.status_desired_replicas, recorded.last_scale_time
+    )
     next_hpa = hpa_decision(spec, 4, 9, now=1060.0, state=state)
-    assert next_hpa.replicas == 4          # period start 2 + 1 = 3 < 4: no further HPA scale-up yet
+    assert next_hpa.replicas == 4  # period start 2 + 1 = 3 < 4: no further HPA scale-up yet
 
 
 def test_a_held_or_blocked_hvpa_decision_keeps_the_count() -> None:
-    spec = target_spec(CPU_ONLY + "  scaleUp: {updatePolicy: {updateMode: \"Off\"}}\n", extra=EXTERNAL)
+    spec = target_spec(CPU_ONLY + '  scaleUp: {updatePolicy: {updateMode: "Off"}}\n', extra=EXTERNAL)
     hpa = hpa_decision(spec, 2, 5)
     assert hpa.replicas == 4
     hvpa = decide_hvpa(spec, 2, pods(2, {"cpu": "1"}), hpa=hpa)
     adopted = adopt_hvpa(hpa, hvpa)
     assert (adopted.replicas, adopted.scale, adopted.status_desired_replicas) == (2, False, 2)
-    assert adopted.history == hpa.history            # the HPA's own recommendation is still remembered
+    assert adopted.history == hpa.history  # the HPA's own recommendation is still remembered
 
 
 def test_without_the_hpa_source_no_metric_is_read() -> None:
@@ -95,8 +102,13 @@ def test_a_failed_hpa_metric_leaves_only_the_vpa() -> None:
     spec = target_spec(CPU_ONLY, extra=EXTERNAL)
     from autoscaler.core.observation import MetricFailure
 
-    failed = decide(spec, Observation(ScaleInfo(2, 2, "app=x"), [], (MetricFailure("down"),)),
-                    TargetState(), ControllerSettings(), 0.0)
+    failed = decide(
+        spec,
+        Observation(ScaleInfo(2, 2, "app=x"), [], (MetricFailure("down"),)),
+        TargetState(),
+        ControllerSettings(),
+        0.0,
+    )
     d = decide_hvpa(spec, 2, pods(2, {"cpu": "1"}), hpa=failed, vpa=vpa_status({"main": {"cpu": "900m"}}))
     assert d.sources is not None and d.sources.hpa_replicas is None
     assert any("HPA source unavailable" in note for note in d.sources.unavailable)

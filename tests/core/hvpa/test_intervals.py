@@ -22,8 +22,14 @@ def listed(*entries: str, more: str = "") -> str:
     return "  scalingIntervals:\n" + "".join(f"  - {e}\n" for e in entries) + more
 
 
-def intervals_of(hvpa: str = "", resource: str = "cpu", policy: ContainerPolicy = DEFAULT_POLICY, *,
-                 min_replicas: int = 1, max_replicas: int = 5) -> tuple[EffectiveInterval, ...]:
+def intervals_of(
+    hvpa: str = "",
+    resource: str = "cpu",
+    policy: ContainerPolicy = DEFAULT_POLICY,
+    *,
+    min_replicas: int = 1,
+    max_replicas: int = 5,
+) -> tuple[EffectiveInterval, ...]:
     spec = target_spec(hvpa, min_replicas=min_replicas, max_replicas=max_replicas)
     assert spec.hvpa is not None
     result = effective_intervals(spec.hvpa, resource, policy, min_replicas, max_replicas)
@@ -52,20 +58,21 @@ def test_overlap_30_percent_table_with_the_corrected_cell() -> None:
     per_pod_cpu = [round(float(i.min_total / i.replicas), 3) for i in cpu]
     per_pod_memory = [round(float(i.min_total / i.replicas / GI), 3) for i in memory]
     assert per_pod_cpu == [0.125, 0.175, 0.467, 1.05, 2.24]
-    assert per_pod_memory == [0.5, 0.7, 1.867, 4.2, 8.96]      # not 0.765 at r = 2
-    assert [i.max_total for i in cpu] == [q("500m"), 2, 6, 16, 40]    # scaling up ignores the overlap
+    assert per_pod_memory == [0.5, 0.7, 1.867, 4.2, 8.96]  # not 0.765 at r = 2
+    assert [i.max_total for i in cpu] == [q("500m"), 2, 6, 16, 40]  # scaling up ignores the overlap
 
 
 def test_design_section_overlap_takes_the_larger_of_value_and_percentage() -> None:
     # The design yaml adds value 250m / 1.5Gi to 30 %: at r = 2 the thresholds become 0.25 vCPU and 0.5 Gi,
     # not the table's 0.35 / 1.4 (EI-03): the absolute values are larger than 30 % of 0.5 / 2Gi.
-    overlap = ("  scalingIntervalsOverlap: {cpu: {value: 250m, percentage: 30}, "
-               "memory: {value: 1.5Gi, percentage: 30}}\n")
+    overlap = (
+        "  scalingIntervalsOverlap: {cpu: {value: 250m, percentage: 30}, memory: {value: 1.5Gi, percentage: 30}}\n"
+    )
     cpu = intervals_of(overlap)
     memory = intervals_of(overlap, "memory")
     assert cpu[1].min_total == q("250m") and memory[1].min_total == GI / 2
-    assert cpu[4].min_total == q("11.2")            # 30 % of 16 = 4.8 > 250m
-    assert intervals_of("  scalingIntervalsOverlap: {cpu: {value: 5}}\n")[1].min_total == 0   # floored at 0 (A5)
+    assert cpu[4].min_total == q("11.2")  # 30 % of 16 = 4.8 > 250m
+    assert intervals_of("  scalingIntervalsOverlap: {cpu: {value: 5}}\n")[1].min_total == 0  # floored at 0 (A5)
 
 
 def test_linear_extrapolation_splits_the_total_range_evenly() -> None:
@@ -73,8 +80,10 @@ def test_linear_extrapolation_splits_the_total_range_evenly() -> None:
     one = intervals_of("  scalingIntervals:\n  - {maxReplicas: 5, maxResources: {cpu: 500m, memory: 2Gi}}\n")
     assert [i.max_total for i in one] == [q("0.5"), 1, q("1.5"), 2, q("2.5")]
     # From the previous MAX (2 at r = 2) to 5 × 2 = 10 over r = 3..5: steps of 8/3 (in total space, not per pod).
-    two = intervals_of("  scalingIntervals:\n  - {maxReplicas: 2, maxResources: {cpu: 1, memory: 1Gi}}\n"
-                       "  - {maxReplicas: 5, maxResources: {cpu: 2, memory: 2Gi}}\n")
+    two = intervals_of(
+        "  scalingIntervals:\n  - {maxReplicas: 2, maxResources: {cpu: 1, memory: 1Gi}}\n"
+        "  - {maxReplicas: 5, maxResources: {cpu: 2, memory: 2Gi}}\n"
+    )
     assert [i.max_total for i in two] == [1, 2, 2 + Fraction(8, 3), 2 + Fraction(16, 3), 10]
     assert [i.index for i in two] == [0, 0, 1, 1, 1]
 
@@ -88,9 +97,10 @@ def test_scaling_only_vertically_with_the_corrected_totals() -> None:
 
 
 def test_horizontal_only_keeps_the_pod_size() -> None:
-    spec = listed("{maxReplicas: 1, maxResources: {cpu: 1, memory: 1Gi}}",
-                  "{maxReplicas: 4, maxResources: {cpu: 2, memory: 2Gi}, "
-                  "effectiveIntervalExtrapolation: horizontalOnly}")
+    spec = listed(
+        "{maxReplicas: 1, maxResources: {cpu: 1, memory: 1Gi}}",
+        "{maxReplicas: 4, maxResources: {cpu: 2, memory: 2Gi}, effectiveIntervalExtrapolation: horizontalOnly}",
+    )
     result = intervals_of(spec)
     assert [i.max_total for i in result] == [1, 4, 6, 8]
     assert [i.horizontal_only for i in result] == [False, True, True, True]
@@ -99,8 +109,9 @@ def test_horizontal_only_keeps_the_pod_size() -> None:
 
 def test_intervals_start_at_min_replicas_and_stop_at_max_replicas() -> None:
     # A2: the first interval starts at minReplicas; A25: counts above maxReplicas are dropped.
-    spec = listed("{maxReplicas: 4, maxResources: {cpu: 1, memory: 1Gi}}",
-                  "{maxReplicas: 8, maxResources: {cpu: 2, memory: 2Gi}}")
+    spec = listed(
+        "{maxReplicas: 4, maxResources: {cpu: 1, memory: 1Gi}}", "{maxReplicas: 8, maxResources: {cpu: 2, memory: 2Gi}}"
+    )
     result = intervals_of(spec, min_replicas=2, max_replicas=6)
     assert [i.replicas for i in result] == [2, 3, 4, 5, 6]
     assert [i.max_total for i in result] == [q("4") / 3, q("8") / 3, 4, 4 + 3, 4 + 6]
@@ -109,20 +120,23 @@ def test_intervals_start_at_min_replicas_and_stop_at_max_replicas() -> None:
 def test_max_resources_default_to_the_containers_max_allowed() -> None:
     # A24: per container.
     policy = ContainerPolicy("main", max_allowed={"cpu": _qty("3")})
-    spec = listed("{maxReplicas: 1, maxResources: {cpu: 1, memory: 1Gi}}",
-                  "{maxReplicas: 2, maxResources: {memory: 2Gi}}",
-                  more="  containers: [{name: main, maxAllowed: {cpu: 3}}]\n")
+    spec = listed(
+        "{maxReplicas: 1, maxResources: {cpu: 1, memory: 1Gi}}",
+        "{maxReplicas: 2, maxResources: {memory: 2Gi}}",
+        more="  containers: [{name: main, maxAllowed: {cpu: 3}}]\n",
+    )
     assert [i.max_total for i in intervals_of(spec, policy=policy)] == [1, 6]
 
 
 def test_lowest_minimum_is_min_allowed_times_replicas() -> None:
     policy = ContainerPolicy("main", min_allowed={"cpu": _qty("100m")})
     spec = "  scalingIntervals:\n  - {maxReplicas: 3, maxResources: {cpu: 1, memory: 1Gi}}\n"
-    assert intervals_of(spec, policy=policy, min_replicas=2)[0].min_total == q("200m")   # A4
+    assert intervals_of(spec, policy=policy, min_replicas=2)[0].min_total == q("200m")  # A4
     assert intervals_of(spec, min_replicas=2)[0].min_total == 0
 
 
 # --- the mapping (step 4) -------------------------------------------------------------------------------------
+
 
 def mapping(overlap: str = "") -> tuple[EffectiveInterval, ...]:
     return intervals_of(f"  scalingIntervalsOverlap: {{cpu: {{percentage: {overlap}}}}}\n" if overlap else "")
@@ -131,7 +145,16 @@ def mapping(overlap: str = "") -> tuple[EffectiveInterval, ...]:
 def test_natural_mapping_is_the_smallest_count_that_holds_the_total() -> None:
     cpu = mapping()
     assert [natural_replicas(cpu, q(t)) for t in ("0", "0.5", "0.501", "2", "4", "6", "16.1", "40", "41")] == [
-        1, 1, 2, 2, 3, 3, 5, 5, 5]       # beyond the last interval: the last count (A9)
+        1,
+        1,
+        2,
+        2,
+        3,
+        3,
+        5,
+        5,
+        5,
+    ]  # beyond the last interval: the last count (A9)
 
 
 def test_the_document_conflict_example() -> None:
@@ -159,8 +182,8 @@ def test_scaling_up_ignores_the_overlap() -> None:
 def test_a_sudden_drop_lands_where_a_gradual_fall_would_stop() -> None:
     # A7: the largest r < c whose MIN holds T. With 30 %: MIN = 0, 0.35, 1.4, 4.2, 11.2.
     cpu = mapping("30")
-    assert desired_for_total(cpu, 5, q("5")) == 4          # 4.2 ≤ 5 < 11.2
-    assert desired_for_total(cpu, 5, q("1.4")) == 3        # not 2, although 1.4 ≤ MAX(2)
+    assert desired_for_total(cpu, 5, q("5")) == 4  # 4.2 ≤ 5 < 11.2
+    assert desired_for_total(cpu, 5, q("1.4")) == 3  # not 2, although 1.4 ≤ MAX(2)
     assert desired_for_total(cpu, 5, q("0.3")) == 1
     gradual = 5
     for total in ("10", "8", "5", "3", "1.4"):
@@ -170,11 +193,12 @@ def test_a_sudden_drop_lands_where_a_gradual_fall_would_stop() -> None:
 
 def test_a_count_outside_the_intervals_maps_plainly() -> None:
     # A8: manual scaling to 7 (above the last interval), or below the first: N(T), no hysteresis.
-    spec = listed("{maxReplicas: 3, maxResources: {cpu: 1, memory: 1Gi}}",
-                  "{maxReplicas: 5, maxResources: {cpu: 2, memory: 2Gi}}")
+    spec = listed(
+        "{maxReplicas: 3, maxResources: {cpu: 1, memory: 1Gi}}", "{maxReplicas: 5, maxResources: {cpu: 2, memory: 2Gi}}"
+    )
     cpu = intervals_of(spec, min_replicas=2, max_replicas=9)
     assert [i.replicas for i in cpu] == [2, 3, 4, 5]
-    assert desired_for_total(cpu, 7, q("2.5")) == 3      # no hysteresis from 7: MAX(3) = 3 holds 2.5
+    assert desired_for_total(cpu, 7, q("2.5")) == 3  # no hysteresis from 7: MAX(3) = 3 holds 2.5
     assert desired_for_total(cpu, 1, q("2.5")) == 3
 
 
@@ -183,8 +207,11 @@ def test_a_problem_names_the_field() -> None:
     assert spec.hvpa is not None
     problem = effective_intervals(spec.hvpa, "cpu", ContainerPolicy("x"), 1, 5)
     assert not isinstance(problem, IntervalProblem)
-    bare = target_spec(listed("{maxReplicas: 2, maxResources: {cpu: 1}}",
-                              more="  containers: [{name: main, maxAllowed: {memory: 1Gi}}]\n"))
+    bare = target_spec(
+        listed(
+            "{maxReplicas: 2, maxResources: {cpu: 1}}", more="  containers: [{name: main, maxAllowed: {memory: 1Gi}}]\n"
+        )
+    )
     assert bare.hvpa is not None
     missing = effective_intervals(bare.hvpa, "memory", ContainerPolicy("other"), 1, 5)
     assert isinstance(missing, IntervalProblem)

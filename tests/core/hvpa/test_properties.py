@@ -45,7 +45,7 @@ from autoscaler.values.fields import SpecError
 from autoscaler.values.quantity import Quantity
 from tests.core.test_properties import _mutate, _paths, json_values
 
-FREE = ScaleType(min_change={"cpu": ChangeParams(Fraction(0))})   # Auto, no stabilization, no minChange
+FREE = ScaleType(min_change={"cpu": ChangeParams(Fraction(0))})  # Auto, no stabilization, no minChange
 MILLI = Fraction(1, 1000)
 
 
@@ -59,8 +59,11 @@ def interval_lists(draw: st.DrawFn) -> tuple[ScalingInterval, ...]:
         top += draw(st.integers(1, 3))
         per_pod += draw(st.integers(0 if index else 50, 2000))
         horizontal = index > 0 and draw(st.integers(0, 4)) == 0
-        result.append(ScalingInterval(top, {"cpu": per_pod * MILLI},
-                                      Extrapolation.HORIZONTAL_ONLY if horizontal else Extrapolation.LINEAR))
+        result.append(
+            ScalingInterval(
+                top, {"cpu": per_pod * MILLI}, Extrapolation.HORIZONTAL_ONLY if horizontal else Extrapolation.LINEAR
+            )
+        )
     return tuple(result)
 
 
@@ -80,12 +83,25 @@ def hvpa_specs(draw: st.DrawFn, *, bounds: bool = False, gates: ScaleType | None
     if bounds:
         low = draw(st.integers(1, 500))
         high = low + draw(st.integers(0, 8000))
-        policy = ContainerPolicy("main", controlled_resources=("cpu",),
-                                 min_allowed={"cpu": Quantity.from_milli(low)},
-                                 max_allowed={"cpu": Quantity.from_milli(high)})
+        policy = ContainerPolicy(
+            "main",
+            controlled_resources=("cpu",),
+            min_allowed={"cpu": Quantity.from_milli(low)},
+            max_allowed={"cpu": Quantity.from_milli(high)},
+        )
     scale = gates if gates is not None else FREE
-    hvpa = HvpaSpec(intervals, {"cpu": overlap} if overlap else {}, {"cpu": base} if base else {}, {},
-                    scale, scale, None, None, (policy,), (Source.VPA,))
+    hvpa = HvpaSpec(
+        intervals,
+        {"cpu": overlap} if overlap else {},
+        {"cpu": base} if base else {},
+        {},
+        scale,
+        scale,
+        None,
+        None,
+        (policy,),
+        (Source.VPA,),
+    )
     max_replicas = (intervals[-1].max_replicas or 1) + draw(st.integers(0, 2))
     return TargetSpec(CrossVersionObjectReference("Deployment", "api"), max_replicas, 1, hvpa=hvpa)
 
@@ -100,15 +116,24 @@ def intervals_of(spec: TargetSpec) -> Any:
 PROVIDED = (VpaCondition("RecommendationProvided", "True"),)
 
 
-def run(spec: TargetSpec, replicas: int, request: Fraction, total: Fraction, *, state: HvpaState | None = None,
-        now: float = 0.0, clock: float | None = None) -> HvpaDecision:
+def run(
+    spec: TargetSpec,
+    replicas: int,
+    request: Fraction,
+    total: Fraction,
+    *,
+    state: HvpaState | None = None,
+    now: float = 0.0,
+    clock: float | None = None,
+) -> HvpaDecision:
     """One decision with ``replicas`` pods of ``request`` CPU and a VPA whose total is ``total``."""
     milli = int(request * 1000)
     assume(milli * MILLI == request)
     pod_list = [PodInfo(f"p{i}", containers=(ContainerInfo("main", {"cpu": milli}),)) for i in range(replicas)]
     status = VpaStatus((ContainerRecommendation("main", {"cpu": total / replicas}),), PROVIDED)
-    return decide_hvpa(spec, HvpaObservation(replicas, pod_list, VpaObservation(status), clock=clock), None,
-                       state or HvpaState(), now)
+    return decide_hvpa(
+        spec, HvpaObservation(replicas, pod_list, VpaObservation(status), clock=clock), None, state or HvpaState(), now
+    )
 
 
 def a14_hold(spec: TargetSpec, decision: HvpaDecision, *, fixed_size_only: bool = False) -> bool:
@@ -159,20 +184,25 @@ def test_desired_replicas_never_decrease_as_the_total_grows(spec: TargetSpec, da
     values = sorted(data.draw(st.lists(totals, min_size=2, max_size=8)))
     desired = [desired_for_total(intervals, current, t) for t in values]
     assert desired == sorted(desired)
-    natural = [desired_for_total(intervals, 10_000, t) for t in values]   # outside: the natural mapping
+    natural = [desired_for_total(intervals, 10_000, t) for t in values]  # outside: the natural mapping
     assert natural == sorted(natural)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(spec=hvpa_specs(), data=st.data())
 def test_a_one_step_rise_and_the_same_fall_end_no_higher_unless_the_overlap_says_so(
-        spec: TargetSpec, data: st.DataObject) -> None:
+    spec: TargetSpec, data: st.DataObject
+) -> None:
     intervals = intervals_of(spec)
     start = data.draw(st.sampled_from(intervals))
     low = max(start.min_total, MILLI)
     # A settled start: the VPA's per-pod value (whole millicores) on the start count, within its band.
-    per_pod = data.draw(st.integers(int(low / start.replicas * 1000) + 1,
-                                    max(int(start.max_total / start.replicas * 1000), 1))) * MILLI
+    per_pod = (
+        data.draw(
+            st.integers(int(low / start.replicas * 1000) + 1, max(int(start.max_total / start.replicas * 1000), 1))
+        )
+        * MILLI
+    )
     c0 = start.replicas
     t0 = per_pod * c0
     assume(start.min_total <= t0 <= start.max_total)
@@ -196,7 +226,8 @@ def test_a_one_step_rise_and_the_same_fall_end_no_higher_unless_the_overlap_says
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(spec=hvpa_specs(), data=st.data())
 def test_any_rise_and_fall_is_held_higher_only_by_the_overlap_or_a_postponed_scale_in(
-        spec: TargetSpec, data: st.DataObject) -> None:
+    spec: TargetSpec, data: st.DataObject
+) -> None:
     intervals = intervals_of(spec)
     start = intervals[0]
     c0 = start.replicas
@@ -252,29 +283,50 @@ def test_per_pod_requests_stay_within_the_users_bounds(spec: TargetSpec, data: s
             assert low <= outcome.request <= high
 
 
-windows = st.one_of(st.none(), st.builds(lambda b, e: MaintenanceWindow(b, e, "b", "e"),
-                                         st.integers(0, 86_399), st.integers(0, 86_399)))
+windows = st.one_of(
+    st.none(), st.builds(lambda b, e: MaintenanceWindow(b, e, "b", "e"), st.integers(0, 86_399), st.integers(0, 86_399))
+)
 scale_types = st.builds(
-    lambda mode, minimum, seconds: ScaleType(mode, {"cpu": ChangeParams(minimum * MILLI)} if minimum is not None
-                                             else {}, Fraction(seconds), f"{seconds}s"),
-    st.sampled_from(UpdateMode), st.one_of(st.none(), st.integers(0, 3000)), st.integers(0, 600))
+    lambda mode, minimum, seconds: ScaleType(
+        mode, {"cpu": ChangeParams(minimum * MILLI)} if minimum is not None else {}, Fraction(seconds), f"{seconds}s"
+    ),
+    st.sampled_from(UpdateMode),
+    st.one_of(st.none(), st.integers(0, 3000)),
+    st.integers(0, 600),
+)
 
 
 @settings(max_examples=300, deadline=None)
 @given(spec=hvpa_specs(), up=scale_types, down=scale_types, window=windows, data=st.data())
-def test_a_blocked_decision_changes_nothing(spec: TargetSpec, up: ScaleType, down: ScaleType,
-                                            window: MaintenanceWindow | None, data: st.DataObject) -> None:
+def test_a_blocked_decision_changes_nothing(
+    spec: TargetSpec, up: ScaleType, down: ScaleType, window: MaintenanceWindow | None, data: st.DataObject
+) -> None:
     assert spec.hvpa is not None
-    hvpa = HvpaSpec(spec.hvpa.scaling_intervals, spec.hvpa.scaling_intervals_overlap,
-                    spec.hvpa.base_resources_per_replica, {}, up, down, window, None, spec.hvpa.containers,
-                    spec.hvpa.sources)
+    hvpa = HvpaSpec(
+        spec.hvpa.scaling_intervals,
+        spec.hvpa.scaling_intervals_overlap,
+        spec.hvpa.base_resources_per_replica,
+        {},
+        up,
+        down,
+        window,
+        None,
+        spec.hvpa.containers,
+        spec.hvpa.sources,
+    )
     gated = TargetSpec(spec.scale_target_ref, spec.max_replicas, spec.min_replicas, hvpa=hvpa)
-    state = HvpaState(data.draw(st.one_of(st.none(), st.integers(0, 1000).map(float))),
-                      {"main": {"cpu": Fraction(1)}})
+    state = HvpaState(data.draw(st.one_of(st.none(), st.integers(0, 1000).map(float))), {"main": {"cpu": Fraction(1)}})
     replicas = data.draw(st.integers(1, spec.max_replicas))
     request = data.draw(st.integers(1, 10_000)) * MILLI
-    decision = run(gated, replicas, request, data.draw(totals), state=state, now=1000.0,
-                   clock=data.draw(st.one_of(st.none(), st.integers(0, 10**9).map(float))))
+    decision = run(
+        gated,
+        replicas,
+        request,
+        data.draw(totals),
+        state=state,
+        now=1000.0,
+        clock=data.draw(st.one_of(st.none(), st.integers(0, 10**9).map(float))),
+    )
     if not decision.applied:
         assert decision.replicas == replicas and not decision.scale and decision.vpa_patch is None
         assert decision.state == state
@@ -284,18 +336,28 @@ def test_a_blocked_decision_changes_nothing(spec: TargetSpec, up: ScaleType, dow
 
 
 VALID_HVPA: dict[str, Any] = {
-    "scaleTargetRef": {"kind": "Deployment", "name": "api"}, "maxReplicas": 5,
+    "scaleTargetRef": {"kind": "Deployment", "name": "api"},
+    "maxReplicas": 5,
     "hvpa": {
-        "scalingIntervals": [{"maxReplicas": 2, "maxResources": {"cpu": "1", "memory": "2Gi"}},
-                             {"maxReplicas": 5, "maxResources": {"cpu": "4", "memory": "8Gi"},
-                              "effectiveIntervalExtrapolation": "linear"}],
+        "scalingIntervals": [
+            {"maxReplicas": 2, "maxResources": {"cpu": "1", "memory": "2Gi"}},
+            {
+                "maxReplicas": 5,
+                "maxResources": {"cpu": "4", "memory": "8Gi"},
+                "effectiveIntervalExtrapolation": "linear",
+            },
+        ],
         "scalingIntervalsOverlap": {"cpu": {"value": "250m", "percentage": 30}},
         "baseResourcesPerReplica": {"memory": {"value": "200M"}},
         "limitsRequestsGapScaleParams": {"cpu": {"percentage": 20}},
-        "scaleUp": {"updatePolicy": {"updateMode": "MaintenanceWindow"}, "minChange": {"cpu": {"value": "100m"}},
-                    "stabilizationDuration": "3m"},
+        "scaleUp": {
+            "updatePolicy": {"updateMode": "MaintenanceWindow"},
+            "minChange": {"cpu": {"value": "100m"}},
+            "stabilizationDuration": "3m",
+        },
         "maintenanceTimeWindow": {"begin": "220000+0100", "end": "040000+0100"},
-        "vpa": "api", "containers": [{"name": "main", "minAllowed": {"cpu": "100m"}, "mode": "Auto"}],
+        "vpa": "api",
+        "containers": [{"name": "main", "minAllowed": {"cpu": "100m"}, "mode": "Auto"}],
         "sources": ["hpa", "vpa"],
     },
 }
@@ -313,10 +375,22 @@ def test_the_hvpa_parser_only_raises_validation_errors(path: list[Any], replacem
 
 VALID_STEPS: dict[str, Any] = {
     "spec": VALID_HVPA,
-    "steps": [{"at": 0, "replicas": 2, "clock": "2024-05-01T22:30:00Z", "lastScaleTime": -60,
-               "vpa": {"recommendation": {"containerRecommendations": [
-                   {"containerName": "main", "target": {"cpu": "1"}, "uncappedTarget": {"cpu": "2"}}]},
-                   "conditions": [{"type": "RecommendationProvided", "status": "True"}]}}],
+    "steps": [
+        {
+            "at": 0,
+            "replicas": 2,
+            "clock": "2024-05-01T22:30:00Z",
+            "lastScaleTime": -60,
+            "vpa": {
+                "recommendation": {
+                    "containerRecommendations": [
+                        {"containerName": "main", "target": {"cpu": "1"}, "uncappedTarget": {"cpu": "2"}}
+                    ]
+                },
+                "conditions": [{"type": "RecommendationProvided", "status": "True"}],
+            },
+        }
+    ],
 }
 STEP_PATHS = [p for p in _paths(VALID_STEPS, []) if p[:1] == ["steps"]]
 

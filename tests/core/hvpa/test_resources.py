@@ -32,12 +32,12 @@ def test_base_formula() -> None:
 
 
 def test_base_formula_edge_cases() -> None:
-    assert adjusted_recommendation(q("3"), q("1"), 2, 3, None) == 1                           # no base: T/d
-    assert adjusted_recommendation(q("100m"), q("1"), 2, 1, ChangeParams(q("50m"))) == q("100m")   # raw ≤ 0: T/d
+    assert adjusted_recommendation(q("3"), q("1"), 2, 3, None) == 1  # no base: T/d
+    assert adjusted_recommendation(q("100m"), q("1"), 2, 1, ChangeParams(q("50m"))) == q("100m")  # raw ≤ 0: T/d
     only_value = ChangeParams(q("100m"))
-    assert adjusted_recommendation(q("2"), q("1"), 2, 4, only_value) == q("550m")             # (2 − .2)/4 + .1
+    assert adjusted_recommendation(q("2"), q("1"), 2, 4, only_value) == q("550m")  # (2 − .2)/4 + .1
     only_percentage = ChangeParams(None, 10)
-    assert adjusted_recommendation(q("2"), q("1"), 2, 4, only_percentage) == q("0.495")       # (2 − .2)/4 × 1.1
+    assert adjusted_recommendation(q("2"), q("1"), 2, 4, only_percentage) == q("0.495")  # (2 − .2)/4 × 1.1
 
 
 def test_same_count_is_pure_vertical() -> None:
@@ -65,8 +65,9 @@ def test_held_pods_never_shrink() -> None:
 
 
 def test_the_users_bounds_clamp_the_pod() -> None:
-    policy = ContainerPolicy("main", min_allowed={"cpu": Quantity.parse("300m")},
-                             max_allowed={"cpu": Quantity.parse("2")})
+    policy = ContainerPolicy(
+        "main", min_allowed={"cpu": Quantity.parse("300m")}, max_allowed={"cpu": Quantity.parse("2")}
+    )
     assert size_pair(q("9"), q("1"), policy, "cpu", 3, 3, None, None, held=False, max_rule=True).per_pod == 2
     assert size_pair(q("0.3"), q("1"), policy, "cpu", 3, 3, None, None, held=False, max_rule=True).per_pod == q("300m")
 
@@ -78,20 +79,20 @@ def current(request: str, limit: str | None) -> CurrentResource:
 def test_limit_rules() -> None:
     p = q("1.5")
     assert new_limit(p, current("1", None), 3, ChangeParams(q("1")), ControlledValues.REQUESTS_AND_LIMITS) is None
-    assert new_limit(p, current("1", "1"), 3, None, ControlledValues.REQUESTS_AND_LIMITS) == p          # equal: follows
-    assert new_limit(p, current("0", "2"), 3, None, ControlledValues.REQUESTS_AND_LIMITS) == p          # no request
-    assert new_limit(p, current("1", "2"), 3, None, ControlledValues.REQUESTS_AND_LIMITS) == 3          # ratio 2 kept
+    assert new_limit(p, current("1", "1"), 3, None, ControlledValues.REQUESTS_AND_LIMITS) == p  # equal: follows
+    assert new_limit(p, current("0", "2"), 3, None, ControlledValues.REQUESTS_AND_LIMITS) == p  # no request
+    assert new_limit(p, current("1", "2"), 3, None, ControlledValues.REQUESTS_AND_LIMITS) == 3  # ratio 2 kept
     # A20: the gap value is a total shared by the d pods: max(1.5 + 3/3, 1.5 × 1.2) = 2.5.
     gap = ChangeParams(q("3"), 20)
     assert new_limit(p, current("1", "2"), 3, gap, ControlledValues.REQUESTS_AND_LIMITS) == q("2.5")
     assert new_limit(p, current("1", "2"), 3, ChangeParams(None, 100), ControlledValues.REQUESTS_AND_LIMITS) == 3
-    assert new_limit(p, current("1", "2"), 3, gap, ControlledValues.REQUESTS_ONLY) == 2                 # left alone
+    assert new_limit(p, current("1", "2"), 3, gap, ControlledValues.REQUESTS_ONLY) == 2  # left alone
 
 
 def test_rounding_is_up_to_a_millicore_and_a_byte() -> None:
     assert round_up("cpu", Fraction(10, 3)) == q("3334m")
     assert round_up("cpu", q("1.5")) == q("1.5")
-    assert round_up("memory", q("8.96Gi")) == 9620726744          # 9620726743.04 bytes
+    assert round_up("memory", q("8.96Gi")) == 9620726744  # 9620726743.04 bytes
     # A maxAllowed off the grid is not exceeded by the rounding.
     policy = ContainerPolicy("main", max_allowed={"memory": Quantity.parse("0.9Gi")})
     assert round_request("memory", q("0.9Gi"), policy) == 966367641

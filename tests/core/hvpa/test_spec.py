@@ -82,9 +82,9 @@ hvpa:
 
 def test_defaults() -> None:
     hvpa = parse("hvpa:\n  scalingIntervals: [{maxResources: {cpu: 1, memory: 1Gi}}]\n")
-    assert hvpa.scaling_intervals[0].max_replicas is None      # the target's maxReplicas (A24)
+    assert hvpa.scaling_intervals[0].max_replicas is None  # the target's maxReplicas (A24)
     assert hvpa.scale_up.update_mode is UpdateMode.AUTO and hvpa.scale_up.stabilization_seconds == 0
-    assert hvpa.scale_up.min_change == {}                      # 200m / 200M at decision time (A17)
+    assert hvpa.scale_up.min_change == {}  # 200m / 200M at decision time (A17)
     assert hvpa.sources == (Source.HPA, Source.VPA)
     assert hvpa.vpa is None and hvpa.containers == () and hvpa.maintenance_time_window is None
     policy = hvpa.policy_for("anything")
@@ -93,8 +93,10 @@ def test_defaults() -> None:
 
 
 def test_wildcard_policy_applies_to_unlisted_containers() -> None:
-    hvpa = parse("hvpa:\n  scalingIntervals: [{maxResources: {cpu: 1, memory: 1Gi}}]\n  containers:\n"
-                 "  - {name: '*', controlledResources: [cpu], maxAllowed: {cpu: 2}}\n  - {name: main}\n")
+    hvpa = parse(
+        "hvpa:\n  scalingIntervals: [{maxResources: {cpu: 1, memory: 1Gi}}]\n  containers:\n"
+        "  - {name: '*', controlledResources: [cpu], maxAllowed: {cpu: 2}}\n  - {name: main}\n"
+    )
     assert hvpa.policy_for("main").controlled_resources == ("cpu", "memory")
     assert hvpa.policy_for("other").controlled_resources == ("cpu",)
     assert hvpa.policy_for("other").bound("max", "cpu") == 2
@@ -117,7 +119,7 @@ hvpa:
         'spec.hvpa.scalingIntervals[0].effectiveIntervalExtrapolation: Unsupported value: "Linear": '
         'supported values: "linear", "horizontalOnly" (did you mean "linear"?)',
         'spec.hvpa.scalingIntervals[0].maxCpu: unknown field (did you mean "maxResources.cpu"? hvpa-v2 called it '
-        'maxCpu; A23)',
+        "maxCpu; A23)",
         'spec.hvpa.baseResourcesPerReplica.memory.percentate: unknown field (did you mean "percentage"?)',
         'spec.hvpa.scaleUp.updatePolicy.updateMode: Unsupported value: "auto": supported values: "Auto", "Off", '
         '"MaintenanceWindow" (did you mean "Auto"?)',
@@ -128,7 +130,9 @@ hvpa:
 
 
 def test_max_replicas_rules() -> None:
-    text = (BASE.replace("minReplicas: 1", "minReplicas: 2") + """
+    text = (
+        BASE.replace("minReplicas: 1", "minReplicas: 2")
+        + """
 hvpa:
   scalingIntervals:
   - {maxReplicas: 1, maxResources: {cpu: 500m, memory: 2Gi}}
@@ -136,7 +140,8 @@ hvpa:
   - {maxReplicas: 3, maxResources: {cpu: 2, memory: 8Gi}}
   - {maxReplicas: 5, maxResources: {cpu: 4, memory: 16Gi}}
   - {maxResources: {cpu: 8, memory: 32Gi}}
-""")
+"""
+    )
     with pytest.raises(SpecError) as info:
         parse_target_spec(yaml.safe_load(text))
     assert [str(e) for e in info.value.errors] == [
@@ -158,16 +163,19 @@ hvpa:
     assert errors == [
         "spec.hvpa.scalingIntervals[1].maxResources.cpu: must make the maximum total grow: 3 × 100m = 300m is not "
         "above 500m, the maximum total below it (A28)",
-        'spec.hvpa.scalingIntervals[1].maxResources.memory: Required value: maxResources.memory is not set and '
+        "spec.hvpa.scalingIntervals[1].maxResources.memory: Required value: maxResources.memory is not set and "
         'container "main" has no maxAllowed.memory to default to (A24)',
     ]
     # Without containers, the default policy has no maxAllowed either.
     assert errors_of("hvpa:\n  scalingIntervals: [{maxReplicas: 2, maxResources: {cpu: 1}}]\n") == [
         "spec.hvpa.scalingIntervals[0].maxResources.memory: Required value: maxResources.memory is not set and "
-        "the default container policy has no maxAllowed.memory to default to (A24)"]
+        "the default container policy has no maxAllowed.memory to default to (A24)"
+    ]
     # A container that controls only cpu needs no memory; maxAllowed fills the gap.
-    parse("hvpa:\n  scalingIntervals: [{maxReplicas: 2, maxResources: {cpu: 1}}, {maxReplicas: 4}]\n"
-          "  containers: [{name: main, controlledResources: [cpu], maxAllowed: {cpu: 2}}]\n")
+    parse(
+        "hvpa:\n  scalingIntervals: [{maxReplicas: 2, maxResources: {cpu: 1}}, {maxReplicas: 4}]\n"
+        "  containers: [{name: main, controlledResources: [cpu], maxAllowed: {cpu: 2}}]\n"
+    )
 
 
 def test_cross_field_rules() -> None:
@@ -189,17 +197,21 @@ hvpa:
     assert "spec.hvpa.scaleUp.minChange.replicas: Forbidden: not supported" in text and "A17" in text
     assert "spec.hvpa.scaleUp.stabilizationDuration: must not be negative (A27)" in text
     assert 'spec.hvpa.scaleDown.stabilizationDuration: unknown unit "d" in duration "3d"' in text
-    assert ("spec.hvpa.scaleUp.updatePolicy.updateMode: Required value: updateMode MaintenanceWindow needs "
-            "spec.hvpa.maintenanceTimeWindow (A19)") in text
+    assert (
+        "spec.hvpa.scaleUp.updatePolicy.updateMode: Required value: updateMode MaintenanceWindow needs "
+        "spec.hvpa.maintenanceTimeWindow (A19)"
+    ) in text
     assert "spec.minReplicas: must be at least 1 with hvpa (HVPA never scales to zero; A8)" in text
 
 
 def test_maintenance_window_format() -> None:
-    errors = errors_of("hvpa:\n  scalingIntervals: [{maxResources: {cpu: 1, memory: 1Gi}}]\n"
-                       "  maintenanceTimeWindow: {begin: '22:00:00+01:00', end: 040000Z, start: x}\n")
+    errors = errors_of(
+        "hvpa:\n  scalingIntervals: [{maxResources: {cpu: 1, memory: 1Gi}}]\n"
+        "  maintenanceTimeWindow: {begin: '22:00:00+01:00', end: 040000Z, start: x}\n"
+    )
     assert errors[0].startswith("spec.hvpa.maintenanceTimeWindow.begin: must be a time of day as HHMMSS±hhmm")
     assert errors[1].startswith("spec.hvpa.maintenanceTimeWindow.end: must be a time of day as HHMMSS±hhmm")
-    assert errors[2] == 'spec.hvpa.maintenanceTimeWindow.start: unknown field'
+    assert errors[2] == "spec.hvpa.maintenanceTimeWindow.start: unknown field"
 
 
 def test_container_rules() -> None:
@@ -215,13 +227,13 @@ hvpa:
   sources: []
 """)
     assert errors == [
-        'spec.hvpa.vpa: must be the name of a VerticalPodAutoscaler (a DNS-1123 subdomain)',
+        "spec.hvpa.vpa: must be the name of a VerticalPodAutoscaler (a DNS-1123 subdomain)",
         'spec.hvpa.containers[0].name: must be a container name (a DNS-1123 label) or "*" for every other container',
         'spec.hvpa.containers[0].controlledResources[1]: Unsupported value: "mem": supported values: "cpu", '
         '"memory" (did you mean "memory"?)',
         'spec.hvpa.containers[1].controlledValues: Unsupported value: "RequestOnly": supported values: '
         '"RequestsAndLimits", "RequestsOnly" (did you mean "RequestsOnly"?)',
-        'spec.hvpa.containers[1].minAllowed.cpu: must not be greater than maxAllowed.cpu (1)',
+        "spec.hvpa.containers[1].minAllowed.cpu: must not be greater than maxAllowed.cpu (1)",
         'spec.hvpa.containers[3].name: Duplicate value: "ok"',
         'spec.hvpa.sources: Required value: list "hpa", "vpa" or both',
     ]

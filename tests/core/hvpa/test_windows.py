@@ -20,12 +20,14 @@ def test_offsets_are_converted_to_utc() -> None:
     assert parse_time_of_day("220000+0000") == 22 * 3600
     assert parse_time_of_day("230000+0100") == 22 * 3600
     assert parse_time_of_day("220000-0000") == 22 * 3600
-    assert parse_time_of_day("010000+0200") == 23 * 3600          # the previous UTC day
-    assert parse_time_of_day("233000-0130") == 3600               # the next UTC day
+    assert parse_time_of_day("010000+0200") == 23 * 3600  # the previous UTC day
+    assert parse_time_of_day("233000-0130") == 3600  # the next UTC day
 
 
-@pytest.mark.parametrize("text", ["22:00:00+01:00", "220000Z", "220000", "2200+0100", "240000+0000",
-                                  "226000+0000", "220000+2400", " 220000+0000"])
+@pytest.mark.parametrize(
+    "text",
+    ["22:00:00+01:00", "220000Z", "220000", "2200+0100", "240000+0000", "226000+0000", "220000+2400", " 220000+0000"],
+)
 def test_bad_times_are_refused(text: str) -> None:
     with pytest.raises(WindowTimeError):
         parse_time_of_day(text)
@@ -34,17 +36,23 @@ def test_bad_times_are_refused(text: str) -> None:
 def test_a_day_window_is_inclusive_at_both_ends() -> None:
     w = window("090000+0000", "170000+0000")
     assert [in_window(w, at(t)) for t in ("085959", "090000", "120000", "170000", "170001")] == [
-        False, True, True, True, False]
+        False,
+        True,
+        True,
+        True,
+        False,
+    ]
 
 
 def test_a_window_spanning_midnight() -> None:
     w = window("220000+0000", "040000+0000")
-    assert [in_window(w, at(t)) for t in ("215959", "220000", "235959", "000000", "035959", "040000", "040001",
-                                          "120000")] == [False, True, True, True, True, True, False, False]
+    assert [
+        in_window(w, at(t)) for t in ("215959", "220000", "235959", "000000", "035959", "040000", "040001", "120000")
+    ] == [False, True, True, True, True, True, False, False]
 
 
 def test_a_local_window_that_spans_midnight_only_in_utc() -> None:
-    w = window("003000+0100", "020000+0100")   # 23:30–01:00 UTC
+    w = window("003000+0100", "020000+0100")  # 23:30–01:00 UTC
     assert in_window(w, at("233000")) and in_window(w, at("000000")) and in_window(w, at("010000"))
     assert not in_window(w, at("232959")) and not in_window(w, at("010001"))
 
