@@ -1,4 +1,4 @@
-"""The package stays ruff- and mypy-clean (both configured in pyproject.toml)."""
+"""The code stays ruff-, ruff-format- and mypy-clean (all configured in pyproject.toml), in small modules."""
 
 import subprocess
 import sys
@@ -13,6 +13,12 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_ruff() -> None:
     result = run("ruff", "check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format() -> None:
+    """One hand style: `ruff format .` would change nothing."""
+    result = run("ruff", "format", "--check", ".")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

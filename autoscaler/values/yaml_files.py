@@ -42,8 +42,8 @@ class DocumentLoader(yaml.SafeLoader):
                     None,
                     None,
                     f"nested too deeply: more than {MAX_DEPTH} levels of objects and lists",
-                    self.peek_event().start_mark,
-                )  # type: ignore[no-untyped-call]
+                    self.peek_event().start_mark,  # type: ignore[no-untyped-call]
+                )
         try:
             return super().compose_node(parent, index)
         finally:
