@@ -35,7 +35,8 @@ from autoscaler.core.spec import MetricSourceType
 from autoscaler.core.sync import SyncInputs, SyncState, sync
 from autoscaler.plot.records import StepRecord, step_record
 from autoscaler.prometheus.errors import PrometheusError
-from autoscaler.prometheus.reader import MetricsReader, TargetQuery
+from autoscaler.prometheus.queries import TargetQuery
+from autoscaler.prometheus.reader import MetricsReader
 from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.simulate.runner import StepResult
 

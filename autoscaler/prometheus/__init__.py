@@ -12,7 +12,8 @@ from autoscaler.prometheus.errors import (
     PrometheusTimeout,
     PrometheusUnreachable,
 )
-from autoscaler.prometheus.reader import MetricsReader, TargetQuery
+from autoscaler.prometheus.queries import TargetQuery
+from autoscaler.prometheus.reader import MetricsReader
 from autoscaler.prometheus.results import InstantResult, RangeResult, RangeSeries, Series
 from autoscaler.prometheus.settings import BasicAuth, PrometheusSettings, parse_prometheus_settings
 from autoscaler.prometheus.templates import validate_template

@@ -19,7 +19,8 @@ from typing import Protocol
 import structlog
 
 from autoscaler.core.observation import MetricFailure, MetricReading
-from autoscaler.prometheus.reader import OnReady, TargetQuery
+from autoscaler.prometheus.queries import TargetQuery
+from autoscaler.prometheus.reader import OnReady
 
 log = structlog.get_logger("autoscaler.batcher")
 

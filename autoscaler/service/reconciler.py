@@ -46,7 +46,7 @@ from autoscaler.core.sync import (
 from autoscaler.kube.labels import LabelSelector, SelectorError, parse_label_selector
 from autoscaler.kube.records import PodRecord
 from autoscaler.kube.scale import Scale, ScaleError
-from autoscaler.prometheus.reader import TargetQuery
+from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.service.clock import PROCESS_CLOCK
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
 from autoscaler.service.metrics_sink import MetricsSink

@@ -18,7 +18,7 @@ from autoscaler.kube.pods import PodIndex
 from autoscaler.kube.records import PodRecord
 from autoscaler.kube.scale import Scale
 from autoscaler.kube.watch import Key
-from autoscaler.prometheus.reader import TargetQuery
+from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.service.batcher import MetricsBatcher
 from autoscaler.service.caches import ClusterCaches
 from autoscaler.service.hvpa import find_vpa

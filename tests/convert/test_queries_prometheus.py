@@ -22,7 +22,7 @@ from autoscaler.convert.hpa import convert_hpa
 from autoscaler.core.observation import ExternalReading, ObjectReading, PodsReading, ResourceReading
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.prometheus import MetricsReader, PrometheusClient, PrometheusSettings
-from autoscaler.prometheus.reader import TargetQuery
+from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.values.fields import ErrorList
 from autoscaler_sandbox import PrometheusSandbox
 from tests.convert.helpers import ADAPTER_CONFIG, HPAS, documents

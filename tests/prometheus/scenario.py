@@ -12,7 +12,7 @@ from autoscaler.core.spec import (
     MetricTarget,
     MetricTargetType,
 )
-from autoscaler.prometheus.reader import TargetQuery
+from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.values.quantity import Quantity
 from autoscaler_sandbox import MetricsExporter
 

@@ -11,7 +11,8 @@ import pytest
 from autoscaler.core.observation import ExternalReading, MetricFailure, ResourceReading
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.prometheus.client import PrometheusClient
-from autoscaler.prometheus.reader import MetricsReader, TargetQuery
+from autoscaler.prometheus.queries import TargetQuery
+from autoscaler.prometheus.reader import MetricsReader
 from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler_sandbox import MetricsExporter
 from autoscaler_sandbox import demo_objects as objects

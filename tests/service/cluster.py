@@ -21,7 +21,7 @@ from autoscaler.core.observation import (
 )
 from autoscaler.core.spec import MetricSourceType
 from autoscaler.kube.api import KubeApi
-from autoscaler.prometheus.reader import TargetQuery
+from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.service.manager import Manager
 from autoscaler_sandbox import demo_objects
 from kube_emulator import KubeEmulator

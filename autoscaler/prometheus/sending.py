@@ -1,0 +1,165 @@
+"""Sending the reader's queries, so that one target's trouble stays its own.
+
+* A target's own queries (Object/External) take at most ``targetConcurrency`` of the client's slots at
+  once, and waiting for one counts against the query's deadline: a target with many slow queries cannot
+  starve the others.
+* A query Prometheus rejects as invalid (HTTP 400/422) is not sent again until a slow, jittered backoff
+  has passed (``invalidQueryBackoffSeconds``, doubling up to ``invalidQueryBackoffMaxSeconds``); until
+  then its metrics fail at once with Prometheus' text.
+
+Apart from the reader (:mod:`autoscaler.prometheus.reader`) because it is the only part of it that keeps
+state across syncs about the queries themselves, and the only one that talks to the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from autoscaler.prometheus.errors import PrometheusBadQuery, PrometheusError, PrometheusTimeout
+from autoscaler.prometheus.results import InstantResult, SeriesFilter
+from autoscaler.prometheus.settings import PrometheusSettings
+
+# The reader's log: what an operator filters on does not depend on how the reader is cut into modules.
+log = logging.getLogger("autoscaler.prometheus.reader")
+
+QUERY_IN_MESSAGE_LIMIT = 300
+_REJECTED_REMEMBERED = 10_000  # rejected queries remembered before the expired ones are forgotten
+BACKOFF_NOTE = "; the query is invalid: it is sent again only after a slow backoff"
+
+
+class InstantQuerier(Protocol):
+    """What the reader needs from a client: :class:`~autoscaler.prometheus.client.PrometheusClient`, or a
+    stand-in that answers from data fetched beforehand (``autoscaler backtest`` answers from range
+    queries)."""
+
+    async def query(
+        self, promql: str, at: float | None, *, deadline: float | None = None, keep: SeriesFilter | None = None
+    ) -> InstantResult: ...
+
+
+class StillRejected(Exception):
+    """The query was rejected as invalid and its backoff has not passed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass
+class _Rejected:
+    """A query Prometheus rejected as invalid, and when it may be sent again (event-loop time)."""
+
+    message: str
+    retry_at: float
+    failures: int
+
+
+class _TargetShares:
+    """Each target's share of the client's query slots (``targetConcurrency``), made on first use and
+    dropped when the target has nothing in flight."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._shares: dict[tuple[str, str], tuple[asyncio.Semaphore, list[int]]] = {}
+
+    async def acquire(self, key: tuple[str, str], deadline: float) -> None:
+        semaphore, users = self._shares.setdefault(key, (asyncio.Semaphore(self._size), [0]))
+        users[0] += 1
+        try:
+            async with asyncio.timeout_at(deadline):
+                await semaphore.acquire()
+        except BaseException:
+            self._leave(key, users)
+            raise
+
+    def release(self, key: tuple[str, str]) -> None:
+        semaphore, users = self._shares[key]
+        semaphore.release()
+        self._leave(key, users)
+
+    def _leave(self, key: tuple[str, str], users: list[int]) -> None:
+        users[0] -= 1
+        if users[0] == 0:
+            del self._shares[key]
+
+
+class QuerySender:
+    def __init__(self, client: InstantQuerier, settings: PrometheusSettings, rng: Callable[[], float]) -> None:
+        self._client = client
+        self._settings = settings
+        self._rng = rng
+        self._shares = _TargetShares(settings.per_target_concurrency)
+        self._rejected: dict[str, _Rejected] = {}  # by query text (see send)
+
+    async def send(
+        self,
+        query: str,
+        at: float | None,
+        *,
+        deadline: float | None = None,
+        keep: SeriesFilter | None = None,
+        share: tuple[str, str] | None = None,
+    ) -> InstantResult:
+        """Send one query, unless Prometheus rejected it as invalid and its backoff has not passed (then
+        raise :class:`StillRejected` at once, with the same message). ``share``: the one target the
+        query is read for, whose share of the slots it must wait for (within ``deadline``)."""
+        loop = asyncio.get_running_loop()
+        rejected = self._rejected.get(query)
+        if rejected is not None and loop.time() < rejected.retry_at:
+            raise StillRejected(rejected.message)
+        if share is not None:
+            assert deadline is not None
+            try:
+                await self._shares.acquire(share, deadline)
+            except TimeoutError:
+                raise PrometheusTimeout(
+                    f"no query slot within {self._settings.timeout_seconds:g}s: this target's own queries "
+                    f"may use {self._settings.per_target_concurrency} at once (prometheus.targetConcurrency), "
+                    "and its other queries held them"
+                ) from None
+        try:
+            result = await self._client.query(query, at, deadline=deadline, keep=keep)
+        except PrometheusBadQuery as error:
+            self._reject(query, query_error_message(error, query), rejected)
+            raise
+        finally:
+            if share is not None:
+                self._shares.release(share)
+        if rejected is not None:
+            del self._rejected[query]
+        return result
+
+    def _reject(self, query: str, message: str, before: _Rejected | None) -> None:
+        settings = self._settings
+        failures = before.failures + 1 if before is not None else 1
+        delay = min(
+            settings.invalid_query_backoff_max_seconds, settings.invalid_query_backoff_seconds * 2 ** (failures - 1)
+        )
+        delay *= 0.75 + 0.25 * self._rng()  # jittered below the cap: many rejected queries do not align
+        now = asyncio.get_running_loop().time()
+        if len(self._rejected) > _REJECTED_REMEMBERED:  # queries no target reads any more: forget the expired ones
+            self._rejected = {q: r for q, r in self._rejected.items() if r.retry_at > now}
+        self._rejected[query] = _Rejected(message + BACKOFF_NOTE, now + delay, failures)
+        log.warning("Prometheus rejected a query as invalid; it is retried after %.0f s: %s", delay, message)
+
+
+def shown_query(query: str) -> str:
+    """``query``, cut short for a message or a log line."""
+    return query if len(query) <= QUERY_IN_MESSAGE_LIMIT else query[:QUERY_IN_MESSAGE_LIMIT] + "…"
+
+
+def query_error_message(error: PrometheusError, query: str) -> str:
+    """Why a query failed, for its metrics' failures (an invalid query is shown)."""
+    message = f"querying Prometheus failed: {error}"
+    if isinstance(error, PrometheusBadQuery):
+        message += f"; query: {shown_query(query)}"
+    return message
+
+
+def failed_query_message(error: PrometheusError, query: str) -> str:
+    """The failure of every metric read with a query that failed with ``error``."""
+    return query_error_message(error, query) + (BACKOFF_NOTE if isinstance(error, PrometheusBadQuery) else "")
