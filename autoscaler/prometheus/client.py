@@ -22,36 +22,34 @@
 * Answers are read up to ``maxResponseBytes`` (past it the call fails with
   :class:`PrometheusResponseTooLarge`); one larger than ``largeResponseBytes`` is decoded in a worker
   thread a series at a time (see :func:`parse_instant_in_pieces`), so it never stalls the event loop.
+
+What an attempt's outcome means (a body, an error status, a failed connection; whether to try again) is
+:mod:`autoscaler.prometheus.answers`; this module makes the calls.
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
 import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from types import TracebackType
-from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
-import orjson
 
+from autoscaler.prometheus.answers import Answers, Retry
 from autoscaler.prometheus.auth import Credentials, build_ssl_context
 from autoscaler.prometheus.errors import (
-    PrometheusBadQuery,
     PrometheusError,
     PrometheusHTTPError,
     PrometheusMalformedResponse,
     PrometheusPartialAnswer,
-    PrometheusResponseTooLarge,
     PrometheusTimeout,
-    PrometheusUnreachable,
 )
-from autoscaler.prometheus.partial import names_a_store_failure, partial_cause
+from autoscaler.prometheus.partial import partial_cause
 from autoscaler.prometheus.promql import format_time
 from autoscaler.prometheus.results import (
     InstantResult,
@@ -64,14 +62,10 @@ from autoscaler.prometheus.results import (
 from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.values.durations import format_prometheus_duration
 
-_RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _BACKOFF_BASE = 0.05
 _BACKOFF_CAP = 1.0
-_ERROR_TEXT_LIMIT = 500
 USER_AGENT = "autoscaler-prometheus/0.1"
-# Errors of a connection the server closed or reset before answering: re-dialled without counting
-# as a retry (a restarted Prometheus drops every kept-alive connection of the pool at once).
-_RESET_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED})
+# Connections the server closed (see answers.Retry.dropped_connection) re-dialled at once, per call.
 _REDIALS = 3
 
 # (the server's time from its Date header, and this client's clock when the request was sent and when
@@ -91,15 +85,6 @@ class ClientStats:
     failures: dict[str, int] = field(default_factory=dict)
 
 
-class _Retry(Exception):
-    """An attempt failed in a way another attempt may fix; carries the error to raise otherwise."""
-
-    def __init__(self, error: PrometheusError, *, dropped_connection: bool = False) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.dropped_connection = dropped_connection
-
-
 class PrometheusClient:
     """Use as ``async with PrometheusClient(settings) as client:`` (or :meth:`start`/:meth:`close`)."""
 
@@ -114,6 +99,7 @@ class PrometheusClient:
         self.settings = settings
         self.stats = ClientStats()
         self._credentials = Credentials(settings)
+        self._answers = Answers(settings, self._credentials.redact)
         self._rng = rng
         self._observe_server_time = observe_server_time
         self._clock = clock or time.time
@@ -163,7 +149,7 @@ class PrometheusClient:
             if len(payload) > self.settings.large_response_bytes:
                 self.stats.large_answers += 1
                 return await asyncio.to_thread(parse_instant_in_pieces, payload, keep)
-            return parse_instant(self._decode(payload, content_type))
+            return parse_instant(self._answers.decode(payload, content_type))
         except PrometheusMalformedResponse:
             self.stats.failures["malformed"] = self.stats.failures.get("malformed", 0) + 1
             raise
@@ -180,9 +166,9 @@ class PrometheusClient:
         }
         payload, content_type = await self._call("/api/v1/query_range", form, None)
         if len(payload) > self.settings.large_response_bytes:
-            result = await asyncio.to_thread(lambda: parse_range(self._decode(payload, content_type)))
+            result = await asyncio.to_thread(lambda: parse_range(self._answers.decode(payload, content_type)))
         else:
-            result = parse_range(self._decode(payload, content_type))
+            result = parse_range(self._answers.decode(payload, content_type))
         cause = partial_cause(result)
         if cause is not None:
             self.stats.failures["partial"] = self.stats.failures.get("partial", 0) + 1
@@ -250,7 +236,7 @@ class PrometheusClient:
         while True:
             try:
                 return await self._attempt(path, form, deadline)
-            except _Retry as retry:
+            except Retry as retry:
                 error = retry.error
                 if retry.dropped_connection and redials:
                     # The server closed a kept-alive connection (a restart): another one, now. The pool may
@@ -302,55 +288,12 @@ class PrometheusClient:
                     self._server_time(response.headers.get("Date"), sent)
                     status = response.status
                     content_type = response.headers.get("Content-Type", "")
-                    payload = await self._read_capped(response)
+                    payload = await self._answers.read_capped(response)
         except TimeoutError:
             raise self._timeout() from None
-        except aiohttp.ClientSSLError as exc:
-            raise PrometheusUnreachable(
-                self._redact(f"TLS handshake with Prometheus at {self.settings.display_url} failed: {exc}")
-            ) from None
-        except aiohttp.ClientConnectorError as exc:
-            raise _Retry(
-                PrometheusUnreachable(
-                    self._redact(f"Prometheus at {self.settings.display_url} is unreachable: {_reason(exc)}")
-                )
-            ) from None
         except (aiohttp.ClientError, OSError) as exc:
-            dropped = isinstance(exc, aiohttp.ServerDisconnectedError) or (
-                isinstance(exc, OSError) and exc.errno in _RESET_ERRNOS
-            )
-            raise _Retry(
-                PrometheusUnreachable(
-                    self._redact(
-                        f"connection to Prometheus at {self.settings.display_url} failed: "
-                        f"{type(exc).__name__}: {_reason(exc)}"
-                    )
-                ),
-                dropped_connection=dropped,
-            ) from None
-        return self._interpret(status, content_type, payload)
-
-    async def _read_capped(self, response: aiohttp.ClientResponse) -> bytearray:
-        """The body, read no further than ``maxResponseBytes``. Grown chunk by chunk: joining a large
-        answer's chunks at the end would copy it all in one step on the event loop."""
-        cap = self.settings.max_response_bytes
-        length = response.content_length
-        if length is not None and length > cap and not response.headers.get("Content-Encoding"):
-            response.close()
-            raise self._too_large(f"{length} bytes")
-        body = bytearray()
-        async for chunk in response.content.iter_any():
-            if len(body) + len(chunk) > cap:
-                response.close()  # the rest is never read: the connection is dropped, not reused
-                raise self._too_large(f"more than {cap} bytes")
-            body += chunk
-        return body
-
-    def _too_large(self, size: str) -> PrometheusResponseTooLarge:
-        return PrometheusResponseTooLarge(
-            f"Prometheus at {self.settings.display_url} answered {size}, more than prometheus.maxResponseBytes "
-            f"({self.settings.max_response_bytes}): the query selects too many series; narrow or aggregate it"
-        )
+            raise self._answers.connection_failure(exc) from None
+        return self._answers.interpret(status, content_type, payload)
 
     def _server_time(self, date: str | None, sent: float) -> None:
         if self._observe_server_time is None or not date:
@@ -368,68 +311,3 @@ class PrometheusClient:
 
     def _redact(self, text: str) -> str:
         return self._credentials.redact(text)
-
-    def _decode(self, payload: bytearray, content_type: str) -> Any:
-        try:
-            # orjson: Prometheus' answers are the service's largest input (tens of thousands of
-            # series a sync period), and it decodes them in less than half json's time.
-            return orjson.loads(payload)
-        except (ValueError, UnicodeDecodeError):
-            raise PrometheusMalformedResponse(
-                self._redact(
-                    f"malformed Prometheus response from {self.settings.display_url}: not JSON "
-                    f"({content_type or 'no content type'}): {_snippet(payload)!r}"
-                )
-            ) from None
-
-    def _interpret(self, status: int, content_type: str, payload: bytearray) -> tuple[bytearray, str]:
-        """The payload of a 2xx answer; the error an error answer stands for."""
-        if 200 <= status < 300:
-            return payload, content_type
-        document: Any = None
-        try:
-            document = orjson.loads(payload)
-        except (ValueError, UnicodeDecodeError):
-            document = None
-        error_type = error_text = ""
-        if isinstance(document, dict):
-            error_type = str(document.get("errorType") or "")
-            error_text = str(document.get("error") or "")
-        detail = error_text or _snippet(payload)
-        detail = self._redact(detail[:_ERROR_TEXT_LIMIT])
-        where = f"Prometheus at {self.settings.display_url}"
-        label = f"{error_type}: " if error_type else ""
-        if status == 422 and names_a_store_failure(detail):
-            # Thanos told partial_response=false, with a store down: the query is fine, the backend is not.
-            raise PrometheusPartialAnswer(
-                f"partial answer from {self.settings.display_url}: {detail} (HTTP 422: partial answers are "
-                "denied (prometheus.denyPartialResponse), so the query failed instead)"
-            )
-        if status in (400, 422):
-            raise PrometheusBadQuery(
-                f"{where} rejected the query (HTTP {status}, {label}{detail})",
-                status=status,
-                error_type=error_type,
-                error=detail,
-            )
-        if status == 503 and error_type == "timeout":
-            raise PrometheusTimeout(f"{where} timed the query out (HTTP 503, {label}{detail})")
-        hint = " (check the credentials)" if status in (401, 403) else ""
-        error = PrometheusHTTPError(
-            f"{where} answered HTTP {status}{hint}: {label}{detail}", status=status, error_type=error_type, error=detail
-        )
-        if status in _RETRYABLE_STATUS or status == 401:
-            raise _Retry(error)
-        raise error
-
-
-def _snippet(payload: bytes | bytearray) -> str:
-    text = payload[:200].decode("utf-8", errors="replace")
-    return " ".join(text.split()) or "(empty body)"
-
-
-def _reason(exc: BaseException) -> str:
-    os_error = getattr(exc, "os_error", None)
-    if isinstance(os_error, OSError) and os_error.strerror:
-        return os_error.strerror
-    return str(exc) or type(exc).__name__
