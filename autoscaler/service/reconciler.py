@@ -7,30 +7,26 @@ module feeds it and carries it out. It reads only through a :class:`~autoscaler.
 leadership, backing off while they fail); it keeps the state the next sync starts from. A failure of
 any step becomes a condition and an Event, never an exception that escapes: one target's trouble
 never touches another.
+
+The read half of a sync (selector, pods, metrics → an observation) is :mod:`autoscaler.service.observe`;
+the report half (Events, the status written only when it changed, the log line, the gauges) is
+:mod:`autoscaler.service.report`. This module runs the ticks and carries one sync from one to the other.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
 import time
-import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
-from autoscaler.core import conditions as c
-from autoscaler.core.conditions import Condition
 from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.hvpa.decision import HvpaState
-from autoscaler.core.metrics import MetricOutcome
-from autoscaler.core.observation import MetricFailure, MetricReading, Observation, PodInfo, ScaleInfo, SelectorProblem
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
-from autoscaler.core.status import condition_json
 from autoscaler.core.sync import (
     ALL_WRITTEN,
     NOTHING_WRITTEN,
@@ -43,24 +39,21 @@ from autoscaler.core.sync import (
     scale_unreadable,
     settle,
 )
-from autoscaler.kube.labels import LabelSelector, SelectorError, parse_label_selector
-from autoscaler.kube.records import PodRecord
 from autoscaler.kube.scale import Scale, ScaleError
-from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.service.clock import PROCESS_CLOCK
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
 from autoscaler.service.metrics_sink import MetricsSink
+from autoscaler.service.observe import TargetObserver
 from autoscaler.service.recorder import SyncRecorder
+from autoscaler.service.report import SyncReporter, reconcile_result
 from autoscaler.service.schedule import ConcurrencySlot, Schedule
-from autoscaler.service.status import restore_state, seconds_time, status_document
-from autoscaler.service.status_digest import StatusDigest
+from autoscaler.service.status import restore_state
 from autoscaler.service.targets import Target
-from autoscaler.service.view import NOTHING_SELECTED, ClusterView
+from autoscaler.service.view import ClusterView
 from autoscaler.service.writes import ClusterWriter, LeadershipLost, TargetWrites
 
 log = structlog.get_logger("autoscaler.reconciler")
 NO_HVPA = HvpaState()
-_stdlib_log = logging.getLogger("autoscaler.reconciler")  # the level structlog's filter_by_level reads
 
 
 @dataclass(frozen=True)
@@ -104,16 +97,16 @@ class TargetReconciler:
         self._view = view
         self._context = context
         self._writes = TargetWrites(writer, context.period, context.metrics)
+        self._observer = TargetObserver(view)
+        self._reporter = SyncReporter(
+            self._writes,
+            context.metrics,
+            dry_run=context.dry_run,
+            last_status=last_status if last_status is not None else target.status,
+        )
         self._state = state
         self._hvpa_state: HvpaState | None = None
-        self._last_status_packed: bytes | None = None  # see last_status
-        self._written: StatusDigest | None = None  # the digest of last_status
-        self._store(last_status if last_status is not None else target.status)
-        self._selector: LabelSelector | None = None
-        self._selector_text: str | None = None  # the scale's selector that _selector was parsed from
         self._syncs = 0
-        self._pods_seen: list[PodRecord] | None = None  # see _pod_lists
-        self._pod_lists_seen: tuple[list[str], list[PodInfo]] = ([], [])
 
     @property
     def syncs(self) -> int:
@@ -122,16 +115,9 @@ class TargetReconciler:
 
     @property
     def last_status(self) -> Mapping[str, Any] | None:
-        """The status last written (or found on the object): a fresh copy on every access.
-
-        Kept as compressed compact JSON, a fraction of the parsed document's memory (~0.7 KiB instead of
-        ~1.6 KiB of text, and far less than the parsed document): a steady sync never reads it (it
-        compares digests, see :mod:`~autoscaler.service.status_digest`), only writes, restarts and
-        /api/targets do."""
-        if self._last_status_packed is None:
-            return None
-        status: Mapping[str, Any] = json.loads(zlib.decompress(self._last_status_packed))
-        return status
+        """The status last written (or found on the object): a fresh copy on every access (see
+        :mod:`~autoscaler.service.report` for how it is kept)."""
+        return self._reporter.last_status
 
     def retarget(self, target: Target) -> None:
         """The target changed but not its spec (its status or metadata): sync the new one from now on."""
@@ -139,13 +125,6 @@ class TargetReconciler:
 
     def handoff(self) -> Handoff:
         return Handoff(self._state, self.last_status)
-
-    def _store(self, document: Mapping[str, Any] | None, digest: StatusDigest | None = None) -> None:
-        """``document`` is the last status now; ``digest`` its digest, when the caller has it."""
-        self._last_status_packed = (
-            None if document is None else zlib.compress(json.dumps(document, separators=(",", ":")).encode())
-        )
-        self._written = digest if digest is not None else StatusDigest.of_status(document)
 
     async def run(self, first_delay: float | None = None) -> None:
         """Sync on the namespace's ticks (see :class:`~autoscaler.service.schedule.Schedule`) until
@@ -204,7 +183,10 @@ class TargetReconciler:
                     target.namespace, target.name, time.monotonic() - started, "error", "FailedGetScale"
                 )
                 return None
-            observation = await self._observe(scale, read_metrics=reads_metrics(spec), slot=slot)
+            # The target as it is now: retarget() may have replaced it while the scale was read.
+            observation = await self._observer.observe(
+                self._target, spec, scale, read_metrics=reads_metrics(spec), slot=slot
+            )
             if spec.hvpa is None:
                 inputs, hvpa_state = SyncInputs(observation), NO_HVPA
             else:
@@ -225,22 +207,12 @@ class TargetReconciler:
             if outcome.hvpa is not None:
                 self._hvpa_state = outcome.state.hvpa
                 extra["hvpa"] = hvpa_status(outcome.hvpa, self._hvpa_state)
-            await self._report(decision, now, extra)
+            await self._reporter.report(self._target, decision, now, extra)
             self._writes.end(target)
             self._state = outcome.state.target
             self._syncs += 1
             metrics.observe_reconcile(
-                target.namespace,
-                target.name,
-                time.monotonic() - started,
-                "dry_run"
-                if decision.scale and decision.applied is None
-                else "scaled"
-                if decision.applied
-                else "error"
-                if decision.error
-                else "unchanged",
-                _error_reason(decision),
+                target.namespace, target.name, time.monotonic() - started, *reconcile_result(decision)
             )
             return decision
         except (asyncio.CancelledError, LeadershipLost):
@@ -259,66 +231,6 @@ class TargetReconciler:
         saved = (self.last_status or {}).get("hvpa") or {}
         return restore_hvpa_state(saved.get("state"))
 
-    async def _observe(self, scale: Scale, *, read_metrics: bool, slot: ConcurrencySlot | None) -> Observation:
-        target, spec = self._target, self._spec
-        problem: SelectorProblem | None = None
-        selection = NOTHING_SELECTED
-        if scale.selector:
-            if scale.selector != self._selector_text or self._selector is None:
-                # Parsed once per selector, and the same object kept: the view's AmbiguousSelector memo
-                # compares the selectors of a namespace's targets on every sync.
-                try:
-                    self._selector = parse_label_selector(scale.selector)
-                    self._selector_text = scale.selector
-                except SelectorError as exc:
-                    self._selector, self._selector_text = None, None
-                    problem = SelectorProblem(
-                        "InvalidSelector",
-                        f"couldn't convert selector into a corresponding internal selector object: {exc}",
-                    )
-            selection = self._view.select(target, self._selector)
-            if selection.others:
-                problem = SelectorProblem(
-                    "AmbiguousSelector",
-                    f"pods by selector {scale.selector} are controlled by more than one HPA "
-                    f"(e.g. [{' '.join(selection.others)}])",
-                )
-        else:  # the scale has no selector: this target selects nothing
-            self._selector, self._selector_text = None, None
-            selection = self._view.select(target, None)
-        readings: Sequence[MetricReading]
-        if (
-            read_metrics
-            and problem is None
-            and scale.selector
-            and (scale.spec_replicas > 0 or spec.has_object_or_external_metric)
-        ):
-            query = TargetQuery(
-                namespace=target.namespace,
-                name=target.name,
-                scale_target=spec.scale_target_ref,
-                selector=scale.selector,
-                pod_names=self._pod_lists(selection.pods)[0],
-                metrics=spec.metrics,
-            )
-            async with ConcurrencySlot.given_back(slot):
-                readings = await self._view.read_metrics(query)
-        else:
-            readings = [MetricFailure("not read") for _ in spec.metrics]
-        return Observation(
-            ScaleInfo(scale.spec_replicas, scale.status_replicas, scale.selector),
-            self._pod_lists(selection.pods)[1],
-            readings,
-            problem,
-        )
-
-    def _pod_lists(self, pods: list[PodRecord]) -> tuple[list[str], list[PodInfo]]:
-        """The pods' names and infos, made again only when the selection is a new list (the pod index
-        hands out the same list until the namespace's pods change)."""
-        if pods is not self._pods_seen:
-            self._pods_seen, self._pod_lists_seen = pods, ([p.name for p in pods], [p.info for p in pods])
-        return self._pod_lists_seen
-
     async def _write(self, plan: SyncPlan, scale: Scale) -> WriteResults:
         """Make the plan's writes: the scale, then (only if that went through) the VPA."""
         if self._context.dry_run:
@@ -334,104 +246,9 @@ class TargetReconciler:
         name = str(((self._view.find_vpa(self._target) or {}).get("metadata") or {}).get("name") or "")
         return WriteResults(vpa=bool(name) and await self._writes.vpa(self._target, name, patch))
 
-    async def _report(self, decision: Decision, now: float, extra: dict[str, Any]) -> None:
-        target = self._target
-        for event in decision.events:
-            await self._writes.event(target, event.type, event.reason, event.message)
-        if self._context.dry_run:
-            extra["dryRun"] = True
-        digest = StatusDigest.of_decision(decision, generation=target.generation, now=now, extra=extra)
-        changed = digest.needs_write_after(self._written)
-        if changed:
-            document = status_document(decision, generation=target.generation, now=now, extra=extra)
-            if await self._writes.status(target, document, self.last_status):
-                self._store(document, digest)
-        limited = decision.limited_by
-        # info, but debug when nothing changed and nothing is limited (docs/operations.md): a steady
-        # service would otherwise log every target every period.
-        quiet = not (
-            changed
-            or decision.scale
-            or decision.events
-            or limited
-            or decision.error
-            or decision.replicas != decision.current_replicas
-        )
-        if not quiet or _stdlib_log.isEnabledFor(logging.DEBUG):  # a dropped debug line still costs structlog's chain
-            (log.debug if quiet else log.info)(
-                "decision",
-                current_replicas=decision.current_replicas,
-                proposal=decision.desired_replicas,
-                replicas=decision.replicas,
-                scaled=decision.scale,
-                applied=decision.applied,
-                reason=decision.rescale_reason or None,
-                limited_by=limited,
-                error=decision.error,
-                dry_run=self._context.dry_run or None,
-            )
-        metrics = self._context.metrics
-        metrics.set_target(
-            target.namespace,
-            target.name,
-            current=decision.current_replicas,
-            proposal=decision.desired_replicas,
-            final=decision.replicas,
-            limited_reason=limited,
-            metrics=[(o.spec.name, _current_value(o), _target_value(o)) for o in decision.metrics],
-        )
-        metrics.set_target_conditions(target.namespace, target.name, _condition_states(decision.conditions))
-
     async def _scale_unreadable(self, state: TargetState, error: str, now: float) -> None:
         """AbleToScale False / FailedGetScale: the status keeps everything else as it was."""
         unreadable, event = scale_unreadable(SyncState(state), error, now)
         self._state = unreadable.target
         log.warning("scale unreadable", error=error)
-        if not self._writes.may_write():
-            return
-        await self._writes.event(self._target, event.type, event.reason, event.message)
-        document = dict(self.last_status or {})
-        document["conditions"] = [condition_json(x, seconds_time) for x in self._state.conditions]
-        if self._target.generation is not None:
-            document["observedGeneration"] = self._target.generation
-        digest = StatusDigest.of_status(document)
-        if (
-            digest is not None
-            and digest.needs_write_after(self._written)
-            and await self._writes.status(self._target, document, self.last_status)
-        ):
-            self._store(document, digest)
-
-
-def _condition_states(conditions: Sequence[Condition]) -> dict[str, bool | None]:
-    """autoscaler_target_condition's values: True and False, None (no series) for Unknown."""
-    return {x.type: (x.status == c.TRUE) if x.status in (c.TRUE, c.FALSE) else None for x in conditions}
-
-
-def _error_reason(decision: Decision) -> str | None:
-    if decision.applied is False:
-        return "FailedUpdateScale"
-    if decision.error is None:
-        return None
-    for cond in decision.conditions:
-        if cond.type == c.SCALING_ACTIVE and cond.status == c.FALSE:
-            return cond.reason
-    return "InvalidMetrics"
-
-
-def _current_value(outcome: MetricOutcome) -> float | None:
-    current = outcome.current
-    if current is None:
-        return None
-    if current.average_utilization is not None:
-        return float(current.average_utilization)
-    milli = current.average_value if current.average_value is not None else current.value
-    return milli / 1000 if milli is not None else None
-
-
-def _target_value(outcome: MetricOutcome) -> float | None:
-    target = outcome.spec.target
-    if target.average_utilization is not None:
-        return float(target.average_utilization)
-    quantity = target.average_value or target.value
-    return quantity.as_float() if quantity is not None else None
+        await self._reporter.report_unreadable(self._target, self._state.conditions, event)
