@@ -24,7 +24,8 @@ from autoscaler.convert.adapter_query import (
 )
 from autoscaler.convert.model import Conversion, Origin
 from autoscaler.convert.target import finish_target, metadata_of
-from autoscaler.core.spec_parse import BUILTIN_QUERY_RESOURCES, parse_target_spec
+from autoscaler.core.metric_spec_parse import BUILTIN_QUERY_RESOURCES
+from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.values.fields import ErrorList, SpecError
 
 API_VERSIONS = ("autoscaling/v2", "autoscaling/v2beta2", "autoscaling/v1")

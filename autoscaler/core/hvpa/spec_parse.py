@@ -1,7 +1,10 @@
 """Reading and validating the ``hvpa`` section (step 1, A19, A23–A28), every problem with its path.
 
 Called from :func:`autoscaler.core.spec_parse.read_target_spec` with the section's view and the
-target's already parsed minReplicas, maxReplicas and metrics, for the rules that span both.
+target's already parsed minReplicas, maxReplicas and metrics, for the rules that span both. This module
+reads the section as a whole, how it scales (intervals, change parameters, update policies, the
+maintenance window, sources) and checks those rules; the per-container policies are
+:mod:`autoscaler.core.hvpa.containers_parse`.
 """
 
 from __future__ import annotations
@@ -10,15 +13,15 @@ import re
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
+from autoscaler.core.gomath import MAX_INT32
+from autoscaler.core.hvpa.containers_parse import read_containers, read_resource_list
 from autoscaler.core.hvpa.intervals import IntervalProblem, effective_intervals
 from autoscaler.core.hvpa.spec import (
     DEFAULT_POLICY,
     RESOURCES,
-    WILDCARD_CONTAINER,
     ChangeParams,
     ContainerMode,
     ContainerPolicy,
-    ControlledValues,
     Extrapolation,
     HvpaSpec,
     MaintenanceWindow,
@@ -32,10 +35,7 @@ from autoscaler.core.hvpa.windows import WindowTimeError, parse_time_of_day
 from autoscaler.core.spec import MetricSourceType, MetricSpec
 from autoscaler.values.durations import DurationError, parse_go_duration
 from autoscaler.values.fields import REQUIRED, Obj, did_you_mean
-from autoscaler.values.quantity import Quantity
 
-MAX_INT32 = 2**31 - 1
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Names from the hvpa-v2 branch that EP-0001 spells differently (A23).
 _LEGACY_INTERVAL_FIELDS = {"maxCpu": "maxResources.cpu", "maxMemory": "maxResources.memory"}
@@ -61,7 +61,7 @@ def read_hvpa_spec(
     vpa = obj.string("vpa", non_empty=True)
     if vpa and not _DNS1123_SUBDOMAIN.match(vpa):
         obj.error("vpa", "must be the name of a VerticalPodAutoscaler (a DNS-1123 subdomain)")
-    containers = _containers(obj)
+    containers = read_containers(obj)
     sources = _sources(obj)
     obj.finish()
     warnings: list[str] = []
@@ -96,20 +96,6 @@ def _raw_update_mode(obj: Obj, key: str) -> object:
     scale_type = obj.value.get(key)
     policy = scale_type.get("updatePolicy") if isinstance(scale_type, Mapping) else None
     return policy.get("updateMode") if isinstance(policy, Mapping) else None
-
-
-def _resource_list(obj: Obj | None) -> dict[str, Quantity] | None:
-    """A ResourceList restricted to cpu and memory (the resources a VPA recommends)."""
-    if obj is None:
-        return {}
-    errors_before = len(obj.errors.items)
-    result: dict[str, Quantity] = {}
-    for resource in RESOURCES:
-        quantity = obj.quantity(resource, positive=True)
-        if quantity is not None:
-            result[resource] = quantity
-    obj.finish()
-    return result if len(obj.errors.items) == errors_before else None
 
 
 def _change_params(obj: Obj | None, max_percentage: int) -> ChangeParams | None:
@@ -167,7 +153,7 @@ def _scaling_interval(obj: Obj | None) -> ScalingInterval | None:
         return None
     errors_before = len(obj.errors.items)
     max_replicas = obj.integer("maxReplicas", minimum=1, maximum=MAX_INT32)
-    resources = _resource_list(obj.obj("maxResources"))
+    resources = read_resource_list(obj.obj("maxResources"))
     extrapolation = obj.string(
         "effectiveIntervalExtrapolation", default=Extrapolation.LINEAR.value, choices=[e.value for e in Extrapolation]
     )
@@ -227,81 +213,6 @@ def _maintenance_window(obj: Obj | None) -> MaintenanceWindow | None:
     if len(ends) != 2:
         return None
     return MaintenanceWindow(ends[0], ends[1], texts[0], texts[1])
-
-
-def _containers(obj: Obj) -> tuple[ContainerPolicy, ...] | None:
-    result: list[ContainerPolicy] = []
-    seen: set[str] = set()
-    ok = True
-    for path, element in obj.items("containers"):
-        policy = _container(Obj.of(element, path, obj.errors))
-        if policy is None:
-            ok = False
-            continue
-        if policy.name in seen:
-            obj.errors.add(f"{path}.name", f'Duplicate value: "{policy.name}"')
-            ok = False
-        seen.add(policy.name)
-        result.append(policy)
-    raw = obj.value.get("containers")
-    if raw is not None and not isinstance(raw, list):
-        return None
-    return tuple(result) if ok else None
-
-
-def _container(obj: Obj | None) -> ContainerPolicy | None:
-    if obj is None:
-        return None
-    errors_before = len(obj.errors.items)
-    name = obj.string("name", required=True, non_empty=True)
-    if name and name != WILDCARD_CONTAINER and not _DNS1123_LABEL.match(name):
-        obj.error("name", 'must be a container name (a DNS-1123 label) or "*" for every other container')
-    mode = obj.string("mode", default=ContainerMode.AUTO.value, choices=[m.value for m in ContainerMode])
-    controlled = _controlled_resources(obj)
-    values = obj.string(
-        "controlledValues",
-        default=ControlledValues.REQUESTS_AND_LIMITS.value,
-        choices=[v.value for v in ControlledValues],
-    )
-    min_allowed = _resource_list(obj.obj("minAllowed"))
-    max_allowed = _resource_list(obj.obj("maxAllowed"))
-    if min_allowed and max_allowed:
-        for resource in RESOURCES:
-            low, high = min_allowed.get(resource), max_allowed.get(resource)
-            if low is not None and high is not None and low.value > high.value:
-                obj.error(f"minAllowed.{resource}", f"must not be greater than maxAllowed.{resource} ({high})")
-    explicit = frozenset(
-        key for key in ("mode", "controlledResources", "controlledValues", "minAllowed", "maxAllowed") if obj.has(key)
-    )
-    obj.finish()
-    if len(obj.errors.items) > errors_before:
-        return None
-    assert name is not None and mode is not None and controlled is not None and values is not None
-    assert min_allowed is not None and max_allowed is not None
-    return ContainerPolicy(
-        name, ContainerMode(mode), controlled, ControlledValues(values), min_allowed, max_allowed, explicit
-    )
-
-
-def _controlled_resources(obj: Obj) -> tuple[str, ...] | None:
-    if not obj.has("controlledResources"):
-        obj.mark_known("controlledResources")
-        return RESOURCES
-    result: list[str] = []
-    for path, element in obj.items("controlledResources"):
-        if element not in RESOURCES:
-            hint = did_you_mean(str(element), RESOURCES) if isinstance(element, str) else None
-            suffix = f' (did you mean "{hint}"?)' if hint else ""
-            shown = f'"{element}"' if isinstance(element, str) else repr(element)
-            obj.errors.add(path, f'Unsupported value: {shown}: supported values: "cpu", "memory"{suffix}')
-            return None
-        if element in result:
-            obj.errors.add(path, f'Duplicate value: "{element}"')
-            return None
-        result.append(element)
-    return (
-        tuple(r for r in RESOURCES if r in result) if isinstance(obj.value.get("controlledResources"), list) else None
-    )
 
 
 def _sources(obj: Obj) -> tuple[Source, ...] | None:
