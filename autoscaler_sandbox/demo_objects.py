@@ -18,7 +18,7 @@ from kube_emulator.controllers import template_hash
 
 NAMESPACE = "default"
 WEB = Workload(NAMESPACE, "web", "app", cpu_request=0.5)
-CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd.yaml"
+CRD_FILE = Path(__file__).resolve().parents[1] / "manifests" / "crd.yaml"  # autoscaler_sandbox/ sits at the root
 
 INITIAL_REPLICAS = 2
 MIN_REPLICAS = 2
