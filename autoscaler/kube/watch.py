@@ -64,10 +64,14 @@ class WatchCache(Generic[R]):
         recheck_seconds: float = 60.0,
         page_size: int = 100,
         silence_seconds: float = SILENCE_SECONDS,
+        label_selector: str | None = None,
     ) -> None:
         self.api = api
         self.resource = resource
         self.namespace = namespace
+        # The server filters: only the objects it selects are listed and watched. An object whose labels
+        # stop matching comes as DELETED (and one that starts to, as ADDED), as the API server sends them.
+        self.label_selector = label_selector
         self._trim = trim
         self._on_change = on_change
         self._watch_seconds = (min_watch_seconds, max_watch_seconds)
@@ -185,6 +189,8 @@ class WatchCache(Generic[R]):
         version = ""
         while True:
             query = [("limit", str(self.page_size))] + ([("continue", token)] if token else [])
+            if self.label_selector:
+                query.append(("labelSelector", self.label_selector))
             self.lists += 1
             body = await self.api.get(
                 self.resource.collection(self.namespace), resource=self.resource.label, query=query
@@ -233,6 +239,7 @@ class WatchCache(Generic[R]):
             self.resource.collection(self.namespace),
             resource_version=self.resource_version,
             timeout_seconds=seconds,
+            label_selector=self.label_selector,
             resource=self.resource.label,
             idle_timeout=self.silence_seconds,
         ):

@@ -128,6 +128,7 @@ class Service:
         self.static_targets = static_targets
         self.identity = identity or default_identity()
         self.metrics = ServiceMetrics()
+        self.metrics.set_shard(settings.sharding.shard, settings.sharding.label_key)
         self.prometheus_skew = SkewMonitor(
             "prometheus", settings.sync.clock_skew_warning_seconds, self.metrics.set_clock_skew
         )
@@ -196,6 +197,7 @@ class Service:
                     on_targets=self.metrics.set_targets,
                     watch_silence=settings.kubernetes.watch_silence_seconds,
                     recorder=recorder,
+                    sharding=settings.sharding,
                 )
                 self.metrics.watch_caches(
                     lambda: [
@@ -210,13 +212,15 @@ class Service:
                     dry_run=settings.dry_run,
                     targets="file" if self.static_targets is not None else "crd",
                     leader_election=settings.leader_election.enabled,
+                    shard=settings.sharding.shard,
+                    target_selector=settings.sharding.label_selector,
                 )
                 if settings.leader_election.enabled:
                     election = settings.leader_election
                     self.elector = LeaderElector(
                         elector_client,
                         namespace=lease_namespace(election.lease_namespace),
-                        name=election.lease_name,
+                        name=settings.sharding.lease_name(election.lease_name),
                         identity=self.identity,
                         lease_duration=election.lease_duration_seconds,
                         renew_deadline=election.renew_deadline_seconds,

@@ -350,6 +350,12 @@ class ServiceMetrics:
             "autoscaler_build_info", "Always 1; the labels say what is running.", ["version", "python"], registry=r
         )
         self.build_info.labels(_version(), platform.python_version()).set(1)
+        self.shard_info = Gauge(
+            "autoscaler_shard_info",
+            "Always 1; `shard` names the targets this instance serves (empty: those without the `label_key` label).",
+            ["shard", "label_key"],
+            registry=r,
+        )
         for state in ("active", "invalid"):
             self.targets.labels(state).set(0)
         self.leader.set(0)
@@ -469,6 +475,10 @@ class ServiceMetrics:
         return series
 
     # ---- the process ----------------------------------------------------------------------------
+
+    def set_shard(self, shard: str | None, label_key: str) -> None:
+        self.shard_info.clear()
+        self.shard_info.labels(shard or "", label_key).set(1)
 
     def set_leader(self, leading: bool) -> None:
         self.leader.set(1 if leading else 0)

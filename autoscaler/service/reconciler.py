@@ -56,7 +56,7 @@ from autoscaler.service.status import restore_state, seconds_time, status_docume
 from autoscaler.service.status_digest import StatusDigest
 from autoscaler.service.targets import Target
 from autoscaler.service.view import NOTHING_SELECTED, ClusterView
-from autoscaler.service.writes import ClusterWriter, LeadershipLost, TargetWrites
+from autoscaler.service.writes import ClusterWriter, LeadershipLost, TargetLeft, TargetWrites
 
 log = structlog.get_logger("autoscaler.reconciler")
 NO_HVPA = HvpaState()
@@ -76,6 +76,7 @@ class SyncContext:
     metrics: MetricsSink
     clock: Callable[[], float] = PROCESS_CLOCK.now  # decisions' "now": Unix time that never steps
     recorder: SyncRecorder | None = None  # autoscaler run --record FILE
+    shard: str | None = None  # the shard this instance serves (status.shard names it), None: unsharded
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,9 @@ class TargetReconciler:
             return decision
         except (asyncio.CancelledError, LeadershipLost):
             raise
+        except TargetLeft as exc:  # moved to another shard (or deleted) mid-sync: nothing more is written
+            log.info("sync stopped before writing: the target is not this instance's now", reason=str(exc))
+            return None
         except Exception:  # a bug must not kill the reconciler: report it and try again next tick
             log.exception("sync failed unexpectedly")
             metrics.observe_reconcile(
@@ -340,6 +344,8 @@ class TargetReconciler:
             await self._writes.event(target, event.type, event.reason, event.message)
         if self._context.dry_run:
             extra["dryRun"] = True
+        if self._context.shard is not None:
+            extra["shard"] = self._context.shard
         digest = StatusDigest.of_decision(decision, generation=target.generation, now=now, extra=extra)
         changed = digest.needs_write_after(self._written)
         if changed:
@@ -391,6 +397,9 @@ class TargetReconciler:
             return
         await self._writes.event(self._target, event.type, event.reason, event.message)
         document = dict(self.last_status or {})
+        document.pop("shard", None)  # the shard that wrote the last status may not be this one
+        if self._context.shard is not None:
+            document["shard"] = self._context.shard
         document["conditions"] = [condition_json(x, seconds_time) for x in self._state.conditions]
         if self._target.generation is not None:
             document["observedGeneration"] = self._target.generation

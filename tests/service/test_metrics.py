@@ -76,6 +76,7 @@ def test_families_follow_the_naming_conventions() -> None:
         "autoscaler_prometheus_large_answers": "counter",
         "autoscaler_prometheus_warnings": "counter",
         "autoscaler_build_info": "gauge",
+        "autoscaler_shard_info": "gauge",
     }
     assert {name: kind for name, (kind, _) in families.items() if name.startswith("autoscaler_")} == expected
     assert "process_cpu_seconds" in families and "process_resident_memory_bytes" in families
