@@ -7,6 +7,10 @@ whenever kubectl is installed, so the tests see what ``kubectl apply -k`` would 
 from __future__ import annotations
 
 import copy
+import os
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MANIFESTS = ROOT / "manifests"
 NAMESPACED = MANIFESTS / "namespaced"
 MONITORING = MANIFESTS / "monitoring"
+SHARDED = MANIFESTS / "sharded"
 EXAMPLES = MANIFESTS / "examples"
 
 Doc = dict[str, Any]
@@ -137,6 +142,34 @@ def namespaced_install() -> list[Doc]:
     return build_with_components(MANIFESTS, [NAMESPACED])
 
 
+def kustomize(base: Path, components: Sequence[Path] = ()) -> list[Doc]:
+    """What the real ``kubectl kustomize`` renders for a user's own kustomization with ``resources: [base]``
+    and ``components``: for the sharded component, whose patches pick their targets by label selector (a
+    kustomize feature this renderer leaves out). Raises :class:`FileNotFoundError` without kubectl."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        raise FileNotFoundError("kubectl is not installed (Debian package 'kubernetes-client')")
+    with tempfile.TemporaryDirectory() as scratch:
+        Path(scratch, "kustomization.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "resources": [os.path.relpath(base, scratch)],
+                    "components": [os.path.relpath(c, scratch) for c in components],
+                }
+            )
+        )
+        result = subprocess.run(
+            [kubectl, "kustomize", scratch], capture_output=True, text=True, timeout=60, check=False
+        )
+    assert result.returncode == 0, result.stderr
+    return [d for d in yaml.safe_load_all(result.stdout) if d]
+
+
+def sharded_install() -> list[Doc]:
+    """The default install with the ``sharded`` component (rendered by ``kubectl kustomize``)."""
+    return kustomize(MANIFESTS, [SHARDED])
+
+
 def monitored_install() -> list[Doc]:
     """The default install with the ``monitoring`` component."""
     return build_with_components(MANIFESTS, [MONITORING])
@@ -152,9 +185,9 @@ def one(docs: Iterable[Doc], kind: str, name: str | None = None) -> Doc:
     return found[0]
 
 
-def service_container(docs: Iterable[Doc]) -> Doc:
+def service_container(docs: Iterable[Doc], deployment_name: str = "autoscaler") -> Doc:
     """The autoscaler container of the Deployment."""
-    deployment = one(docs, "Deployment", "autoscaler")
+    deployment = one(docs, "Deployment", deployment_name)
     containers = deployment["spec"]["template"]["spec"]["containers"]
     assert len(containers) == 1
     return dict(containers[0])

@@ -10,6 +10,7 @@ own schema, pruning included, and against the service's parser. RBAC is proven b
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import os
 import re
@@ -23,8 +24,10 @@ from typing import Any
 import pytest
 import yaml
 
+from autoscaler.cli import build_parser
+from autoscaler.cli.run import flag_overrides
 from autoscaler.core.spec_parse import parse_target_spec
-from autoscaler.service.settings import environment_overrides, parse_service_settings, with_overrides
+from autoscaler.service.settings import ServiceSettings, environment_overrides, parse_service_settings, with_overrides
 from tests.guard import REQUIRE_SERVERS
 from tests.manifests import (
     EXAMPLES,
@@ -41,6 +44,7 @@ from tests.manifests import (
     one,
     service_container,
     settings_text,
+    sharded_install,
 )
 from tests.schemas import (
     KUBERNETES_VERSIONS,
@@ -93,7 +97,14 @@ def _by_id(docs: Iterable[Doc]) -> dict[tuple[str, str, str, str], Any]:
 def test_kustomization_applies_every_manifest_once() -> None:
     listed = load_documents(MANIFESTS / "kustomization.yaml")[0]["resources"]
     files = sorted(p.name for p in MANIFESTS.glob("*.yaml") if p.name != "kustomization.yaml")
-    assert sorted(listed) == files, "manifests/kustomization.yaml must list every manifest in manifests/"
+    # controller/ holds the Deployment (and its budget) in a kustomization of its own, for sharded/ to copy.
+    assert sorted(listed) == sorted([*files, "controller"]), (
+        "manifests/kustomization.yaml must list every manifest in manifests/"
+    )
+    controller = MANIFESTS / "controller"
+    assert load_documents(controller / "kustomization.yaml")[0]["resources"] == sorted(
+        p.name for p in controller.glob("*.yaml") if p.name != "kustomization.yaml"
+    )
     for install in INSTALLS.values():
         ids = [ident(d) for d in install()]
         assert len(ids) == len(set(ids)), "duplicate objects"
@@ -382,3 +393,115 @@ def test_bindings_name_the_service_account() -> None:
             }
             & bound
         )
+
+
+# -- the sharded component (docs/sharding.md) ---------------------------------------------------------
+
+SHARDS = {"autoscaler": None, "autoscaler-shard-a": "a", "autoscaler-shard-b": "b"}
+
+
+def rendered_sharded_install() -> list[Doc]:
+    """``kubectl kustomize`` of the default install with manifests/sharded: the real renderer, never skipped
+    in CI (the component's patches select by label, which tests/manifests.py does not implement)."""
+    try:
+        return sharded_install()
+    except FileNotFoundError as missing:
+        if REQUIRE_SERVERS:
+            pytest.fail(f"{missing}, and AUTOSCALER_REQUIRE_SERVERS=1 forbids skipping")
+        pytest.skip(str(missing))
+
+
+def instance_settings(docs: list[Doc], name: str) -> ServiceSettings:
+    """The settings the Deployment ``name``'s container runs with: the mounted file, its environment, and
+    its command line read by the real ``autoscaler run`` parser."""
+    container = service_container(docs, name)
+    args = build_parser().parse_args(container["args"])
+    environment = {e["name"]: str(e["value"]) for e in container.get("env") or [] if "value" in e}
+    document = with_overrides(
+        with_overrides(yaml.safe_load(settings_text(docs)), environment_overrides(environment)), flag_overrides(args)
+    )
+    return parse_service_settings(document)
+
+
+def test_sharded_install_runs_each_shard_with_its_own_lease() -> None:
+    docs = rendered_sharded_install()
+    deployments = {d["metadata"]["name"]: d for d in find(docs, "Deployment")}
+    assert set(deployments) == set(SHARDS), "the unsharded instance and one Deployment per shard"
+    leases = {}
+    for name, shard in SHARDS.items():
+        settings = instance_settings(docs, name)
+        assert settings.sharding.shard == shard, f"{name} runs --shard {shard}"
+        assert settings.leader_election.enabled and deployments[name]["spec"]["replicas"] == 2, "a leader, a standby"
+        leases[name] = settings.sharding.lease_name(settings.leader_election.lease_name)
+        args = service_container(docs, name)["args"]
+        assert (args[args.index("--shard") + 1] if "--shard" in args else None) == shard
+    assert leases == {
+        "autoscaler": "autoscaler",
+        "autoscaler-shard-a": "autoscaler-a",
+        "autoscaler-shard-b": "autoscaler-b",
+    }
+    # RBAC still covers every instance: the one service account, and every shard's Lease by name.
+    role = one(docs, "Role", "autoscaler-leader-election")
+    named = [rule for rule in role["rules"] if rule.get("resourceNames")]
+    assert sorted(named[0]["resourceNames"]) == sorted(leases.values())
+    account = one(docs, "ServiceAccount", "autoscaler")["metadata"]["name"]
+    assert {d["spec"]["template"]["spec"]["serviceAccountName"] for d in deployments.values()} == {account}
+    assert _by_id(find(docs, "ClusterRole") + find(docs, "ClusterRoleBinding")) == _by_id(
+        find(default_install(), "ClusterRole") + find(default_install(), "ClusterRoleBinding")
+    )
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    assert set(selector) == {"matchLabels"}, selector
+    return bool(selector["matchLabels"].items() <= labels.items())
+
+
+def test_sharded_instances_select_their_own_pods_only() -> None:
+    """Overlapping selectors make controllers fight over pods, and a pod under two disruption budgets cannot
+    be evicted: every Deployment and budget selects exactly one instance's pods; the Service all of them."""
+    docs = rendered_sharded_install()
+    pods = {d["metadata"]["name"]: d["spec"]["template"]["metadata"]["labels"] for d in find(docs, "Deployment")}
+    for deployment in find(docs, "Deployment"):
+        chosen = [name for name, labels in pods.items() if _selects(deployment["spec"]["selector"], labels)]
+        assert chosen == [deployment["metadata"]["name"]], f"{deployment['metadata']['name']} selects {chosen}"
+        spread = deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+        term = spread["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+        assert [n for n, labels in pods.items() if _selects(term["labelSelector"], labels)] == chosen
+    budgets = find(docs, "PodDisruptionBudget")
+    assert len(budgets) == len(pods)
+    for budget in budgets:
+        chosen = [name for name, labels in pods.items() if _selects(budget["spec"]["selector"], labels)]
+        assert chosen == [budget["metadata"]["name"]], f"budget {budget['metadata']['name']} covers {chosen}"
+    service = one(docs, "Service", "autoscaler-metrics")
+    assert all(service["spec"]["selector"].items() <= labels.items() for labels in pods.values()), "all scraped"
+
+
+def test_sharded_deployments_differ_from_the_default_one_only_in_their_instance() -> None:
+    """A shard's Deployment is the default install's, renamed, relabelled and with --shard: no drift."""
+    docs = rendered_sharded_install()
+    base = one(default_install(), "Deployment", "autoscaler")
+    for name, shard in SHARDS.items():
+        deployment = copy.deepcopy(one(docs, "Deployment", name))
+        instance = deployment["metadata"]["labels"].pop("app.kubernetes.io/instance")
+        assert instance == name
+        deployment["metadata"]["name"] = "autoscaler"
+        deployment["spec"]["selector"]["matchLabels"].pop("app.kubernetes.io/instance")
+        template = deployment["spec"]["template"]
+        template["metadata"]["labels"].pop("app.kubernetes.io/instance")
+        spread = template["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+        spread[0]["podAffinityTerm"]["labelSelector"]["matchLabels"].pop("app.kubernetes.io/instance")
+        container = template["spec"]["containers"][0]
+        if shard is not None:
+            assert container["args"][-2:] == ["--shard", shard]
+            container["args"] = container["args"][:-2]
+        assert _normalized(deployment) == _normalized(base), name
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+def test_sharded_install_is_valid_for_kubernetes(version: str) -> None:
+    require_schemas()
+    docs = rendered_sharded_install()
+    ids = [ident(d) for d in docs]
+    assert len(ids) == len(set(ids)), "duplicate objects"
+    problems = [f"{d['kind']}/{d['metadata']['name']}: {e}" for d in docs for e in kubernetes_errors(d, version)]
+    assert not problems, "\n".join(problems)

@@ -332,6 +332,9 @@ class Manager:
             return
         await self.writer.record_event(target, "Warning", "InvalidSpec", error_text(target.errors))
         document = invalid_status(target, time.time(), target.status)
+        document.pop("shard", None)  # the shard that wrote the status before may not be this one
+        if self.sharding.shard is not None:
+            document["shard"] = self.sharding.shard
         self.statuses[target.key] = document
         try:
             await self.writer.write_status(target, document, target.status)

@@ -31,14 +31,19 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import aiohttp
+import pytest
 from aiohttp import web
 
+from autoscaler.cli import build_parser
+from autoscaler.cli.run import flag_overrides
 from autoscaler.service.app import Service
 from autoscaler.service.settings import load_service_settings
 from kube_emulator import KubeEmulator
 from kube_emulator.controllers import PodLifecycle, WorkloadController
+from tests.guard import REQUIRE_SERVERS
 from tests.manifests import (
     Doc,
     container_environment,
@@ -48,6 +53,7 @@ from tests.manifests import (
     namespaced_install,
     one,
     settings_text,
+    sharded_install,
 )
 from tests.schemas import crd_version_schema, custom_resource_errors
 from tests.service.cluster import CRD, VPA_CRD, condition, deployment, eventually, replicas_of, status_of, vpa
@@ -156,12 +162,13 @@ class Run:
 
 @contextlib.asynccontextmanager
 async def service_from_manifests(
-    manifests: list[Doc], tmp_path: Path
+    manifests: list[Doc], tmp_path: Path, deployment: str = "autoscaler"
 ) -> AsyncIterator[tuple[KubeEmulator, Service, tuple[str, str], Callable[[], Any]]]:
-    """The emulator, and the real service configured as the shipped Deployment configures it: the ConfigMap's
-    settings file, the container's environment, the pod's namespace for the Lease. Only what a test must
-    change is overridden: where the API server and Prometheus are, the timings, the HTTP port."""
-    deployment_doc = one(manifests, "Deployment", "autoscaler")
+    """The emulator, and the real service configured as the shipped Deployment ``deployment`` configures it:
+    the ConfigMap's settings file, the container's environment and command line, the pod's namespace for
+    the Lease. Only what a test must change is overridden: where the API server and Prometheus are, the
+    timings, the HTTP port."""
+    deployment_doc = one(manifests, "Deployment", deployment)
     pod_namespace = deployment_doc["metadata"]["namespace"]
     async with (
         FakePrometheus() as prometheus,
@@ -175,7 +182,9 @@ async def service_from_manifests(
             emu.create(namespace)
         config = tmp_path / "autoscaler.yaml"
         config.write_text(settings_text(manifests))
+        container = deployment_doc["spec"]["template"]["spec"]["containers"][0]
         flags: dict[tuple[str, ...], Any] = {
+            **flag_overrides(build_parser().parse_args(container["args"])),  # --shard, for a shard's instance
             ("prometheus", "url"): prometheus.url,
             ("prometheus", "retries"): 0,
             ("kubernetes", "kubeconfig"): str(emu.write_kubeconfig(tmp_path / "kubeconfig")),
@@ -191,7 +200,8 @@ async def service_from_manifests(
             ("leaderElection", "retryPeriodSeconds"): 0.2,
             ("logging", "level"): "warning",
         }
-        settings = load_service_settings(str(config), flags=flags, environ=container_environment(manifests))
+        environment = {e["name"]: str(e["value"]) for e in container.get("env") or [] if "value" in e}
+        settings = load_service_settings(str(config), flags=flags, environ=environment)
         assert settings.leader_election.enabled, "the shipped settings must elect a leader (2 replicas)"
         service = Service(settings, identity="autoscaler-7d9f_1")
         # The test's own objects go in through the in-process API: the request log holds the service's only.
@@ -204,7 +214,8 @@ async def service_from_manifests(
             await asyncio.wait_for(task, 15)
 
         try:
-            yield emu, service, (pod_namespace, settings.leader_election.lease_name), shutdown
+            lease = settings.sharding.lease_name(settings.leader_election.lease_name)
+            yield emu, service, (pod_namespace, lease), shutdown
         finally:
             if not task.done():
                 stop.set()
@@ -212,27 +223,36 @@ async def service_from_manifests(
                     await asyncio.wait_for(task, 15)
 
 
-def seed_scenario(emu: KubeEmulator) -> None:
+def seed_scenario(emu: KubeEmulator, labels: dict[str, str] | None = None) -> None:
+    """The workloads and their targets (labelled ``labels``: a shard's, when given)."""
+
+    def labelled(obj: dict[str, Any]) -> dict[str, Any]:
+        if labels:
+            obj["metadata"]["labels"] = dict(labels)
+        return obj
+
     emu.create(deployment("web", 2, namespace=NAMESPACE))
-    emu.create(scaling_target("web", "Deployment", "web", metrics=[external("queue_web")]))  # 40/10 → 4
+    emu.create(labelled(scaling_target("web", "Deployment", "web", metrics=[external("queue_web")])))  # 40/10 → 4
     emu.create(deployment("stuck", 2, namespace=NAMESPACE))
-    emu.create(scaling_target("stuck", "Deployment", "stuck", metrics=[external("queue_stuck")]))  # never a value
+    emu.create(labelled(scaling_target("stuck", "Deployment", "stuck", metrics=[external("queue_stuck")])))  # no value
     # Admitted by the CRD's schema, refused by the service's validation: Utilization is for Resource metrics.
     broken = scaling_target("broken", "Deployment", "stuck", metrics=[external("queue_web")])
     broken["spec"]["metrics"][0]["external"]["target"] = {"type": "Utilization", "averageUtilization": 50}
-    emu.create(broken)
+    emu.create(labelled(broken))
     emu.create(statefulset("db", 1))
-    emu.create(scaling_target("db", "StatefulSet", "db", metrics=[external("queue_db")]))  # 30/10 → 3
+    emu.create(labelled(scaling_target("db", "StatefulSet", "db", metrics=[external("queue_db")])))  # 30/10 → 3
     workload, recommender, target = hvpa_workload()
     emu.create(workload)
     emu.seed(recommender)  # seeded: a create would drop the VPA's status (its recommendation)
-    emu.create(target)
+    emu.create(labelled(target))
     emu.faults.conflicts(1, verb="patch", resource="deployments/scale", name="web")
 
 
-async def run_scenario(manifests: list[Doc], tmp_path: Path) -> Run:
-    async with service_from_manifests(manifests, tmp_path) as (emu, service, lease, shutdown):
-        seed_scenario(emu)
+async def run_scenario(
+    manifests: list[Doc], tmp_path: Path, deployment: str = "autoscaler", labels: dict[str, str] | None = None
+) -> Run:
+    async with service_from_manifests(manifests, tmp_path, deployment) as (emu, service, lease, shutdown):
+        seed_scenario(emu, labels)
 
         def stuck_event_count() -> int:
             events = emu.events(NAMESPACE, involved_name="stuck", reason="FailedGetExternalMetric")
@@ -374,6 +394,33 @@ async def test_namespaced_variant_stays_in_its_namespaces(tmp_path: Path) -> Non
         }
     )
     assert not outside, "requests outside the watched namespaces:\n  " + "\n  ".join(outside)
+
+
+async def test_sharded_variant_rbac_covers_a_shards_instance(tmp_path: Path) -> None:
+    """A shard's instance (manifests/sharded, Deployment autoscaler-shard-a: ``--shard a``) makes the same
+    requests as the default install's, its targets' LIST and WATCH selected by the shard's label, and
+    elects its leader with the Lease autoscaler-a: all allowed, every grant of the one service account still
+    used. The other shards' instances differ from it only in the name (tests/test_manifests.py)."""
+    try:
+        manifests = sharded_install()
+    except FileNotFoundError as missing:
+        if REQUIRE_SERVERS:
+            pytest.fail(f"{missing}, and AUTOSCALER_REQUIRE_SERVERS=1 forbids skipping")
+        pytest.skip(str(missing))
+    run = await run_scenario(manifests, tmp_path, "autoscaler-shard-a", labels={"autoscaler.dev/shard": "a"})
+    accesses, _ = check_coverage(run)
+    assert run.lease == ("autoscaler", "autoscaler-a")
+    assert Access("update", "coordination.k8s.io", "leases", "autoscaler", "autoscaler-a") in accesses
+    targets = [
+        r for r in run.emulator.requests.records if r.resource == "scalingtargets" and r.verb in ("list", "watch")
+    ]
+    assert targets and all(parse_qs(r.query)["labelSelector"] == ["autoscaler.dev/shard=a"] for r in targets), [
+        r.query for r in targets
+    ]
+    check_statuses_survive_the_crd_schema(run.emulator)
+    assert all(
+        obj["status"].get("shard") == "a" for obj in run.emulator.list("scalingtargets.autoscaler.dev", NAMESPACE)
+    ), "status.shard names the shard"
 
 
 def test_the_authorizer_matches_kubernetes_rules() -> None:
