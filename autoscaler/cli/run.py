@@ -49,8 +49,8 @@ def add_parser(sub: Subcommands) -> None:
     run.add_argument(
         "--shard",
         metavar="NAME",
-        help="serve only the targets labelled autoscaler.dev/shard=NAME, with a Lease of this shard's own "
-        "(default: the targets without that label; docs/sharding.md)",
+        help="serve only the targets labelled NAME by sharding.labelKey (autoscaler.dev/shard), with a Lease of "
+        "this shard's own (default: the targets without that label; docs/sharding.md)",
     )
     run.add_argument("--log-format", choices=("auto", "json", "console"))
     run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))

@@ -87,18 +87,22 @@ async def test_each_instance_holds_its_own_shards_targets_only(emu: KubeEmulator
             "b": ["b1"],
             None: ["u1"],
         }, "the API server filtered: no instance holds another shard's targets"
-        # Every LIST and WATCH of targets carried its instance's selector (the takeover LIST included).
-        selectors = [
-            parse_qs(r.query).get("labelSelector")
-            for r in emu.requests.records
-            if r.resource == "scalingtargets" and r.verb in ("list", "watch")
-        ]
-        assert sorted(map(str, selectors)) == sorted(
-            map(str, [[f"{KEY}=a"]] * 3 + [[f"{KEY}=b"]] * 3 + [[f"!{KEY}"]] * 3)
-        ), selectors
         await eventually(
             lambda: all(replicas_of(emu, name) == 3 for name in ("a1", "a2", "b1", "u1")), what="every target scaled"
         )
+
+        # Every LIST and WATCH of targets carried its instance's selector (the takeover LIST too).
+        def selectors() -> set[tuple[str, str]]:
+            return {
+                (r.verb, str(parse_qs(r.query).get("labelSelector")))
+                for r in emu.requests.records
+                if r.resource == "scalingtargets" and r.verb in ("list", "watch")
+            }
+
+        expected = {
+            (verb, str([selector])) for verb in ("list", "watch") for selector in (f"{KEY}=a", f"{KEY}=b", f"!{KEY}")
+        }
+        await eventually(lambda: selectors() == expected, what=f"each instance's selector: {selectors()}")
         assert {name: status_of(emu, name).get("shard") for name in ("a1", "a2", "b1", "u1")} == {
             "a1": "a",
             "a2": "a",
