@@ -140,15 +140,18 @@ class HeldMetrics(FakeMetrics):
         return await super().read_many(queries, at, on_ready=on_ready)
 
 
-@pytest.mark.parametrize("moved", [False, True], ids=["stays", "moved"])
-async def test_a_sync_in_progress_writes_nothing_once_its_target_left(emu: KubeEmulator, moved: bool) -> None:
-    """Shard a's sync of web has read its metrics and is about to scale when web is relabelled to shard b:
-    it writes nothing (no scale, no status, no Event), because every write checks first that the target is
-    still in the instance's target cache. The reconciler is driven directly, so that nothing but that
-    check (not the manager stopping the reconciler) can hold the writes; the control case shows the same
-    sync writes when the target stays."""
+@pytest.mark.parametrize("change", ["stays", "moved", "watch broken"])
+async def test_a_sync_in_progress_writes_nothing_once_its_target_left(emu: KubeEmulator, change: str) -> None:
+    """Shard a's sync of web has read its metrics and is about to scale when web is relabelled to shard b,
+    or when a's watch of targets breaks (which could hide such a change): it writes nothing (no scale, no
+    status, no Event), because every write checks first that the target is still in the instance's target
+    cache and that the cache follows the API server. The reconciler is driven directly, so that nothing but
+    that check (not the manager stopping the reconciler) can hold the writes; the control case shows the
+    same sync writes when nothing changes."""
     emu.create(deployment("web", 2))
     emu.create(labelled("web", "a"))
+    if change == "watch broken":  # the first watch of targets is cut 1.5 s in (after the sync has begun)
+        emu.faults.drop_watches(after_seconds=1.5, abrupt=True, resource="scalingtargets", times=1)
     metrics = HeldMetrics()
     metrics.set("queue", 40)  # 4 replicas
     async with emu.api_client() as client:
@@ -162,14 +165,17 @@ async def test_a_sync_in_progress_writes_nothing_once_its_target_left(emu: KubeE
             reconciler = TargetReconciler(web, manager.view, manager.writer, manager.context)
             sync = asyncio.create_task(reconciler.sync_once())
             await asyncio.wait_for(metrics.waiting.wait(), 5)
-            if moved:
+            if change == "moved":
                 relabel(emu, "web", "b")
                 await eventually(lambda: cache.get("default", "web") is None, what="shard a's watch shows the move")
+            elif change == "watch broken":
+                emu.faults.error(500, resource="scalingtargets")  # and the relists fail
+                await eventually(lambda: not cache.following, what="shard a's watch of targets breaks")
             writes_before = len([r for r in emu.requests.records if r.verb in ("patch", "create", "update")])
             metrics.release.set()
             decision = await asyncio.wait_for(sync, 5)
             writes = [r for r in emu.requests.records if r.verb in ("patch", "create", "update")][writes_before:]
-            if moved:
+            if change != "stays":
                 assert decision is None and writes == [], [f"{r.verb} {r.resource}" for r in writes]
                 assert replicas_of(emu, "web") == 2 and not status_of(emu, "web")
             else:
