@@ -26,7 +26,8 @@ import structlog
 from autoscaler.core.observation import MetricFailure, MetricReading
 from autoscaler.kube.api import KubeApi
 from autoscaler.kube.client import make_api_client
-from autoscaler.kube.leader import LeaderElector, default_identity
+from autoscaler.kube.election_thread import ElectionThread
+from autoscaler.kube.lease import default_identity
 from autoscaler.prometheus.client import PrometheusClient
 from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.partial import other_warnings
@@ -132,7 +133,7 @@ class Service:
             "prometheus", settings.sync.clock_skew_warning_seconds, self.metrics.set_clock_skew
         )
         self.manager: Manager | None = None
-        self.elector: LeaderElector | None = None
+        self.elector: ElectionThread | None = None
         self.http: HttpServer | None = None
         self.querier: TimedQuerier | None = None
         self.ready = asyncio.Event()
@@ -151,13 +152,11 @@ class Service:
         )
         await self.http.start()
         api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
-        elector_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
         elector_task: asyncio.Task[None] | None = None
         recorder: SyncRecorder | None = None
         try:
             async with (
                 api_client,
-                elector_client,
                 PrometheusClient(
                     settings.prometheus, observe_server_time=self.prometheus_skew.observe, clock=PROCESS_CLOCK.now
                 ) as prometheus,
@@ -213,8 +212,10 @@ class Service:
                 )
                 if settings.leader_election.enabled:
                     election = settings.leader_election
-                    self.elector = LeaderElector(
-                        elector_client,
+                    kubernetes = settings.kubernetes
+                    # Its own thread, loop and client: renewals never wait for this loop (kube/election_thread.py).
+                    self.elector = ElectionThread(
+                        lambda: make_api_client(kubernetes.kubeconfig, kubernetes.context),
                         namespace=lease_namespace(election.lease_namespace),
                         name=election.lease_name,
                         identity=self.identity,

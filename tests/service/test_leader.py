@@ -20,7 +20,8 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
-from autoscaler.kube.leader import LeaderElector, NotLeader, default_identity, micro_time
+from autoscaler.kube.leader import LeaderElector, NotLeader
+from autoscaler.kube.lease import default_identity, micro_time
 from kube_emulator import KubeEmulator
 from tests.service.conftest import Link
 
