@@ -128,7 +128,7 @@ class Service:
         self.record = record
         self.static_targets = static_targets
         self.identity = identity or default_identity()
-        self.metrics = ServiceMetrics()
+        self.metrics = ServiceMetrics(per_target_limit=settings.metrics.per_target_series_limit)
         self.prometheus_skew = SkewMonitor(
             "prometheus", settings.sync.clock_skew_warning_seconds, self.metrics.set_clock_skew
         )
