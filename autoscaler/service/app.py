@@ -143,6 +143,7 @@ class Service:
     async def run(self, stop: asyncio.Event) -> None:
         settings = self.settings
         lag_task = asyncio.create_task(self.metrics.monitor_event_loop_lag(), name="loop-lag")
+        untrack_gc = self.metrics.track_gc_pauses()
         self.http = HttpServer(
             settings.http,
             self.metrics,
@@ -241,6 +242,7 @@ class Service:
             if recorder is not None:
                 await recorder.close()
             await self.http.stop()
+            untrack_gc()
 
     async def _wait_synced_then_ready(self, stop: asyncio.Event) -> None:
         assert self.manager is not None

@@ -15,6 +15,7 @@ stay put from sync to sync, so ``autoscaler_target_limited == 1`` and ``changes(
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.metadata
 import platform
 import time
@@ -181,6 +182,15 @@ class ServiceMetrics:
         )
         self.targets = Gauge("autoscaler_targets", "Targets known, by state.", ["state"], registry=r)
         r.register(CacheCollector(self._cache_source))
+        self.gc_pause = Histogram(
+            "autoscaler_gc_pause_seconds",
+            "How long each cyclic garbage collection stopped the process, by generation "
+            "(a full one over a large heap stops the event loop).",
+            ["generation"],
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self._gc_pauses = [self.gc_pause.labels(str(generation)) for generation in range(3)]
         self.event_loop_lag = Histogram(
             "autoscaler_event_loop_lag_seconds",
             "How late the event loop ran a timer (blocked or overloaded loop).",
@@ -347,6 +357,20 @@ class ServiceMetrics:
 
     def set_clock_skew(self, peer: str, seconds: float) -> None:
         self.clock_skew.labels(_bounded(peer, CLOCK_PEERS)).set(seconds)
+
+    def track_gc_pauses(self) -> Callable[[], None]:
+        """Time every cyclic collection into ``autoscaler_gc_pause_seconds`` until the returned function is
+        called (the interpreter's ``gc.callbacks`` are process-wide)."""
+        started = [0.0]
+
+        def callback(phase: str, info: dict[str, int]) -> None:
+            if phase == "start":
+                started[0] = time.perf_counter()
+            elif 0 <= info.get("generation", -1) < len(self._gc_pauses):
+                self._gc_pauses[info["generation"]].observe(time.perf_counter() - started[0])
+
+        gc.callbacks.append(callback)
+        return lambda: gc.callbacks.remove(callback)
 
     async def monitor_event_loop_lag(self, interval: float = 0.5) -> None:
         """Run until cancelled: sleep ``interval`` and record how much later than asked the loop woke us.

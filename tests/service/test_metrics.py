@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 
 from hypothesis import given, settings
@@ -83,6 +84,7 @@ def test_families_follow_the_naming_conventions() -> None:
         "autoscaler_targets_write_backoff": "gauge",
         "autoscaler_targets_oldest_sync_age_seconds": "gauge",
         "autoscaler_scale_events": "counter",
+        "autoscaler_gc_pause_seconds": "histogram",
     }
     assert {name: kind for name, (kind, _) in families.items() if name.startswith("autoscaler_")} == expected
     assert "process_cpu_seconds" in families and "process_resident_memory_bytes" in families
@@ -355,3 +357,18 @@ async def test_a_scrape_in_its_thread_while_the_loop_changes_every_target() -> N
         await asyncio.sleep(0)
     stop = True
     assert await scraping > 0
+
+
+def test_gc_pauses_are_timed_until_untracked() -> None:
+    metrics = ServiceMetrics(process_metrics=False)
+    untrack = metrics.track_gc_pauses()
+    try:
+        gc.collect()
+        gc.collect(0)
+    finally:
+        untrack()
+    full = value(metrics, "autoscaler_gc_pause_seconds_count", generation="2")
+    young = value(metrics, "autoscaler_gc_pause_seconds_count", generation="0")
+    assert full is not None and full >= 1 and young is not None and young >= 1
+    gc.collect()
+    assert value(metrics, "autoscaler_gc_pause_seconds_count", generation="2") == full
