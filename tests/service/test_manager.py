@@ -16,8 +16,7 @@ from autoscaler.kube.api import KubeApi
 from autoscaler.kube.labels import parse_label_selector
 from autoscaler.service.manager import Manager
 from autoscaler.service.targets import load_targets_file, target_from_object
-from kube_emulator import KubeEmulator
-from kube_emulator.controllers import PodLifecycle, WorkloadController
+from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.service.cluster import (
     CRD,
     FakeMetrics,

@@ -37,8 +37,7 @@ from aiohttp import web
 
 from autoscaler.service.app import Service
 from autoscaler.service.settings import load_service_settings
-from kube_emulator import KubeEmulator
-from kube_emulator.controllers import PodLifecycle, WorkloadController
+from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.manifests import (
     Doc,
     container_environment,
