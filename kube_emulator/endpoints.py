@@ -36,12 +36,7 @@ from kube_emulator.patches import BUILTIN_PATCH_TYPES, CUSTOM_RESOURCE_PATCH_TYP
 from kube_emulator.reads import ListResult, Served
 from kube_emulator.requestinfo import RequestInfo, parse_bool
 from kube_emulator.resources import ResourceType
-from kube_emulator.selectors import (
-    FieldRequirement,
-    FieldSelector,
-    parse_field_selector,
-    parse_label_selector,
-)
+from kube_emulator.selectors import FieldRequirement, FieldSelector, parse_field_selector, parse_label_selector
 from kube_emulator.settings import ServerSettings
 from kube_emulator.streaming import WatchRequest, WatchSettings, serve_watch
 from kube_emulator.watch import StoredObject

@@ -27,12 +27,7 @@ from autoscaler.prometheus.auth import PrometheusCredentialsError
 from autoscaler.prometheus.settings import BasicAuth
 from tests.guard import REQUIRE_SERVERS
 from tests.prometheus import scenario as sc
-from tests.prometheus.fake_server import (
-    FakePrometheus,
-    Request,
-    json_response,
-    vector,
-)
+from tests.prometheus.fake_server import FakePrometheus, Request, json_response, vector
 
 
 def settings_for(url: str, **overrides: object) -> PrometheusSettings:

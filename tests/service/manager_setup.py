@@ -11,10 +11,7 @@ from autoscaler.core.settings import ControllerSettings
 from autoscaler.kube.api import KubeApi
 from autoscaler.service.manager import Manager
 from kube_emulator import KubeEmulator
-from tests.service.cluster import (
-    FakeMetrics,
-    running_manager,
-)
+from tests.service.cluster import FakeMetrics, running_manager
 
 PERIOD = 0.3
 

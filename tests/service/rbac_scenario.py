@@ -27,13 +27,7 @@ from aiohttp import web
 from autoscaler.service.app import Service
 from autoscaler.service.settings import load_service_settings
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
-from tests.manifests import (
-    Doc,
-    container_environment,
-    find,
-    one,
-    settings_text,
-)
+from tests.manifests import Doc, container_environment, find, one, settings_text
 from tests.service.cluster import CRD, VPA_CRD, condition, deployment, eventually, replicas_of, status_of, vpa
 
 NAMESPACE = "shop"  # where the workloads and targets live

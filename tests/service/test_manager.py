@@ -13,16 +13,7 @@ import pytest
 import structlog
 
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
-from tests.service.cluster import (
-    CRD,
-    FakeMetrics,
-    condition,
-    deployment,
-    eventually,
-    replicas_of,
-    status_of,
-    target,
-)
+from tests.service.cluster import CRD, FakeMetrics, condition, deployment, eventually, replicas_of, status_of, target
 from tests.service.manager_setup import FAST_BEHAVIOR, make_manager, running
 
 

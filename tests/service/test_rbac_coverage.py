@@ -22,14 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kube_emulator import KubeEmulator
-from tests.manifests import (
-    Doc,
-    container_environment,
-    default_install,
-    load_documents,
-    namespaced_install,
-    one,
-)
+from tests.manifests import Doc, container_environment, default_install, load_documents, namespaced_install, one
 from tests.schemas import crd_version_schema, custom_resource_errors
 from tests.service.cluster import CRD
 from tests.service.rbac import Access, Authorizer

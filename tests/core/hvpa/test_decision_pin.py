@@ -7,16 +7,7 @@ from typing import Any
 from autoscaler.core.hvpa.decision import HvpaObservation, HvpaState, VpaObservation, decide_hvpa
 from autoscaler.core.hvpa.gates import BlockReason
 from autoscaler.core.observation import ContainerInfo, PodInfo, PodPhase
-from tests.core.hvpa.builders import (
-    CPU_ONLY,
-    NO_MIN_CHANGE,
-    VPA_ONLY,
-    decide,
-    pods,
-    q,
-    target_spec,
-    vpa_status,
-)
+from tests.core.hvpa.builders import CPU_ONLY, NO_MIN_CHANGE, VPA_ONLY, decide, pods, q, target_spec, vpa_status
 
 POLICIES: tuple[dict[str, Any], ...] = (
     {"containerName": "main", "minAllowed": {"cpu": "1500m"}, "maxAllowed": {"cpu": "1500m"}, "oomBumpUpRatio": "1.2"},

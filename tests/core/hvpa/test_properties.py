@@ -16,13 +16,7 @@ from hypothesis import strategies as st
 
 from autoscaler.core.hvpa.decision import HvpaState
 from autoscaler.core.hvpa.intervals import desired_for_total
-from autoscaler.core.hvpa.spec import (
-    ChangeParams,
-    HvpaSpec,
-    MaintenanceWindow,
-    ScaleType,
-    UpdateMode,
-)
+from autoscaler.core.hvpa.spec import ChangeParams, HvpaSpec, MaintenanceWindow, ScaleType, UpdateMode
 from autoscaler.core.spec import TargetSpec
 from tests.core.hvpa.strategies import MILLI, hvpa_specs, intervals_of, run, totals
 
