@@ -64,6 +64,24 @@ def ident(doc: Mapping[str, Any]) -> tuple[str, str, str, str]:
     return group, str(doc.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name"))
 
 
+def normalized(value: Any) -> Any:
+    """``value`` with keys sorted and named list entries in name order: two renderings compare equal when
+    they differ only in order."""
+    if isinstance(value, dict):
+        return {k: normalized(v) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        items = [normalized(v) for v in value]
+        if items and all(isinstance(v, dict) and "name" in v for v in items):
+            items.sort(key=lambda v: str(v["name"]))  # kustomize prepends patched list entries; order is not ours
+        return items
+    return value
+
+
+def by_id(docs: Iterable[Doc]) -> dict[tuple[str, str, str, str], Any]:
+    """Each object, normalized, by what kustomize matches it by."""
+    return {ident(d): normalized(d) for d in docs}
+
+
 def build(directory: Path) -> list[Doc]:
     """Render the kustomization (or component) in ``directory``."""
     spec = load_documents(directory / "kustomization.yaml")[0]

@@ -10,24 +10,19 @@ own schema, pruning included, and against the service's parser. RBAC is proven b
 
 from __future__ import annotations
 
-import copy
-import importlib.util
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from autoscaler.cli import build_parser
-from autoscaler.cli.run import flag_overrides
 from autoscaler.core.spec_parse import parse_target_spec
-from autoscaler.service.settings import ServiceSettings, environment_overrides, parse_service_settings, with_overrides
+from autoscaler.service.settings import environment_overrides, parse_service_settings, with_overrides
 from tests.guard import REQUIRE_SERVERS
 from tests.manifests import (
     EXAMPLES,
@@ -35,6 +30,7 @@ from tests.manifests import (
     NAMESPACED,
     ROOT,
     Doc,
+    by_id,
     container_environment,
     default_install,
     find,
@@ -44,28 +40,18 @@ from tests.manifests import (
     one,
     service_container,
     settings_text,
-    sharded_install,
 )
 from tests.schemas import (
     KUBERNETES_VERSIONS,
     crd_version_schema,
     custom_resource_errors,
     kubernetes_errors,
+    require_schemas,
     structural_errors,
 )
 
 INSTALLS = {"default": default_install, "namespaced": namespaced_install}
 SERVICE_NAMESPACE = "autoscaler"
-
-
-def require_schemas() -> None:
-    """The Kubernetes schemas come from the dev dependency kubernetes-validate: skip without it locally, but
-    never in CI (AUTOSCALER_REQUIRE_SERVERS=1, set by .ci/run)."""
-    if importlib.util.find_spec("kubernetes_validate") is None:
-        message = "kubernetes-validate is not installed (pip install kubernetes-validate)"
-        if REQUIRE_SERVERS:
-            pytest.fail(f"{message}, and AUTOSCALER_REQUIRE_SERVERS=1 forbids skipping")
-        pytest.skip(message)
 
 
 def crd() -> Doc:
@@ -74,21 +60,6 @@ def crd() -> Doc:
 
 def target_schema() -> dict[str, Any]:
     return crd_version_schema(crd(), "v1alpha1")
-
-
-def _normalized(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _normalized(v) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        items = [_normalized(v) for v in value]
-        if items and all(isinstance(v, dict) and "name" in v for v in items):
-            items.sort(key=lambda v: str(v["name"]))  # kustomize prepends patched list entries; order is not ours
-        return items
-    return value
-
-
-def _by_id(docs: Iterable[Doc]) -> dict[tuple[str, str, str, str], Any]:
-    return {ident(d): _normalized(d) for d in docs}
 
 
 # -- what gets applied ------------------------------------------------------------------------------
@@ -140,7 +111,7 @@ def test_the_renderer_is_kustomize(variant: str) -> None:
         )
     assert result.returncode == 0, result.stderr
     rendered = [d for d in yaml.safe_load_all(result.stdout) if d]
-    assert _by_id(rendered) == _by_id(INSTALLS[variant]())
+    assert by_id(rendered) == by_id(INSTALLS[variant]())
 
 
 # -- Kubernetes schemas -----------------------------------------------------------------------------
@@ -393,115 +364,3 @@ def test_bindings_name_the_service_account() -> None:
             }
             & bound
         )
-
-
-# -- the sharded component (docs/sharding.md) ---------------------------------------------------------
-
-SHARDS = {"autoscaler": None, "autoscaler-shard-a": "a", "autoscaler-shard-b": "b"}
-
-
-def rendered_sharded_install() -> list[Doc]:
-    """``kubectl kustomize`` of the default install with manifests/sharded: the real renderer, never skipped
-    in CI (the component's patches select by label, which tests/manifests.py does not implement)."""
-    try:
-        return sharded_install()
-    except FileNotFoundError as missing:
-        if REQUIRE_SERVERS:
-            pytest.fail(f"{missing}, and AUTOSCALER_REQUIRE_SERVERS=1 forbids skipping")
-        pytest.skip(str(missing))
-
-
-def instance_settings(docs: list[Doc], name: str) -> ServiceSettings:
-    """The settings the Deployment ``name``'s container runs with: the mounted file, its environment, and
-    its command line read by the real ``autoscaler run`` parser."""
-    container = service_container(docs, name)
-    args = build_parser().parse_args(container["args"])
-    environment = {e["name"]: str(e["value"]) for e in container.get("env") or [] if "value" in e}
-    document = with_overrides(
-        with_overrides(yaml.safe_load(settings_text(docs)), environment_overrides(environment)), flag_overrides(args)
-    )
-    return parse_service_settings(document)
-
-
-def test_sharded_install_runs_each_shard_with_its_own_lease() -> None:
-    docs = rendered_sharded_install()
-    deployments = {d["metadata"]["name"]: d for d in find(docs, "Deployment")}
-    assert set(deployments) == set(SHARDS), "the unsharded instance and one Deployment per shard"
-    leases = {}
-    for name, shard in SHARDS.items():
-        settings = instance_settings(docs, name)
-        assert settings.sharding.shard == shard, f"{name} runs --shard {shard}"
-        assert settings.leader_election.enabled and deployments[name]["spec"]["replicas"] == 2, "a leader, a standby"
-        leases[name] = settings.sharding.lease_name(settings.leader_election.lease_name)
-        args = service_container(docs, name)["args"]
-        assert (args[args.index("--shard") + 1] if "--shard" in args else None) == shard
-    assert leases == {
-        "autoscaler": "autoscaler",
-        "autoscaler-shard-a": "autoscaler-a",
-        "autoscaler-shard-b": "autoscaler-b",
-    }
-    # RBAC still covers every instance: the one service account, and every shard's Lease by name.
-    role = one(docs, "Role", "autoscaler-leader-election")
-    named = [rule for rule in role["rules"] if rule.get("resourceNames")]
-    assert sorted(named[0]["resourceNames"]) == sorted(leases.values())
-    account = one(docs, "ServiceAccount", "autoscaler")["metadata"]["name"]
-    assert {d["spec"]["template"]["spec"]["serviceAccountName"] for d in deployments.values()} == {account}
-    assert _by_id(find(docs, "ClusterRole") + find(docs, "ClusterRoleBinding")) == _by_id(
-        find(default_install(), "ClusterRole") + find(default_install(), "ClusterRoleBinding")
-    )
-
-
-def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
-    assert set(selector) == {"matchLabels"}, selector
-    return bool(selector["matchLabels"].items() <= labels.items())
-
-
-def test_sharded_instances_select_their_own_pods_only() -> None:
-    """Overlapping selectors make controllers fight over pods, and a pod under two disruption budgets cannot
-    be evicted: every Deployment and budget selects exactly one instance's pods; the Service all of them."""
-    docs = rendered_sharded_install()
-    pods = {d["metadata"]["name"]: d["spec"]["template"]["metadata"]["labels"] for d in find(docs, "Deployment")}
-    for deployment in find(docs, "Deployment"):
-        chosen = [name for name, labels in pods.items() if _selects(deployment["spec"]["selector"], labels)]
-        assert chosen == [deployment["metadata"]["name"]], f"{deployment['metadata']['name']} selects {chosen}"
-        spread = deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
-        term = spread["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
-        assert [n for n, labels in pods.items() if _selects(term["labelSelector"], labels)] == chosen
-    budgets = find(docs, "PodDisruptionBudget")
-    assert len(budgets) == len(pods)
-    for budget in budgets:
-        chosen = [name for name, labels in pods.items() if _selects(budget["spec"]["selector"], labels)]
-        assert chosen == [budget["metadata"]["name"]], f"budget {budget['metadata']['name']} covers {chosen}"
-    service = one(docs, "Service", "autoscaler-metrics")
-    assert all(service["spec"]["selector"].items() <= labels.items() for labels in pods.values()), "all scraped"
-
-
-def test_sharded_deployments_differ_from_the_default_one_only_in_their_instance() -> None:
-    """A shard's Deployment is the default install's, renamed, relabelled and with --shard: no drift."""
-    docs = rendered_sharded_install()
-    base = one(default_install(), "Deployment", "autoscaler")
-    for name, shard in SHARDS.items():
-        deployment = copy.deepcopy(one(docs, "Deployment", name))
-        instance = deployment["metadata"]["labels"].pop("app.kubernetes.io/instance")
-        assert instance == name
-        deployment["metadata"]["name"] = "autoscaler"
-        deployment["spec"]["selector"]["matchLabels"].pop("app.kubernetes.io/instance")
-        template = deployment["spec"]["template"]
-        template["metadata"]["labels"].pop("app.kubernetes.io/instance")
-        spread = template["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
-        spread[0]["podAffinityTerm"]["labelSelector"]["matchLabels"].pop("app.kubernetes.io/instance")
-        container = template["spec"]["containers"][0]
-        if shard is not None:
-            assert container["args"][-2:] == ["--shard", shard]
-            container["args"] = container["args"][:-2]
-        assert _normalized(deployment) == _normalized(base), name
-
-
-@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
-def test_sharded_install_is_valid_for_kubernetes(version: str) -> None:
-    require_schemas()
-    docs = rendered_sharded_install()
-    ids = [ident(d) for d in docs]
-    assert len(ids) == len(set(ids)), "duplicate objects"
-    problems = [f"{d['kind']}/{d['metadata']['name']}: {e}" for d in docs for e in kubernetes_errors(d, version)]
-    assert not problems, "\n".join(problems)

@@ -17,6 +17,7 @@ and start-up stops; secrets are never echoed. The file's layout (all optional bu
                      leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2}
     sharding: {shard: null, labelKey: autoscaler.dev/shard}   # see docs/sharding.md
     logging: {format: auto, level: info}
+    metrics: {perTargetSeriesLimit: 1000}
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.settings_parse import SERVICE_SUFFIX, read_controller_settings
 from autoscaler.prometheus.settings import PrometheusSettings, read_prometheus_settings
+from autoscaler.service.metrics_targets import DEFAULT_PER_TARGET_LIMIT
 from autoscaler.service.sharding import ShardingSettings, lease_name_problem, read_sharding_settings
 from autoscaler.values.fields import ErrorList, FieldError, Obj, SpecError
 from autoscaler.values.yaml_files import load_yaml_file, parse_yaml_text
@@ -77,6 +79,12 @@ class LoggingSettings:
     level: str = "info"
 
 
+@dataclass(frozen=True, slots=True)
+class MetricsSettings:
+    # Per-target series while the service knows at most this many targets (0: never); aggregates always.
+    per_target_series_limit: int = DEFAULT_PER_TARGET_LIMIT
+
+
 @dataclass(frozen=True)
 class ServiceSettings:
     prometheus: PrometheusSettings
@@ -88,6 +96,7 @@ class ServiceSettings:
     http: HttpSettings = field(default_factory=HttpSettings)
     leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
     sharding: ShardingSettings = field(default_factory=ShardingSettings)
 
 
@@ -190,6 +199,7 @@ def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
     http = _http(root.obj("http"))
     election = _leader_election(root.obj("leaderElection"))
     logging = _logging(root.obj("logging"))
+    metrics = _metrics(root.obj("metrics"))
     sharding = read_sharding_settings(root.obj("sharding"))
     if sharding is not None and election is not None and election.enabled:
         problem = lease_name_problem(sharding, election.lease_name)
@@ -198,7 +208,7 @@ def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
     root.finish()
     if errors or prometheus is None:
         return None
-    assert None not in (kubernetes, sync, controller, http, election, logging, sharding)
+    assert None not in (kubernetes, sync, controller, http, election, logging, metrics, sharding)
     return ServiceSettings(
         prometheus,
         kubernetes or KubernetesSettings(),
@@ -209,6 +219,7 @@ def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
         http or HttpSettings(),
         election or LeaderElectionSettings(),
         logging or LoggingSettings(),
+        metrics or MetricsSettings(),
         sharding or ShardingSettings(),
     )
 
@@ -289,6 +300,14 @@ def _logging(obj: Obj | None) -> LoggingSettings | None:
     if fmt is None or level is None:
         return None
     return LoggingSettings(fmt, level)
+
+
+def _metrics(obj: Obj | None) -> MetricsSettings | None:
+    if obj is None:
+        return MetricsSettings()
+    limit = obj.integer("perTargetSeriesLimit", default=DEFAULT_PER_TARGET_LIMIT, minimum=0, maximum=1_000_000)
+    obj.finish()
+    return MetricsSettings(limit) if limit is not None else None
 
 
 def load_service_settings(

@@ -19,8 +19,7 @@ from autoscaler.prometheus.reader import TargetQuery
 from autoscaler.service.manager import Manager
 from autoscaler.service.reconciler import TargetReconciler
 from autoscaler.service.sharding import ShardingSettings
-from kube_emulator import KubeEmulator
-from kube_emulator.controllers import PodLifecycle, WorkloadController
+from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.service.cluster import (
     CRD,
     FakeMetrics,
