@@ -14,7 +14,7 @@ from typing import Any
 from autoscaler.values.timestamps import rfc3339
 from autoscaler_sandbox.timescale import TimeScale
 from autoscaler_sandbox.world import REQUESTS_SERIES, Workload
-from kube_emulator.controllers import template_hash
+from kube_emulator.workloads import template_hash
 
 NAMESPACE = "default"
 WEB = Workload(NAMESPACE, "web", "app", cpu_request=0.5)

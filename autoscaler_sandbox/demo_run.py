@@ -28,8 +28,7 @@ from autoscaler_sandbox.sources import metrics_source
 from autoscaler_sandbox.timeline import DecisionTap, Summary, Timeline
 from autoscaler_sandbox.timescale import TimeScale, clock_text
 from autoscaler_sandbox.world import DemoWorld
-from kube_emulator import KubeEmulator
-from kube_emulator.controllers import PodLifecycle, WorkloadController
+from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 
 READY_TIMEOUT = 30.0  # wall seconds for the service to start and sync its caches
 TICK = 5.0  # demo seconds between two looks at the heartbeat

@@ -13,8 +13,8 @@ from autoscaler_sandbox.timescale import TimeScale
 from autoscaler_sandbox.traffic import PodState
 from autoscaler_sandbox.world import Workload
 from kube_emulator import KubeEmulator
-from kube_emulator.controllers import is_ready
 from kube_emulator.jsonutil import JsonObject
+from kube_emulator.kubelet import is_ready
 from kube_emulator.watch import WatchEvent
 
 

@@ -4,7 +4,7 @@ Start it with :class:`KubeEmulator`; see ``docs/emulator.md`` for what it suppor
 """
 
 from kube_emulator.clock import Clock, ManualClock, SystemClock
-from kube_emulator.controllers import PodLifecycle, WorkloadController
+from kube_emulator.controllers import WorkloadController
 from kube_emulator.errors import ApiError
 from kube_emulator.faults import (
     Conflict,
@@ -16,6 +16,7 @@ from kube_emulator.faults import (
     FaultRule,
     Respond,
 )
+from kube_emulator.kubelet import PodLifecycle
 from kube_emulator.patches import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from kube_emulator.requestlog import RequestLog, RequestRecord
 from kube_emulator.resources import ResourceType, ScaleSubresource

@@ -14,7 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kube_emulator.controllers import PodLifecycle, WorkloadController
+from kube_emulator.controllers import WorkloadController
+from kube_emulator.kubelet import PodLifecycle
 from kube_emulator.server import Controller, KubeEmulator
 
 

@@ -1,7 +1,8 @@
 """JSON merge patch (RFC 7386) and JSON patch (RFC 6902) over plain JSON values.
 
-Strategic merge patch lives in :mod:`kube_emulator.strategic_merge`; server-side apply is
-approximated in :mod:`kube_emulator.operations` on top of these.
+Strategic merge patch lives in :mod:`kube_emulator.strategic_merge`; a PATCH picks one of these by its
+content type in :mod:`kube_emulator.writes`, where server-side apply is a merge on top of them (its field
+ownership: :mod:`kube_emulator.ownership`).
 """
 
 from __future__ import annotations

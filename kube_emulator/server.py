@@ -24,17 +24,19 @@ import yaml
 from aiohttp import web
 
 from kube_emulator import seeding
-from kube_emulator.app import ApiHandler, ServerSettings, build_app
+from kube_emulator.app import ApiHandler, build_app
 from kube_emulator.builtin_kinds import BUILTIN_TYPES, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES
 from kube_emulator.clock import Clock, SystemClock
 from kube_emulator.crds import CrdRegistrar
 from kube_emulator.faults import FaultInjector
 from kube_emulator.jsonutil import JsonObject, clone
-from kube_emulator.operations import ApiOperations, as_dict
+from kube_emulator.operations import ApiOperations
 from kube_emulator.patches import MERGE_PATCH
+from kube_emulator.reads import as_dict
 from kube_emulator.requestlog import RequestLog
 from kube_emulator.resources import ResourceRegistry, ResourceType
 from kube_emulator.selectors import parse_label_selector
+from kube_emulator.settings import ServerSettings
 from kube_emulator.store import ObjectStore
 
 if TYPE_CHECKING:

@@ -24,7 +24,8 @@ from aiohttp import web
 from kube_emulator.errors import ApiError
 from kube_emulator.faults import DropWatch
 from kube_emulator.jsonutil import JsonObject, encode
-from kube_emulator.operations import ApiOperations, Served
+from kube_emulator.operations import ApiOperations
+from kube_emulator.reads import Served
 from kube_emulator.resources import ResourceType
 from kube_emulator.selectors import FieldSelector, LabelSelector
 from kube_emulator.watch import Delivery, ObjectFilter, StoredObject, Subscription

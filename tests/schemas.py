@@ -14,12 +14,16 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped,unused-ignore]
+import pytest
 import referencing
+
+from tests.guard import REQUIRE_SERVERS
 
 # The oldest and newest Kubernetes minors the manifests are checked against: 1.29 is the oldest release
 # still supported by the major managed offerings when this was written; the newest is what the schema
@@ -224,3 +228,13 @@ def _check_junctor_branch(
     for junctor in _JUNCTORS:
         for index, inner in enumerate(branch.get(junctor) or []):
             _check_junctor_branch(inner, outer, f"{path}.{junctor}[{index}]", errors, int_or_string=int_or_string)
+
+
+def require_schemas() -> None:
+    """The Kubernetes schemas come from the dev dependency kubernetes-validate: skip without it locally, but
+    never in CI (AUTOSCALER_REQUIRE_SERVERS=1, set by .ci/run)."""
+    if importlib.util.find_spec("kubernetes_validate") is None:
+        message = "kubernetes-validate is not installed (pip install kubernetes-validate)"
+        if REQUIRE_SERVERS:
+            pytest.fail(f"{message}, and AUTOSCALER_REQUIRE_SERVERS=1 forbids skipping")
+        pytest.skip(message)

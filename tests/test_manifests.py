@@ -10,13 +10,11 @@ own schema, pruning included, and against the service's parser. RBAC is proven b
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ from tests.manifests import (
     NAMESPACED,
     ROOT,
     Doc,
+    by_id,
     container_environment,
     default_install,
     find,
@@ -47,21 +46,12 @@ from tests.schemas import (
     crd_version_schema,
     custom_resource_errors,
     kubernetes_errors,
+    require_schemas,
     structural_errors,
 )
 
 INSTALLS = {"default": default_install, "namespaced": namespaced_install}
 SERVICE_NAMESPACE = "autoscaler"
-
-
-def require_schemas() -> None:
-    """The Kubernetes schemas come from the dev dependency kubernetes-validate: skip without it locally, but
-    never in CI (AUTOSCALER_REQUIRE_SERVERS=1, set by .ci/run)."""
-    if importlib.util.find_spec("kubernetes_validate") is None:
-        message = "kubernetes-validate is not installed (pip install kubernetes-validate)"
-        if REQUIRE_SERVERS:
-            pytest.fail(f"{message}, and AUTOSCALER_REQUIRE_SERVERS=1 forbids skipping")
-        pytest.skip(message)
 
 
 def crd() -> Doc:
@@ -72,28 +62,20 @@ def target_schema() -> dict[str, Any]:
     return crd_version_schema(crd(), "v1alpha1")
 
 
-def _normalized(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _normalized(v) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        items = [_normalized(v) for v in value]
-        if items and all(isinstance(v, dict) and "name" in v for v in items):
-            items.sort(key=lambda v: str(v["name"]))  # kustomize prepends patched list entries; order is not ours
-        return items
-    return value
-
-
-def _by_id(docs: Iterable[Doc]) -> dict[tuple[str, str, str, str], Any]:
-    return {ident(d): _normalized(d) for d in docs}
-
-
 # -- what gets applied ------------------------------------------------------------------------------
 
 
 def test_kustomization_applies_every_manifest_once() -> None:
     listed = load_documents(MANIFESTS / "kustomization.yaml")[0]["resources"]
     files = sorted(p.name for p in MANIFESTS.glob("*.yaml") if p.name != "kustomization.yaml")
-    assert sorted(listed) == files, "manifests/kustomization.yaml must list every manifest in manifests/"
+    # controller/ holds the Deployment (and its budget) in a kustomization of its own, for sharded/ to copy.
+    assert sorted(listed) == sorted([*files, "controller"]), (
+        "manifests/kustomization.yaml must list every manifest in manifests/"
+    )
+    controller = MANIFESTS / "controller"
+    assert load_documents(controller / "kustomization.yaml")[0]["resources"] == sorted(
+        p.name for p in controller.glob("*.yaml") if p.name != "kustomization.yaml"
+    )
     for install in INSTALLS.values():
         ids = [ident(d) for d in install()]
         assert len(ids) == len(set(ids)), "duplicate objects"
@@ -129,7 +111,7 @@ def test_the_renderer_is_kustomize(variant: str) -> None:
         )
     assert result.returncode == 0, result.stderr
     rendered = [d for d in yaml.safe_load_all(result.stdout) if d]
-    assert _by_id(rendered) == _by_id(INSTALLS[variant]())
+    assert by_id(rendered) == by_id(INSTALLS[variant]())
 
 
 # -- Kubernetes schemas -----------------------------------------------------------------------------

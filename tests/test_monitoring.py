@@ -110,3 +110,56 @@ def test_the_metric_name_reader() -> None:
     assert metric_names("histogram_quantile(0.99, sum without (pod) (irate(d[1m])))") == {"d"}
     assert metric_names("max(e) < 1 or absent(e) unless on (instance) f offset 5m") == {"e", "f"}
     assert metric_names("process_resident_memory_bytes / 2^20") == {"process_resident_memory_bytes"}
+
+
+def test_past_the_per_target_limit_the_aggregate_alerts_take_over(tmp_path: Path) -> None:
+    """promtool's rule tests: with per-target series exported the aggregate alerts stay quiet (the
+    per-target ones speak); without them (past metrics.perTargetSeriesLimit) they fire."""
+    promtool = _binary("promtool", "prometheus")
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"groups": rule_groups()}))
+    series = [
+        {"series": 'autoscaler_targets_condition{condition="ScalingActive", status="False"}', "values": "3x40"},
+        {"series": "autoscaler_targets_oldest_sync_age_seconds", "values": "400x40"},
+        {"series": 'autoscaler_targets_write_backoff{path="horizontal"}', "values": "2x40"},
+    ]
+    summaries = {
+        "AutoscalerTargetsMetricsFailing": "3 ScalingTargets cannot compute a replica count.",
+        "AutoscalerTargetsNotSynced": "A ScalingTarget has not been synced for 6m 40s.",
+        "AutoscalerTargetsWritesBackingOff": "2 ScalingTargets' writes (horizontal) keep failing.",
+    }
+    names = tuple(summaries)
+    descriptions = {
+        rule["alert"]: rule["annotations"]["description"]
+        for group in rule_groups()
+        for rule in group["rules"]
+        if rule["alert"] in summaries
+    }
+
+    def expected(name: str) -> dict[str, object]:
+        labels = {"severity": "warning", **({"path": "horizontal"} if "Writes" in name else {})}
+        return {
+            "exp_labels": labels,
+            "exp_annotations": {"summary": summaries[name], "description": descriptions[name]},
+        }
+
+    def case(exported: int, firing: bool) -> dict[str, object]:
+        return {
+            "interval": "1m",
+            "input_series": [*series, {"series": "autoscaler_per_target_series_exported", "values": f"{exported}x40"}],
+            "alert_rule_test": [
+                {
+                    "eval_time": "30m",
+                    "alertname": name,
+                    "exp_alerts": [expected(name)] if firing else [],
+                }
+                for name in names
+            ],
+        }
+
+    tests = tmp_path / "tests.yaml"
+    tests.write_text(yaml.safe_dump({"rule_files": [str(rules)], "tests": [case(0, True), case(1, False)]}))
+    result = subprocess.run(
+        [promtool, "test", "rules", str(tests)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

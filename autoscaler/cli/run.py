@@ -46,6 +46,12 @@ def add_parser(sub: Subcommands) -> None:
     )
     run.add_argument("--http-port", type=int)
     run.add_argument("--no-leader-election", action="store_true", default=None)
+    run.add_argument(
+        "--shard",
+        metavar="NAME",
+        help="serve only the targets labelled NAME by sharding.labelKey (autoscaler.dev/shard), with a Lease of "
+        "this shard's own (default: the targets without that label; docs/sharding.md)",
+    )
     run.add_argument("--log-format", choices=("auto", "json", "console"))
     run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
     run.add_argument(
@@ -69,6 +75,7 @@ def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, ...], Any]:
         "sync_period": ("sync", "periodSeconds"),
         "dry_run": ("dryRun",),
         "http_port": ("http", "port"),
+        "shard": ("sharding", "shard"),
         "log_format": ("logging", "format"),
         "log_level": ("logging", "level"),
     }
@@ -98,7 +105,8 @@ def read_run_inputs(
     if not settings.targets_file:
         return settings, None
     try:
-        return settings, load_targets_file(settings.targets_file)
+        # A file's targets obey the shard's label selector too: every shard may read the same file.
+        return settings, load_targets_file(settings.targets_file, keep=settings.sharding.serves)
     except SpecError as exc:
         raise TargetsFileError(settings.targets_file, exc) from exc
 

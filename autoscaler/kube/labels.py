@@ -236,6 +236,46 @@ def _validate_value(value: str, text: str) -> None:
         raise _parse_error(text, f"invalid label value {value!r}")
 
 
+# --- single keys, values and names, as apimachinery's validation words them --------------------------
+
+
+def label_key_problem(key: str) -> str | None:
+    """Why ``key`` is not a label key (``validation.IsQualifiedName``), or None."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+        return (
+            "the prefix before '/' must be a DNS subdomain: lowercase letters, digits, '-' and '.', "
+            "at most 253 characters (e.g. 'example.com')"
+        )
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.fullmatch(name):
+        return (
+            "the name must be at most 63 characters: letters, digits, '-', '_' and '.', beginning and "
+            "ending with a letter or digit (e.g. 'MyName', 'my.name', '123-abc'), with an optional "
+            "DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        )
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    """Why ``value`` is not a label value (``validation.IsValidLabelValue``), or None."""
+    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
+        return (
+            "must be at most 63 characters: letters, digits, '-', '_' and '.', beginning and ending with a "
+            "letter or digit (e.g. 'MyValue', 'my_value', '12345')"
+        )
+    return None
+
+
+def dns_subdomain_problem(name: str) -> str | None:
+    """Why ``name`` is not a DNS subdomain (the names of most objects, a Lease's among them), or None."""
+    if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
+        return (
+            "must be at most 253 characters: lowercase letters, digits, '-' and '.', beginning and ending "
+            "with a letter or digit"
+        )
+    return None
+
+
 # --- LabelSelector objects (matchLabels / matchExpressions) -----------------------------------------
 
 _EXPRESSION_OPERATORS = {

@@ -43,23 +43,17 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
-import os
 import random
-import socket
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from typing import Any, cast
+from dataclasses import replace
 
 import structlog
-from kubernetes_asyncio.client import ApiClient, CoordinationV1Api, V1Lease
+from kubernetes_asyncio.client import ApiClient, V1Lease
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from autoscaler.values.durations import parse_retry_after
-from autoscaler.values.timestamps import rfc3339
+from autoscaler.kube.lease import LeaseLock, LeaseRecord, retry_after, utc_now
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -72,49 +66,6 @@ JITTER_FACTOR = 1.2  # client-go's JitterFactor: the acquire loop waits retryPer
 class NotLeader(Exception):
     """Raised by :meth:`LeaderElector.assert_leading` (and by a :meth:`~LeaderElector.leading_scope`
     whose lease ran out): this process must not act as the leader."""
-
-
-def default_identity() -> str:
-    """client-go's convention, ``<hostname>_<uuid>``: unique per process, even across restarts of a pod."""
-    return f"{os.environ.get('HOSTNAME') or socket.gethostname()}_{uuid.uuid4()}"
-
-
-def micro_time(moment: datetime) -> str:
-    """A ``metav1.MicroTime``: RFC 3339 in UTC with exactly six fractional digits."""
-    return rfc3339(moment.timestamp(), fraction=True)
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseRecord:
-    """The leader-election fields of a Lease's spec (client-go's ``LeaderElectionRecord``)."""
-
-    holder: str  # "" when nobody holds it (released)
-    duration: int  # leaseDurationSeconds
-    acquire_time: datetime | None
-    renew_time: datetime | None
-    transitions: int
-
-    @classmethod
-    def of(cls, lease: V1Lease) -> LeaseRecord:
-        spec = lease.spec
-        if spec is None:
-            return cls("", 0, None, None, 0)
-        return cls(
-            spec.holder_identity or "",
-            spec.lease_duration_seconds or 0,
-            spec.acquire_time,
-            spec.renew_time,
-            spec.lease_transitions or 0,
-        )
-
-    def spec_fields(self) -> dict[str, Any]:
-        return {
-            "holderIdentity": self.holder,
-            "leaseDurationSeconds": self.duration,
-            "acquireTime": micro_time(self.acquire_time) if self.acquire_time else None,
-            "renewTime": micro_time(self.renew_time) if self.renew_time else None,
-            "leaseTransitions": self.transitions,
-        }
 
 
 class LeaderElector:
@@ -152,8 +103,6 @@ class LeaderElector:
             raise ValueError("identity must not be empty")
         if not 0 < retry_period < renew_deadline < lease_duration:
             raise ValueError("need 0 < retry_period < renew_deadline < lease_duration")
-        self._leases = CoordinationV1Api(api)
-        self._serialize = api.sanitize_for_serialization
         self.namespace = namespace
         self.name = name
         self.identity = identity
@@ -163,6 +112,7 @@ class LeaderElector:
         self.jitter_factor = jitter_factor
         # One acquire/renew attempt (a read and a write) must fit well inside the renew deadline.
         self.request_timeout = request_timeout if request_timeout is not None else renew_deadline / 2
+        self._lock = LeaseLock(api, namespace, name, self.request_timeout)
         self.callback_timeout = callback_timeout if callback_timeout is not None else renew_deadline
         self._clock = clock
         self._random = random.Random()
@@ -202,8 +152,10 @@ class LeaderElector:
 
     @property
     def is_leader(self) -> bool:
-        """True while leading *and* before :attr:`lease_valid_until` (read from the clock each time)."""
-        return self._leading and self._valid_until is not None and self._clock() < self._valid_until
+        """True while leading *and* before :attr:`lease_valid_until` (read from the clock each time). Safe to
+        read from another thread: the deadline is read once."""
+        until = self._valid_until
+        return self._leading and until is not None and self._clock() < until
 
     @property
     def leader_identity(self) -> str | None:
@@ -340,7 +292,7 @@ class LeaderElector:
             ):
                 # Fast path: overwrite what we wrote last (one request); a 409 means someone else wrote.
                 try:
-                    await self._write(self._lease, replace(self._observed, renew_time=_now()))
+                    await self._write(self._lease, replace(self._observed, renew_time=utc_now()))
                     return True
                 except ApiException as exc:
                     if exc.status != 409:
@@ -379,11 +331,9 @@ class LeaderElector:
         return False
 
     async def _acquire_or_renew(self) -> bool:
-        now = _now()
+        now = utc_now()
         try:
-            lease = await self._leases.read_namespaced_lease(
-                self.name, self.namespace, _request_timeout=self.request_timeout
-            )
+            lease = await self._lock.read()
         except ApiException as exc:
             if exc.status != 404:
                 raise
@@ -414,31 +364,13 @@ class LeaderElector:
     async def _write(self, base: V1Lease | None, record: LeaseRecord) -> None:
         """Create (``base`` None) or replace with ``base``'s resourceVersion; on success the lease is ours
         until ``sent + renew_deadline``, ``sent`` being taken *before* the request leaves."""
-        # A plain dict body (the client serialises dicts as they are) so that the MicroTimes keep the exact
-        # format the API server parses; a V1Lease would go through datetime.isoformat().
-        body = cast(V1Lease, self._body(base, record))
-        timeout = self.request_timeout
         sent = self._clock()
-        if base is None:
-            written = await self._leases.create_namespaced_lease(self.namespace, body, _request_timeout=timeout)
-        else:
-            written = await self._leases.replace_namespaced_lease(
-                self.name, self.namespace, body, _request_timeout=timeout
-            )
+        written = await self._lock.write(base, record)
         self._lease = written
         self._observe(LeaseRecord.of(written))
         if record.holder == self.identity:
             self._valid_until = sent + self.renew_deadline
             self._extend_scopes()
-
-    def _body(self, base: V1Lease | None, record: LeaseRecord) -> dict[str, Any]:
-        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
-        spec: dict[str, Any] = {}
-        if base is not None:  # keep labels, annotations, resourceVersion and spec fields we do not manage
-            metadata = dict(self._serialize(base.metadata) or {})
-            spec = dict(self._serialize(base.spec) or {})
-        spec.update(record.spec_fields())
-        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
 
     def _observe(self, record: LeaseRecord) -> LeaseRecord:
         if record != self._observed:
@@ -495,7 +427,7 @@ class LeaderElector:
         """client-go ``ReleaseOnCancel``: give the lease up so a standby need not wait for it to expire."""
         if self._lease is None or self._observed is None or self._observed.holder != self.identity:
             return
-        now = _now()
+        now = utc_now()
         record = LeaseRecord("", 1, now, now, self._observed.transitions)
         try:
             async with asyncio.timeout(self.request_timeout):
@@ -557,14 +489,3 @@ class LeaderElector:
         )
         for callback in self._new_leader:
             await self._call(callback, holder)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def retry_after(exc: BaseException) -> float | None:
-    """The seconds of an answer's ``Retry-After`` (429, or a 5xx that sends it), capped at a minute."""
-    headers = getattr(exc, "headers", None)
-    seconds = parse_retry_after(headers.get("Retry-After") if headers is not None and hasattr(headers, "get") else None)
-    return min(60.0, seconds) if seconds is not None else None

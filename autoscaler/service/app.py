@@ -26,7 +26,8 @@ import structlog
 from autoscaler.core.observation import MetricFailure, MetricReading
 from autoscaler.kube.api import KubeApi
 from autoscaler.kube.client import make_api_client
-from autoscaler.kube.leader import LeaderElector, default_identity
+from autoscaler.kube.election_thread import ElectionThread
+from autoscaler.kube.lease import default_identity
 from autoscaler.prometheus.client import PrometheusClient
 from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.partial import other_warnings
@@ -43,8 +44,11 @@ from autoscaler.service.targets import Target
 
 log = structlog.get_logger("autoscaler.service")
 
-# The cyclic collector's young-generation threshold once start-up is over (see _freeze_long_lived).
+# The cyclic collector once start-up is over (see _collect_garbage): the young generation's threshold, and
+# how often the service runs a full collection itself (none runs on its own: the threshold is never reached).
 GC_YOUNG_THRESHOLD = 20_000
+GC_FULL_SECONDS = 300.0
+GC_FULL_NEVER = 2**30
 
 SHUTDOWN_SECONDS = 5.0
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -127,12 +131,13 @@ class Service:
         self.record = record
         self.static_targets = static_targets
         self.identity = identity or default_identity()
-        self.metrics = ServiceMetrics()
+        self.metrics = ServiceMetrics(per_target_limit=settings.metrics.per_target_series_limit)
+        self.metrics.set_shard(settings.sharding.shard, settings.sharding.label_key)
         self.prometheus_skew = SkewMonitor(
             "prometheus", settings.sync.clock_skew_warning_seconds, self.metrics.set_clock_skew
         )
         self.manager: Manager | None = None
-        self.elector: LeaderElector | None = None
+        self.elector: ElectionThread | None = None
         self.http: HttpServer | None = None
         self.querier: TimedQuerier | None = None
         self.ready = asyncio.Event()
@@ -142,6 +147,8 @@ class Service:
     async def run(self, stop: asyncio.Event) -> None:
         settings = self.settings
         lag_task = asyncio.create_task(self.metrics.monitor_event_loop_lag(), name="loop-lag")
+        untrack_gc = self.metrics.track_gc_pauses()
+        thresholds = gc.get_threshold()  # _collect_garbage changes them for the process: put back at the end
         self.http = HttpServer(
             settings.http,
             self.metrics,
@@ -151,13 +158,11 @@ class Service:
         )
         await self.http.start()
         api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
-        elector_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
         elector_task: asyncio.Task[None] | None = None
         recorder: SyncRecorder | None = None
         try:
             async with (
                 api_client,
-                elector_client,
                 PrometheusClient(
                     settings.prometheus, observe_server_time=self.prometheus_skew.observe, clock=PROCESS_CLOCK.now
                 ) as prometheus,
@@ -196,6 +201,7 @@ class Service:
                     on_targets=self.metrics.set_targets,
                     watch_silence=settings.kubernetes.watch_silence_seconds,
                     recorder=recorder,
+                    sharding=settings.sharding,
                 )
                 self.metrics.watch_caches(
                     lambda: [
@@ -210,13 +216,17 @@ class Service:
                     dry_run=settings.dry_run,
                     targets="file" if self.static_targets is not None else "crd",
                     leader_election=settings.leader_election.enabled,
+                    shard=settings.sharding.shard,
+                    target_selector=settings.sharding.label_selector,
                 )
                 if settings.leader_election.enabled:
                     election = settings.leader_election
-                    self.elector = LeaderElector(
-                        elector_client,
+                    kubernetes = settings.kubernetes
+                    # Its own thread, loop and client: renewals never wait for this loop (kube/election_thread.py).
+                    self.elector = ElectionThread(
+                        lambda: make_api_client(kubernetes.kubeconfig, kubernetes.context),
                         namespace=lease_namespace(election.lease_namespace),
-                        name=election.lease_name,
+                        name=settings.sharding.lease_name(election.lease_name),
                         identity=self.identity,
                         lease_duration=election.lease_duration_seconds,
                         renew_deadline=election.renew_deadline_seconds,
@@ -240,6 +250,8 @@ class Service:
             if recorder is not None:
                 await recorder.close()
             await self.http.stop()
+            untrack_gc()
+            gc.set_threshold(*thresholds)
 
     async def _wait_synced_then_ready(self, stop: asyncio.Event) -> None:
         assert self.manager is not None
@@ -251,9 +263,9 @@ class Service:
         if self.manager.synced():
             self.ready.set()
             log.info("caches synced", lists=self.manager.list_calls())
-            self._freezer = asyncio.create_task(self._freeze_long_lived(), name="gc-freeze")
+            self._freezer = asyncio.create_task(self._collect_garbage(), name="gc")
 
-    async def _freeze_long_lived(self) -> None:
+    async def _collect_garbage(self) -> None:
         """Move what start-up built (modules, cached records, then the targets' state after their first
         syncs) out of the cyclic collector's sight: it would walk them in every full collection, and
         there is nothing for it to find there. At 1,000 targets × 10 pods, full collections took ~0.2 s
@@ -266,7 +278,15 @@ class Service:
         # A steady sync allocates many short-lived containers (decoded answers, readings, decisions) that
         # reference counting frees; the default threshold (700) ran a young collection ~8 times a second
         # at 1,000 targets to find nothing. Fewer, larger ones cost less in all (bench/service.py).
-        gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+        # A full collection walks every object not frozen, i.e. every target's state since the freeze
+        # (each sync replaces it): at 10,000 targets each one stopped the loop for ~350 ms, and the
+        # interpreter ran one every ~30 s (bench/service.py, autoscaler_gc_pause_seconds). Cyclic garbage
+        # is young garbage here (reference counting frees the rest), so the young collections find it;
+        # a full collection every GC_FULL_SECONDS bounds whatever survives to the old generation.
+        gc.set_threshold(GC_YOUNG_THRESHOLD, gc.get_threshold()[1], GC_FULL_NEVER)
+        while True:
+            await asyncio.sleep(GC_FULL_SECONDS)
+            gc.collect()
 
     async def _lead(self) -> None:
         """Started-leading callback: reconcile for as long as this instance leads."""

@@ -7,12 +7,17 @@ window holds whole namespaces (and the other namespaces whose ticks fall inside 
 targets in 50 namespaces and a 1 s window, ~15 reads and ~30 queries a period instead of 1,000 reads.
 
 Sharing a read never means waiting for the slowest target in it: the reader hands each target its
-readings as soon as its own queries are done, and the batcher passes them on at once.
+readings as soon as its own queries are done, and the batcher passes them on at once — at most
+:data:`RELEASE_PER_TURN` of them per turn of the event loop. One answer completes a whole namespace's
+targets at the same moment (200 of them at 10,000 targets in 50 namespaces); woken together, their
+decisions would run back to back before the loop saw a timer again (~0.3 ms each). Released in
+slices, a timer waits for one slice at most.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Awaitable, Sequence
 from typing import Protocol
 
@@ -23,6 +28,8 @@ from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import OnReady
 
 log = structlog.get_logger("autoscaler.batcher")
+
+RELEASE_PER_TURN = 16  # readings handed to waiting syncs per turn of the event loop
 
 
 class ReadMany(Protocol):
@@ -41,6 +48,8 @@ class MetricsBatcher:
         self._pending: list[tuple[TargetQuery, asyncio.Future[list[MetricReading]]]] = []
         self._flush_task: asyncio.Task[None] | None = None
         self.batches = 0
+        self._releases: deque[tuple[asyncio.Future[list[MetricReading]], list[MetricReading]]] = deque()
+        self._releasing = False
 
     async def read(self, query: TargetQuery) -> list[MetricReading]:
         """This target's readings (one per metric, failures included); never raises for a metric."""
@@ -64,9 +73,7 @@ class MetricsBatcher:
         self.batches += 1
 
         def ready(index: int, row: list[MetricReading]) -> None:
-            future = live[index][1]
-            if not future.done():
-                future.set_result(row)
+            self._release(live[index][1], row)
 
         try:
             rows = await self._read_many([q for q, _ in live], None, on_ready=ready)
@@ -74,8 +81,26 @@ class MetricsBatcher:
             log.exception("metrics read failed")
             rows = [[MetricFailure(f"reading metrics failed: {exc}") for _ in q.metrics] for q, _ in live]
         for (_, future), row in zip(live, rows, strict=True):
+            self._release(future, row)
+
+    def _release(self, future: asyncio.Future[list[MetricReading]], row: list[MetricReading]) -> None:
+        """Hand ``row`` to the sync waiting on ``future``, in the next slice of releases."""
+        if future.done():  # cancelled, or already handed over by on_ready
+            return
+        self._releases.append((future, row))
+        if not self._releasing:
+            self._releasing = True
+            asyncio.get_running_loop().call_soon(self._release_slice)
+
+    def _release_slice(self) -> None:
+        for _ in range(min(RELEASE_PER_TURN, len(self._releases))):
+            future, row = self._releases.popleft()
             if not future.done():
                 future.set_result(row)
+        if self._releases:
+            asyncio.get_running_loop().call_soon(self._release_slice)
+        else:
+            self._releasing = False
 
     async def close(self) -> None:
         task = self._flush_task

@@ -33,8 +33,11 @@ class ClusterCaches:
         on_pod: PodHandler,
         on_target: TargetHandler | None,
         silence_seconds: float,
+        target_selector: str | None = None,
     ) -> None:
-        """``on_target`` None: targets come from a file, no target cache."""
+        """``on_target`` None: targets come from a file, no target cache. ``target_selector``: the label
+        selector of the targets this instance serves (its shard's, see :mod:`autoscaler.service.sharding`);
+        the workloads, pods and VPAs carry no shard label and are watched whole."""
         self.namespaces = namespaces
         scopes: tuple[str | None, ...] = namespaces or (None,)
         self.pods = {
@@ -54,7 +57,13 @@ class ClusterCaches:
             if on_target is None
             else {
                 ns: WatchCache(
-                    api, TARGETS, trim_target, namespace=ns, on_change=on_target, silence_seconds=silence_seconds
+                    api,
+                    TARGETS,
+                    trim_target,
+                    namespace=ns,
+                    on_change=on_target,
+                    silence_seconds=silence_seconds,
+                    label_selector=target_selector,
                 )
                 for ns in scopes
             }
@@ -89,6 +98,21 @@ class ClusterCaches:
         if vpas:
             caches.append(self.vpas.get(scope))
         return next((cache for cache in caches if cache is not None and not cache.following), None)
+
+    def target_problem(self, target: Target) -> str | None:
+        """Why this instance may not write ``target`` now, or None: asked right before every write. The
+        target must still be in this instance's target cache (a label change that moves it to another
+        shard, or its deletion, takes it out the moment the watch tells), and that cache must follow the
+        API server (a broken watch may hide such a change). Targets from a file have no cache: None."""
+        cache = self.targets.get(self.scope(target.namespace))
+        if cache is None:
+            return None
+        if not cache.following:
+            return f"the {cache.name} watch does not follow the API server"
+        held = cache.get(target.namespace, target.name)
+        if held is None or held.uid != target.uid:
+            return "the target is no longer among this instance's (deleted, or labelled for another shard)"
+        return None
 
     async def start(self) -> None:
         for cache in self.all:

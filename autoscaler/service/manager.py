@@ -1,9 +1,11 @@
 """The manager: one reconciler per valid target, started, restarted and stopped as targets change.
 
-Targets come from the ScalingTarget CRD (watched cluster-wide or in the listed namespaces) or from a
-file (standalone). A target added, changed or deleted starts, restarts or stops its reconciler at
-once (the first sync of a new target follows within a second). An invalid target gets a condition
-and an Event listing every problem, and no reconciler; the others go on.
+Targets come from the ScalingTarget CRD (watched cluster-wide or in the listed namespaces, only those of
+this instance's shard: :mod:`autoscaler.service.sharding`) or from a file (standalone). A target added,
+changed or deleted starts, restarts or stops its reconciler at once (the first sync of a new target
+follows within a second; of one that arrives with a status, as a target moved from another shard does,
+after a period). An invalid target gets a condition and an Event listing every problem, and no
+reconciler; the others go on.
 
 That lifecycle is all the manager does. What the reconcilers read is :mod:`autoscaler.service.view`,
 what they write :mod:`autoscaler.service.writes`; the manager builds both (and the watch caches they
@@ -34,6 +36,7 @@ from autoscaler.service.reconciler import SyncContext, TargetReconciler
 from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.scales import ClusterScales
 from autoscaler.service.schedule import Schedule, first_delay
+from autoscaler.service.sharding import ShardingSettings
 from autoscaler.service.status import invalid_status
 from autoscaler.service.targets import TARGETS, Target, error_text
 from autoscaler.service.view import CachedView
@@ -74,10 +77,12 @@ class Manager:
         on_targets: Callable[[int, int], None] | None = None,
         watch_silence: float = SILENCE_SECONDS,
         recorder: SyncRecorder | None = None,
+        sharding: ShardingSettings | None = None,
     ) -> None:
         self.api = api
         self.namespaces = tuple(namespaces)
         self.static = static_targets is not None
+        self.sharding = sharding or ShardingSettings()
         self.batcher = MetricsBatcher(read_many, window=batch_window)
         self.pods = PodIndex()
         self.cluster = ClusterCaches(
@@ -86,11 +91,17 @@ class Manager:
             on_pod=self.pods.on_change,
             on_target=None if self.static else self._target_event,
             silence_seconds=watch_silence,
+            target_selector=self.sharding.label_selector,
         )
         scales = ClusterScales(self.cluster.deployment, ScaleAccess(api))
         self.view = CachedView(self.cluster, self.pods, scales, self.batcher)
         self.writer = ApiWriter(
-            api, scales, EventRecorder(api, instance=identity), may_write=may_write, static=self.static
+            api,
+            scales,
+            EventRecorder(api, instance=event_instance(identity, self.sharding)),
+            may_write=may_write,
+            static=self.static,
+            target_problem=self.cluster.target_problem,
         )
         self.context = SyncContext(
             settings,
@@ -100,6 +111,7 @@ class Manager:
             asyncio.Semaphore(concurrency),
             metrics or NullMetrics(),
             recorder=recorder,
+            shard=self.sharding.shard,
         )
         self.running: dict[Key, Running] = {}
         self.invalid: dict[Key, Target] = {}
@@ -110,6 +122,9 @@ class Manager:
         self._tasks: list[asyncio.Task[None]] = []
         self._active = False
         self._changes: asyncio.Queue[Key] = asyncio.Queue()
+        # Targets whose reconciler runs and that left this instance's watch since (deleted, or labelled for
+        # another shard): stopped when the change is handled, even if the target is back by then.
+        self._left: set[Key] = set()
         self._on_targets = on_targets  # told (active, invalid) whenever the set of targets changes
 
     # -- the caches (for the service and its health checks) -----------------------------------------
@@ -184,7 +199,8 @@ class Manager:
         found: dict[Key, Target] = {}
         token = ""
         while True:
-            query = [("limit", str(TAKEOVER_PAGE))] + ([("continue", token)] if token else [])
+            query = [("limit", str(TAKEOVER_PAGE)), ("labelSelector", self.sharding.label_selector)]
+            query += [("continue", token)] if token else []
             body = await self.api.get(TARGETS.collection(namespace), resource=TARGETS.label, query=query)
             for obj in (body or {}).get("items") or []:
                 target = trim_target(obj) if isinstance(obj, Mapping) else None
@@ -197,6 +213,7 @@ class Manager:
     async def deactivate(self) -> None:
         """Stop every reconciler now (leadership lost or shutting down); caches keep running."""
         self._active = False
+        self._left.clear()
         for key in list(self.running):
             await self._stop(key)
 
@@ -214,6 +231,8 @@ class Manager:
     def _target_event(self, key: Key, old: Target | None, new: Target | None) -> None:
         if new is None:
             self._targets.pop(key, None)
+            if key in self.running:
+                self._left.add(key)
         else:
             self._targets[key] = new
         self._changes.put_nowait(key)
@@ -224,11 +243,21 @@ class Manager:
             if not self._active:
                 continue
             target = self._targets.get(key)
+            if key in self._left:
+                # Its writes stopped when it left (each is fenced on the target cache); a target back since
+                # starts afresh from the status on the server, which another shard may have written.
+                self._left.discard(key)
+                await self._stop(key)
             if target is None:
                 await self._stop(key)
                 self.invalid.pop(key, None)
                 self.statuses.pop(key, None)
-                log.info("target deleted: reconciler stopped", namespace=key[0], name=key[1])
+                log.info(
+                    "target gone: reconciler stopped",
+                    namespace=key[0],
+                    name=key[1],
+                    why="deleted, or its labels no longer select it for " + self.sharding.description,
+                )
             else:
                 await self._apply_target(target, at_startup=False)
             self._report_counts()
@@ -263,9 +292,13 @@ class Manager:
         reconciler = TargetReconciler(
             target, self.view, self.writer, self.context, state=state, last_status=last_status
         )
-        task = asyncio.create_task(
-            reconciler.run(first_delay(self.context.period, at_startup=at_startup)), name=f"reconcile {key[0]}/{key[1]}"
-        )
+        delay = first_delay(self.context.period, at_startup=at_startup)
+        if running is None and not at_startup and target.status:
+            # A target that arrives with a status was served before: maybe by another shard, which stops
+            # writing it when its own watch shows the label change, at about the moment this one's does.
+            # A period's wait before the first write leaves it that long (docs/sharding.md).
+            delay = self.context.period
+        task = asyncio.create_task(reconciler.run(delay), name=f"reconcile {key[0]}/{key[1]}")
         self.running[key] = Running(target, reconciler, task)
         log.info(
             "reconciler started" if running is None else "reconciler restarted: spec changed",
@@ -295,10 +328,13 @@ class Manager:
             name=target.name,
             errors=[str(e) for e in target.errors],
         )
-        if not self.writer.may_write():
+        if not self.writer.may_write() or self.writer.target_problem(target) is not None:
             return
         await self.writer.record_event(target, "Warning", "InvalidSpec", error_text(target.errors))
         document = invalid_status(target, time.time(), target.status)
+        document.pop("shard", None)  # the shard that wrote the status before may not be this one
+        if self.sharding.shard is not None:
+            document["shard"] = self.sharding.shard
         self.statuses[target.key] = document
         try:
             await self.writer.write_status(target, document, target.status)
@@ -315,3 +351,8 @@ class Manager:
             if last_status is not None:
                 documents[key] = last_status
         return documents
+
+
+def event_instance(identity: str, sharding: ShardingSettings) -> str:
+    """The Events' ``reportingInstance``: the instance, and its shard (at most 128 characters)."""
+    return (identity if sharding.shard is None else f"{identity} (shard {sharding.shard})")[:128]

@@ -2,10 +2,10 @@
 
 Naming follows Prometheus conventions: an ``autoscaler_`` prefix, base units (seconds), ``_total`` on
 counters, ``_seconds`` on durations. Label values come from small closed sets; a value outside its set is
-recorded as ``other`` instead of growing the series count. Per-target series carry only ``namespace`` and
-``name`` (plus ``metric`` or ``reason`` or ``direction`` or ``condition``), never a pod, and
-:meth:`ServiceMetrics.forget_target` removes all of them when a target goes away. Histograms carry no
-per-target labels at all: their bucket count times the number of targets would dominate the scrape.
+recorded as ``other`` instead of growing the series count. The targets' series (per target while there are
+at most ``metrics.perTargetSeriesLimit``, in aggregate always) are :mod:`.metrics_targets`';
+:meth:`ServiceMetrics.forget_target` removes a target's when it goes away. Histograms carry no per-target
+labels at all: their bucket count times the number of targets would dominate the scrape.
 
 Limiting reasons are exported as a *state set* (the kube-state-metrics idiom): one series per known reason,
 1 for the reason limiting the target now and 0 for the others; all 0 when nothing limits it. The series
@@ -15,6 +15,7 @@ stay put from sync to sync, so ``autoscaler_target_limited == 1`` and ``changes(
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.metadata
 import platform
 import time
@@ -29,17 +30,23 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.gc_collector import GCCollector
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import Metric
 from prometheus_client.process_collector import ProcessCollector
+
+from autoscaler.service.metrics_caches import CacheCollector, CacheState
+from autoscaler.service.metrics_targets import (
+    DEFAULT_PER_TARGET_LIMIT,
+    WRITE_PATHS,
+    TargetCollector,
+    TargetSeries,
+)
 
 RECONCILE_RESULTS = frozenset({"scaled", "unchanged", "error", "dry_run"})
 QUERY_OUTCOMES = frozenset({"ok", "empty", "partial", "error"})
 PROMETHEUS_ERROR_KINDS = frozenset({"unreachable", "timeout", "http", "bad_query", "malformed", "too_large", "partial"})
 CLOCK_PEERS = frozenset({"prometheus"})
-LIMIT_REASONS = ("ScaleUpLimit", "ScaleDownLimit", "TooManyReplicas", "TooFewReplicas")
 NOT_LIMITED = frozenset({"", "DesiredWithinRange"})
 DIRECTIONS = frozenset({"up", "down"})
-WRITE_PATHS = ("horizontal", "vpa")  # what a target's write backoff holds: scale + status, or the VPA
 WRITE_KINDS = frozenset({"scale", "status", "vpa"})
 OTHER = "other"
 
@@ -76,161 +83,6 @@ class _WithoutCreated:
             yield family
 
 
-class _TargetSeries:
-    """One target's per-target series, as plain values; rendered only when /metrics is scraped.
-
-    prometheus-client's labelled children cost ~1 KiB each (an object, a value and a lock per series):
-    ~12 MiB for 1,000 targets. These fields hold the same numbers in ~1 KiB per target.
-    """
-
-    __slots__ = (
-        "conditions",
-        "last_sync",
-        "limited",
-        "metrics",
-        "reasons",
-        "replicas",
-        "scale_events",
-        "write_backoff",
-    )
-
-    def __init__(self) -> None:
-        self.replicas: tuple[int | None, int | None, int | None] = (None, None, None)  # current, desired, final
-        self.reasons: tuple[str, ...] = LIMIT_REASONS  # the state set's members (known reasons, then others seen)
-        self.limited = ""
-        self.metrics: dict[str, tuple[float | None, float | None]] = {}  # metric -> (value, target)
-        self.conditions: dict[str, int] = {}
-        self.scale_events: dict[str, int] = {}
-        self.last_sync: float | None = None
-        self.write_backoff: dict[str, float] = {}  # path -> seconds (only paths that ever failed)
-
-
-_REPLICA_FAMILIES = (
-    ("autoscaler_target_current_replicas", "Replicas of the scale target when it was last synced."),
-    ("autoscaler_target_desired_replicas", "Replicas the metrics ask for, before stabilization and limits."),
-    ("autoscaler_target_final_replicas", "Replicas decided after stabilization, behavior and min/max."),
-)
-
-
-class _TargetCollector:
-    """Renders every target's series at scrape time from :class:`_TargetSeries` records."""
-
-    def __init__(self, targets: Mapping[tuple[str, str], _TargetSeries]) -> None:
-        self._targets = targets
-
-    def describe(self) -> Iterator[Metric]:
-        return iter(())  # the families' samples vary; nothing to check at registration
-
-    def collect(self) -> Iterator[Metric]:
-        targets = sorted(self._targets.items())
-        labels = ["namespace", "name"]
-        for index, (family_name, documentation) in enumerate(_REPLICA_FAMILIES):
-            family = GaugeMetricFamily(family_name, documentation, labels=labels)
-            for (namespace, name), series in targets:
-                replicas = series.replicas[index]
-                if replicas is not None:
-                    family.add_metric([namespace, name], replicas)
-            yield family
-        limited = GaugeMetricFamily(
-            "autoscaler_target_limited",
-            "1 for the reason limiting the decision now, 0 for the others (a state set).",
-            labels=[*labels, "reason"],
-        )
-        values = GaugeMetricFamily(
-            "autoscaler_target_metric_value",
-            "Current value of each metric of a target (absent while missing).",
-            labels=[*labels, "metric"],
-        )
-        goals = GaugeMetricFamily(
-            "autoscaler_target_metric_target", "Target value of each metric.", labels=[*labels, "metric"]
-        )
-        events = CounterMetricFamily(
-            "autoscaler_target_scale_events", "Scale writes by direction.", labels=[*labels, "direction"]
-        )
-        conditions = GaugeMetricFamily(
-            "autoscaler_target_condition",
-            "Status conditions: 1 True, 0 False, absent when Unknown.",
-            labels=[*labels, "condition"],
-        )
-        last_sync = GaugeMetricFamily(
-            "autoscaler_target_last_sync_timestamp_seconds",
-            "Unix time of the target's last successful sync.",
-            labels=labels,
-        )
-        backoff = GaugeMetricFamily(
-            "autoscaler_target_write_backoff_seconds",
-            "The delay before the next write of a target whose writes keep failing "
-            "(path horizontal: scale and status; vpa); 0 once a write succeeds.",
-            labels=[*labels, "path"],
-        )
-        for (namespace, name), series in targets:
-            for reason in series.reasons:
-                limited.add_metric([namespace, name, reason], 1 if reason == series.limited else 0)
-            for metric, (value, target) in series.metrics.items():
-                if value is not None:
-                    values.add_metric([namespace, name, metric], value)
-                if target is not None:
-                    goals.add_metric([namespace, name, metric], target)
-            for direction, count in series.scale_events.items():
-                events.add_metric([namespace, name, direction], count)
-            for condition, status in series.conditions.items():
-                conditions.add_metric([namespace, name, condition], status)
-            if series.last_sync is not None:
-                last_sync.add_metric([namespace, name], series.last_sync)
-            for path, seconds in series.write_backoff.items():
-                backoff.add_metric([namespace, name, path], seconds)
-        yield from (limited, values, goals, events, conditions, last_sync, backoff)
-
-
-CacheState = tuple[str, bool, float, int, int]  # resource, synced, stale seconds, incidents, relists
-
-
-class _CacheCollector:
-    """The watch caches' health, read at scrape time. Several caches of one resource (one per watched
-    namespace) are one series: synced only if all follow the server, the stalest one's staleness, summed
-    counts."""
-
-    def __init__(self, source: Callable[[], Iterable[CacheState]]) -> None:
-        self._source = source
-
-    def describe(self) -> Iterator[Metric]:
-        return iter(())
-
-    def collect(self) -> Iterator[Metric]:
-        merged: dict[str, list[float]] = {}
-        for resource, synced, stale, incidents, relists in self._source():
-            now: list[float] = merged.setdefault(resource, [1.0, 0.0, 0.0, 0.0])
-            now[0] = min(now[0], 1.0 if synced and stale == 0 else 0.0)
-            now[1] = max(now[1], stale)
-            now[2] += incidents
-            now[3] += relists
-        synced_family = GaugeMetricFamily(
-            "autoscaler_cache_synced",
-            "1 while the watch cache of a resource follows the API server (listed, and its watch not broken).",
-            labels=["resource"],
-        )
-        stale_family = GaugeMetricFamily(
-            "autoscaler_cache_stale_seconds",
-            "Seconds since the watch cache of a resource last heard from the API server, while its watch is "
-            "broken (0 while it follows the server).",
-            labels=["resource"],
-        )
-        incidents_family = CounterMetricFamily(
-            "autoscaler_cache_watch_failures",
-            "Times the watch cache of a resource stopped following the server.",
-            labels=["resource"],
-        )
-        relists_family = CounterMetricFamily(
-            "autoscaler_cache_relists", "Relists after the first list.", labels=["resource"]
-        )
-        for resource, values in sorted(merged.items()):
-            synced_family.add_metric([resource], values[0])
-            stale_family.add_metric([resource], round(values[1], 3))
-            incidents_family.add_metric([resource], values[2])
-            relists_family.add_metric([resource], values[3])
-        yield from (synced_family, stale_family, incidents_family, relists_family)
-
-
 class ServiceMetrics:
     """Everything the service reports about itself. Every method is cheap and never raises on odd input
     (unknown label values become ``other``), so calling it can't break a reconcile."""
@@ -241,6 +93,7 @@ class ServiceMetrics:
         *,
         process_metrics: bool = True,
         wall_clock: Callable[[], float] = time.time,
+        per_target_limit: int = DEFAULT_PER_TARGET_LIMIT,
     ) -> None:
         # The families live in a private registry; ``registry`` (what /metrics serves) sees them through
         # _WithoutCreated, and stays a plain CollectorRegistry the service may register more collectors in.
@@ -248,7 +101,7 @@ class ServiceMetrics:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         self.registry.register(_WithoutCreated(r))
         self._wall_clock = wall_clock
-        self._targets: dict[tuple[str, str], _TargetSeries] = {}
+        self._targets: dict[tuple[str, str], TargetSeries] = {}
         self._caches: Callable[[], Iterable[CacheState]] = lambda: ()
 
         # Reconciles (syncs of one target).
@@ -314,8 +167,9 @@ class ServiceMetrics:
             registry=r,
         )
 
-        # Per target: rendered at scrape time from plain records (see _TargetSeries).
-        r.register(_TargetCollector(self._targets))
+        # The targets': rendered at scrape time from plain records (metrics_targets.py).
+        self._target_collector = TargetCollector(self._targets, per_target_limit, wall_clock)
+        r.register(self._target_collector)
 
         # The process.
         self.leader = Gauge("autoscaler_leader", "1 while this instance is the leader.", registry=r)
@@ -327,7 +181,16 @@ class ServiceMetrics:
             registry=r,
         )
         self.targets = Gauge("autoscaler_targets", "Targets known, by state.", ["state"], registry=r)
-        r.register(_CacheCollector(self._cache_source))
+        r.register(CacheCollector(self._cache_source))
+        self.gc_pause = Histogram(
+            "autoscaler_gc_pause_seconds",
+            "How long each cyclic garbage collection stopped the process, by generation "
+            "(a full one over a large heap stops the event loop).",
+            ["generation"],
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self._gc_pauses = [self.gc_pause.labels(str(generation)) for generation in range(3)]
         self.event_loop_lag = Histogram(
             "autoscaler_event_loop_lag_seconds",
             "How late the event loop ran a timer (blocked or overloaded loop).",
@@ -350,6 +213,12 @@ class ServiceMetrics:
             "autoscaler_build_info", "Always 1; the labels say what is running.", ["version", "python"], registry=r
         )
         self.build_info.labels(_version(), platform.python_version()).set(1)
+        self.shard_info = Gauge(
+            "autoscaler_shard_info",
+            "Always 1; `shard` names the targets this instance serves (empty: those without the `label_key` label).",
+            ["shard", "label_key"],
+            registry=r,
+        )
         for state in ("active", "invalid"):
             self.targets.labels(state).set(0)
         self.leader.set(0)
@@ -437,22 +306,27 @@ class ServiceMetrics:
     def set_target_conditions(self, namespace: str, name: str, conditions: Mapping[str, bool | None]) -> None:
         """HPA-style conditions (AbleToScale, ScalingActive, ScalingLimited…): True 1, False 0, None removed."""
         series = self._series(namespace, name)
+        changed = dict(series.conditions)  # a new dict: a scrape may be reading the old one in its thread
         for condition, status in conditions.items():
             if status is None:
-                series.conditions.pop(condition, None)
+                changed.pop(condition, None)
             else:
-                series.conditions[condition] = 1 if status else 0
+                changed[condition] = 1 if status else 0
+        series.conditions = changed
 
     def count_scale_event(self, namespace: str, name: str, direction: str) -> None:
         """A scale write that went through; ``direction`` up | down."""
         direction = _bounded(direction, DIRECTIONS)
-        events = self._series(namespace, name).scale_events
-        events[direction] = events.get(direction, 0) + 1
+        series = self._series(namespace, name)
+        series.scale_events = {**series.scale_events, direction: series.scale_events.get(direction, 0) + 1}
+        totals = self._target_collector.scale_events_total
+        self._target_collector.scale_events_total = {**totals, direction: totals.get(direction, 0) + 1}
 
     def set_write_backoff(self, namespace: str, name: str, path: str, seconds: float) -> None:
         """A target's writes on ``path`` (horizontal | vpa) back off ``seconds``; 0 when they work again."""
         if path in WRITE_PATHS:
-            self._series(namespace, name).write_backoff[path] = max(0.0, seconds)
+            series = self._series(namespace, name)
+            series.write_backoff = {**series.write_backoff, path: max(0.0, seconds)}
 
     def count_write_failure(self, kind: str) -> None:
         """A failed write of a target: ``kind`` scale | status | vpa."""
@@ -462,13 +336,17 @@ class ServiceMetrics:
         """Remove every series of a target (deleted, or no longer ours)."""
         self._targets.pop((namespace, name), None)
 
-    def _series(self, namespace: str, name: str) -> _TargetSeries:
+    def _series(self, namespace: str, name: str) -> TargetSeries:
         series = self._targets.get((namespace, name))
         if series is None:
-            series = self._targets[namespace, name] = _TargetSeries()
+            series = self._targets[namespace, name] = TargetSeries()
         return series
 
     # ---- the process ----------------------------------------------------------------------------
+
+    def set_shard(self, shard: str | None, label_key: str) -> None:
+        self.shard_info.clear()
+        self.shard_info.labels(shard or "", label_key).set(1)
 
     def set_leader(self, leading: bool) -> None:
         self.leader.set(1 if leading else 0)
@@ -489,6 +367,20 @@ class ServiceMetrics:
 
     def set_clock_skew(self, peer: str, seconds: float) -> None:
         self.clock_skew.labels(_bounded(peer, CLOCK_PEERS)).set(seconds)
+
+    def track_gc_pauses(self) -> Callable[[], None]:
+        """Time every cyclic collection into ``autoscaler_gc_pause_seconds`` until the returned function is
+        called (the interpreter's ``gc.callbacks`` are process-wide)."""
+        started = [0.0]
+
+        def callback(phase: str, info: dict[str, int]) -> None:
+            if phase == "start":
+                started[0] = time.perf_counter()
+            elif 0 <= info.get("generation", -1) < len(self._gc_pauses):
+                self._gc_pauses[info["generation"]].observe(time.perf_counter() - started[0])
+
+        gc.callbacks.append(callback)
+        return lambda: gc.callbacks.remove(callback)
 
     async def monitor_event_loop_lag(self, interval: float = 0.5) -> None:
         """Run until cancelled: sleep ``interval`` and record how much later than asked the loop woke us.

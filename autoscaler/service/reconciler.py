@@ -50,7 +50,7 @@ from autoscaler.service.schedule import ConcurrencySlot, Schedule
 from autoscaler.service.status import restore_state
 from autoscaler.service.targets import Target
 from autoscaler.service.view import ClusterView
-from autoscaler.service.writes import ClusterWriter, LeadershipLost, TargetWrites
+from autoscaler.service.writes import ClusterWriter, LeadershipLost, TargetLeft, TargetWrites
 
 log = structlog.get_logger("autoscaler.reconciler")
 NO_HVPA = HvpaState()
@@ -69,6 +69,7 @@ class SyncContext:
     metrics: MetricsSink
     clock: Callable[[], float] = PROCESS_CLOCK.now  # decisions' "now": Unix time that never steps
     recorder: SyncRecorder | None = None  # autoscaler run --record FILE
+    shard: str | None = None  # the shard this instance serves (status.shard names it), None: unsharded
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ class TargetReconciler:
             self._writes,
             context.metrics,
             dry_run=context.dry_run,
+            shard=context.shard,
             last_status=last_status if last_status is not None else target.status,
         )
         self._state = state
@@ -217,6 +219,9 @@ class TargetReconciler:
             return decision
         except (asyncio.CancelledError, LeadershipLost):
             raise
+        except TargetLeft as exc:  # moved to another shard (or deleted) mid-sync: nothing more is written
+            log.info("sync stopped before writing: the target is not this instance's now", reason=str(exc))
+            return None
         except Exception:  # a bug must not kill the reconciler: report it and try again next tick
             log.exception("sync failed unexpectedly")
             metrics.observe_reconcile(

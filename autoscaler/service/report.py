@@ -40,11 +40,18 @@ class SyncReporter:
     """One target's reports, sync after sync (the reconciler keeps one)."""
 
     def __init__(
-        self, writes: TargetWrites, metrics: MetricsSink, *, dry_run: bool, last_status: Mapping[str, Any] | None
+        self,
+        writes: TargetWrites,
+        metrics: MetricsSink,
+        *,
+        dry_run: bool,
+        shard: str | None,
+        last_status: Mapping[str, Any] | None,
     ) -> None:
         self._writes = writes
         self._metrics = metrics
         self._dry_run = dry_run
+        self._shard = shard  # the shard this instance serves (status.shard names it), None: unsharded
         self._last_status_packed: bytes | None = None  # see last_status
         self._written: StatusDigest | None = None  # the digest of last_status
         self._store(last_status)
@@ -70,6 +77,8 @@ class SyncReporter:
             await self._writes.event(target, event.type, event.reason, event.message)
         if self._dry_run:
             extra["dryRun"] = True
+        if self._shard is not None:
+            extra["shard"] = self._shard
         digest = StatusDigest.of_decision(decision, generation=target.generation, now=now, extra=extra)
         changed = digest.needs_write_after(self._written)
         if changed:
@@ -119,6 +128,9 @@ class SyncReporter:
             return
         await self._writes.event(target, event.type, event.reason, event.message)
         document = dict(self.last_status or {})
+        document.pop("shard", None)  # the shard that wrote the last status may not be this one
+        if self._shard is not None:
+            document["shard"] = self._shard
         document["conditions"] = [condition_json(x, seconds_time) for x in conditions]
         if target.generation is not None:
             document["observedGeneration"] = target.generation

@@ -15,7 +15,9 @@ and start-up stops; secrets are never echoed. The file's layout (all optional bu
     http: {address: 0.0.0.0, port: 8080}
     leaderElection: {enabled: true, leaseName: autoscaler, leaseNamespace: null,
                      leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2}
+    sharding: {shard: null, labelKey: autoscaler.dev/shard}   # see docs/sharding.md
     logging: {format: auto, level: info}
+    metrics: {perTargetSeriesLimit: 1000}
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from typing import Any
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.settings_parse import SERVICE_SUFFIX, read_controller_settings
 from autoscaler.prometheus.settings import PrometheusSettings, read_prometheus_settings
+from autoscaler.service.metrics_targets import DEFAULT_PER_TARGET_LIMIT
+from autoscaler.service.sharding import ShardingSettings, lease_name_problem, read_sharding_settings
 from autoscaler.values.fields import ErrorList, FieldError, Obj, SpecError
 from autoscaler.values.yaml_files import load_yaml_file, parse_yaml_text
 
@@ -75,6 +79,12 @@ class LoggingSettings:
     level: str = "info"
 
 
+@dataclass(frozen=True, slots=True)
+class MetricsSettings:
+    # Per-target series while the service knows at most this many targets (0: never); aggregates always.
+    per_target_series_limit: int = DEFAULT_PER_TARGET_LIMIT
+
+
 @dataclass(frozen=True)
 class ServiceSettings:
     prometheus: PrometheusSettings
@@ -86,6 +96,8 @@ class ServiceSettings:
     http: HttpSettings = field(default_factory=HttpSettings)
     leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    sharding: ShardingSettings = field(default_factory=ShardingSettings)
 
 
 # Environment variables and the settings path each one sets. Values are YAML scalars
@@ -105,10 +117,12 @@ ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
     "AUTOSCALER_HTTP_PORT": ("http", "port"),
     "AUTOSCALER_LEADER_ELECTION": ("leaderElection", "enabled"),
     "AUTOSCALER_LEASE_NAMESPACE": ("leaderElection", "leaseNamespace"),
+    "AUTOSCALER_SHARD": ("sharding", "shard"),
     "AUTOSCALER_LOG_FORMAT": ("logging", "format"),
     "AUTOSCALER_LOG_LEVEL": ("logging", "level"),
 }
 _LIST_PATHS = {("kubernetes", "namespaces")}
+_TEXT_PATHS = {("sharding", "shard")}  # read as written: a shard named 1 is "1", not a number
 
 
 def _scalar(text: str) -> Any:
@@ -148,7 +162,10 @@ def environment_overrides(environ: Mapping[str, str] | None = None) -> dict[tupl
     for name, path in ENVIRONMENT.items():
         if name in environ:
             raw = environ[name]
-            overrides[path] = [p.strip() for p in raw.split(",") if p.strip()] if path in _LIST_PATHS else _scalar(raw)
+            if path in _LIST_PATHS:
+                overrides[path] = [p.strip() for p in raw.split(",") if p.strip()]
+            else:
+                overrides[path] = raw if path in _TEXT_PATHS else _scalar(raw)
     return overrides
 
 
@@ -182,10 +199,16 @@ def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
     http = _http(root.obj("http"))
     election = _leader_election(root.obj("leaderElection"))
     logging = _logging(root.obj("logging"))
+    metrics = _metrics(root.obj("metrics"))
+    sharding = read_sharding_settings(root.obj("sharding"))
+    if sharding is not None and election is not None and election.enabled:
+        problem = lease_name_problem(sharding, election.lease_name)
+        if problem:
+            errors.add("sharding.shard", problem)
     root.finish()
     if errors or prometheus is None:
         return None
-    assert None not in (kubernetes, sync, controller, http, election, logging)
+    assert None not in (kubernetes, sync, controller, http, election, logging, metrics, sharding)
     return ServiceSettings(
         prometheus,
         kubernetes or KubernetesSettings(),
@@ -196,6 +219,8 @@ def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
         http or HttpSettings(),
         election or LeaderElectionSettings(),
         logging or LoggingSettings(),
+        metrics or MetricsSettings(),
+        sharding or ShardingSettings(),
     )
 
 
@@ -275,6 +300,14 @@ def _logging(obj: Obj | None) -> LoggingSettings | None:
     if fmt is None or level is None:
         return None
     return LoggingSettings(fmt, level)
+
+
+def _metrics(obj: Obj | None) -> MetricsSettings | None:
+    if obj is None:
+        return MetricsSettings()
+    limit = obj.integer("perTargetSeriesLimit", default=DEFAULT_PER_TARGET_LIMIT, minimum=0, maximum=1_000_000)
+    obj.finish()
+    return MetricsSettings(limit) if limit is not None else None
 
 
 def load_service_settings(

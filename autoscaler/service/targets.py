@@ -8,7 +8,7 @@ service finds the decision history).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,12 +116,13 @@ def _compact(value: object) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def load_targets_file(path: str) -> list[Target]:
+def load_targets_file(path: str, *, keep: Callable[[Mapping[str, str]], bool] | None = None) -> list[Target]:
     """Targets from a YAML file: ScalingTarget objects, one per document or in a ``List``.
 
     Raises :class:`SpecError` when the file is unreadable or an object is not a ScalingTarget with a
     name; an object whose spec is invalid is returned as an invalid target (it is reported, the others
-    go on).
+    go on). ``keep``: only the objects whose labels it accepts are returned (a shard's, see
+    :mod:`autoscaler.service.sharding`); every object is checked all the same.
     """
     documents = load_yaml_documents(path)
     objects: list[tuple[str, Any]] = []
@@ -154,7 +155,8 @@ def load_targets_file(path: str) -> list[Target]:
             problems.append(FieldError(f"{where}.metadata.name", f"duplicate target {target.namespace}/{target.name}"))
             continue
         seen.add(target.key)
-        targets.append(target)
+        if keep is None or keep(obj["metadata"].get("labels") or {}):
+            targets.append(target)
     if problems:
         raise SpecError(problems)
     return targets
@@ -174,6 +176,15 @@ def _identity_problems(meta: object, where: str) -> list[FieldError]:
                 problems.append(FieldError(f"{where}.{key}", "Required value"))
         elif not isinstance(value, str):
             problems.append(FieldError(f"{where}.{key}", f"must be a string, not {type_name(value)}"))
+    labels = meta.get("labels")
+    if labels is not None and not isinstance(labels, Mapping):
+        problems.append(FieldError(f"{where}.labels", f"must be an object, not {type_name(labels)}"))
+    elif labels is not None:
+        problems += [
+            FieldError(f"{where}.labels.{key}", f"must be a string, not {type_name(value)}")
+            for key, value in labels.items()
+            if not isinstance(value, str)
+        ]
     return problems
 
 

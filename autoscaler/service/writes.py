@@ -2,7 +2,8 @@
 
 :class:`ClusterWriter` is the interface; :class:`ApiWriter` writes through the Kubernetes API.
 :class:`TargetWrites` is one target's side of it, as its reconciler uses it: every write fenced on
-leadership right before it is sent (an instance whose lease may have run out writes nothing), and writes
+leadership right before it is sent (an instance whose lease may have run out writes nothing) and on the
+target being this instance's (one that moved to another shard is written by that shard only), and writes
 that keep failing backing off (:mod:`autoscaler.service.write_backoff`): the scale and the status
 together (a sync waits), the VPA on its own (HVPA's vertical path fails in isolation, horizontal goes on).
 """
@@ -30,11 +31,19 @@ class LeadershipLost(Exception):
     """This instance may no longer write: stop before touching anything."""
 
 
+class TargetLeft(Exception):
+    """This target is no longer this instance's to write (moved to another shard, deleted, or its watch
+    broke): the sync stops before touching anything; the manager stops the reconciler when it sees why."""
+
+
 class ClusterWriter(Protocol):
     """The service's writes to the cluster, for any target."""
 
     def may_write(self) -> bool:
         """Leadership fencing: False once leadership may be lost."""
+
+    def target_problem(self, target: Target) -> str | None:
+        """Shard fencing: why ``target`` is not this instance's to write now, or None (it is)."""
 
     async def write_scale(self, target: Target, replicas: int, decided_on: Scale) -> None:
         """Raises :class:`~autoscaler.kube.scale.StaleScale` when another writer changed the replicas
@@ -56,12 +65,20 @@ class ApiWriter:
     object in the cluster: their status is not written, and their Events go to the scaled workload."""
 
     def __init__(
-        self, api: KubeApi, scales: ClusterScales, events: EventRecorder, *, may_write: Callable[[], bool], static: bool
+        self,
+        api: KubeApi,
+        scales: ClusterScales,
+        events: EventRecorder,
+        *,
+        may_write: Callable[[], bool],
+        static: bool,
+        target_problem: Callable[[Target], str | None] = lambda target: None,
     ) -> None:
         self._api = api
         self._scales = scales
         self._events = events
         self.may_write = may_write
+        self.target_problem = target_problem
         self._static = static
 
     async def write_scale(self, target: Target, replicas: int, decided_on: Scale) -> None:
@@ -111,10 +128,13 @@ class TargetWrites:
     def may_write(self) -> bool:
         return self._writer.may_write()
 
-    def fence(self) -> None:
-        """Checked right before every write."""
+    def fence(self, target: Target) -> None:
+        """Checked right before every write: this instance leads, and the target is still its own."""
         if not self._writer.may_write():
             raise LeadershipLost
+        problem = self._writer.target_problem(target)
+        if problem is not None:
+            raise TargetLeft(problem)
 
     def holding(self, clock: float) -> bool:
         """Whether a sync now must wait: its writes are backing off."""
@@ -131,7 +151,7 @@ class TargetWrites:
 
     async def scale(self, target: Target, replicas: int, current: int, decided_on: Scale) -> str | None:
         """Set the scale; None when it was written, else why not (as the AbleToScale condition says it)."""
-        self.fence()
+        self.fence(target)
         try:
             await self._writer.write_scale(target, replicas, decided_on)
         except StaleScale as exc:  # another writer changed the replicas: decide again, no backoff (F8)
@@ -143,7 +163,7 @@ class TargetWrites:
 
     async def status(self, target: Target, document: Mapping[str, Any], previous: Mapping[str, Any] | None) -> bool:
         """Write the status; whether it was written (a failure backs off)."""
-        self.fence()
+        self.fence(target)
         try:
             await self._writer.write_status(target, document, previous)
         except KubeError as exc:
@@ -152,7 +172,7 @@ class TargetWrites:
         return True
 
     async def event(self, target: Target, type_: str, reason: str, message: str) -> None:
-        self.fence()
+        self.fence(target)
         await self._writer.record_event(target, type_, reason, message)
 
     async def vpa(self, target: Target, name: str, patch: Mapping[str, Any]) -> bool:
@@ -160,7 +180,7 @@ class TargetWrites:
         clock = time.monotonic()
         if self.vpa_backoff.holding(clock):
             return False
-        self.fence()
+        self.fence(target)
         try:
             await self._writer.write_vpa(target, name, patch)
         except KubeError as exc:

@@ -22,8 +22,7 @@ import pytest
 import yaml
 
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
-from kube_emulator import KubeEmulator
-from kube_emulator.controllers import PodLifecycle, WorkloadController
+from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.chaos.promproxy import PrometheusProxy
 from tests.chaos.relay import TcpRelay
 from tests.chaos.service import ServiceProcess, libfaketime

@@ -13,8 +13,8 @@ import time
 from collections.abc import AsyncIterator
 
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
-from kube_emulator import KubeEmulator
-from kube_emulator.controllers import PodLifecycle, WorkloadController, is_ready
+from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
+from kube_emulator.kubelet import is_ready
 from tests.chaos.conftest import Chaos
 from tests.chaos.service import wait_until
 from tests.chaos.world import condition, status_of, target

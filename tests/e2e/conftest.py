@@ -17,8 +17,7 @@ import pytest
 import yaml
 
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
-from kube_emulator import KubeEmulator
-from kube_emulator.controllers import PodLifecycle, WorkloadController
+from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.guard import Guard, missing_binaries
 from tests.service.cluster import CRD
 from tests.victoriametrics import BINARY, PACKAGE, VictoriaMetricsSandbox

@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
-from kube_emulator import KubeEmulator
-from kube_emulator.controllers import PodLifecycle, WorkloadController
+from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.e2e.conftest import ROOT, until
 from tests.service.cluster import CRD, deployment, replicas_of, status_of
 

@@ -167,7 +167,7 @@ async def test_targets_deleted_and_invalid(
     await until(lambda: any(line.get("event") == "decision" for line in service.lines()), what="a decision line")
     cluster.delete("scalingtargets.autoscaler.dev", "web")
     await until(
-        lambda: any(line.get("event") == "target deleted: reconciler stopped" for line in service.lines()),
+        lambda: any(line.get("event") == "target gone: reconciler stopped" for line in service.lines()),
         seconds=10,
         what="the reconciler to stop",
     )

@@ -1,5 +1,7 @@
-"""Built-in kinds through the real kubernetes-asyncio client: CRUD, resourceVersion, generation,
-status, selectors, finalizers, pagination."""
+"""Built-in kinds through the real kubernetes-asyncio client: create, read, update and patch, with
+resourceVersion, generation, status, names, validation and dry runs. Lists: test_lists.py; deletes:
+test_deletes.py.
+"""
 
 from __future__ import annotations
 
@@ -179,136 +181,11 @@ async def test_creating_in_a_missing_namespace_is_404(api: ApiClient) -> None:
     assert json.loads(missing.value.body)["message"] == 'namespaces "nowhere" not found'
 
 
-async def test_label_and_field_selectors(emulator: KubeEmulator, api: ApiClient) -> None:
-    emulator.seed(
-        pod("a", labels={"app": "web", "tier": "front"}, phase="Running"),
-        pod("b", labels={"app": "web", "tier": "back"}, phase="Pending"),
-        pod("c", labels={"app": "db"}, phase="Running"),
-        pod("d", namespace="other", labels={"app": "web"}, phase="Running"),
-    )
-    core = client.CoreV1Api(api)
-
-    async def names(namespace: str | None = "default", **selectors: str) -> list[str]:
-        if namespace is None:
-            result = await core.list_pod_for_all_namespaces(**selectors)
-        else:
-            result = await core.list_namespaced_pod(namespace, **selectors)
-        return [item.metadata.name for item in result.items]
-
-    assert await names(label_selector="app=web") == ["a", "b"]
-    assert await names(label_selector="app==web,tier!=front") == ["b"]
-    assert await names(label_selector="app in (web,db),tier notin (back)") == ["a", "c"]
-    assert await names(label_selector="tier") == ["a", "b"]
-    assert await names(label_selector="!tier") == ["c"]
-    assert await names(None, label_selector="app=web") == ["a", "b", "d"]
-    assert await names(field_selector="status.phase=Running") == ["a", "c"]
-    assert await names(field_selector="metadata.name=b") == ["b"]
-    assert await names(None, field_selector="metadata.namespace=other") == ["d"]
-    assert await names(label_selector="app=web", field_selector="status.phase!=Pending") == ["a"]
-    for bad in ({"label_selector": "app in ("}, {"field_selector": "spec.unknownField=x"}):
-        with pytest.raises(ApiException) as rejected:
-            await names(**bad)
-        assert rejected.value.status == 400
-
-
-async def test_pagination_with_limit_and_continue(emulator: KubeEmulator, api: ApiClient) -> None:
-    emulator.seed(*(pod(f"p{i:02}") for i in range(7)))
-    core = client.CoreV1Api(api)
-    seen: list[str] = []
-    token = None
-    while True:
-        page = await core.list_namespaced_pod("default", limit=3, _continue=token)
-        seen += [item.metadata.name for item in page.items]
-        token = page.metadata._continue
-        if not token:
-            break
-        assert page.metadata.remaining_item_count is not None
-    assert seen == [f"p{i:02}" for i in range(7)]
-
-
-async def test_cluster_wide_pages_come_in_namespace_name_order_and_see_new_and_deleted_pods(
-    emulator: KubeEmulator, api: ApiClient
-) -> None:
-    for namespace in ("b", "a"):
-        await client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
-    emulator.seed(
-        *({**pod(f"p{i}"), "metadata": {"name": f"p{i}", "namespace": ns}} for ns in ("b", "a") for i in (3, 1, 2))
-    )
-    core = client.CoreV1Api(api)
-
-    async def everything() -> list[tuple[str, str]]:
-        seen: list[tuple[str, str]] = []
-        token = None
-        while True:
-            page = await core.list_pod_for_all_namespaces(limit=2, _continue=token)
-            seen += [(item.metadata.namespace, item.metadata.name) for item in page.items]
-            token = page.metadata._continue
-            if not token:
-                return seen
-
-    assert await everything() == [(ns, f"p{i}") for ns in ("a", "b") for i in (1, 2, 3)]
-    await core.create_namespaced_pod("a", {**pod("p0"), "metadata": {"name": "p0", "namespace": "a"}})
-    assert (await everything())[:2] == [("a", "p0"), ("a", "p1")]
-    await core.delete_namespaced_pod("p2", "b", grace_period_seconds=0)
-    assert await everything() == [("a", "p0"), ("a", "p1"), ("a", "p2"), ("a", "p3"), ("b", "p1"), ("b", "p3")]
-
-
-async def test_finalizers_turn_delete_into_a_soft_delete(emulator: KubeEmulator, api: ApiClient) -> None:
-    core = client.CoreV1Api(api)
-    body = pod("guarded")
-    body["metadata"]["finalizers"] = ["example.dev/keep"]
-    await core.create_namespaced_pod("default", body)
-    soft = await core.delete_namespaced_pod("guarded", "default")
-    assert soft.metadata.deletion_timestamp is not None
-    still_there = await core.read_namespaced_pod("guarded", "default")
-    assert still_there.metadata.deletion_timestamp is not None
-    with pytest.raises(ApiException) as no_new_finalizers:
-        await core.patch_namespaced_pod(
-            "guarded", "default", {"metadata": {"finalizers": ["example.dev/keep", "more"]}}
-        )
-    assert no_new_finalizers.value.status == 422
-    await core.patch_namespaced_pod("guarded", "default", {"metadata": {"finalizers": None}})
-    with pytest.raises(ApiException) as gone:
-        await core.read_namespaced_pod("guarded", "default")
-    assert gone.value.status == 404
-    assert emulator.history("pods", "guarded")[-1]["metadata"].get("finalizers") is None
-
-
-async def test_delete_preconditions(api: ApiClient) -> None:
-    core = client.CoreV1Api(api)
-    created = await core.create_namespaced_pod("default", pod("p"))
-    with pytest.raises(ApiException) as stale:
-        await core.delete_namespaced_pod(
-            "p",
-            "default",
-            body=client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version="1")),
-        )
-    assert stale.value.status == 409
-    deleted = await core.delete_namespaced_pod(
-        "p",
-        "default",
-        body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=created.metadata.uid)),
-    )
-    assert deleted.metadata.name == "p"  # pods answer DELETE with the object
-
-
 async def test_dry_run_changes_nothing(emulator: KubeEmulator, api: ApiClient) -> None:
     apps = client.AppsV1Api(api)
     result = await apps.create_namespaced_deployment("default", deployment(), dry_run="All")
     assert result.metadata.name == "web"
     assert emulator.get("deployments", "web") is None
-
-
-async def test_namespaces_and_cascading_delete(emulator: KubeEmulator, api: ApiClient) -> None:
-    core = client.CoreV1Api(api)
-    namespace = await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="team-a")))
-    assert namespace.status.phase == "Active"
-    names = {ns.metadata.name for ns in (await core.list_namespace()).items}
-    assert {"default", "kube-system", "team-a"} <= names
-    await client.AppsV1Api(api).create_namespaced_deployment("team-a", deployment(namespace="team-a"))
-    await core.delete_namespace("team-a")
-    assert emulator.get("deployments", "web", "team-a") is None
-    assert emulator.get("namespaces", "team-a") is None
 
 
 async def test_json_and_strategic_merge_patches_on_builtin_kinds(api: ApiClient) -> None:

@@ -50,7 +50,9 @@ async def test_apply_f_examples_and_get_st_shows_the_printer_columns(kubectl: Ku
     await kubectl("apply", "-k", str(MANIFESTS))
     applied = await kubectl("apply", "-f", str(EXAMPLES))
     assert applied.out.count("created") == len(list(EXAMPLES.glob("*.yaml")))
-    emulator.patch("st", "web", {"status": {"currentReplicas": 3, "desiredReplicas": 4}}, subresource="status")
+    emulator.patch(
+        "st", "web", {"status": {"currentReplicas": 3, "desiredReplicas": 4, "shard": "a"}}, subresource="status"
+    )
 
     rows = table((await kubectl("get", "st")).out)
     assert rows[0] == ["NAME", "TARGET", "MIN", "MAX", "CURRENT", "DESIRED", "AGE"]
@@ -58,7 +60,8 @@ async def test_apply_f_examples_and_get_st_shows_the_printer_columns(kubectl: Ku
     assert web[1:6] == ["web", "2", "20", "3", "4"]
     assert web[6].endswith("s")  # an age such as "2s", not a timestamp
     wide = table((await kubectl("get", "st", "-o", "wide")).out)
-    assert wide[0] == ["NAME", "TARGET", "KIND", "MIN", "MAX", "CURRENT", "DESIRED", "LIMITED", "AGE"]
+    assert wide[0] == ["NAME", "TARGET", "KIND", "MIN", "MAX", "CURRENT", "DESIRED", "LIMITED", "SHARD", "AGE"]
+    assert next(row for row in wide if row[0] == "web")[-2] == "a"  # SHARD (LIMITED is empty: no cell here)
 
 
 async def test_get_prints_the_usual_columns_of_built_in_kinds(kubectl: Kubectl, emulator: KubeEmulator) -> None:

@@ -8,7 +8,7 @@ and the session fails if any of them was skipped anyway or deselected (``-m``/``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ import pytest
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
 from tests.guard import Guard, missing_binaries
 from tests.prometheus import scenario
+from tests.prometheus.fake_server import FakePrometheus
 from tests.victoriametrics import BINARY, PACKAGE, VictoriaMetricsSandbox
 
 _guard = Guard(
@@ -82,3 +83,11 @@ def make_prometheus() -> Iterator[Callable[[], PrometheusSandbox]]:
     yield make
     for prom in started:
         prom.close()
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakePrometheus]:
+    """A scriptable fake Prometheus (tests.prometheus.fake_server) on loopback, for one test."""
+    server = await FakePrometheus().start()
+    yield server
+    await server.close()

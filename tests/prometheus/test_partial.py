@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import orjson
@@ -204,13 +203,6 @@ async def test_a_whole_answer_is_read_as_before() -> None:
 
 
 # -- the client ---------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakePrometheus]:
-    server = await FakePrometheus().start()
-    yield server
-    await server.close()
 
 
 async def test_whole_answers_are_asked_for_unless_told_otherwise(fake: FakePrometheus) -> None:

@@ -16,8 +16,7 @@ import pytest
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.kube.api import KubeApi
 from autoscaler.service.manager import Manager
-from kube_emulator import KubeEmulator
-from kube_emulator.controllers import PodLifecycle, WorkloadController
+from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.manifests import load_documents
 from tests.schemas import crd_version_schema, custom_resource_errors, pruned_fields
 from tests.service.cluster import CRD, VPA_CRD, FakeMetrics, deployment, eventually, status_of, target, vpa

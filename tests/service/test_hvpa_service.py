@@ -71,7 +71,7 @@ async def emu() -> AsyncIterator[KubeEmulator]:
 
 
 async def test_hvpa_scales_out_and_pins_the_vpa(emu: KubeEmulator) -> None:
-    from kube_emulator.controllers import PodLifecycle, WorkloadController
+    from kube_emulator import PodLifecycle, WorkloadController
 
     controller = WorkloadController(PodLifecycle())
     await controller.start(emu)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 
 from hypothesis import given, settings
@@ -11,7 +12,8 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from autoscaler.service.metrics import LIMIT_REASONS, ServiceMetrics
+from autoscaler.service.metrics import ServiceMetrics
+from autoscaler.service.metrics_targets import LIMIT_REASONS
 
 Labels = dict[str, str]
 
@@ -76,6 +78,14 @@ def test_families_follow_the_naming_conventions() -> None:
         "autoscaler_prometheus_large_answers": "counter",
         "autoscaler_prometheus_warnings": "counter",
         "autoscaler_build_info": "gauge",
+        "autoscaler_per_target_series_exported": "gauge",
+        "autoscaler_targets_limited": "gauge",
+        "autoscaler_targets_condition": "gauge",
+        "autoscaler_targets_write_backoff": "gauge",
+        "autoscaler_targets_oldest_sync_age_seconds": "gauge",
+        "autoscaler_scale_events": "counter",
+        "autoscaler_gc_pause_seconds": "histogram",
+        "autoscaler_shard_info": "gauge",
     }
     assert {name: kind for name, (kind, _) in families.items() if name.startswith("autoscaler_")} == expected
     assert "process_cpu_seconds" in families and "process_resident_memory_bytes" in families
@@ -272,3 +282,94 @@ def test_any_metric_name_survives_the_exposition(metric: str) -> None:
     metrics = ServiceMetrics(process_metrics=False)
     metrics.set_target("shop", "web", current=1, proposal=1, final=1, metrics=[(metric, 1.5, 2.0)])
     assert value(metrics, "autoscaler_target_metric_value", namespace="shop", name="web", metric=metric) == 1.5
+
+
+def decide(metrics: ServiceMetrics, name: str, *, limited: str | None = None, active: bool = True) -> None:
+    metrics.set_target("shop", name, 2, 3, 3, limited, [("rps", 10.0, 5.0)])
+    metrics.set_target_conditions("shop", name, {"AbleToScale": True, "ScalingActive": active})
+    metrics.observe_reconcile("shop", name, 0.01, "scaled")
+
+
+def test_per_target_series_stop_above_the_limit_and_aggregates_stay() -> None:
+    clock = [1_800_000_000.0]
+    metrics = ServiceMetrics(process_metrics=False, wall_clock=lambda: clock[0], per_target_limit=2)
+    decide(metrics, "a", limited="ScaleUpLimit")
+    clock[0] += 30
+    decide(metrics, "b", active=False)
+    metrics.count_scale_event("shop", "a", "up")
+    metrics.set_write_backoff("shop", "b", "horizontal", 8.0)
+    assert value(metrics, "autoscaler_per_target_series_exported") == 1.0
+    assert value(metrics, "autoscaler_target_final_replicas", namespace="shop", name="a") == 3.0
+
+    clock[0] += 15
+    decide(metrics, "c", limited="ScaleUpLimit")  # three targets: past the limit
+    families = scrape(metrics)
+    assert value(metrics, "autoscaler_per_target_series_exported") == 0.0
+    assert not [name for name in families if name.startswith("autoscaler_target_")]  # none, not a subset
+    assert series(metrics, "autoscaler_targets_limited") == {
+        (("reason", "ScaleUpLimit"),): 2.0,
+        (("reason", "ScaleDownLimit"),): 0.0,
+        (("reason", "TooManyReplicas"),): 0.0,
+        (("reason", "TooFewReplicas"),): 0.0,
+    }
+    assert value(metrics, "autoscaler_targets_condition", condition="ScalingActive", status="False") == 1.0
+    assert value(metrics, "autoscaler_targets_condition", condition="ScalingActive", status="True") == 2.0
+    assert value(metrics, "autoscaler_targets_write_backoff", path="horizontal") == 1.0
+    assert value(metrics, "autoscaler_targets_oldest_sync_age_seconds") == 45.0  # "a", synced first
+    assert value(metrics, "autoscaler_scale_events_total", direction="up") == 1.0
+
+    metrics.forget_target("shop", "c")  # back under the limit: per target again
+    assert value(metrics, "autoscaler_per_target_series_exported") == 1.0
+    assert value(metrics, "autoscaler_target_scale_events_total", namespace="shop", name="a", direction="up") == 1.0
+
+
+def test_a_limit_of_zero_exports_no_per_target_series() -> None:
+    metrics = ServiceMetrics(process_metrics=False, per_target_limit=0)
+    decide(metrics, "a")
+    assert value(metrics, "autoscaler_per_target_series_exported") == 0.0
+    assert not [name for name in scrape(metrics) if name.startswith("autoscaler_target_")]
+
+
+async def test_a_scrape_in_its_thread_while_the_loop_changes_every_target() -> None:
+    """/metrics renders in a worker thread while syncs go on: it must never see a record half-changed
+    (a dict that changes size while it is read raises RuntimeError)."""
+    metrics = ServiceMetrics(process_metrics=False, per_target_limit=10_000)
+    names = [f"t{i}" for i in range(300)]
+    for name in names:
+        decide(metrics, name)
+    stop = False
+
+    def scrape_many() -> int:
+        count = 0
+        while not stop:
+            metrics.render()
+            count += 1
+        return count
+
+    scraping = asyncio.create_task(asyncio.to_thread(scrape_many))
+    for round_ in range(150):
+        for index, name in enumerate(names):
+            metrics.set_target_conditions("shop", name, {"ScalingLimited": None if round_ % 2 else index % 2 == 0})
+            metrics.count_scale_event("shop", name, "up" if round_ % 2 else "down")
+            metrics.set_write_backoff("shop", name, "vpa" if round_ % 3 else "horizontal", float(round_))
+            if index % 50 == 0:
+                metrics.forget_target("shop", f"gone-{round_ - 1}")
+                decide(metrics, f"gone-{round_}")
+        await asyncio.sleep(0)
+    stop = True
+    assert await scraping > 0
+
+
+def test_gc_pauses_are_timed_until_untracked() -> None:
+    metrics = ServiceMetrics(process_metrics=False)
+    untrack = metrics.track_gc_pauses()
+    try:
+        gc.collect()
+        gc.collect(0)
+    finally:
+        untrack()
+    full = value(metrics, "autoscaler_gc_pause_seconds_count", generation="2")
+    young = value(metrics, "autoscaler_gc_pause_seconds_count", generation="0")
+    assert full is not None and full >= 1 and young is not None and young >= 1
+    gc.collect()
+    assert value(metrics, "autoscaler_gc_pause_seconds_count", generation="2") == full

@@ -103,3 +103,17 @@ def texts(amounts: Mapping[str, Mapping[str, Fraction]]) -> dict[str, dict[str, 
     from autoscaler.core.hvpa.vpa_patch import quantity_text
 
     return {c: {r: quantity_text(r, v) for r, v in values.items()} for c, values in amounts.items()}
+
+
+# Spec fragments the decide_hvpa tests share (test_decision*.py): the VPA as the only source, no minChange
+# gate, the design document's base and overlap, and one CPU-controlled container.
+VPA_ONLY = "  sources: [vpa]\n"
+NO_MIN_CHANGE = (
+    "  scaleUp: {minChange: {cpu: {value: 0}, memory: {value: 0}}}\n"
+    "  scaleDown: {minChange: {cpu: {value: 0}, memory: {value: 0}}}\n"
+)
+DESIGN = (
+    "  baseResourcesPerReplica: {cpu: {value: 50m, percentage: 5}, memory: {value: 200M, percentage: 10}}\n"
+    "  scalingIntervalsOverlap: {cpu: {value: 250m, percentage: 30}, memory: {value: 1.5Gi, percentage: 30}}\n"
+)
+CPU_ONLY = "  containers: [{name: main, controlledResources: [cpu]}]\n"

@@ -1,0 +1,1 @@
+"""The parts of bench/service.py, the service benchmark (run that script)."""

@@ -1,0 +1,214 @@
+"""The benchmark run: idle baseline, start-up, the steady window, and the checks."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
+from kube_emulator import KubeEmulator
+from servicebench.cluster import CPU_USAGE, CRD, REQUESTS_PER_POD, TARGETS, Workload, layout, seed_cluster, serve_load
+from servicebench.goals import checks
+from servicebench.process import ServiceProcess
+from servicebench.procfs import cpu_seconds, memory_kib
+from servicebench.window import Harness, Window, observe, scrape_cost, status_writes
+
+
+def progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    plan = layout(args.targets, args.pods, args.namespaces)
+    pods_total = args.targets * args.pods
+    result: dict[str, Any] = {
+        "targets": args.targets,
+        "pods": args.pods,
+        "namespaces": args.namespaces,
+        "period": args.period,
+        "periods": args.periods,
+        "overrides": args.set,
+    }
+    with MetricsExporter() as exporter:
+        serve_load(exporter, plan)
+        prom = PrometheusSandbox(
+            scrape_targets=[ScrapeTarget(exporter.address)],
+            scrape_interval=args.scrape_interval,
+            startup_timeout=120,
+            work_dir=workdir / "prometheus",
+        )
+        try:
+            await prom.astart()
+            progress(f"prometheus {prom.url} scraping {2 * pods_total:,} series every {args.scrape_interval:g}s")
+            async with (
+                KubeEmulator(bookmark_interval=60.0, versions_per_object=2) as emu,
+                aiohttp.ClientSession() as session,
+            ):
+                emu.install_crd(CRD)
+                kubeconfig = emu.write_kubeconfig(workdir / "kubeconfig")
+                harness = Harness(args, emu, prom, session, workdir)
+                try:
+                    await measure(harness, kubeconfig, plan, pods_total, result)
+                finally:
+                    for service in harness.services:
+                        service.stop()
+        finally:
+            await asyncio.to_thread(prom.close)
+    return result
+
+
+async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total: int, result: dict[str, Any]) -> None:
+    args = h.args
+    # 1. idle: the same process set-up, no objects.
+    if not args.no_idle:
+        idle = h.launch("idle", kubeconfig)
+        await h.wait_ready(idle, 60)
+        await asyncio.sleep(5)
+        first, last, rss_max, rss_end, _, _ = await observe(h, idle, args.idle_seconds)
+        window = Window.between(first, last, args.period, rss_max, rss_end, 0)
+        result["idle"] = {
+            "rss_mib": rss_end / 1024,
+            "rss_max_mib": rss_max / 1024,
+            "mcpu": window.mcpu(window.service_cpu),
+            "api": window.api,
+        }
+        code = idle.stop()
+        progress(
+            f"idle service: RSS {rss_end / 1024:.1f} MiB, {window.mcpu(window.service_cpu):.1f} mCPU (exit {code})"
+        )
+        h.emu.requests.reset()
+
+    # 2. start-up.
+    started = time.monotonic()
+    seed_cluster(h.emu, plan, lambda w: shard_of(w, args.shards))
+    progress(
+        f"seeded {len(plan):,} deployments, {pods_total:,} pods, {len(plan):,} targets "
+        f"in {time.monotonic() - started:.1f}s"
+    )
+    # rate(x[2m]) divides by the whole 2 minutes: until Prometheus has scraped for that long, it reads
+    # low, and the targets would want to scale down. Wait for every series' rate to be right.
+    for metric, expected in (
+        ("http_requests_total", REQUESTS_PER_POD),
+        ("container_cpu_usage_seconds_total", CPU_USAGE),
+    ):
+        query = f"count((rate({metric}[2m]) > {expected * 0.98}) < {expected * 1.02})"
+        await asyncio.to_thread(
+            h.prom.wait_for, query, lambda r: bool(r) and int(float(r[0]["value"][1])) == pods_total, 300
+        )
+    progress("Prometheus has every series' rate over a full 2 m window")
+    shards = [f"shard-{i}" for i in range(args.shards)] if args.shards > 1 else [None]
+    services = [h.launch(shard or "service", kubeconfig, shard) for shard in shards]
+    owned = [{f"{w.namespace}/{w.name}" for w in plan if shard_of(w, args.shards) == shard} for shard in shards]
+    results: list[dict[str, Any]] = await asyncio.gather(
+        *(start_up(h, service, shard, keys) for service, shard, keys in zip(services, shards, owned, strict=True))
+    )
+
+    # 3. the steady window: every service over the same seconds.
+    if args.settle:
+        await asyncio.sleep(args.settle)
+    observed = await asyncio.gather(*(observe(h, s, args.periods * args.period, args.period) for s in services))
+    for service, entry, (first, last, rss_max, rss_end, prom_rss, by_period) in zip(
+        services, results, observed, strict=True
+    ):
+        entry["steady"] = Window.between(first, last, args.period, rss_max, rss_end, prom_rss)
+        entry["rss_by_period_mib"] = [round(kib / 1024, 1) for kib in by_period]
+        entry["peak_rss_mib"] = memory_kib(service.pid)["VmHWM"] / 1024
+        cost, size, series = await scrape_cost(h, service)
+        entry["scrape"] = {"cpu_s": cost, "bytes": size, "series": series}
+    result["services"] = results
+
+    # 4. checks: every target synced every period, nothing scaled, every target active with both metrics
+    # read, no warning in a log, and every goal met.
+    problems: list[str] = []
+    syncs = sum(sum(entry["steady"].reconciles.values()) for entry in results)
+    expected = len(plan) * results[0]["steady"].periods
+    if syncs < 0.97 * expected:  # a sync pushed past its tick is skipped: the CPU figure would flatter
+        problems.append(f"only {syncs:.0f} syncs in the window, {expected:.0f} expected: targets missed ticks")
+    problems.extend(steady_problems(h, plan))
+    for service, entry in zip(services, results, strict=True):
+        entry["lease"] = service.lease_figures()
+        warnings = Counter(
+            str(line.get("event"))
+            for line in service.log_lines()
+            if line.get("level") in ("warning", "error", "critical")
+        )
+        if warnings:
+            problems.append(f"{service.name}: log warnings/errors: {dict(warnings.most_common(5))}")
+        entry["checks"] = checks(entry, args.period, result.get("idle"))
+        problems.extend(f"{service.name}: {c.figure} {c.value}, goal {c.goal}" for c in entry["checks"] if not c.met)
+    result["problems"] = problems
+    for service, entry in zip(services, results, strict=True):
+        entry["exit_code"] = service.stop()
+
+
+def shard_of(w: Workload, shards: int) -> str | None:
+    """Round robin over the shards (None: one unsharded service)."""
+    return f"shard-{int(w.name.rsplit('-', 1)[1]) % shards}" if shards > 1 else None
+
+
+async def start_up(h: Harness, service: ServiceProcess, shard: str | None, keys: set[str]) -> dict[str, Any]:
+    """Spawn → ready (caches synced) → every one of its targets synced once."""
+    args = h.args
+    ready = await h.wait_ready(service, args.startup_timeout)
+    progress(f"{service.name} pid {service.pid}: ready (caches synced) {ready:.1f}s after spawn")
+    synced_rss = memory_kib(service.pid)
+    while missing := keys - status_writes(h.emu):
+        if time.monotonic() - service.started > args.startup_timeout + 2 * args.period:
+            raise SystemExit(
+                f"{len(missing)} of {len(keys)} targets of {service.name} never synced; log: {service.log}"
+            )
+        if not service.alive():
+            raise SystemExit(f"{service.name} died; log: {service.log}")
+        await asyncio.sleep(0.2)
+    first_pass = time.monotonic() - service.started
+    memory = memory_kib(service.pid)
+    progress(f"{service.name}: first full pass {first_pass:.1f}s after spawn")
+    return {
+        "name": service.name,
+        "shard": shard,
+        "targets": len(keys),
+        "startup": {
+            "ready_s": ready,
+            "first_pass_s": first_pass,
+            "cpu_s": cpu_seconds(service.pid),
+            "rss_at_ready_mib": synced_rss["VmRSS"] / 1024,
+            "rss_after_first_pass_mib": memory["VmRSS"] / 1024,
+            "peak_rss_mib": memory["VmHWM"] / 1024,
+            "api": h.emu.requests.counts(),
+        },
+    }
+
+
+def steady_problems(h: Harness, plan: list[Workload]) -> list[str]:
+    problems = []
+    scaled = [
+        w.name
+        for w in plan
+        if int((h.emu.get("deployments", w.name, w.namespace) or {})["spec"]["replicas"]) != len(w.pods)
+    ]
+    if scaled:
+        problems.append(f"{len(scaled)} deployments were scaled (e.g. {scaled[:3]})")
+    inactive = []
+    for w in plan:
+        status = (h.emu.get(TARGETS, w.name, w.namespace) or {}).get("status") or {}
+        active: dict[str, Any] = next(
+            (c for c in status.get("conditions") or [] if c.get("type") == "ScalingActive"), {}
+        )
+        proposal = (status.get("lastDecision") or {}).get("proposal")
+        if active.get("status") != "True" or len(status.get("currentMetrics") or []) != 2 or proposal != len(w.pods):
+            inactive.append(
+                f"{w.namespace}/{w.name}: proposal {proposal}, {active.get('reason')} {active.get('message', '')[:120]}"
+            )
+    if inactive:
+        problems.append(
+            f"{len(inactive)} targets not steady (ScalingActive with 2 metrics, proposing the "
+            f"current count), e.g. {inactive[:2]}"
+        )
+    return problems

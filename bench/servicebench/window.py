@@ -1,0 +1,225 @@
+"""Measuring a service over a window: snapshots of its CPU, memory, /metrics and the API calls at both ends."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+from autoscaler_sandbox import PrometheusSandbox
+from kube_emulator import KubeEmulator
+from servicebench.process import ServiceProcess, service_settings
+from servicebench.procfs import cpu_seconds, memory_kib
+from servicebench.samples import Histogram, Samples, by_label, parse_metrics, total
+
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+
+
+@dataclass
+class Snapshot:
+    at: float
+    service_cpu: float
+    prometheus_cpu: float
+    harness_cpu: float
+    service_metrics: Samples
+    prometheus_metrics: Samples
+    api_counts: dict[str, int]
+
+
+@dataclass
+class Harness:
+    args: argparse.Namespace
+    emu: KubeEmulator
+    prom: PrometheusSandbox
+    session: aiohttp.ClientSession
+    workdir: Path
+    services: list[ServiceProcess] = field(default_factory=list)
+
+    async def text(self, url: str) -> str:
+        async with self.session.get(url, timeout=aiohttp.ClientTimeout(total=30)) as response:
+            response.raise_for_status()
+            return await response.text()
+
+    async def snapshot(self, service: ServiceProcess, *, start: bool) -> Snapshot:
+        """At the start of a window the scrapes come first, at the end last: their cost stays outside."""
+        assert self.prom.pid is not None
+        if start:
+            service_metrics = parse_metrics(await self.text(service.url + "/metrics"))
+            prometheus_metrics = parse_metrics(await self.text(self.prom.url + "/metrics"))
+        counts = self.emu.requests.counts()
+        snap = Snapshot(
+            time.monotonic(),
+            cpu_seconds(service.pid),
+            cpu_seconds(self.prom.pid),
+            cpu_seconds(os.getpid()),
+            {},
+            {},
+            counts,
+        )
+        if not start:
+            service_metrics = parse_metrics(await self.text(service.url + "/metrics"))
+            prometheus_metrics = parse_metrics(await self.text(self.prom.url + "/metrics"))
+        snap.service_metrics, snap.prometheus_metrics = service_metrics, prometheus_metrics
+        return snap
+
+    def launch(self, name: str, kubeconfig: Path, shard: str | None = None) -> ServiceProcess:
+        settings = service_settings(self.args, self.prom.url, kubeconfig)
+        if shard is not None:
+            settings["sharding"] = {"shard": shard}
+        service = ServiceProcess(
+            self.workdir,
+            name,
+            settings,
+            profile=self.args.profile and name != "idle",
+            launcher=self.args.launcher,
+            cpus=self.args.service_cpus,
+        )
+        self.services.append(service)
+        return service.start()
+
+    async def wait_ready(self, service: ServiceProcess, limit: float) -> float:
+        """Seconds from spawn to /readyz 200 (caches synced, leading, Prometheus answering)."""
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            if not service.alive():
+                raise SystemExit(f"the service exited during start-up; log: {service.log}")
+            with contextlib.suppress(aiohttp.ClientError, OSError, asyncio.TimeoutError):
+                async with self.session.get(
+                    service.url + "/readyz", timeout=aiohttp.ClientTimeout(total=2)
+                ) as response:
+                    if response.status == 200:
+                        return time.monotonic() - service.started
+            await asyncio.sleep(0.1)
+        raise SystemExit(f"the service was not ready within {limit:g}s; log: {service.log}")
+
+
+def status_writes(emu: KubeEmulator) -> set[str]:
+    """Targets whose status the service has written (namespace/name), from the request log."""
+    done = set()
+    for record in emu.requests.find("patch", "scalingtargets/status"):
+        if record.status is not None and 200 <= record.status < 300:
+            done.add(f"{record.info.namespace}/{record.info.name}")
+    return done
+
+
+@dataclass
+class Window:
+    seconds: float
+    periods: float
+    service_cpu: float
+    prometheus_cpu: float
+    harness_cpu: float
+    lag: Histogram
+    reconcile: Histogram
+    loop_lag: Histogram
+    renew_late: Histogram
+    query_duration: Histogram
+    service_queries: float
+    server_queries: float
+    reconciles: dict[str, float]
+    gc_runs: dict[str, float]
+    api: dict[str, int]
+    rss_kib_max: int
+    rss_kib_end: int
+    prometheus_rss_kib: int
+
+    @classmethod
+    def between(cls, a: Snapshot, b: Snapshot, period: float, rss_max: int, rss_end: int, prom_rss: int) -> Window:
+        seconds = b.at - a.at
+        api = {k: v - a.api_counts.get(k, 0) for k, v in b.api_counts.items() if v - a.api_counts.get(k, 0)}
+
+        def delta(samples_name: str, source: str = "service", **match: str) -> float:
+            before = a.service_metrics if source == "service" else a.prometheus_metrics
+            after = b.service_metrics if source == "service" else b.prometheus_metrics
+            return total(after, samples_name, **match) - total(before, samples_name, **match)
+
+        reconciles = {
+            k: v - by_label(a.service_metrics, "autoscaler_reconciles_total", "result").get(k, 0.0)
+            for k, v in by_label(b.service_metrics, "autoscaler_reconciles_total", "result").items()
+        }
+        gc_runs = {
+            f"gen{k}": v - by_label(a.service_metrics, "python_gc_collections_total", "generation").get(k, 0.0)
+            for k, v in by_label(b.service_metrics, "python_gc_collections_total", "generation").items()
+        }
+        return cls(
+            seconds=seconds,
+            periods=seconds / period,
+            service_cpu=b.service_cpu - a.service_cpu,
+            prometheus_cpu=b.prometheus_cpu - a.prometheus_cpu,
+            harness_cpu=b.harness_cpu - a.harness_cpu,
+            lag=Histogram.delta(a.service_metrics, b.service_metrics, "autoscaler_schedule_lag_seconds"),
+            reconcile=Histogram.delta(a.service_metrics, b.service_metrics, "autoscaler_reconcile_duration_seconds"),
+            loop_lag=Histogram.delta(a.service_metrics, b.service_metrics, "autoscaler_event_loop_lag_seconds"),
+            renew_late=Histogram.delta(a.service_metrics, b.service_metrics, "autoscaler_leader_renew_late_seconds"),
+            query_duration=Histogram.delta(
+                a.service_metrics, b.service_metrics, "autoscaler_prometheus_query_duration_seconds"
+            ),
+            service_queries=delta("autoscaler_prometheus_queries_total"),
+            server_queries=delta("prometheus_http_requests_total", "prometheus", handler="/api/v1/query"),
+            reconciles=reconciles,
+            gc_runs=gc_runs,
+            api=api,
+            rss_kib_max=rss_max,
+            rss_kib_end=rss_end,
+            prometheus_rss_kib=prom_rss,
+        )
+
+    def per_period(self, value: float) -> float:
+        return value / self.periods
+
+    @property
+    def writes(self) -> dict[str, int]:
+        return {k: v for k, v in self.api.items() if k.split(" ")[0] in WRITE_VERBS}
+
+    @property
+    def lease_writes(self) -> int:
+        return sum(v for k, v in self.writes.items() if k.split(" ")[1].startswith("leases"))
+
+    @property
+    def lists(self) -> int:
+        return sum(v for k, v in self.api.items() if k.startswith("list "))
+
+    def mcpu(self, cpu: float) -> float:
+        return cpu / self.seconds * 1000
+
+
+async def observe(
+    harness: Harness, service: ServiceProcess, seconds: float, period: float | None = None
+) -> tuple[Snapshot, Snapshot, int, int, int, list[int]]:
+    """A measured window: snapshots at both ends, RSS sampled every second in between (and kept at the
+    end of each ``period``, to show whether memory settles or keeps growing)."""
+    assert harness.prom.pid is not None
+    first = await harness.snapshot(service, start=True)
+    rss_max = 0
+    by_period: list[int] = []
+    deadline = first.at + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        await asyncio.sleep(min(1.0, left))
+        if not service.alive():
+            raise SystemExit(f"the service died; log: {service.log}")
+        rss = memory_kib(service.pid)["VmRSS"]
+        rss_max = max(rss_max, rss)
+        if period and time.monotonic() - first.at >= (len(by_period) + 1) * period - 0.5:
+            by_period.append(rss)
+    rss_end = memory_kib(service.pid)["VmRSS"]
+    prom_rss = memory_kib(harness.prom.pid)["VmRSS"]
+    last = await harness.snapshot(service, start=False)
+    return first, last, max(rss_max, rss_end), rss_end, prom_rss, by_period
+
+
+async def scrape_cost(harness: Harness, service: ServiceProcess, times: int = 3) -> tuple[float, int, int]:
+    """CPU the service spends rendering one /metrics scrape (median of ``times``), bytes and series."""
+    costs, size, series = [], 0, 0
+    for _ in range(times):
+        before = cpu_seconds(service.pid)
+        text = await harness.text(service.url + "/metrics")
+        await asyncio.sleep(0.05)
+        costs.append(cpu_seconds(service.pid) - before)
+        size, series = len(text), sum(1 for line in text.splitlines() if line and not line.startswith("#"))
+    return sorted(costs)[len(costs) // 2], size, series

@@ -1,0 +1,197 @@
+"""The manager's targets against the Kubernetes API emulator: an invalid one reported while the others go
+on, targets that come and go, two that select the same pods, targets from a file, any kind with a scale
+subresource, and only the namespaces it is told to watch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from autoscaler.kube.labels import parse_label_selector
+from autoscaler.service.targets import load_targets_file, target_from_object
+from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
+from tests.service.cluster import (
+    CRD,
+    FakeMetrics,
+    condition,
+    deployment,
+    eventually,
+    queue_metric,
+    replicas_of,
+    status_of,
+    target,
+)
+from tests.service.manager_setup import make_manager, running
+
+
+@pytest.fixture
+async def emu() -> AsyncIterator[KubeEmulator]:
+    async with KubeEmulator(bookmark_interval=0.5, controllers=[WorkloadController(PodLifecycle())]) as emulator:
+        emulator.install_crd(CRD)
+        yield emulator
+
+
+async def test_invalid_target_is_reported_and_others_go_on(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    emu.create(deployment("api", 2))
+    bad = target("broken", "api")
+    bad["spec"]["behavior"] = {"scaleUp": {"polices": []}}
+    bad["spec"]["maxReplicas"] = 0
+    # The CRD's schema refuses maxReplicas 0 and prunes the misspelt field (the emulator enforces it as the API
+    # server does), so the object is seeded as it is, like one stored before its CRD's schema was tightened.
+    emu.seed(bad)
+    emu.create(target("web", "web"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: replicas_of(emu, "web") == 4, what="the valid target scales")
+            await eventually(
+                lambda: condition(status_of(emu, "broken"), "ScalingActive") is not None,
+                what="the invalid target's condition",
+            )
+            active = condition(status_of(emu, "broken"), "ScalingActive")
+            assert active is not None and (active["status"], active["reason"]) == ("False", "InvalidSpec")
+            assert "spec.maxReplicas: must be greater than 0" in active["message"]
+            assert 'spec.behavior.scaleUp.polices: unknown field (did you mean "policies"?)' in active["message"]
+            assert emu.events("default", involved_name="broken", reason="InvalidSpec")
+            assert replicas_of(emu, "api") == 2
+            # fixing it starts its reconciler
+            emu.patch("scalingtargets.autoscaler.dev", "broken", {"spec": {"maxReplicas": 10, "behavior": None}})
+            await eventually(lambda: replicas_of(emu, "api") == 4, what="the fixed target scales")
+        finally:
+            await manager.stop()
+
+
+async def test_targets_come_and_go_within_a_second(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics, period=30.0)  # ticks far apart: only the start counts
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            emu.create(target("web", "web"))
+            await eventually(lambda: replicas_of(emu, "web") == 4, timeout=1.5, what="first sync within a second")
+            emu.delete("scalingtargets.autoscaler.dev", "web")
+            await eventually(lambda: not manager.running, timeout=1.0, what="reconciler stopped")
+        finally:
+            await manager.stop()
+
+
+async def test_ambiguous_selector(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    emu.create(target("one", "web"))
+    emu.create(target("two", "web"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 20)
+    async with running(emu, metrics):
+        await eventually(
+            lambda: (
+                (condition(status_of(emu, "two"), "ScalingActive") or {}).get("reason") == "AmbiguousSelector"
+                or (condition(status_of(emu, "one"), "ScalingActive") or {}).get("reason") == "AmbiguousSelector"
+            ),
+            what="ambiguity",
+        )
+
+
+async def test_ambiguity_follows_pod_labels(emu: KubeEmulator) -> None:
+    """The pod → selecting targets map is cached per namespace; a label change must still be seen."""
+    emu.create(deployment("web", 2))
+    backend = deployment("all", 1)
+    backend["spec"]["selector"] = {"matchLabels": {"tier": "backend"}}
+    backend["spec"]["template"]["metadata"]["labels"] = {"tier": "backend"}
+    emu.create(backend)
+    emu.create(target("web", "web"))
+    emu.create(target("all", "all"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 10)
+    async with running(emu, metrics) as manager:
+        await eventually(
+            lambda: (
+                len(manager.pods.select("default", parse_label_selector("app=web"))) == 2
+                and all(manager.running[("default", n)].reconciler.syncs >= 1 for n in ("web", "all"))
+            ),
+            what="both targets synced",
+        )
+        web = manager.running[("default", "web")].target
+
+        def others() -> list[str]:
+            return manager.view.others_selecting(web, manager.pods.select("default", parse_label_selector("app=web")))
+
+        assert others() == []
+        assert others() == []  # answered from the cache this time
+        name = manager.pods.select("default", parse_label_selector("app=web"))[0].name
+        emu.patch("pods", name, {"metadata": {"labels": {"tier": "backend"}}})
+        await eventually(lambda: others() == ["default/all"], what="the relabelled pod seen by both selectors")
+
+
+async def test_standalone_targets_from_a_file(emu: KubeEmulator, tmp_path: Any) -> None:
+    import yaml
+
+    emu.create(deployment("web", 2))
+    path = tmp_path / "targets.yaml"
+    path.write_text(yaml.safe_dump_all([target("web", "web")]))
+    targets = load_targets_file(str(path))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    async with running(emu, metrics, static_targets=targets) as manager:
+        await eventually(lambda: replicas_of(emu, "web") == 4, what="standalone scale")
+        await eventually(lambda: ("default", "web") in manager.target_documents(), what="in-memory status")
+        assert manager.target_documents()[("default", "web")]["currentReplicas"] in (2, 4)
+        assert emu.events("default", involved_name="web", involved_kind="Deployment", reason="SuccessfulRescale")
+
+
+def test_target_objects_parse_with_errors_kept() -> None:
+    parsed = target_from_object(target("web", "web", metrics=[queue_metric()]))
+    assert parsed.valid and parsed.spec is not None
+    broken = target("x", "web")
+    broken["spec"]["maxReplicas"] = "ten"
+    bad = target_from_object(broken)
+    assert not bad.valid and [str(e) for e in bad.errors] == ["spec.maxReplicas: must be an integer, not string"]
+
+
+def statefulset(name: str, replicas: int) -> dict[str, Any]:
+    obj = deployment(name, replicas)
+    obj["kind"] = "StatefulSet"
+    obj["spec"]["serviceName"] = name
+    return obj
+
+
+async def test_any_kind_with_a_scale_subresource_through_discovery(emu: KubeEmulator) -> None:
+    emu.create(statefulset("db", 2))
+    spec = target("db", "db")
+    spec["spec"]["scaleTargetRef"] = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"}
+    emu.create(spec)
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    async with running(emu, metrics):
+
+        def replicas() -> int:
+            obj = emu.get("statefulsets", "db")
+            assert obj is not None
+            return int(obj["spec"]["replicas"])
+
+        await eventually(lambda: replicas() == 4, what="the StatefulSet scales")
+        assert emu.requests.count("get", "statefulsets/scale") >= 1
+        assert emu.requests.count("patch", "statefulsets/scale") == 1
+
+
+async def test_only_the_listed_namespaces_are_watched(emu: KubeEmulator) -> None:
+    for ns in ("team-a", "team-b"):
+        emu.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        emu.create(deployment("web", 2, namespace=ns))
+        emu.create(target("web", "web", namespace=ns))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    async with running(emu, metrics, namespaces=["team-a"]) as manager:
+        await eventually(lambda: replicas_of(emu, "web", "team-a") == 4, what="team-a scales")
+        assert replicas_of(emu, "web", "team-b") == 2
+        assert set(manager.running) == {("team-a", "web")}
