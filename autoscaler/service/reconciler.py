@@ -47,7 +47,6 @@ from autoscaler.kube.labels import LabelSelector, SelectorError, parse_label_sel
 from autoscaler.kube.records import PodRecord
 from autoscaler.kube.scale import Scale, ScaleError
 from autoscaler.prometheus.reader import TargetQuery
-from autoscaler.service.clock import PROCESS_CLOCK
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
 from autoscaler.service.metrics_sink import MetricsSink
 from autoscaler.service.recorder import SyncRecorder
@@ -74,7 +73,7 @@ class SyncContext:
     schedule: Schedule
     semaphore: asyncio.Semaphore
     metrics: MetricsSink
-    clock: Callable[[], float] = PROCESS_CLOCK.now  # decisions' "now": Unix time that never steps
+    clock: Callable[[], float]  # decisions' "now": Unix time that never steps (service/clock.py)
     recorder: SyncRecorder | None = None  # autoscaler run --record FILE
     shard: str | None = None  # the shard this instance serves (status.shard names it), None: unsharded
 
