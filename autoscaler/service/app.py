@@ -33,7 +33,7 @@ from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.partial import other_warnings
 from autoscaler.prometheus.reader import MetricsReader, OnReady, TargetQuery
 from autoscaler.prometheus.results import InstantResult, SeriesFilter
-from autoscaler.service.clock import PROCESS_CLOCK, SkewMonitor
+from autoscaler.service.clock import ProcessClock, SkewMonitor
 from autoscaler.service.http import HttpServer, ReadinessCheck
 from autoscaler.service.logs import configure_logging
 from autoscaler.service.manager import Manager
@@ -131,6 +131,7 @@ class Service:
         self.record = record
         self.static_targets = static_targets
         self.identity = identity or default_identity()
+        self.clock = ProcessClock()  # decisions' and queries' "now": Unix time that never steps
         self.metrics = ServiceMetrics(per_target_limit=settings.metrics.per_target_series_limit)
         self.metrics.set_shard(settings.sharding.shard, settings.sharding.label_key)
         self.prometheus_skew = SkewMonitor(
@@ -164,7 +165,7 @@ class Service:
             async with (
                 api_client,
                 PrometheusClient(
-                    settings.prometheus, observe_server_time=self.prometheus_skew.observe, clock=PROCESS_CLOCK.now
+                    settings.prometheus, observe_server_time=self.prometheus_skew.observe, clock=self.clock.now
                 ) as prometheus,
             ):
                 self.querier = TimedQuerier(prometheus, self.metrics)
@@ -202,6 +203,7 @@ class Service:
                     watch_silence=settings.kubernetes.watch_silence_seconds,
                     recorder=recorder,
                     sharding=settings.sharding,
+                    clock=self.clock.now,
                 )
                 self.metrics.watch_caches(
                     lambda: [

@@ -117,6 +117,3 @@ class SkewMonitor:
     def note(self) -> str | None:
         """What a metric failure adds while the skew is beyond the bound."""
         return self.describe() if self.beyond else None
-
-
-PROCESS_CLOCK = ProcessClock()

@@ -31,6 +31,7 @@ from autoscaler.kube.scale import ScaleAccess
 from autoscaler.kube.watch import SILENCE_SECONDS, Key, WatchCache
 from autoscaler.service.batcher import MetricsBatcher, ReadMany
 from autoscaler.service.caches import ClusterCaches, trim_target
+from autoscaler.service.clock import ProcessClock
 from autoscaler.service.metrics_sink import MetricsSink, NullMetrics
 from autoscaler.service.reconciler import SyncContext, TargetReconciler
 from autoscaler.service.recorder import SyncRecorder
@@ -78,7 +79,10 @@ class Manager:
         watch_silence: float = SILENCE_SECONDS,
         recorder: SyncRecorder | None = None,
         sharding: ShardingSettings | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
+        """``clock``: decisions' "now" (Unix time that never steps); a :class:`ProcessClock` of its own
+        unless given (the service gives its own, shared with its Prometheus client)."""
         self.api = api
         self.namespaces = tuple(namespaces)
         self.static = static_targets is not None
@@ -110,6 +114,7 @@ class Manager:
             Schedule(period, jitter),
             asyncio.Semaphore(concurrency),
             metrics or NullMetrics(),
+            clock or ProcessClock().now,
             recorder=recorder,
             shard=self.sharding.shard,
         )

@@ -40,7 +40,6 @@ from autoscaler.core.sync import (
     settle,
 )
 from autoscaler.kube.scale import Scale, ScaleError
-from autoscaler.service.clock import PROCESS_CLOCK
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
 from autoscaler.service.metrics_sink import MetricsSink
 from autoscaler.service.observe import TargetObserver
@@ -67,7 +66,7 @@ class SyncContext:
     schedule: Schedule
     semaphore: asyncio.Semaphore
     metrics: MetricsSink
-    clock: Callable[[], float] = PROCESS_CLOCK.now  # decisions' "now": Unix time that never steps
+    clock: Callable[[], float]  # decisions' "now": Unix time that never steps (service/clock.py)
     recorder: SyncRecorder | None = None  # autoscaler run --record FILE
     shard: str | None = None  # the shard this instance serves (status.shard names it), None: unsharded
 
