@@ -1,47 +1,25 @@
 """Leader election on a ``coordination.k8s.io/v1`` Lease, with client-go's rules and local fencing.
 
 The loop is client-go's ``tools/leaderelection`` (leaseDuration 15 s, renewDeadline 10 s, retryPeriod 2 s):
-
-- A candidate reads the Lease every retryPeriod (with jitter). It takes over only when the record it
-  observed (holder, duration, times, transitions) has not changed for the record's leaseDurationSeconds,
-  measured on the candidate's *own* monotonic clock from the moment it first saw that record. Wall-clock
-  times in the Lease are informational, so clock skew between machines does not matter (skew *rate* does).
-- Every write is a PUT carrying the resourceVersion that was read (or last written): of two candidates
-  racing for an expired lease exactly one wins, the other gets 409.
-- The leader renews every retryPeriod. Taking over increments leaseTransitions; renewing does not.
-- On cancellation (graceful shutdown) the leader releases the lease (client-go ``ReleaseOnCancel``):
-  holderIdentity "", leaseDurationSeconds 1, acquireTime = renewTime = now, so a standby takes over at its
-  next poll instead of waiting out the lease.
-
-**An unhappy API server.** A 429 (API priority and fairness) or a 503 may carry ``Retry-After``: no
-Lease request goes out before it has passed (so a leader that is told to wait past its renew deadline
-loses the lease: the server asked for it). Errors (5xx, timeouts, resets) back off exponentially:
-retryPeriod doubling with each consecutive failure, capped at leaseDuration for a candidate (so a
-takeover is at most one lease duration late once the server recovers); a leader's backoff is bounded by
-its renew deadline anyway. A conflict or a lease held by another is not an error.
-
-**Late renewals.** Each renewal attempt records how much later than planned it started
-(``observe_renew_late``, the ``autoscaler_leader_renew_late_seconds`` histogram): a process starved of
-CPU, paused or blocking its loop renews late long before it loses the lease; past half a retry period
-late, a ``leader.renew_late`` warning says how much of the renew deadline was left.
-
+a candidate takes over only when the record it observed has not changed for the record's
+leaseDurationSeconds on its *own* monotonic clock (clock skew between machines does not matter); every
+write is a PUT with the resourceVersion read, so of two racing candidates one wins and the other gets
+409; the leader renews every retryPeriod and releases the Lease on shutdown (``ReleaseOnCancel``).
 Unlike kubernetes-asyncio's ``leaderelection`` module, :meth:`LeaderElector.run` loops for ever
-(acquire → lead → lost → acquire…), releases on shutdown, and writes MicroTimes in UTC.
+(acquire → lead → lost → acquire…), releases on shutdown, and writes MicroTimes in UTC. A ``Retry-After``
+is honoured by every Lease request, errors back off exponentially, and each renewal records how late it
+started (``observe_renew_late``; a ``leader.renew_late`` warning past half a retry period).
 
 **Fencing.** ``lease_valid_until`` is ``s + renew_deadline`` where ``s`` is the local monotonic time at
-which the last *successful* acquire/renew request was *sent*. A competitor can only replace the record
-that request wrote after observing it (which it cannot do before the server applied it, i.e. after ``s``)
-and then waiting leaseDuration on its own clock; so no one else can hold the lease before
-``s + lease_duration``. :meth:`assert_leading`, :attr:`is_leader` and :meth:`leading_scope` all turn false
-at ``lease_valid_until`` — by reading the clock, not by waiting for the loop to notice — which leaves
-``lease_duration − renew_deadline`` (5 s by default) for a write started just before the deadline to
-land, and for the two clocks to run at slightly different rates.
+which the last *successful* acquire/renew request was *sent*: no one else can hold the lease before
+``s + lease_duration``, and :meth:`assert_leading`, :attr:`is_leader` and :meth:`leading_scope` turn false
+at ``lease_valid_until`` by reading the clock. The rules, the failure cases and the margins are written
+out in docs/operations.md, "High availability".
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import math
 import random
 import time
@@ -53,35 +31,24 @@ import structlog
 from kubernetes_asyncio.client import ApiClient, V1Lease
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from autoscaler.kube.lease import LeaseLock, LeaseRecord, retry_after, utc_now
+from autoscaler.kube.leader_work import LeaderWork, NotLeader, StateCallback
+from autoscaler.kube.lease import LeaseLock, LeaseRecord, backoff, retry_after, utc_now
+
+__all__ = ["LeaderElector", "NotLeader", "StateCallback"]
 
 log = structlog.stdlib.get_logger(__name__)
 
-StateCallback = Callable[[], Awaitable[None] | None]
 LeaderCallback = Callable[[str], Awaitable[None] | None]
 
 JITTER_FACTOR = 1.2  # client-go's JitterFactor: the acquire loop waits retryPeriod × [1, 2.2)
 
 
-class NotLeader(Exception):
-    """Raised by :meth:`LeaderElector.assert_leading` (and by a :meth:`~LeaderElector.leading_scope`
-    whose lease ran out): this process must not act as the leader."""
-
-
 class LeaderElector:
-    """Campaign for one Lease until cancelled; see the module docstring for the rules and the fencing bound.
-
-    Callbacks are registered with :meth:`on_started_leading`, :meth:`on_stopped_leading` and
-    :meth:`on_new_leader`; each may be a plain function or return an awaitable:
-
-    - *started* callbacks run as tasks for as long as this process leads (a callback may be the leader's
-      whole workload); when leadership ends they are cancelled and awaited first;
-    - *stopped* callbacks are then awaited in order, each bounded by ``callback_timeout``;
-    - *new leader* callbacks receive the holder's identity whenever the observed holder changes (this
-      process included), awaited inline and bounded by ``callback_timeout``.
-
-    Exceptions from callbacks are logged, never propagated into the election loop.
-    """
+    """Campaign for one Lease until cancelled. Callbacks (plain functions or returning awaitables; their
+    exceptions are logged, never raised): *started* ones run as tasks while this process leads, cancelled
+    and awaited when leadership ends; *stopped* ones are then awaited in order; *new leader* ones receive
+    the holder's identity whenever it changes (this process included). Each is bounded by
+    ``callback_timeout``."""
 
     def __init__(
         self,
@@ -131,10 +98,7 @@ class LeaderElector:
         self._leading = False
         self._valid_until: float | None = None
         self._leading_event = asyncio.Event()
-        self._leader_tasks: list[asyncio.Task[None]] = []
-        self._scopes: set[asyncio.Timeout] = set()
-        self._scopes_idle = asyncio.Event()
-        self._scopes_idle.set()
+        self._work = LeaderWork(self.callback_timeout)
         self._running = False
 
     # ---- callbacks ------------------------------------------------------------------------------
@@ -186,21 +150,8 @@ class LeaderElector:
         follows renewals. Yields the seconds left at entry (a sensible cap for request timeouts).
         On step-down the elector waits for every scope to exit before calling *stopped* callbacks and
         before releasing the lease."""
-        remaining = self.assert_leading()
-        scope = asyncio.timeout(remaining)
-        self._scopes.add(scope)
-        self._scopes_idle.clear()
-        try:
-            async with scope:
-                yield remaining
-        except TimeoutError as exc:
-            if scope.expired():
-                raise NotLeader(f"leadership of {self.namespace}/{self.name} ended during the operation") from exc
-            raise
-        finally:
-            self._scopes.discard(scope)
-            if not self._scopes:
-                self._scopes_idle.set()
+        async with self._work.scope(self.assert_leading(), f"{self.namespace}/{self.name}") as remaining:
+            yield remaining
 
     async def wait_until_leading(self) -> None:
         if not self.is_leader:
@@ -234,10 +185,7 @@ class LeaderElector:
             )
 
     def _backoff(self, cap: float) -> float:
-        """The pause before the next attempt: retryPeriod, doubled for each consecutive error, capped."""
-        if self._failures <= 1:
-            return self.retry_period
-        return min(max(cap, self.retry_period), self.retry_period * 2.0 ** min(self._failures - 1, 30))
+        return backoff(self._failures, self.retry_period, cap)
 
     async def _lead(self) -> None:
         self._start_leading()
@@ -396,9 +344,7 @@ class LeaderElector:
             identity=self.identity,
             transitions=self._observed.transitions if self._observed else None,
         )
-        self._leader_tasks = [
-            asyncio.create_task(self._run_started(cb), name=f"leader-work-{i}") for i, cb in enumerate(self._started)
-        ]
+        self._work.start(self._started)
 
     async def _stop_leading(self, reason: str) -> None:
         # The fence closes first, synchronously: nothing below can be interleaved with a new write.
@@ -408,20 +354,9 @@ class LeaderElector:
         (log.info if reason == "shutdown" else log.warning)(
             "leader.stopped", lease=f"{self.namespace}/{self.name}", identity=self.identity, reason=reason
         )
-        self._expire_scopes()
-        tasks, self._leader_tasks = self._leader_tasks, []
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            _, stuck = await asyncio.wait(tasks, timeout=self.callback_timeout)
-            if stuck:
-                log.error("leader.work_not_stopped", tasks=[t.get_name() for t in stuck])
-        try:
-            await asyncio.wait_for(self._scopes_idle.wait(), self.callback_timeout)
-        except TimeoutError:
-            log.error("leader.scopes_not_exited", count=len(self._scopes))
+        await self._work.stop()
         for callback in self._stopped:
-            await self._call(callback)
+            await self._work.call(callback)
 
     async def _release(self) -> None:
         """client-go ``ReleaseOnCancel``: give the lease up so a standby need not wait for it to expire."""
@@ -442,39 +377,8 @@ class LeaderElector:
             )
 
     def _extend_scopes(self) -> None:
-        if self._valid_until is None or not self._leading:
-            return
-        when = asyncio.get_running_loop().time() + (self._valid_until - self._clock())
-        self._reschedule_scopes(when)
-
-    def _expire_scopes(self) -> None:
-        self._reschedule_scopes(asyncio.get_running_loop().time())
-
-    def _reschedule_scopes(self, when: float) -> None:
-        for scope in list(self._scopes):
-            if not scope.expired():
-                scope.reschedule(when)
-
-    # ---- callbacks ------------------------------------------------------------------------------
-
-    async def _run_started(self, callback: StateCallback) -> None:
-        try:
-            result = callback()
-            if inspect.isawaitable(result):
-                await result
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("leader.callback_failed", callback="started")
-
-    async def _call(self, callback: Callable[..., Awaitable[None] | None], *args: str) -> None:
-        try:
-            async with asyncio.timeout(self.callback_timeout):
-                result = callback(*args)
-                if inspect.isawaitable(result):
-                    await result
-        except Exception:
-            log.exception("leader.callback_failed", callback=getattr(callback, "__name__", repr(callback)))
+        if self._valid_until is not None and self._leading:
+            self._work.extend(self._valid_until - self._clock())
 
     async def _report_new_leader(self) -> None:
         holder = self.leader_identity
@@ -488,4 +392,4 @@ class LeaderElector:
             transitions=self._observed.transitions if self._observed else None,
         )
         for callback in self._new_leader:
-            await self._call(callback, holder)
+            await self._work.call(callback, holder)

@@ -42,6 +42,14 @@ def retry_after(exc: BaseException) -> float | None:
     return min(60.0, seconds) if seconds is not None else None
 
 
+def backoff(failures: int, retry_period: float, cap: float) -> float:
+    """The pause before the next Lease request after ``failures`` consecutive errors: retryPeriod, doubled
+    for each error after the first, capped at ``cap`` (never below retryPeriod)."""
+    if failures <= 1:
+        return retry_period
+    return min(max(cap, retry_period), retry_period * 2.0 ** min(failures - 1, 30))
+
+
 @dataclass(frozen=True, slots=True)
 class LeaseRecord:
     """The leader-election fields of a Lease's spec (client-go's ``LeaderElectionRecord``)."""

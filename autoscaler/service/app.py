@@ -23,21 +23,19 @@ from typing import Any
 
 import structlog
 
-from autoscaler.core.observation import MetricFailure, MetricReading
+from autoscaler.core.observation import MetricReading
 from autoscaler.kube.api import KubeApi
 from autoscaler.kube.client import make_api_client
 from autoscaler.kube.election_thread import ElectionThread
 from autoscaler.kube.lease import default_identity
 from autoscaler.prometheus.client import PrometheusClient
-from autoscaler.prometheus.errors import PrometheusError
-from autoscaler.prometheus.partial import other_warnings
 from autoscaler.prometheus.reader import MetricsReader, OnReady, TargetQuery
-from autoscaler.prometheus.results import InstantResult, SeriesFilter
 from autoscaler.service.clock import ProcessClock, SkewMonitor
 from autoscaler.service.http import HttpServer, ReadinessCheck
 from autoscaler.service.logs import configure_logging
 from autoscaler.service.manager import Manager
 from autoscaler.service.metrics import ServiceMetrics
+from autoscaler.service.prometheus_reads import TimedQuerier, with_clock_note
 from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.settings import ServiceSettings
 from autoscaler.service.targets import Target
@@ -52,60 +50,6 @@ GC_FULL_NEVER = 2**30
 
 SHUTDOWN_SECONDS = 5.0
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
-
-class TimedQuerier:
-    """Times every Prometheus query for /metrics, and remembers whether Prometheus last answered."""
-
-    def __init__(self, client: PrometheusClient, metrics: ServiceMetrics) -> None:
-        self.client = client
-        self.metrics = metrics
-        self.last_success: float | None = None
-        self.last_error: str | None = None
-
-    async def query(
-        self, promql: str, at: float | None, *, deadline: float | None = None, keep: SeriesFilter | None = None
-    ) -> InstantResult:
-        started = time.monotonic()
-        large_before = self.client.stats.large_answers
-        try:
-            result = await self.client.query(promql, at, deadline=deadline, keep=keep)
-        except PrometheusError as exc:
-            self.metrics.observe_prometheus_query(time.monotonic() - started, "error", exc.kind)
-            self.last_error = str(exc)
-            raise
-        finally:
-            if self.client.stats.large_answers != large_before:
-                self.metrics.large_answers.inc()
-        outcome = "ok" if result.vector or result.scalar is not None or result.left_out else "empty"
-        if result.partial or result.warnings:
-            others = len(other_warnings(result))
-            partial = int(result.partial) + len(result.warnings) - others
-            self.metrics.count_prometheus_warnings(partial, others)
-            if partial:
-                outcome = "partial"
-        self.metrics.observe_prometheus_query(time.monotonic() - started, outcome)
-        self.last_success = time.monotonic()
-        self.last_error = None
-        return result
-
-
-# Failures that say data was absent: the ones a disagreement of clocks can explain.
-_ABSENT_DATA = ("returned no series", "no usable sample")
-
-
-def with_clock_note(row: list[MetricReading], skew: SkewMonitor) -> list[MetricReading]:
-    """``row`` with the clock-skew note on every failure for absent data, while the skew is beyond its
-    bound: ScalingActive then says the clock may be why."""
-    note = skew.note()
-    if note is None:
-        return row
-    return [
-        MetricFailure(f"{r.message}; {note}")
-        if isinstance(r, MetricFailure) and any(text in r.message for text in _ABSENT_DATA)
-        else r
-        for r in row
-    ]
 
 
 def lease_namespace(configured: str | None) -> str:
