@@ -53,9 +53,7 @@ from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.prometheus.splitting import checked, pod_reading, pods_filter, split
 from autoscaler.prometheus.templates import SCOPE_SLOT
 
-# TargetQuery, the reader's input, is defined in queries (every part below the reader uses it); it is
-# named here too because service/app.py imports it from here.
-__all__ = ["MetricsReader", "OnReady", "TargetQuery"]
+__all__ = ["MetricsReader", "OnReady"]
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,8 @@ from autoscaler.kube.client import make_api_client
 from autoscaler.kube.election_thread import ElectionThread
 from autoscaler.kube.lease import default_identity
 from autoscaler.prometheus.client import PrometheusClient
-from autoscaler.prometheus.reader import MetricsReader, OnReady, TargetQuery
+from autoscaler.prometheus.queries import TargetQuery
+from autoscaler.prometheus.reader import MetricsReader, OnReady
 from autoscaler.service.clock import ProcessClock, SkewMonitor
 from autoscaler.service.http import HttpServer, ReadinessCheck
 from autoscaler.service.logs import configure_logging

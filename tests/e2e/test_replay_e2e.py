@@ -64,20 +64,31 @@ async def cluster() -> AsyncIterator[KubeEmulator]:
         yield emu
 
 
+# A new pod reports its first in-flight sample this long after it starts running (an application warming up),
+# so that syncs in between see a pod without a sample, however the machine's load shifts the timings.
+FIRST_SAMPLE_AFTER = 2.5
+
+
 async def serve_inflight(cluster: KubeEmulator, exporter: MetricsExporter, total: list[float]) -> None:
-    """Each running pod of web reports its share of the in-flight requests (a pod not yet running, none)."""
+    """Each running pod of web reports its share of the in-flight requests (a pod not yet running, or
+    running for less than FIRST_SAMPLE_AFTER, none)."""
     shown: set[str] = set()
+    running_since: dict[str, float] = {}
+    loop = asyncio.get_running_loop()
     while True:
         running = sorted(
             p["metadata"]["name"]
             for p in cluster.list("pods", "default")
             if p["metadata"]["name"].startswith("web-") and (p.get("status") or {}).get("phase") == "Running"
         )
-        for name in shown - set(running):
+        now = loop.time()
+        running_since = {name: running_since.get(name, now) for name in running}
+        reporting = [name for name in running if now - running_since[name] >= FIRST_SAMPLE_AFTER]
+        for name in shown - set(reporting):
             exporter.remove("web_inflight", {"namespace": "default", "pod": name})
-        for name in running:
-            exporter.set("web_inflight", {"namespace": "default", "pod": name}, total[0] / len(running))
-        shown = set(running)
+        for name in reporting:
+            exporter.set("web_inflight", {"namespace": "default", "pod": name}, total[0] / len(reporting))
+        shown = set(reporting)
         await asyncio.sleep(0.2)
 
 
