@@ -70,7 +70,8 @@ def service_table(service: dict[str, Any], result: dict[str, Any]) -> list[str]:
     if "idle" in result:
         idle = result["idle"]
         row("idle service RSS (0 targets)", f"{idle['rss_mib']:.1f} MiB ({idle['mcpu']:.1f} mCPU)")
-        row("RSS above idle", f"{w.rss_kib_end / 1024 - idle['rss_mib']:.1f} MiB ({per_k * 1000:.0f} per 1,000 ×)")
+        above = w.rss_kib_end / 1024 - idle["rss_mib"]
+        row("RSS above idle", f"{above:.1f} MiB ({above * per_k:.1f} MiB per 1,000 targets)")
     row("service RSS at the end of each period", " · ".join(f"{m:g}" for m in service["rss_by_period_mib"]) + " MiB")
     row("service peak RSS (VmHWM, start-up included)", f"{service['peak_rss_mib']:.1f} MiB")
     row("Prometheus /api/v1/query per period (server, all services)", f"{w.per_period(w.server_queries):.1f}")
