@@ -120,7 +120,8 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
         entry["steady"] = Window.between(first, last, args.period, rss_max, rss_end, prom_rss)
         entry["rss_by_period_mib"] = [round(kib / 1024, 1) for kib in by_period]
         entry["peak_rss_mib"] = memory_kib(service.pid)["VmHWM"] / 1024
-        cost, size, series = await scrape_cost(h, service)
+        steady: Window = entry["steady"]
+        cost, size, series = await scrape_cost(h, service, steady.service_cpu / steady.seconds)
         entry["scrape"] = {"cpu_s": cost, "bytes": size, "series": series}
     result["services"] = results
 
