@@ -139,13 +139,24 @@ async def test_converted_hpa_reaches_the_hpa_algorithms_counts(
     services("one", cluster, prometheus)
     first = hpa_settles_at(2, queue=60, connections=100)
     assert first == 6
-    await until(lambda: replicas_of(cluster, "shop") == first, seconds=40, what=f"{first} replicas")
-    assert (condition(status_of(cluster, "shop"), "ScalingActive") or {}).get("status") == "True"
+    # The scale is written before the status: wait for both.
+    await until(
+        lambda: (
+            replicas_of(cluster, "shop") == first
+            and (condition(status_of(cluster, "shop"), "ScalingActive") or {}).get("status") == "True"
+        ),
+        seconds=40,
+        what=f"{first} replicas, and ScalingActive True",
+    )
 
     await set_values(exporter, prometheus, queue=0, connections=230)
     second = hpa_settles_at(first, queue=0, connections=230)
     assert second == 5
-    await until(lambda: replicas_of(cluster, "shop") == second, seconds=40, what=f"{second} replicas")
+    await until(
+        lambda: replicas_of(cluster, "shop") == second and status_of(cluster, "shop").get("desiredReplicas") == second,
+        seconds=40,
+        what=f"{second} replicas, in the status too",
+    )
     # and it stays there: 230 / (50 × 5) is within the tolerance
     status = status_of(cluster, "shop")
     assert status.get("desiredReplicas") == second

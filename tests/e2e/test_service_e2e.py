@@ -119,8 +119,15 @@ async def test_prometheus_outage_holds_and_recovers(
     finally:
         prometheus.start()
     set_load(exporter, 60)
-    await until(lambda: replicas_of(cluster, "web") == 6, seconds=40, what="recovery by itself")
-    assert (condition(status_of(cluster, "web"), "ScalingActive") or {}).get("status") == "True"
+    # The scale is written before the status: wait for both.
+    await until(
+        lambda: (
+            replicas_of(cluster, "web") == 6
+            and (condition(status_of(cluster, "web"), "ScalingActive") or {}).get("status") == "True"
+        ),
+        seconds=40,
+        what="recovery by itself, and ScalingActive True",
+    )
 
 
 async def test_a_restart_keeps_the_stabilization_window(

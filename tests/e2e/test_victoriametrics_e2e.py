@@ -40,7 +40,11 @@ async def test_an_external_metric_scales_up_and_down_against_victoriametrics(
         set_load(exporter, depth)
         await until(lambda r=replicas: replicas_of(cluster, "web") == r, seconds=30, what=f"scale-up to {replicas}")
     set_load(exporter, 10)
-    await until(lambda: replicas_of(cluster, "web") == 1, seconds=30, what="the scale-down after the window")
+    await until(
+        lambda: replicas_of(cluster, "web") == 1 and status_of(cluster, "web").get("desiredReplicas") == 1,
+        seconds=30,
+        what="the scale-down after the window, in the status too",
+    )
     active = condition(status_of(cluster, "web"), "ScalingActive") or {}
     assert active.get("reason") == "ValidMetricFound", active
     logged = [line for line in service.lines() if "answered with a warning" in str(line.get("event", ""))]
