@@ -323,3 +323,30 @@ async def test_a_rejected_query_waits_its_backoff_then_is_sent_again() -> None:
     await asyncio.sleep(0.35)
     await reader.read(broken, None)
     assert len(sent) == 2
+
+
+async def test_a_large_batched_answer_is_read_the_same_in_a_worker_thread() -> None:
+    """Answers of OFFLOAD_SERIES series or more become readings in a worker thread: the same readings."""
+    from autoscaler.prometheus.reader import OFFLOAD_SERIES
+
+    targets = [
+        target(f"ns{t % 3}", f"t{t}", tuple(f"t{t}-pod{p}" for p in range(10)), [sc.pods_metric(sc.rps_query("m"))])
+        for t in range(OFFLOAD_SERIES // 10 + 30)
+    ]
+    data = vector(
+        *(
+            series(str(index % 7 + 1), namespace=t.namespace, pod=pod)
+            for t in targets
+            for index, pod in enumerate(t.pod_names)
+        )
+    )
+    assert len(data.vector) >= OFFLOAD_SERIES
+    reader, client = make_reader(lambda q: data)
+    rows = await reader.read(targets, AT)
+    assert len(client.queries) == 1
+    for t, row in zip(targets, rows, strict=True):
+        reading = row[0]
+        assert isinstance(reading, PodsReading), reading
+        assert {p: s.value for p, s in reading.pods.items()} == {
+            pod: (index % 7 + 1) * 1000 for index, pod in enumerate(t.pod_names)
+        }
