@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import inspect
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,6 +27,7 @@ import structlog
 from kubernetes_asyncio.client import ApiClient
 
 from autoscaler.kube.leader import LeaderElector, StateCallback
+from autoscaler.kube.leader_work import invoke
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -155,23 +155,9 @@ class ElectionThread:
 
 async def _run_all(callbacks: list[StateCallback]) -> None:
     """Run the *started* callbacks side by side until they end or are cancelled; a failure is logged."""
-
-    async def one(callback: StateCallback) -> None:
-        try:
-            result = callback()
-            if inspect.isawaitable(result):
-                await result
-        except Exception:
-            log.exception("leader.callback_failed", callback="started")
-
-    await asyncio.gather(*(one(callback) for callback in callbacks))
+    await asyncio.gather(*(invoke(callback, what="started") for callback in callbacks))
 
 
 async def _call_each(callbacks: list[StateCallback]) -> None:
     for callback in callbacks:
-        try:
-            result = callback()
-            if inspect.isawaitable(result):
-                await result
-        except Exception:
-            log.exception("leader.callback_failed", callback="stopped")
+        await invoke(callback, what="stopped")

@@ -75,10 +75,8 @@ class LeaderWork:
         """Await one callback, bounded by the callback timeout; its exception is logged, never raised."""
         try:
             async with asyncio.timeout(self.callback_timeout):
-                result = callback(*args)
-                if inspect.isawaitable(result):
-                    await result
-        except Exception:
+                await invoke(callback, *args)
+        except TimeoutError:
             log.exception("leader.callback_failed", callback=getattr(callback, "__name__", repr(callback)))
 
     def _reschedule(self, when: float) -> None:
@@ -88,11 +86,15 @@ class LeaderWork:
 
 
 async def _run_started(callback: StateCallback) -> None:
+    await invoke(callback, what="started")
+
+
+async def invoke(callback: Callable[..., Awaitable[None] | None], *args: str, what: str | None = None) -> None:
+    """Call ``callback`` (a plain function, or one that returns an awaitable, then awaited); an exception
+    is logged as ``what`` (default: the callback's name), never raised."""
     try:
-        result = callback()
+        result = callback(*args)
         if inspect.isawaitable(result):
             await result
-    except asyncio.CancelledError:
-        raise
     except Exception:
-        log.exception("leader.callback_failed", callback="started")
+        log.exception("leader.callback_failed", callback=what or getattr(callback, "__name__", repr(callback)))
