@@ -10,6 +10,14 @@ tokens by swapping the file in), checked at most once a second and at once after
 (:meth:`TokenFile.reload`, called by :class:`~autoscaler.kube.api.KubeApi`), so a rotation causes no
 outage. client-go re-reads such files every minute; kubernetes-asyncio reads a kubeconfig's
 ``tokenFile`` only once. The token itself never goes into a log line or an exception message.
+
+**The environment is read once.** kubernetes-asyncio's HTTP session trusts the environment on every
+request: aiohttp then looks up ``HTTPS_PROXY``/``NO_PROXY`` and reads ``~/.netrc`` for each call, each in a
+worker thread — two thread hops and a file open per request, most of the cost of a status write at
+10,000 targets. :func:`make_api_client` resolves the API server's proxy from the environment once
+(``HTTPS_PROXY``/``HTTP_PROXY`` and ``NO_PROXY``, as client-go's ``ProxyFromEnvironment`` does; a
+kubeconfig's ``proxy-url`` wins) and gives the client a session that does not look again. ``~/.netrc``
+is not used: client-go never reads it, and the API server is authenticated by token or certificate.
 """
 
 from __future__ import annotations
@@ -19,15 +27,19 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.request import getproxies, proxy_bypass
 
+import aiohttp
 from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
+from yarl import URL
 
 from autoscaler.values.fields import SpecError, type_name
 from autoscaler.values.yaml_files import load_yaml_file
 
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 TOKEN_RECHECK_SECONDS = 1.0
+READ_BUFFER_BYTES = 2**21  # kubernetes-asyncio's own: a watch event may carry a 1.5 MiB object
 
 
 class ConnectionSettingsError(Exception):
@@ -117,7 +129,7 @@ async def make_api_client(kubeconfig: str | None = None, context: str | None = N
     if kubeconfig is None and running_in_cluster():
         config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         configuration.refresh_api_key_hook = TokenFile(SERVICE_ACCOUNT_TOKEN)
-        return ApiClient(configuration=configuration)
+        return _environment_read_once(ApiClient(configuration=configuration))
     first = kubeconfig_path(kubeconfig)
     try:
         # Read through the project's loader first: a file that is not UTF-8, not YAML, or nested or
@@ -143,4 +155,31 @@ async def make_api_client(kubeconfig: str | None = None, context: str | None = N
     token_file = kubeconfig_token_file(document, first, context)
     if token_file is not None and configuration.refresh_api_key_hook is None:
         configuration.refresh_api_key_hook = TokenFile(token_file)
-    return ApiClient(configuration=configuration)
+    return _environment_read_once(ApiClient(configuration=configuration))
+
+
+def environment_proxy(server: str) -> str | None:
+    """The proxy the environment names for the API server at ``server`` (``HTTPS_PROXY`` or
+    ``HTTP_PROXY`` by its scheme, either case, unless ``NO_PROXY`` covers its host), credentials
+    included; None for a direct connection."""
+    url = URL(server)
+    if url.host is None or proxy_bypass(url.host):
+        return None
+    return getproxies().get(url.scheme)
+
+
+def _environment_read_once(client: ApiClient) -> ApiClient:
+    """``client`` with its proxy taken from the environment now, and a session that does not read the
+    environment (nor ``~/.netrc``) again on every request (see the module's docstring)."""
+    rest = client.rest_client
+    host = client.configuration.host
+    if not rest.proxy and host:
+        found = environment_proxy(host)
+        if found is not None:
+            rest.proxy = found
+    trusting = rest.pool_manager
+    rest.pool_manager = aiohttp.ClientSession(
+        connector=trusting.connector, trust_env=False, read_bufsize=READ_BUFFER_BYTES
+    )
+    trusting.detach()  # the connector (its TLS settings and pool) now belongs to the new session
+    return client

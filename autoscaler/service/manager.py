@@ -99,10 +99,11 @@ class Manager:
         )
         scales = ClusterScales(self.cluster.deployment, ScaleAccess(api))
         self.view = CachedView(self.cluster, self.pods, scales, self.batcher)
+        sink = metrics or NullMetrics()
         self.writer = ApiWriter(
             api,
             scales,
-            EventRecorder(api, instance=event_instance(identity, self.sharding)),
+            EventRecorder(api, instance=event_instance(identity, self.sharding), on_dropped=sink.count_event_dropped),
             may_write=may_write,
             static=self.static,
             target_problem=self.cluster.target_problem,
@@ -113,7 +114,7 @@ class Manager:
             dry_run,
             Schedule(period, jitter),
             asyncio.Semaphore(concurrency),
-            metrics or NullMetrics(),
+            sink,
             clock or ProcessClock().now,
             recorder=recorder,
             shard=self.sharding.shard,

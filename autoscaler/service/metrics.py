@@ -209,6 +209,11 @@ class ServiceMetrics:
             "Prometheus answers larger than largeResponseBytes, decoded off the event loop.",
             registry=r,
         )
+        self.events_dropped = Counter(
+            "autoscaler_events_dropped_total",
+            "Events not written: a target past 25 Events in a burst gets one per 5 minutes (client-go's spam filter).",
+            registry=r,
+        )
         self.build_info = Gauge(
             "autoscaler_build_info", "Always 1; the labels say what is running.", ["version", "python"], registry=r
         )
@@ -331,6 +336,9 @@ class ServiceMetrics:
     def count_write_failure(self, kind: str) -> None:
         """A failed write of a target: ``kind`` scale | status | vpa."""
         self.write_failures.labels(_bounded(kind, WRITE_KINDS)).inc()
+
+    def count_event_dropped(self) -> None:
+        self.events_dropped.inc()
 
     def forget_target(self, namespace: str, name: str) -> None:
         """Remove every series of a target (deleted, or no longer ours)."""

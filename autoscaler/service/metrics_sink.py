@@ -29,6 +29,7 @@ class MetricsSink(Protocol):
     def count_scale_event(self, namespace: str, name: str, direction: str) -> None: ...
     def set_write_backoff(self, namespace: str, name: str, path: str, seconds: float) -> None: ...
     def count_write_failure(self, kind: str) -> None: ...
+    def count_event_dropped(self) -> None: ...
 
 
 class NullMetrics:
@@ -63,4 +64,7 @@ class NullMetrics:
         pass
 
     def count_write_failure(self, kind: str) -> None:
+        pass
+
+    def count_event_dropped(self) -> None:
         pass
