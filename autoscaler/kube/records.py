@@ -50,7 +50,7 @@ def _shared_containers(specs: tuple[tuple[str, tuple[tuple[str, int], ...], bool
 def _mapping(value: object) -> Mapping[str, Any]:
     """``value`` when it is an object, else an empty one: a trim never raises on an odd shape (a custom
     resource holds what its schema lets anyone write; a built-in kind is validated by the API server)."""
-    return value if isinstance(value, Mapping) else {}
+    return value if type(value) is dict or isinstance(value, Mapping) else {}  # a decoded object is a dict
 
 
 def _list(value: object) -> list[Any]:

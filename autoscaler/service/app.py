@@ -43,7 +43,7 @@ from autoscaler.service.targets import Target
 
 log = structlog.get_logger("autoscaler.service")
 
-# The cyclic collector once start-up is over (see _collect_garbage): the young generation's threshold, and
+# The cyclic collector while the service runs (see _collect_garbage): the young generation's threshold, and
 # how often the service runs a full collection itself (none runs on its own: the threshold is never reached).
 GC_YOUNG_THRESHOLD = 20_000
 GC_FULL_SECONDS = 300.0
@@ -94,7 +94,11 @@ class Service:
         settings = self.settings
         lag_task = asyncio.create_task(self.metrics.monitor_event_loop_lag(), name="loop-lag")
         untrack_gc = self.metrics.track_gc_pauses()
-        thresholds = gc.get_threshold()  # _collect_garbage changes them for the process: put back at the end
+        thresholds = gc.get_threshold()  # changed for the process here: put back at the end
+        # From the start: the first LIST pages decode into hundreds of thousands of objects that live until
+        # their page is trimmed into records, and with the interpreter's thresholds the collector walked
+        # them (and the growing caches) over and over; half the CPU of syncing 100,000 pods' caches.
+        gc.set_threshold(GC_YOUNG_THRESHOLD, thresholds[1], GC_FULL_NEVER)
         self.http = HttpServer(
             settings.http,
             self.metrics,
@@ -222,15 +226,14 @@ class Service:
             await asyncio.sleep(delay)
             gc.collect()
             gc.freeze()
-        # A steady sync allocates many short-lived containers (decoded answers, readings, decisions) that
-        # reference counting frees; the default threshold (700) ran a young collection ~8 times a second
-        # at 1,000 targets to find nothing. Fewer, larger ones cost less in all (bench/service.py).
-        # A full collection walks every object not frozen, i.e. every target's state since the freeze
-        # (each sync replaces it): at 10,000 targets each one stopped the loop for ~350 ms, and the
-        # interpreter ran one every ~30 s (bench/service.py, autoscaler_gc_pause_seconds). Cyclic garbage
-        # is young garbage here (reference counting frees the rest), so the young collections find it;
-        # a full collection every GC_FULL_SECONDS bounds whatever survives to the old generation.
-        gc.set_threshold(GC_YOUNG_THRESHOLD, gc.get_threshold()[1], GC_FULL_NEVER)
+        # The thresholds (set in run): a steady sync allocates many short-lived containers (decoded answers,
+        # readings, decisions) that reference counting frees; the default threshold (700) ran a young
+        # collection ~8 times a second at 1,000 targets to find nothing. Fewer, larger ones cost less in all
+        # (bench/service.py). A full collection walks every object not frozen, i.e. every target's state
+        # since the freeze (each sync replaces it): at 10,000 targets each one stopped the loop for ~350 ms,
+        # and the interpreter ran one every ~30 s (bench/service.py, autoscaler_gc_pause_seconds). Cyclic
+        # garbage is young garbage here (reference counting frees the rest), so the young collections find
+        # it; a full collection every GC_FULL_SECONDS bounds whatever survives to the old generation.
         while True:
             await asyncio.sleep(GC_FULL_SECONDS)
             gc.collect()

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from autoscaler.values.timestamps import TimestampError, parse_rfc3339, parse_rfc3339_exact, rfc3339, rfc3339_millis
 
@@ -64,3 +67,14 @@ def test_printed_forms() -> None:
 def test_printed_times_read_back() -> None:
     for seconds in (0.0, NOW, NOW + 0.123456):
         assert parse_rfc3339(rfc3339(seconds, fraction=True)) == pytest.approx(seconds, abs=1e-6)
+
+
+@given(
+    st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(9999, 12, 31)),
+    st.sampled_from(["", ".5", ".000001", ".123456789", ".0"]),
+    st.sampled_from(["Z", "+05:30", "-11:00"]),
+)
+def test_the_remembered_float_is_the_exact_time_rounded(moment: datetime, fraction: str, zone: str) -> None:
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + zone
+    for _ in range(2):  # read, then answered from memory: the same value
+        assert parse_rfc3339(text) == float(parse_rfc3339_exact(text))
