@@ -65,7 +65,11 @@ class WatchCache(Generic[R]):
         page_size: int = 500,
         silence_seconds: float = SILENCE_SECONDS,
         label_selector: str | None = None,
+        retrim: Callable[[R, Mapping[str, Any]], R | None] | None = None,
     ) -> None:
+        """``retrim(record, obj)``: the record of a new version of an object whose record is ``record``,
+        when that can be had for less than a whole ``trim`` (a status write's echo need not parse the
+        spec again)."""
         self.api = api
         self.resource = resource
         self.namespace = namespace
@@ -73,6 +77,7 @@ class WatchCache(Generic[R]):
         # stop matching comes as DELETED (and one that starts to, as ADDED), as the API server sends them.
         self.label_selector = label_selector
         self._trim = trim
+        self._retrim = retrim
         self._on_change = on_change
         self._watch_seconds = (min_watch_seconds, max_watch_seconds)
         self.silence_seconds = silence_seconds
@@ -270,7 +275,8 @@ class WatchCache(Generic[R]):
         """The record of one object; an object the trimmer fails on is left out (and logged once per
         version), so one odd object never stops the cache from following every other one."""
         try:
-            record = self._trim(obj)
+            known = self.records.get(key) if self._retrim is not None else None
+            record = self._trim(obj) if known is None or self._retrim is None else self._retrim(known, obj)
         except Exception as exc:  # see the docstring
             version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             if self._unreadable.get(key) != version:

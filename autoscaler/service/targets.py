@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from autoscaler.core.spec import TargetSpec
@@ -62,12 +62,18 @@ class Target:
         return (self.uid, self.generation, self.spec_json) == (other.uid, other.generation, other.spec_json)
 
 
-def target_from_object(obj: Mapping[str, Any], *, default_namespace: str = "default") -> Target:
+def target_from_object(
+    obj: Mapping[str, Any], *, default_namespace: str = "default", known: Target | None = None
+) -> Target:
     """A target from a ScalingTarget object as the API server (or a targets file) gives it; never raises.
 
     Whatever is wrong with the object makes this one target invalid, each problem with its path: its
     spec, and its spec and status against the depth and size limits (:mod:`autoscaler.values.limits`),
     checked before anything walks them. Its identity is read leniently (the API server validated it).
+
+    ``known``: this object's target from an earlier version. When the object is the same one (uid) at the
+    same ``metadata.generation`` — which the API server raises on every change of the spec — and that
+    target was valid, its spec is taken as it is and only the status is read.
     """
     raw_meta = obj.get("metadata")
     meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
@@ -77,6 +83,15 @@ def target_from_object(obj: Mapping[str, Any], *, default_namespace: str = "defa
     generation = generation if isinstance(generation, int) and not isinstance(generation, bool) else None
     uid = _text(meta.get("uid")) or f"{namespace}/{name}"
     raw_spec, status = obj.get("spec"), obj.get("status")
+    if (
+        known is not None
+        and known.valid
+        and generation is not None
+        and (known.uid, known.generation, known.key) == (uid, generation, (namespace, name))
+    ):
+        status_problems = ErrorList()
+        if check_document(status, "status", status_problems, level=2):
+            return replace(known, status_json=_compact(status) if isinstance(status, Mapping) else None)
     problems = ErrorList()
     if raw_meta is not None and not isinstance(raw_meta, Mapping):
         problems.add("metadata", f"must be an object, not {type_name(raw_meta)}")

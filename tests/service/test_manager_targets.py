@@ -5,12 +5,14 @@ subresource, and only the namespaces it is told to watch.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from autoscaler.kube.labels import parse_label_selector
+from autoscaler.service.caches import retrim_target
 from autoscaler.service.targets import load_targets_file, target_from_object
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.service.cluster import (
@@ -195,3 +197,38 @@ async def test_only_the_listed_namespaces_are_watched(emu: KubeEmulator) -> None
         await eventually(lambda: replicas_of(emu, "web", "team-a") == 4, what="team-a scales")
         assert replicas_of(emu, "web", "team-b") == 2
         assert set(manager.running) == {("team-a", "web")}
+
+
+def test_a_status_only_version_keeps_the_parsed_spec() -> None:
+    """A status write comes back through the watch: at the same generation the spec is not parsed again,
+    at a new one it is; an invalid known target, or a status past the limits, is read whole."""
+    obj = target("web", "web", metrics=[queue_metric()])
+    obj["metadata"].update(uid="u-1", generation=3)
+    known = target_from_object(obj)
+    written = copy.deepcopy(obj)
+    written["status"] = {"currentReplicas": 4}
+    again = retrim_target(known, written)
+    assert again is not None and again.spec is known.spec and again.status == {"currentReplicas": 4}
+    edited = copy.deepcopy(written)
+    edited["spec"]["maxReplicas"] = 7
+    edited["metadata"]["generation"] = 4
+    changed = retrim_target(known, edited)
+    assert changed is not None and changed.spec is not None and changed.spec.max_replicas == 7
+    recreated = copy.deepcopy(edited)
+    recreated["metadata"].update(uid="u-2", generation=3)  # deleted and created again: generation 3 anew
+    assert retrim_target(changed, recreated).spec.max_replicas == 7  # type: ignore[union-attr]
+    assert retrim_target(known, recreated).spec is not known.spec  # type: ignore[union-attr]
+    broken = copy.deepcopy(obj)
+    broken["spec"]["maxReplicas"] = "ten"
+    invalid = target_from_object(broken)
+    fixed_in_place = copy.deepcopy(obj)  # same generation (a test's stand-in for a missed bump)
+    assert retrim_target(invalid, fixed_in_place).valid  # type: ignore[union-attr]
+    deep: dict[str, object] = {}
+    level = deep
+    for _ in range(200):
+        level["x"] = {}
+        level = level["x"]  # type: ignore[assignment]
+    too_deep = copy.deepcopy(obj)
+    too_deep["status"] = deep
+    unreadable = retrim_target(known, too_deep)
+    assert unreadable is not None and not unreadable.valid and unreadable.errors[0].path.startswith("status")
