@@ -30,7 +30,7 @@ from autoscaler.kube.pods import PodIndex
 from autoscaler.kube.scale import ScaleAccess
 from autoscaler.kube.watch import SILENCE_SECONDS, Key, WatchCache
 from autoscaler.service.batcher import MetricsBatcher, ReadMany
-from autoscaler.service.caches import ClusterCaches, trim_target
+from autoscaler.service.caches import ClusterCaches, retrim_target, trim_target
 from autoscaler.service.clock import ProcessClock
 from autoscaler.service.metrics_sink import MetricsSink, NullMetrics
 from autoscaler.service.reconciler import SyncContext, TargetReconciler
@@ -209,7 +209,13 @@ class Manager:
             query += [("continue", token)] if token else []
             body = await self.api.get(TARGETS.collection(namespace), resource=TARGETS.label, query=query)
             for obj in (body or {}).get("items") or []:
-                target = trim_target(obj) if isinstance(obj, Mapping) else None
+                if not isinstance(obj, Mapping):
+                    continue
+                meta = obj.get("metadata")
+                key = (str(meta.get("namespace") or ""), str(meta.get("name"))) if isinstance(meta, Mapping) else None
+                known = self._targets.get(key) if key is not None else None
+                # Only the status is used: a spec at the cached generation is not parsed again.
+                target = trim_target(obj) if known is None else retrim_target(known, obj)
                 if target is not None:
                     found[target.key] = target
             token = str(((body or {}).get("metadata") or {}).get("continue") or "")
