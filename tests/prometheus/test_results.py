@@ -14,7 +14,10 @@ from hypothesis import strategies as st
 from autoscaler.prometheus.errors import PrometheusMalformedResponse
 from autoscaler.prometheus.results import parse_instant, parse_instant_in_pieces
 
-label_values = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12)
+label_values = st.one_of(
+    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12),
+    st.sampled_from(['},{"metric":', '"},{"metric":{"pod":"x"}', "]", '"result":[']),  # what the slicer looks for
+)
 series = st.fixed_dictionaries(
     {
         "metric": st.dictionaries(
@@ -34,6 +37,31 @@ def test_pieces_equal_the_whole(items: list[dict[str, Any]], pretty: bool, warni
     document = vector_answer(items, **({"warnings": ['a "result":[ in text']} if warnings else {}))
     payload = json.dumps(document, indent=1 if pretty else None).encode()
     assert parse_instant_in_pieces(payload) == parse_instant(orjson.loads(payload))
+
+
+@given(st.lists(series, max_size=30), st.integers(1, 400), st.booleans())
+def test_any_slicing_of_a_compact_answer_equals_the_whole(
+    items: list[dict[str, Any]], size: int, filtered: bool
+) -> None:
+    """Compact JSON, as Prometheus writes it, is decoded a slice of series at a time (cut before each
+    ``},{"metric":``): whatever the slice size and whatever the label values hold, the same answer."""
+    payload = orjson.dumps(vector_answer(items, warnings=["w"]))
+
+    def keep(labels: Any) -> bool:
+        return str(labels.get("pod", "")).startswith(("a", "}"))
+
+    whole = parse_instant(orjson.loads(payload))
+    result = parse_instant_in_pieces(payload, keep if filtered else None, slice_chars=size)
+    assert result.vector == tuple(s for s in whole.vector if not filtered or keep(s.labels))
+    assert result.left_out == len(whole.vector) - len(result.vector)
+    assert result.warnings == ("w",)
+
+
+def test_a_slice_that_is_not_series_fails_as_the_whole_decode_does() -> None:
+    series = '{"metric":{},"value":[1,"2"]}'
+    payload = f'{{"status":"success","data":{{"resultType":"vector","result":[{series},{series},5]}}}}'.encode()
+    with pytest.raises(PrometheusMalformedResponse):
+        parse_instant_in_pieces(payload, slice_chars=1)
 
 
 @given(st.lists(series, max_size=8))
