@@ -248,11 +248,16 @@ def readings_in_one_pass(
             if pod_name in values[hit]:
                 return None
             values[hit][pod_name] = (milli_or_none(text), timestamp)
+    # The per-pod tuples are made without the named tuples' Python-level __new__ (one per pod per sync).
+    make = tuple.__new__
     if per_container:
         return [
             (
                 ResourceReading(
-                    pods={pod: PodUsage(containers, timestamp, window) for pod, (containers, timestamp) in pods.items()}
+                    pods={
+                        pod: make(PodUsage, (containers, timestamp, window))
+                        for pod, (containers, timestamp) in pods.items()
+                    }
                 ),
                 count,
             )
@@ -262,7 +267,7 @@ def readings_in_one_pass(
         (
             PodsReading(
                 pods={
-                    pod: Sample(value, timestamp, window)
+                    pod: make(Sample, (value, timestamp, window))
                     for pod, (value, timestamp) in samples.items()
                     if value is not None
                 }
