@@ -258,3 +258,17 @@ def test_parser_reads_continuations_and_flags() -> None:
     assert [(s.image, s.name) for s in stages] == [("a", "b"), ("c", None)]
     run = stages[0].instructions[0]
     assert run.flags == {"mount": "type=bind,from=b"} and run.arguments == "x && y"
+
+
+def test_the_benchmark_runs_the_service_with_the_images_environment(stages: list[Stage]) -> None:
+    """bench/service.py measures the service as the image runs it: the image's ENV that tunes the process
+    (glibc's malloc arenas) is the benchmark's too."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from servicebench.process import IMAGE_ENV
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    image_env = dict(pair.split("=", 1) for i in stages[-1].all("ENV") for pair in shlex.split(i.arguments))
+    assert {"MALLOC_ARENA_MAX": image_env["MALLOC_ARENA_MAX"]} == IMAGE_ENV

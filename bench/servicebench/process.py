@@ -19,6 +19,8 @@ import yaml
 from servicebench.procfs import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+# The environment the image runs the service with (Dockerfile's ENV; tests/test_dockerfile.py checks they agree).
+IMAGE_ENV = {"MALLOC_ARENA_MAX": "2"}
 
 
 class ServiceProcess:
@@ -53,7 +55,7 @@ class ServiceProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> ServiceProcess:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "POD_NAME": self.name}
+        env = {**os.environ, **IMAGE_ENV, "PYTHONPATH": str(ROOT), "POD_NAME": self.name}
         command = [sys.executable]
         if self.profile is not None:
             command += ["-m", "cProfile", "-o", str(self.profile)]
