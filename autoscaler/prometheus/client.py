@@ -49,6 +49,7 @@ from autoscaler.prometheus.errors import (
     PrometheusPartialAnswer,
     PrometheusTimeout,
 )
+from autoscaler.prometheus.offload import DecodeThread
 from autoscaler.prometheus.partial import partial_cause
 from autoscaler.prometheus.promql import format_time
 from autoscaler.prometheus.results import (
@@ -104,6 +105,7 @@ class PrometheusClient:
         self._observe_server_time = observe_server_time
         self._clock = clock or time.time
         self._session: aiohttp.ClientSession | None = None
+        self.decoder = DecodeThread()  # large answers are decoded there (and, by the reader, read)
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._skip_headers: tuple[str, ...] = () if settings.compression else ("Accept-Encoding",)
 
@@ -130,6 +132,7 @@ class PrometheusClient:
         )
 
     async def close(self) -> None:
+        self.decoder.close()
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
@@ -148,7 +151,7 @@ class PrometheusClient:
         try:
             if len(payload) > self.settings.large_response_bytes:
                 self.stats.large_answers += 1
-                return await asyncio.to_thread(parse_instant_in_pieces, payload, keep)
+                return await self.decoder.run(lambda: parse_instant_in_pieces(payload, keep))
             return parse_instant(self._answers.decode(payload, content_type))
         except PrometheusMalformedResponse:
             self.stats.failures["malformed"] = self.stats.failures.get("malformed", 0) + 1
@@ -166,7 +169,7 @@ class PrometheusClient:
         }
         payload, content_type = await self._call("/api/v1/query_range", form, None)
         if len(payload) > self.settings.large_response_bytes:
-            result = await asyncio.to_thread(lambda: parse_range(self._answers.decode(payload, content_type)))
+            result = await self.decoder.run(lambda: parse_range(self._answers.decode(payload, content_type)))
         else:
             result = parse_range(self._answers.decode(payload, content_type))
         cause = partial_cause(result)
