@@ -119,6 +119,7 @@ def pod_samples(spec: MetricSpec, reading: ResourceReading) -> dict[str, Sample]
     reported, when any container is reported without the resource (``None``), or when none is."""
     samples: dict[str, Sample] = {}
     container = spec.container
+    make = tuple.__new__  # a Sample per pod per sync: without the named tuple's Python-level __new__
     for pod_name, usage in reading.pods.items():
         containers = usage.containers
         if container is not None:
@@ -130,7 +131,7 @@ def pod_samples(spec: MetricSpec, reading: ResourceReading) -> dict[str, Sample]
             if not values or None in values:
                 continue
             value = sum(cast("ValuesView[int]", values))
-        samples[pod_name] = Sample(value, usage.timestamp, usage.window)
+        samples[pod_name] = make(Sample, (value, usage.timestamp, usage.window))
     return samples
 
 

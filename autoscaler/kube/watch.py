@@ -28,6 +28,7 @@ calls ``on_change(key, old, new)`` for every change, including those a relist re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -36,6 +37,7 @@ from typing import Any, Generic, TypeVar
 import structlog
 
 from autoscaler.kube.api import SILENT, KubeApi, KubeError, ResourcePath
+from autoscaler.kube.paging import list_pages
 
 R = TypeVar("R")
 Key = tuple[str, str]
@@ -194,17 +196,17 @@ class WatchCache(Generic[R]):
         that expired (410) relists from the start, through :meth:`run`."""
         fresh: dict[Key, R] = {}
         version = ""
-        page = self._ask_page("")
-        try:
-            while True:
-                body = await page
-                if not isinstance(body, Mapping):
-                    raise KubeError(0, "Malformed", f"list {self.name}: the answer is not an object")
-                metadata = body.get("metadata") or {}
-                version = str(metadata.get("resourceVersion") or "")
-                token = str(metadata.get("continue") or "")
-                if token:
-                    page = self._ask_page(token)
+        pages = list_pages(
+            self.api,
+            self.resource.collection(self.namespace),
+            resource=self.resource.label,
+            page_size=self.page_size,
+            label_selector=self.label_selector,
+            on_ask=self._asked,
+        )
+        async with contextlib.aclosing(pages):
+            async for body in pages:
+                version = str((body.get("metadata") or {}).get("resourceVersion") or "")
                 for position, obj in enumerate(body.get("items") or []):
                     if position % TRIM_SLICE == 0:
                         await asyncio.sleep(0)  # the loop's other work, the next page's request among it
@@ -215,10 +217,6 @@ class WatchCache(Generic[R]):
                     if record is not None:
                         fresh[key] = record
                 del body
-                if not token:
-                    break
-        finally:
-            page.cancel()  # a list cut short (cancelled, or a page failed) leaves no request behind
         if self.synced.is_set():
             self.relists += 1
         old = self.records
@@ -234,16 +232,8 @@ class WatchCache(Generic[R]):
                 if before != after:
                     self._on_change(key, before, after)
 
-    def _ask_page(self, token: str) -> asyncio.Future[Any]:
-        query = [("limit", str(self.page_size))] + ([("continue", token)] if token else [])
-        if self.label_selector:
-            query.append(("labelSelector", self.label_selector))
+    def _asked(self) -> None:
         self.lists += 1
-        page = asyncio.ensure_future(
-            self.api.get(self.resource.collection(self.namespace), resource=self.resource.label, query=query)
-        )
-        page.add_done_callback(_retrieved)  # a page abandoned with its error is not "never retrieved"
-        return page
 
     async def _watch_once(self) -> None:
         try:
@@ -305,11 +295,6 @@ class WatchCache(Generic[R]):
             return None
         self._unreadable.pop(key, None)
         return record
-
-
-def _retrieved(page: asyncio.Future[Any]) -> None:
-    if not page.cancelled():
-        page.exception()
 
 
 def _key(obj: Mapping[str, Any]) -> Key:
