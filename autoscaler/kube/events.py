@@ -8,7 +8,7 @@ is logged and never interrupts a sync.
 Each object's Events also pass client-go's spam filter (``EventSourceObjectSpamFilter``): a token
 bucket per object holding 25, refilled one every 5 minutes. A target that fails every sync then costs
 the API server 25 writes and one per 5 minutes after, not one per sync: when Prometheus is down for
-10,000 targets, that is the difference between ~667 Event writes a second and ~33 a minute. An Event
+10,000 targets, that is the difference between ~667 Event writes a second and ~33 (after the burst). An Event
 the filter holds back is counted (:attr:`EventRecorder.dropped`, ``autoscaler_events_dropped_total``),
 not written; every decision is still in the target's status and in the log.
 
