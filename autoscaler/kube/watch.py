@@ -80,7 +80,7 @@ class WatchCache(Generic[R]):
         # stop matching comes as DELETED (and one that starts to, as ADDED), as the API server sends them.
         self.label_selector = label_selector
         self._trim = trim
-        self._retrim = retrim
+        self._retrim = retrim or (lambda _known, obj: trim(obj))
         self._on_change = on_change
         self._watch_seconds = (min_watch_seconds, max_watch_seconds)
         self.silence_seconds = silence_seconds
@@ -279,8 +279,8 @@ class WatchCache(Generic[R]):
         """The record of one object; an object the trimmer fails on is left out (and logged once per
         version), so one odd object never stops the cache from following every other one."""
         try:
-            known = self.records.get(key) if self._retrim is not None else None
-            record = self._trim(obj) if known is None or self._retrim is None else self._retrim(known, obj)
+            known = self.records.get(key)
+            record = self._trim(obj) if known is None else self._retrim(known, obj)
         except Exception as exc:  # see the docstring
             version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             if self._unreadable.get(key) != version:

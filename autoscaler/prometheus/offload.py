@@ -17,13 +17,20 @@ from typing import Protocol, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["DecodeThread", "Offload"]
+__all__ = ["DecodeThread", "LoopPool", "Offload"]
 
 
 class Offload(Protocol):
     """Runs a function off the event loop and hands back its result."""
 
     async def run(self, work: Callable[[], T]) -> T: ...
+
+
+class LoopPool:
+    """:class:`Offload` on a thread of the event loop's default pool (``asyncio.to_thread``)."""
+
+    async def run(self, work: Callable[[], T]) -> T:
+        return await asyncio.to_thread(work)
 
 
 class DecodeThread:

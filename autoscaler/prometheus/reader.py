@@ -39,7 +39,7 @@ from autoscaler.core.observation import MetricFailure, MetricReading
 from autoscaler.core.spec import MetricSourceType, MetricSpec
 from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.extract import LabelNames, external_reading, object_reading, readings_in_one_pass
-from autoscaler.prometheus.offload import Offload
+from autoscaler.prometheus.offload import LoopPool, Offload
 from autoscaler.prometheus.partial import other_warnings, partial_cause, shorten
 from autoscaler.prometheus.planning import Member, PlannedQuery, PodGroup, PodGroups, QueryPlanner, ValueQueries
 from autoscaler.prometheus.queries import TargetQuery, Unplannable
@@ -83,7 +83,7 @@ class MetricsReader:
         """``offload``: where a large answer becomes readings (default: a thread of the loop's pool; the
         service gives its client's one decoding thread, see :mod:`autoscaler.prometheus.offload`)."""
         self._settings = settings
-        self._offload = offload
+        self._offload = offload or LoopPool()
         self._names = LabelNames(
             pod=settings.pod_label, container=settings.container_label, namespace=settings.namespace_label
         )
@@ -250,12 +250,7 @@ class MetricsReader:
         # A batched answer of thousands of pods' series takes tens of milliseconds to turn into readings:
         # in a worker thread the loop keeps its turns (the inputs are this sync's own, nothing else
         # touches them meanwhile).
-        if len(vector) < OFFLOAD_SERIES:
-            fast = extract()
-        elif self._offload is not None:
-            fast = await self._offload.run(extract)
-        else:
-            fast = await asyncio.to_thread(extract)
+        fast = await self._offload.run(extract) if len(vector) >= OFFLOAD_SERIES else extract()
         if fast is not None:
             for member, (found, matched) in zip(members, fast, strict=True):
                 _put(out, member, checked(found, member, returned, matched, self._names))

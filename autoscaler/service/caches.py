@@ -16,22 +16,21 @@ PodHandler = Callable[[Key, PodRecord | None, PodRecord | None], None]
 TargetHandler = Callable[[Key, Target | None, Target | None], None]
 
 
-def trim_target(obj: Mapping[str, Any]) -> Target | None:
+def trim_target(obj: Mapping[str, Any], known: Target | None = None) -> Target | None:
     """The target cache keeps parsed targets (spec validated once per change, status as compact text).
     A target past the depth and size limits is an invalid target with the path of the problem
-    (:func:`~autoscaler.service.targets.target_from_object` never raises)."""
-    meta = obj.get("metadata")
-    return target_from_object(obj) if isinstance(meta, Mapping) and isinstance(meta.get("name"), str) else None
-
-
-def retrim_target(known: Target, obj: Mapping[str, Any]) -> Target | None:
-    """:func:`trim_target` of a new version of ``known``'s object: its spec is parsed again only if its
-    generation changed (each status write comes back through the watch; at 10,000 targets, parsing
-    their specs again was a tenth of the service's CPU)."""
+    (:func:`~autoscaler.service.targets.target_from_object` never raises). ``known``: the target of an
+    earlier version of the object, whose spec is kept at the same generation (each status write comes back
+    through the watch; at 10,000 targets, parsing their specs again was a tenth of the service's CPU)."""
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
         return None
     return target_from_object(obj, known=known)
+
+
+def retrim_target(known: Target, obj: Mapping[str, Any]) -> Target | None:
+    """:func:`trim_target` of a new version of ``known``'s object (a watch cache's ``retrim``)."""
+    return trim_target(obj, known)
 
 
 class ClusterCaches:

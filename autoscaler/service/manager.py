@@ -32,7 +32,7 @@ from autoscaler.kube.pods import PodIndex
 from autoscaler.kube.scale import ScaleAccess
 from autoscaler.kube.watch import SILENCE_SECONDS, Key, WatchCache
 from autoscaler.service.batcher import MetricsBatcher, ReadMany
-from autoscaler.service.caches import ClusterCaches, retrim_target, trim_target
+from autoscaler.service.caches import ClusterCaches, trim_target
 from autoscaler.service.clock import ProcessClock
 from autoscaler.service.metrics_sink import MetricsSink, NullMetrics
 from autoscaler.service.reconciler import SyncContext, TargetReconciler
@@ -221,9 +221,8 @@ class Manager:
                     key = (
                         (str(meta.get("namespace") or ""), str(meta.get("name"))) if isinstance(meta, Mapping) else None
                     )
-                    known = self._targets.get(key) if key is not None else None
                     # Only the status is used: a spec at the cached generation is not parsed again.
-                    target = trim_target(obj) if known is None else retrim_target(known, obj)
+                    target = trim_target(obj, self._targets.get(key) if key is not None else None)
                     if target is not None:
                         found[target.key] = target
         return found
