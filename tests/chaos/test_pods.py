@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
+from datetime import datetime
 
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
@@ -77,15 +78,34 @@ def settled(cluster: KubeEmulator, replicas: int) -> bool:
     return len(pods) == replicas and all(is_ready(p) for p in pods)
 
 
+async def past_the_rate_window(cluster: KubeEmulator, window: float) -> None:
+    """Wait until every pod has been ready, and its CPU series steady, for longer than one rate window.
+
+    Two of upstream's rules make a fresh target's first decisions depend on this. Inside its CPU
+    initialization period a pod's sample counts only once a whole window was collected after it became
+    ready (groupPods): pods that turned ready a moment apart would be counted 3 ready of 4 for a sync or
+    two, and ceil(0.83 × 3) = 3. And ``rate()`` over a window that began before a pod's series did, or
+    before its burst ended, is not its steady rate. A target has no stabilization history yet to hold 4."""
+    ready_at = max(
+        datetime.fromisoformat(c["lastTransitionTime"]).timestamp()
+        for p in cluster.list("pods", "default", label_selector="app=web")
+        for c in p["status"]["conditions"]
+        if c["type"] == "Ready"
+    )
+    # + 2 s: lastTransitionTime is cut to the second, and the feeder notices readiness within its 0.2 s poll.
+    await asyncio.sleep(max(0.0, ready_at + window + 2.0 - time.time()))
+
+
 async def test_a_rolling_update_and_crash_looping_pods_do_not_move_the_count(
     chaos: Chaos, cluster: KubeEmulator, exporter: MetricsExporter, prometheus: PrometheusSandbox
 ) -> None:
     """Holds with the engine as it is (upstream's readiness rules); this proves it on a live service."""
     workload_controller(cluster).lifecycle = PodLifecycle(ready_delay=3.0)  # a new pod is unready for 3 s
-    cluster.create(deployment("web", 4, cpu="500m"))
-    await wait_until(lambda: settled(cluster, 4), what="four ready pods")
-    cluster.create(target("web", metrics=[CPU], max_replicas=12))
-    async with cpu_feeder(cluster, exporter, "web"):
+    async with cpu_feeder(cluster, exporter, "web"):  # a pod's series starts with the pod, as cAdvisor's does
+        cluster.create(deployment("web", 4, cpu="500m"))
+        await wait_until(lambda: settled(cluster, 4), what="four ready pods")
+        await past_the_rate_window(cluster, 10.0)  # the service's cpuRateWindow below
+        cluster.create(target("web", metrics=[CPU], max_replicas=12))
         await chaos.service(
             "one",
             prometheus={"cpuRateWindow": "10s"},
@@ -100,7 +120,7 @@ async def test_a_rolling_update_and_crash_looping_pods_do_not_move_the_count(
             seconds=30,
             what="a steady decision of 4",
         )
-        since = timeline.samples[-1].at
+        since = time.monotonic()  # the timeline's clock; its last sample may predate the write just seen
 
         # A rolling update: four new pods start (burning 200 % while unready), then the old ones go.
         cluster.patch("deployments", "web", {"spec": {"template": {"metadata": {"annotations": {"rev": "2"}}}}})
