@@ -20,8 +20,9 @@
   Prometheus evaluates it at its own time, so a skewed clock here cannot make the data stale or
   absent. Each answer's ``Date`` header is handed to ``observe_server_time`` to measure the skew.
 * Answers are read up to ``maxResponseBytes`` (past it the call fails with
-  :class:`PrometheusResponseTooLarge`); one larger than ``largeResponseBytes`` is decoded in a worker
-  thread a series at a time (see :func:`parse_instant_in_pieces`), so it never stalls the event loop.
+  :class:`PrometheusResponseTooLarge`); one larger than ``largeResponseBytes`` is decoded on the loop
+  ~256 KiB at a time with a turn for the loop between (see :func:`instant_in_slices` and
+  :mod:`autoscaler.prometheus.turns`), so it never stalls the event loop.
 
 What an attempt's outcome means (a body, an error status, a failed connection; whether to try again) is
 :mod:`autoscaler.prometheus.answers`; this module makes the calls.
@@ -49,18 +50,18 @@ from autoscaler.prometheus.errors import (
     PrometheusPartialAnswer,
     PrometheusTimeout,
 )
-from autoscaler.prometheus.offload import DecodeThread
 from autoscaler.prometheus.partial import partial_cause
 from autoscaler.prometheus.promql import format_time
 from autoscaler.prometheus.results import (
     InstantResult,
     RangeResult,
     SeriesFilter,
+    instant_in_slices,
     parse_instant,
-    parse_instant_in_pieces,
     parse_range,
 )
 from autoscaler.prometheus.settings import PrometheusSettings
+from autoscaler.prometheus.turns import in_turns
 from autoscaler.values.durations import format_prometheus_duration
 
 _BACKOFF_BASE = 0.05
@@ -105,7 +106,6 @@ class PrometheusClient:
         self._observe_server_time = observe_server_time
         self._clock = clock or time.time
         self._session: aiohttp.ClientSession | None = None
-        self.decoder = DecodeThread()  # large answers are decoded there (and, by the reader, read)
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._skip_headers: tuple[str, ...] = () if settings.compression else ("Accept-Encoding",)
 
@@ -132,7 +132,6 @@ class PrometheusClient:
         )
 
     async def close(self) -> None:
-        self.decoder.close()
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
@@ -151,7 +150,7 @@ class PrometheusClient:
         try:
             if len(payload) > self.settings.large_response_bytes:
                 self.stats.large_answers += 1
-                return await self.decoder.run(lambda: parse_instant_in_pieces(payload, keep))
+                return await in_turns(instant_in_slices(payload, keep))
             return parse_instant(self._answers.decode(payload, content_type))
         except PrometheusMalformedResponse:
             self.stats.failures["malformed"] = self.stats.failures.get("malformed", 0) + 1
@@ -169,7 +168,8 @@ class PrometheusClient:
         }
         payload, content_type = await self._call("/api/v1/query_range", form, None)
         if len(payload) > self.settings.large_response_bytes:
-            result = await self.decoder.run(lambda: parse_range(self._answers.decode(payload, content_type)))
+            # History for a backtest (no sync waits on it): in a worker thread, whole.
+            result = await asyncio.to_thread(lambda: parse_range(self._answers.decode(payload, content_type)))
         else:
             result = parse_range(self._answers.decode(payload, content_type))
         cause = partial_cause(result)

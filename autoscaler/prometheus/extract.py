@@ -15,8 +15,9 @@ Values are converted exactly from Prometheus' text (``"0.3"`` → 300 milli, rou
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from autoscaler.core.observation import (
     ExternalReading,
@@ -198,6 +199,86 @@ def external_reading(result: InstantResult) -> ExternalReading | MetricFailure:
     return ExternalReading(values=tuple(v for _, v in values), timestamp=timestamp)
 
 
+# Series (or wanted pods) handled per step of :func:`readings_in_steps`: a few milliseconds.
+STEP = 2000
+
+
+def readings_in_steps(
+    vector: Sequence[Series],
+    wanted: Sequence[tuple[str, frozenset[str]]],
+    names: LabelNames,
+    window: float,
+    *,
+    per_container: bool,
+    nanocores: bool = False,
+    step: int = STEP,
+) -> Generator[None, None, list[tuple[ResourceReading | PodsReading, int]] | None]:
+    """For each ``wanted`` (namespace, pods) set: what :func:`resource_reading` (``per_container``) or
+    :func:`pods_reading` gives for its series, and how many series it has, in one pass over a batched
+    answer instead of a split and a pass per set (the hot loop of a batched sync). A generator that
+    yields every ``step`` series or pods and returns the readings: the reader runs it on the event loop,
+    giving the loop a turn at each yield (a 100,000-pod answer is ~100 ms of work).
+
+    ``None`` when the answer needs the general path: a series without the namespace label, a pod
+    wanted by two sets, or a duplicate series (the general path's failure names both); a test checks
+    that every other answer equals the general path's."""
+    owner: dict[str, dict[str, int]] = {}
+    counted = 0
+    for index, (namespace, pods) in enumerate(wanted):
+        of_namespace = owner.setdefault(namespace, {})
+        for pod in pods:
+            if of_namespace.setdefault(pod, index) != index:
+                return None
+        counted += len(pods)
+        if counted >= step:
+            counted = 0
+            yield
+    # Each reading's per-pod tuples are made as the pod's first series comes (without the named tuples'
+    # Python-level __new__: one per pod per sync); a pod's later containers go into the same dict.
+    make = tuple.__new__
+    usages: list[dict[str, PodUsage]] = [{} for _ in wanted]
+    samples: list[dict[str, Sample]] = [{} for _ in wanted]
+    no_value: list[set[str]] = [set() for _ in wanted]  # pods whose sample is NaN/±Inf (left out)
+    matched = [0] * len(wanted)
+    pod_label, namespace_label, container_label = names.pod, names.namespace, names.container
+    for start in range(0, len(vector), step):
+        if start:
+            yield
+        for labels, timestamp, text in vector[start : start + step]:
+            pod_name = labels.get(pod_label)
+            if pod_name is None:
+                continue
+            series_namespace = labels.get(namespace_label)
+            if series_namespace is None:
+                return None
+            in_namespace = owner.get(series_namespace)
+            hit = in_namespace.get(pod_name) if in_namespace is not None else None
+            if hit is None:
+                continue
+            matched[hit] += 1
+            if per_container:
+                container = labels.get(container_label, "")
+                usage = usages[hit].get(pod_name)
+                value = milli_or_none(text, truncate_to_nano=nanocores)
+                if usage is None:
+                    usages[hit][pod_name] = make(PodUsage, ({container: value}, timestamp, window))
+                elif container in usage.containers:
+                    return None
+                else:
+                    cast(dict[str, int | None], usage.containers)[container] = value  # the dict made above
+            else:
+                if pod_name in samples[hit] or pod_name in no_value[hit]:
+                    return None
+                value = milli_or_none(text)
+                if value is None:
+                    no_value[hit].add(pod_name)
+                else:
+                    samples[hit][pod_name] = make(Sample, (value, timestamp, window))
+    if per_container:
+        return [(ResourceReading(pods=pods), count) for pods, count in zip(usages, matched, strict=True)]
+    return [(PodsReading(pods=pods), count) for pods, count in zip(samples, matched, strict=True)]
+
+
 def readings_in_one_pass(
     vector: Sequence[Series],
     wanted: Sequence[tuple[str, frozenset[str]]],
@@ -207,72 +288,11 @@ def readings_in_one_pass(
     per_container: bool,
     nanocores: bool = False,
 ) -> list[tuple[ResourceReading | PodsReading, int]] | None:
-    """For each ``wanted`` (namespace, pods) set: what :func:`resource_reading` (``per_container``) or
-    :func:`pods_reading` gives for its series, and how many series it has, in one pass over a batched
-    answer instead of a split and a pass per set (the hot loop of a batched sync).
-
-    ``None`` when the answer needs the general path: a series without the namespace label, a pod
-    wanted by two sets, or a duplicate series (the general path's failure names both); a test checks
-    that every other answer equals the general path's."""
-    owner: dict[str, dict[str, int]] = {}
-    for index, (namespace, pods) in enumerate(wanted):
-        of_namespace = owner.setdefault(namespace, {})
-        for pod in pods:
-            if of_namespace.setdefault(pod, index) != index:
-                return None
-    found: list[dict[str, tuple[dict[str, int | None], float]]] = [{} for _ in wanted]
-    values: list[dict[str, tuple[int | None, float]]] = [{} for _ in wanted]
-    matched = [0] * len(wanted)
-    pod_label, namespace_label, container_label = names.pod, names.namespace, names.container
-    for labels, timestamp, text in vector:
-        pod_name = labels.get(pod_label)
-        if pod_name is None:
-            continue
-        series_namespace = labels.get(namespace_label)
-        if series_namespace is None:
-            return None
-        in_namespace = owner.get(series_namespace)
-        hit = in_namespace.get(pod_name) if in_namespace is not None else None
-        if hit is None:
-            continue
-        matched[hit] += 1
-        if per_container:
-            container = labels.get(container_label, "")
-            entry = found[hit].get(pod_name)
-            if entry is None:
-                entry = found[hit][pod_name] = ({}, timestamp)
-            elif container in entry[0]:
-                return None
-            entry[0][container] = milli_or_none(text, truncate_to_nano=nanocores)
-        else:
-            if pod_name in values[hit]:
-                return None
-            values[hit][pod_name] = (milli_or_none(text), timestamp)
-    # The per-pod tuples are made without the named tuples' Python-level __new__ (one per pod per sync).
-    make = tuple.__new__
-    if per_container:
-        return [
-            (
-                ResourceReading(
-                    pods={
-                        pod: make(PodUsage, (containers, timestamp, window))
-                        for pod, (containers, timestamp) in pods.items()
-                    }
-                ),
-                count,
-            )
-            for pods, count in zip(found, matched, strict=True)
-        ]
-    return [
-        (
-            PodsReading(
-                pods={
-                    pod: make(Sample, (value, timestamp, window))
-                    for pod, (value, timestamp) in samples.items()
-                    if value is not None
-                }
-            ),
-            count,
-        )
-        for samples, count in zip(values, matched, strict=True)
-    ]
+    """:func:`readings_in_steps` run to the end in one go."""
+    steps = readings_in_steps(vector, wanted, names, window, per_container=per_container, nanocores=nanocores)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: list[tuple[ResourceReading | PodsReading, int]] | None = done.value
+            return result

@@ -30,7 +30,6 @@ as less load. Other warnings are logged once per distinct text, with the targets
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import random
 from collections.abc import Awaitable, Callable, Sequence
@@ -38,8 +37,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from autoscaler.core.observation import MetricFailure, MetricReading
 from autoscaler.core.spec import MetricSourceType, MetricSpec
 from autoscaler.prometheus.errors import PrometheusError
-from autoscaler.prometheus.extract import LabelNames, external_reading, object_reading, readings_in_one_pass
-from autoscaler.prometheus.offload import LoopPool, Offload
+from autoscaler.prometheus.extract import LabelNames, external_reading, object_reading, readings_in_steps
 from autoscaler.prometheus.partial import other_warnings, partial_cause, shorten
 from autoscaler.prometheus.planning import Member, PlannedQuery, PodGroup, PodGroups, QueryPlanner, ValueQueries
 from autoscaler.prometheus.queries import TargetQuery, Unplannable
@@ -54,13 +52,11 @@ from autoscaler.prometheus.sending import (
 from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.prometheus.splitting import checked, pod_reading, pods_filter, split
 from autoscaler.prometheus.templates import SCOPE_SLOT
+from autoscaler.prometheus.turns import in_turns
 
 __all__ = ["MetricsReader", "OnReady"]
 
 log = logging.getLogger(__name__)
-
-# Answers with at least this many series are turned into readings in a worker thread.
-OFFLOAD_SERIES = 1000
 
 _WARNINGS_REMEMBERED = 1000  # distinct warning texts already logged (forgotten all at once past this)
 
@@ -78,12 +74,8 @@ class MetricsReader:
         *,
         batch: bool = True,
         rng: Callable[[], float] = random.random,
-        offload: Offload | None = None,
     ) -> None:
-        """``offload``: where a large answer becomes readings (default: a thread of the loop's pool; the
-        service gives its client's one decoding thread, see :mod:`autoscaler.prometheus.offload`)."""
         self._settings = settings
-        self._offload = offload or LoopPool()
         self._names = LabelNames(
             pod=settings.pod_label, container=settings.container_label, namespace=settings.namespace_label
         )
@@ -238,19 +230,18 @@ class MetricsReader:
             return
         vector = result.vector
         returned = len(vector) + result.left_out
-        extract = functools.partial(
-            readings_in_one_pass,
-            vector,
-            [(m.target.namespace, m.pods) for m in members],
-            self._names,
-            group.window,
-            per_container=group.per_container,
-            nanocores=group.nanocores,
+        # A batched answer of 100,000 pods' series is ~100 ms of work: done in steps, with the loop's turns
+        # between them (the inputs are this sync's own, nothing else touches them meanwhile).
+        fast = await in_turns(
+            readings_in_steps(
+                vector,
+                [(m.target.namespace, m.pods) for m in members],
+                self._names,
+                group.window,
+                per_container=group.per_container,
+                nanocores=group.nanocores,
+            )
         )
-        # A batched answer of thousands of pods' series takes tens of milliseconds to turn into readings:
-        # in a worker thread the loop keeps its turns (the inputs are this sync's own, nothing else
-        # touches them meanwhile).
-        fast = await self._offload.run(extract) if len(vector) >= OFFLOAD_SERIES else extract()
         if fast is not None:
             for member, (found, matched) in zip(members, fast, strict=True):
                 _put(out, member, checked(found, member, returned, matched, self._names))

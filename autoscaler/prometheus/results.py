@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -149,24 +149,25 @@ def _vector(result: list[Any]) -> tuple[Series, ...]:
 
 _NO_LABELS: dict[str, str] = {}  # a series without "metric" (never modified)
 
-_RESULT_KEY = re.compile(r'"result"[ \t\n\r]*:[ \t\n\r]*\[')
-_SPACE = re.compile(r"[ \t\n\r]*")
+_RESULT_KEY = re.compile(rb'"result"[ \t\n\r]*:[ \t\n\r]*\[')
+_SPACE = re.compile(rb"[ \t\n\r]*")
 _NEXT = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
-_SERIES_SEPARATOR = '},{"metric":'  # between two series as Prometheus writes them (no spaces)
-SLICE_CHARS = 256 * 1024  # what one orjson call decodes: ~2,000 series, a few milliseconds
+_SERIES_SEPARATOR = b'},{"metric":'  # between two series as Prometheus writes them (no spaces)
+SLICE_BYTES = 256 * 1024  # what one step decodes: ~1,500 series, a few milliseconds
 
 
-def parse_instant_in_pieces(
-    payload: bytes | bytearray, keep: SeriesFilter | None = None, *, slice_chars: int = SLICE_CHARS
-) -> InstantResult:
-    """:func:`parse_instant` of a raw answer, a slice of series at a time, leaving out the series ``keep``
-    rejects; for a worker thread.
+def instant_in_slices(
+    payload: bytes | bytearray, keep: SeriesFilter | None = None, *, slice_bytes: int = SLICE_BYTES
+) -> Generator[None, None, InstantResult]:
+    """:func:`parse_instant` of a raw answer, ``slice_bytes`` of series per step, leaving out the series
+    ``keep`` rejects: a generator that yields between steps and returns the result (the client runs it
+    on the event loop, giving the loop a turn at each yield; :func:`parse_instant_in_pieces` runs it
+    to the end at once).
 
-    A single ``orjson.loads`` of a 27 MB answer holds the interpreter lock for half a second or more, and
-    so does freeing the 200,000 decoded series at once: the event loop would stall for all of it, even
-    with the decoding in a thread. Decoding ~256 KiB of series per call (a few milliseconds) lets the loop
-    take the lock between slices, and the series left out are freed slice by slice (no large heap for the
-    cyclic collector to walk).
+    One ``orjson.loads`` of a 27 MB answer holds the interpreter for half a second or more, and so does
+    turning 200,000 series into :class:`Series` or freeing them at once. A step decodes ~256 KiB of the
+    raw bytes (never the whole answer as text) and makes its series; the series left out are freed step
+    by step.
 
     The vector is found by its key: in valid JSON an unescaped ``"result": [`` can only be an object's
     ``result`` key holding an array, and the envelope around it is then checked to be a ``vector``
@@ -176,61 +177,91 @@ def parse_instant_in_pieces(
     otherwise. Anything unexpected (another result type, another layout, malformed JSON) is decoded
     whole by :func:`parse_instant`, which also gives the error message for a malformed answer.
     """
-    try:
-        text = payload.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _fail("the answer is not UTF-8") from None
-    found_key = _RESULT_KEY.search(text)
+    found_key = _RESULT_KEY.search(payload)
     if found_key is None:
         return parse_instant(_loads(payload))
-    kept: list[Any] = []
+    vector: list[Series] = []
     left_out = 0
     try:
-        position = _SPACE.match(text, found_key.end()).end()  # type: ignore[union-attr]
-        if text.startswith("]", position):
-            position += 1
+        position = _SPACE.match(payload, found_key.end()).end()  # type: ignore[union-attr]
+        last_cut = payload.rfind(_SERIES_SEPARATOR)
+        while True:
+            cut = payload.find(_SERIES_SEPARATOR, position + slice_bytes)
+            cut = last_cut if cut == -1 else cut
+            if cut <= position:
+                break
+            # Whole series up to the "}" at cut; the next one starts at cut + 2.
+            left_out += _take(orjson.loads(b"[" + payload[position : cut + 1] + b"]"), keep, vector)
+            position = cut + 2
+            yield
+        # The rest: the last series (or every one, in an answer laid out otherwise), one at a time.
+        tail = payload[position:].decode("utf-8")
+        at = 0
+        if tail.startswith("]"):
+            at = 1
         else:
-            last_cut = text.rfind(_SERIES_SEPARATOR)
             scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # raw_decode without its checks
+            stepped = 0
             while True:
-                cut = text.find(_SERIES_SEPARATOR, position + slice_chars)
-                cut = last_cut if cut == -1 else cut
-                sliced = cut > position  # whole series up to the "}" at cut; the next one starts at cut + 2
-                if sliced:
-                    items = orjson.loads("[" + text[position : cut + 1] + "]")
-                    position = cut + 2
-                else:  # the last series (or every one, in an answer laid out otherwise): one at a time
-                    item, position = scan(text, position)
-                    items = [item]
-                for item in items:
-                    if type(item) is not dict:
-                        raise ValueError("a series is not an object")
-                    labels = item.get("metric")
-                    if keep is not None and type(labels) is dict and not keep(labels):
-                        left_out += 1
-                    else:
-                        kept.append(item)
-                if sliced:
-                    continue
-                found = _NEXT.match(text, position)
+                item, at = scan(tail, at)
+                left_out += _take([item], keep, vector)
+                found = _NEXT.match(tail, at)
                 if found is None:
                     raise ValueError("no ',' or ']' after a series")
-                position = found.end()
+                at = found.end()
                 if found.group(1) == "]":
                     break
-        rest = text[position:]
+                if at - stepped >= slice_bytes:
+                    stepped = at
+                    yield
+        rest = tail[at:].encode()
         if _RESULT_KEY.search(rest):  # another "result" array: not the layout expected
             return parse_instant(_loads(payload))
         # The envelope without the series: "warnings" and "isPartial" may stand before or after "data".
-        outer = orjson.loads(text[: found_key.end()] + "]" + rest)
+        outer = orjson.loads(payload[: found_key.end()] + b"]" + rest)
     except (ValueError, StopIteration):  # JSONDecodeError is a ValueError; the scanner raises StopIteration
         return parse_instant(_loads(payload))
     envelope = success_data(outer)
     if envelope.data.get("resultType") != "vector" or envelope.data.get("result") != []:
         return parse_instant(_loads(payload))
     return InstantResult(
-        "vector", vector=_vector(kept), warnings=envelope.warnings, left_out=left_out, partial=envelope.partial
+        "vector", vector=tuple(vector), warnings=envelope.warnings, left_out=left_out, partial=envelope.partial
     )
+
+
+def parse_instant_in_pieces(
+    payload: bytes | bytearray, keep: SeriesFilter | None = None, *, slice_bytes: int = SLICE_BYTES
+) -> InstantResult:
+    """:func:`instant_in_slices` run to the end in one go (where nothing waits for a turn)."""
+    steps = instant_in_slices(payload, keep, slice_bytes=slice_bytes)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: InstantResult = done.value
+            return result
+
+
+def _take(items: object, keep: SeriesFilter | None, vector: list[Series]) -> int:
+    """Append the decoded ``items`` that ``keep`` keeps to ``vector``; how many it left out. A ValueError
+    for items that are not a vector's series (the caller then decodes the answer whole)."""
+    if type(items) is not list:
+        raise ValueError("not an array of series")
+    kept: list[Any] = []
+    left_out = 0
+    for item in items:
+        if type(item) is not dict:
+            raise ValueError("a series is not an object")
+        labels = item.get("metric")
+        if keep is not None and type(labels) is dict and not keep(labels):
+            left_out += 1
+        else:
+            kept.append(item)
+    try:
+        vector.extend(_vector(kept))
+    except PrometheusMalformedResponse:  # a matrix's series, or a malformed one: the whole decode says which
+        raise ValueError("not a vector's series") from None
+    return left_out
 
 
 def _loads(payload: bytes | bytearray) -> object:

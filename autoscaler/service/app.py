@@ -118,7 +118,7 @@ class Service:
                 ) as prometheus,
             ):
                 self.querier = TimedQuerier(prometheus, self.metrics)
-                reader = MetricsReader(self.querier, settings.prometheus, offload=prometheus.decoder)
+                reader = MetricsReader(self.querier, settings.prometheus)
                 skew = self.prometheus_skew
 
                 async def read_many(

@@ -206,7 +206,7 @@ class ServiceMetrics:
         )
         self.large_answers = Counter(
             "autoscaler_prometheus_large_answers_total",
-            "Prometheus answers larger than largeResponseBytes, decoded off the event loop.",
+            "Prometheus answers larger than largeResponseBytes, decoded in steps with the loop's turns between.",
             registry=r,
         )
         self.events_dropped = Counter(

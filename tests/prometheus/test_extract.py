@@ -23,6 +23,7 @@ from autoscaler.prometheus.extract import (
     object_reading,
     pods_reading,
     readings_in_one_pass,
+    readings_in_steps,
     resource_reading,
 )
 from autoscaler.prometheus.results import InstantResult, Series
@@ -117,12 +118,27 @@ _wanted = st.lists(
 )
 
 
-@given(vector=st.lists(_series, max_size=12), wanted=_wanted, per_container=st.booleans(), nanocores=st.booleans())
+@given(
+    vector=st.lists(_series, max_size=12),
+    wanted=_wanted,
+    per_container=st.booleans(),
+    nanocores=st.booleans(),
+    step=st.integers(1, 13),
+)
 def test_the_one_pass_readings_equal_the_general_path(
-    vector: list[Series], wanted: list[tuple[str, frozenset[str]]], per_container: bool, nanocores: bool
+    vector: list[Series], wanted: list[tuple[str, frozenset[str]]], per_container: bool, nanocores: bool, step: int
 ) -> None:
+    """Whatever the step (the loop's turns between them), the readings of one pass are the general path's."""
     names = LabelNames()
-    fast = readings_in_one_pass(vector, wanted, names, 30.0, per_container=per_container, nanocores=nanocores)
+    steps = readings_in_steps(vector, wanted, names, 30.0, per_container=per_container, nanocores=nanocores, step=step)
+    turns = 0
+    while True:
+        try:
+            next(steps)
+            turns += 1
+        except StopIteration as done:
+            fast = done.value
+            break
     if fast is None:
         return  # the reader takes the general path (split, then a reading per target)
     expected = []
@@ -136,6 +152,9 @@ def test_the_one_pass_readings_equal_the_general_path(
         assert not isinstance(reading, MetricFailure)  # a duplicate must have sent it to the general path
         expected.append((reading, len(bucket)))
     assert fast == expected
+    # A turn between each step's series (and wanted pods): none when one step holds them all.
+    assert turns >= (len(vector) - 1) // step
+    assert fast == readings_in_one_pass(vector, wanted, names, 30.0, per_container=per_container, nanocores=nanocores)
 
 
 def test_the_one_pass_leaves_the_odd_cases_to_the_general_path() -> None:

@@ -325,13 +325,14 @@ async def test_a_rejected_query_waits_its_backoff_then_is_sent_again() -> None:
     assert len(sent) == 2
 
 
-async def test_a_large_batched_answer_is_read_the_same_in_a_worker_thread() -> None:
-    """Answers of OFFLOAD_SERIES series or more become readings in a worker thread: the same readings."""
-    from autoscaler.prometheus.reader import OFFLOAD_SERIES
+async def test_a_large_batched_answer_is_read_in_steps_with_the_loops_turns_between() -> None:
+    """An answer of more than STEP series becomes readings in steps; the loop runs other work between
+    them; the readings are the same."""
+    from autoscaler.prometheus.extract import STEP
 
     targets = [
         target(f"ns{t % 3}", f"t{t}", tuple(f"t{t}-pod{p}" for p in range(10)), [sc.pods_metric(sc.rps_query("m"))])
-        for t in range(OFFLOAD_SERIES // 10 + 30)
+        for t in range(3 * STEP // 10 + 30)
     ]
     data = vector(
         *(
@@ -340,10 +341,23 @@ async def test_a_large_batched_answer_is_read_the_same_in_a_worker_thread() -> N
             for index, pod in enumerate(t.pod_names)
         )
     )
-    assert len(data.vector) >= OFFLOAD_SERIES
+    assert len(data.vector) > 3 * STEP
     reader, client = make_reader(lambda q: data)
-    rows = await reader.read(targets, AT)
+    turns = 0
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while True:
+            await asyncio.sleep(0)
+            turns += 1
+
+    counter = asyncio.create_task(count_turns())
+    try:
+        rows = await reader.read(targets, AT)
+    finally:
+        counter.cancel()
     assert len(client.queries) == 1
+    assert turns >= 3  # the other task ran between the steps (the fake answers without awaiting)
     for t, row in zip(targets, rows, strict=True):
         reading = row[0]
         assert isinstance(reading, PodsReading), reading

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.prometheus.errors import PrometheusMalformedResponse
-from autoscaler.prometheus.results import parse_instant, parse_instant_in_pieces
+from autoscaler.prometheus.results import instant_in_slices, parse_instant, parse_instant_in_pieces
 
 label_values = st.one_of(
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12),
@@ -51,17 +51,34 @@ def test_any_slicing_of_a_compact_answer_equals_the_whole(
         return str(labels.get("pod", "")).startswith(("a", "}"))
 
     whole = parse_instant(orjson.loads(payload))
-    result = parse_instant_in_pieces(payload, keep if filtered else None, slice_chars=size)
+    result = parse_instant_in_pieces(payload, keep if filtered else None, slice_bytes=size)
     assert result.vector == tuple(s for s in whole.vector if not filtered or keep(s.labels))
     assert result.left_out == len(whole.vector) - len(result.vector)
     assert result.warnings == ("w",)
+
+
+def test_a_large_answer_is_decoded_in_steps_of_a_slice() -> None:
+    """Between two slices of ``slice_bytes`` the generator yields (the client gives the loop a turn there)."""
+    items = [{"metric": {"namespace": "ns", "pod": f"pod-{i:05d}"}, "value": [1.5, str(i)]} for i in range(2000)]
+    payload = orjson.dumps(vector_answer(items))
+    steps = instant_in_slices(payload, slice_bytes=4096)
+    turns = 0
+    while True:
+        try:
+            next(steps)
+            turns += 1
+        except StopIteration as done:
+            result = done.value
+            break
+    assert result == parse_instant(orjson.loads(payload))
+    assert len(payload) // 4200 <= turns <= len(payload) // 4096 + 1
 
 
 def test_a_slice_that_is_not_series_fails_as_the_whole_decode_does() -> None:
     series = '{"metric":{},"value":[1,"2"]}'
     payload = f'{{"status":"success","data":{{"resultType":"vector","result":[{series},{series},5]}}}}'.encode()
     with pytest.raises(PrometheusMalformedResponse):
-        parse_instant_in_pieces(payload, slice_chars=1)
+        parse_instant_in_pieces(payload, slice_bytes=1)
 
 
 @given(st.lists(series, max_size=8))
