@@ -277,22 +277,3 @@ def readings_in_steps(
     if per_container:
         return [(ResourceReading(pods=pods), count) for pods, count in zip(usages, matched, strict=True)]
     return [(PodsReading(pods=pods), count) for pods, count in zip(samples, matched, strict=True)]
-
-
-def readings_in_one_pass(
-    vector: Sequence[Series],
-    wanted: Sequence[tuple[str, frozenset[str]]],
-    names: LabelNames,
-    window: float,
-    *,
-    per_container: bool,
-    nanocores: bool = False,
-) -> list[tuple[ResourceReading | PodsReading, int]] | None:
-    """:func:`readings_in_steps` run to the end in one go."""
-    steps = readings_in_steps(vector, wanted, names, window, per_container=per_container, nanocores=nanocores)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            result: list[tuple[ResourceReading | PodsReading, int]] | None = done.value
-            return result

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from autoscaler.prometheus.errors import PrometheusMalformedResponse
+from autoscaler.prometheus.turns import to_the_end
 
 # Which series of an answer the caller wants (by labels); the others may be left out while parsing.
 SeriesFilter = Callable[[Mapping[str, str]], bool]
@@ -232,14 +233,8 @@ def instant_in_slices(
 def parse_instant_in_pieces(
     payload: bytes | bytearray, keep: SeriesFilter | None = None, *, slice_bytes: int = SLICE_BYTES
 ) -> InstantResult:
-    """:func:`instant_in_slices` run to the end in one go (where nothing waits for a turn)."""
-    steps = instant_in_slices(payload, keep, slice_bytes=slice_bytes)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            result: InstantResult = done.value
-            return result
+    """:func:`instant_in_slices` run to the end in one go."""
+    return to_the_end(instant_in_slices(payload, keep, slice_bytes=slice_bytes))
 
 
 def _take(items: object, keep: SeriesFilter | None, vector: list[Series]) -> int:

@@ -7,10 +7,10 @@ generator that yields every few milliseconds; :func:`in_turns` runs it, letting 
 ready at each yield.
 
 Not a worker thread: the work is pure Python, so a thread never runs it beside the loop, only instead
-of it, taking the interpreter lock in turns with the loop's thread. Each time the loop's thread gave
-the lock up (any socket call does) it waited out the thread's switch interval to get it back, so its
-own short steps became long ones: at 10,000 targets the loop fell 225 ms behind its timers with one
-decoding thread (bench/service.py, BENCHMARKS.md), the steps that waited being the loop's own decodes.
+of it, taking the interpreter lock in turns with the loop's thread, whose own steps then took longer: at
+10,000 targets with one decoding thread, the loop's own decodes of smaller answers took up to 240 ms a
+step. In steps on the loop, the sync duration p99 went from 9.3 to 4.9 s (bench/service.py,
+BENCHMARKS.md "Loop lag at 10,000 targets").
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["in_turns"]
+__all__ = ["in_turns", "to_the_end"]
 
 
 async def in_turns(steps: Generator[None, None, T]) -> T:
@@ -34,3 +34,13 @@ async def in_turns(steps: Generator[None, None, T]) -> T:
             result: T = done.value
             return result
         await asyncio.sleep(0)
+
+
+def to_the_end(steps: Generator[None, None, T]) -> T:
+    """The value ``steps`` returns, run in one go (where nothing waits for a turn: tests, a worker)."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: T = done.value
+            return result

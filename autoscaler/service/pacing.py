@@ -3,10 +3,11 @@
 The loop runs everything that is ready before it looks at its timers again. A namespace's targets sync
 on the same tick (so that their metrics share queries), and one answer completes a namespace's
 readings at once: at 10,000 targets in 50 namespaces that is 200 syncs ready together, each ~1 ms of
-work or more. Run back to back they kept every timer waiting (the loop fell ~200 ms behind at 10,000
-targets, growing with the targets of a namespace: bench/service.py). A sync passes a :class:`TurnPacer`
-before each of its two parts of work (before it reads the cluster, after its readings came): at most
-``per_turn`` pass in one turn, the others wait for the next turns, in the order they came.
+work or more on a slow core, up to ``sync.concurrency`` (50) of them back to back in one turn. A sync
+passes a :class:`TurnPacer` before each of its two parts of work (before it reads the cluster, after its
+readings came): at most ``per_turn`` pass in one turn, the others wait for the next turns, in the order
+they came. (It bounds the work of a turn; the loop's lag at 10,000 targets is mostly something else, the
+garbage collector: BENCHMARKS.md "Loop lag at 10,000 targets".)
 """
 
 from __future__ import annotations

@@ -22,12 +22,13 @@ from autoscaler.prometheus.extract import (
     milli_or_none,
     object_reading,
     pods_reading,
-    readings_in_one_pass,
     readings_in_steps,
     resource_reading,
 )
 from autoscaler.prometheus.results import InstantResult, Series
+from autoscaler.prometheus.turns import to_the_end
 from autoscaler.values.quantity import milli_from_decimal_text
+from tests.prometheus.stepping import run_counting_turns
 
 
 def reference(text: str, truncate_to_nano: bool = False) -> int | None:
@@ -118,6 +119,14 @@ _wanted = st.lists(
 )
 
 
+def one_pass(
+    vector: list[Series], wanted: list[tuple[str, frozenset[str]]], *, per_container: bool, nanocores: bool = False
+) -> list[tuple[ResourceReading | PodsReading, int]] | None:
+    return to_the_end(
+        readings_in_steps(vector, wanted, LabelNames(), 30.0, per_container=per_container, nanocores=nanocores)
+    )
+
+
 @given(
     vector=st.lists(_series, max_size=12),
     wanted=_wanted,
@@ -130,15 +139,9 @@ def test_the_one_pass_readings_equal_the_general_path(
 ) -> None:
     """Whatever the step (the loop's turns between them), the readings of one pass are the general path's."""
     names = LabelNames()
-    steps = readings_in_steps(vector, wanted, names, 30.0, per_container=per_container, nanocores=nanocores, step=step)
-    turns = 0
-    while True:
-        try:
-            next(steps)
-            turns += 1
-        except StopIteration as done:
-            fast = done.value
-            break
+    turns, fast = run_counting_turns(
+        readings_in_steps(vector, wanted, names, 30.0, per_container=per_container, nanocores=nanocores, step=step)
+    )
     if fast is None:
         return  # the reader takes the general path (split, then a reading per target)
     expected = []
@@ -154,17 +157,16 @@ def test_the_one_pass_readings_equal_the_general_path(
     assert fast == expected
     # A turn between each step's series (and wanted pods): none when one step holds them all.
     assert turns >= (len(vector) - 1) // step
-    assert fast == readings_in_one_pass(vector, wanted, names, 30.0, per_container=per_container, nanocores=nanocores)
+    assert fast == one_pass(vector, wanted, per_container=per_container, nanocores=nanocores)
 
 
 def test_the_one_pass_leaves_the_odd_cases_to_the_general_path() -> None:
-    names = LabelNames()
     one = Series({"namespace": "a", "pod": "p0", "container": "app"}, 5.0, "0.25")
-    assert readings_in_one_pass([one], [("a", frozenset({"p0"}))], names, 30.0, per_container=True) == [
+    assert one_pass([one], [("a", frozenset({"p0"}))], per_container=True) == [
         (ResourceReading({"p0": PodUsage({"app": 250}, 5.0, 30.0)}), 1)
     ]
     no_namespace = Series({"pod": "p0", "container": "app"}, 5.0, "0.25")
-    assert readings_in_one_pass([no_namespace], [("a", frozenset({"p0"}))], names, 30.0, per_container=True) is None
-    assert readings_in_one_pass([one, one], [("a", frozenset({"p0"}))], names, 30.0, per_container=True) is None
+    assert one_pass([no_namespace], [("a", frozenset({"p0"}))], per_container=True) is None
+    assert one_pass([one, one], [("a", frozenset({"p0"}))], per_container=True) is None
     shared = [("a", frozenset({"p0"})), ("a", frozenset({"p0", "p1"}))]
-    assert readings_in_one_pass([one], shared, names, 30.0, per_container=False) is None
+    assert one_pass([one], shared, per_container=False) is None

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from autoscaler.prometheus.errors import PrometheusMalformedResponse
 from autoscaler.prometheus.results import instant_in_slices, parse_instant, parse_instant_in_pieces
+from tests.prometheus.stepping import run_counting_turns
 
 label_values = st.one_of(
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12),
@@ -61,15 +62,7 @@ def test_a_large_answer_is_decoded_in_steps_of_a_slice() -> None:
     """Between two slices of ``slice_bytes`` the generator yields (the client gives the loop a turn there)."""
     items = [{"metric": {"namespace": "ns", "pod": f"pod-{i:05d}"}, "value": [1.5, str(i)]} for i in range(2000)]
     payload = orjson.dumps(vector_answer(items))
-    steps = instant_in_slices(payload, slice_bytes=4096)
-    turns = 0
-    while True:
-        try:
-            next(steps)
-            turns += 1
-        except StopIteration as done:
-            result = done.value
-            break
+    turns, result = run_counting_turns(instant_in_slices(payload, slice_bytes=4096))
     assert result == parse_instant(orjson.loads(payload))
     assert len(payload) // 4200 <= turns <= len(payload) // 4096 + 1
 
