@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 import orjson
 
 from autoscaler.prometheus.errors import PrometheusMalformedResponse
-from autoscaler.prometheus.turns import to_the_end
 
 # Which series of an answer the caller wants (by labels); the others may be left out while parsing.
 SeriesFilter = Callable[[Mapping[str, str]], bool]
@@ -162,8 +161,7 @@ def instant_in_slices(
 ) -> Generator[None, None, InstantResult]:
     """:func:`parse_instant` of a raw answer, ``slice_bytes`` of series per step, leaving out the series
     ``keep`` rejects: a generator that yields between steps and returns the result (the client runs it
-    on the event loop, giving the loop a turn at each yield; :func:`parse_instant_in_pieces` runs it
-    to the end at once).
+    on the event loop, giving the loop a turn at each yield, see :mod:`autoscaler.prometheus.turns`).
 
     One ``orjson.loads`` of a 27 MB answer holds the interpreter for half a second or more, and so does
     turning 200,000 series into :class:`Series` or freeing them at once. A step decodes ~256 KiB of the
@@ -228,13 +226,6 @@ def instant_in_slices(
     return InstantResult(
         "vector", vector=tuple(vector), warnings=envelope.warnings, left_out=left_out, partial=envelope.partial
     )
-
-
-def parse_instant_in_pieces(
-    payload: bytes | bytearray, keep: SeriesFilter | None = None, *, slice_bytes: int = SLICE_BYTES
-) -> InstantResult:
-    """:func:`instant_in_slices` run to the end in one go."""
-    return to_the_end(instant_in_slices(payload, keep, slice_bytes=slice_bytes))
 
 
 def _take(items: object, keep: SeriesFilter | None, vector: list[Series]) -> int:

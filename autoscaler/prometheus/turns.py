@@ -21,7 +21,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["in_turns", "to_the_end"]
+__all__ = ["in_turns"]
 
 
 async def in_turns(steps: Generator[None, None, T]) -> T:
@@ -34,13 +34,3 @@ async def in_turns(steps: Generator[None, None, T]) -> T:
             result: T = done.value
             return result
         await asyncio.sleep(0)
-
-
-def to_the_end(steps: Generator[None, None, T]) -> T:
-    """The value ``steps`` returns, run in one go (where nothing waits for a turn: tests, a worker)."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            result: T = done.value
-            return result

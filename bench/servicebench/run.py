@@ -91,7 +91,7 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
     seed_cluster(h.emu, plan, lambda w: shard_of(w, args.shards))
     # The emulator (in this process) holds 100,000 pods' objects: with the interpreter's thresholds its full
     # collections took up to 3 s at 10,000 targets, during which it answered nobody — Lease renewals
-    # included (what lost the shards' Leases once). A real API server does not stop so; leave the
+    # included (the likely way the shards lost their Leases once). A real API server does not stop so; leave the
     # seeded objects out of the collector's walks.
     gc.collect()
     gc.freeze()

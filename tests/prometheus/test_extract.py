@@ -26,9 +26,8 @@ from autoscaler.prometheus.extract import (
     resource_reading,
 )
 from autoscaler.prometheus.results import InstantResult, Series
-from autoscaler.prometheus.turns import to_the_end
 from autoscaler.values.quantity import milli_from_decimal_text
-from tests.prometheus.stepping import run_counting_turns
+from tests.prometheus.stepping import run_counting_turns, to_the_end
 
 
 def reference(text: str, truncate_to_nano: bool = False) -> int | None:

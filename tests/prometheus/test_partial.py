@@ -29,11 +29,11 @@ from autoscaler.prometheus.results import (
     InstantResult,
     Series,
     parse_instant,
-    parse_instant_in_pieces,
     parse_range,
 )
 from tests.prometheus import scenario as sc
 from tests.prometheus.fake_server import FakePrometheus, Request, constant, error_response, json_response
+from tests.prometheus.stepping import decoded_in_slices
 
 AT = 1000.0
 # Thanos' own texts (pkg/store/proxy_merge.go), as its query API lists them in "warnings".
@@ -68,7 +68,7 @@ def test_both_decoders_see_the_flags_wherever_they_stand(envelope: dict[str, Any
     for document in (before, after):
         payload = json.dumps(document).encode()
         whole = parse_instant(orjson.loads(payload))
-        assert parse_instant_in_pieces(payload) == whole
+        assert decoded_in_slices(payload) == whole
         assert whole.partial is envelope.get("isPartial", False)
         assert whole.warnings == tuple(envelope.get("warnings", ()))
         assert len(whole.vector) == 2
@@ -88,7 +88,7 @@ def test_a_range_answer_carries_the_flags_too() -> None:
 @pytest.mark.parametrize("flag", ['"true"', "1", "null"])
 def test_an_is_partial_that_is_not_a_boolean_is_malformed(flag: str) -> None:
     payload = ('{"status":"success","isPartial":' + flag + ',"data":{"resultType":"vector","result":[]}}').encode()
-    for decode in (lambda: parse_instant(orjson.loads(payload)), lambda: parse_instant_in_pieces(payload)):
+    for decode in (lambda: parse_instant(orjson.loads(payload)), lambda: decoded_in_slices(payload)):
         with pytest.raises(Exception, match="isPartial"):
             decode()
 

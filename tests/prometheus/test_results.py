@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.prometheus.errors import PrometheusMalformedResponse
-from autoscaler.prometheus.results import instant_in_slices, parse_instant, parse_instant_in_pieces
-from tests.prometheus.stepping import run_counting_turns
+from autoscaler.prometheus.results import instant_in_slices, parse_instant
+from tests.prometheus.stepping import decoded_in_slices, run_counting_turns
 
 label_values = st.one_of(
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12),
@@ -37,7 +37,7 @@ def vector_answer(items: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
 def test_pieces_equal_the_whole(items: list[dict[str, Any]], pretty: bool, warnings: bool) -> None:
     document = vector_answer(items, **({"warnings": ['a "result":[ in text']} if warnings else {}))
     payload = json.dumps(document, indent=1 if pretty else None).encode()
-    assert parse_instant_in_pieces(payload) == parse_instant(orjson.loads(payload))
+    assert decoded_in_slices(payload) == parse_instant(orjson.loads(payload))
 
 
 @given(st.lists(series, max_size=30), st.integers(1, 400), st.booleans())
@@ -52,7 +52,7 @@ def test_any_slicing_of_a_compact_answer_equals_the_whole(
         return str(labels.get("pod", "")).startswith(("a", "}"))
 
     whole = parse_instant(orjson.loads(payload))
-    result = parse_instant_in_pieces(payload, keep if filtered else None, slice_bytes=size)
+    result = decoded_in_slices(payload, keep if filtered else None, slice_bytes=size)
     assert result.vector == tuple(s for s in whole.vector if not filtered or keep(s.labels))
     assert result.left_out == len(whole.vector) - len(result.vector)
     assert result.warnings == ("w",)
@@ -71,7 +71,7 @@ def test_a_slice_that_is_not_series_fails_as_the_whole_decode_does() -> None:
     series = '{"metric":{},"value":[1,"2"]}'
     payload = f'{{"status":"success","data":{{"resultType":"vector","result":[{series},{series},5]}}}}'.encode()
     with pytest.raises(PrometheusMalformedResponse):
-        parse_instant_in_pieces(payload, slice_bytes=1)
+        decoded_in_slices(payload, slice_bytes=1)
 
 
 @given(st.lists(series, max_size=8))
@@ -81,7 +81,7 @@ def test_the_filter_leaves_out_what_it_rejects_and_counts_it(items: list[dict[st
     def keep(labels: Any) -> bool:
         return str(labels.get("pod", "")).startswith("a")
 
-    result = parse_instant_in_pieces(payload, keep)
+    result = decoded_in_slices(payload, keep)
     whole = parse_instant(orjson.loads(payload))
     assert result.vector == tuple(s for s in whole.vector if keep(s.labels))
     assert result.left_out == len(whole.vector) - len(result.vector)
@@ -98,7 +98,7 @@ def test_the_filter_leaves_out_what_it_rejects_and_counts_it(items: list[dict[st
 )
 def test_other_layouts_decode_whole(document: dict[str, Any]) -> None:
     payload = orjson.dumps(document)
-    assert parse_instant_in_pieces(payload) == parse_instant(orjson.loads(payload))
+    assert decoded_in_slices(payload) == parse_instant(orjson.loads(payload))
 
 
 @pytest.mark.parametrize(
@@ -113,4 +113,4 @@ def test_other_layouts_decode_whole(document: dict[str, Any]) -> None:
 )
 def test_malformed_answers_fail_as_the_whole_decode_does(payload: bytes) -> None:
     with pytest.raises(PrometheusMalformedResponse):
-        parse_instant_in_pieces(payload)
+        decoded_in_slices(payload)
