@@ -28,7 +28,7 @@ from autoscaler.core.observation import (
     ResourceReading,
     Sample,
 )
-from autoscaler.prometheus.results import InstantResult, Series
+from autoscaler.prometheus.results import InstantResult, Series, rows
 from autoscaler.values.quantity import milli_from_decimal_text
 
 
@@ -244,7 +244,7 @@ def readings_in_steps(
     for start in range(0, len(vector), step):
         if start:
             yield
-        for labels, timestamp, text in vector[start : start + step]:
+        for labels, timestamp, text in rows(vector, start, start + step):
             pod_name = labels.get(pod_label)
             if pod_name is None:
                 continue

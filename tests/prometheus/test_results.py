@@ -3,6 +3,7 @@ leaves out), and falls back to the whole decode for anything else."""
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
@@ -12,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.prometheus.errors import PrometheusMalformedResponse
-from autoscaler.prometheus.results import instant_in_slices, parse_instant
+from autoscaler.prometheus.results import Series, Vector, instant_in_slices, parse_instant, rows
 from tests.prometheus.stepping import decoded_in_slices, run_counting_turns
 
 label_values = st.one_of(
@@ -114,3 +115,33 @@ def test_other_layouts_decode_whole(document: dict[str, Any]) -> None:
 def test_malformed_answers_fail_as_the_whole_decode_does(payload: bytes) -> None:
     with pytest.raises(PrometheusMalformedResponse):
         decoded_in_slices(payload)
+
+
+def test_a_vector_is_a_sequence_of_series() -> None:
+    series = [Series({"pod": "a"}, 1.0, "1"), Series({"pod": "b"}, 2.0, "NaN"), Series({}, 3.0, "0.5")]
+    vector = Vector.of(series)
+    assert len(vector) == 3 and vector[1] == series[1] and vector[-1].labels == {}
+    assert isinstance(vector[0], Series) and vector[0].value == "1"
+    assert list(vector) == series and vector == tuple(series) and tuple(series) == vector
+    assert vector[1:] == series[1:] and isinstance(vector[1:], Vector)
+    assert list(vector.rows(1, 2)) == [({"pod": "b"}, 2.0, "NaN")] and list(rows(series, 2)) == [series[2]]
+    assert vector != tuple(series[:2]) and vector != "abc" and Vector() == () and not Vector()
+    with pytest.raises(TypeError):
+        hash(vector)
+
+
+@pytest.mark.parametrize("in_slices", [True, False])
+def test_an_answer_held_adds_no_tracked_object_per_series(in_slices: bool) -> None:
+    """What keeps a batched sync's answers out of the cyclic collector's walks (BENCHMARKS.md, "Loop lag at
+    10,000 targets"): 20,000 series decoded and held add a handful of tracked objects, not one per series."""
+    items = [{"metric": {"namespace": "ns", "pod": f"pod-{i}"}, "value": [1.5, str(i)]} for i in range(20_000)]
+    payload = orjson.dumps(vector_answer(items))
+    gc.collect()
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        result = decoded_in_slices(payload, slice_bytes=4096) if in_slices else parse_instant(orjson.loads(payload))
+        held = len(gc.get_objects()) - before
+    finally:
+        gc.enable()
+    assert len(result.vector) == 20_000 and held < 20
