@@ -33,7 +33,7 @@ from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import MetricsReader, OnReady
 from autoscaler.service.clock import ProcessClock, SkewMonitor
 from autoscaler.service.http import HttpServer, ReadinessCheck
-from autoscaler.service.logs import configure_logging
+from autoscaler.service.logs import configure_logging, flush_logs
 from autoscaler.service.manager import Manager
 from autoscaler.service.metrics import ServiceMetrics
 from autoscaler.service.prometheus_reads import TimedQuerier, with_clock_note
@@ -345,10 +345,13 @@ async def serve(
     stop: asyncio.Event | None = None,
     record: str | None = None,
 ) -> None:
-    configure_logging(settings.logging)
+    configure_logging(settings.logging, in_thread=True)
     stop = stop or asyncio.Event()
     install_signal_handlers(stop)
-    await Service(settings, static_targets=static_targets, identity=identity, record=record).run(stop)
+    try:
+        await Service(settings, static_targets=static_targets, identity=identity, record=record).run(stop)
+    finally:
+        await asyncio.to_thread(flush_logs)  # the last lines (shutdown's) written before the caller goes on
 
 
 def identity_from_environment() -> str | None:

@@ -26,6 +26,7 @@ import structlog
 from structlog.tracebacks import ExceptionDictTransformer
 from structlog.typing import EventDict, Processor, WrappedLogger
 
+from autoscaler.service.log_writer import ThreadedStreamHandler
 from autoscaler.service.settings import LoggingSettings
 
 REDACTED = "[REDACTED]"
@@ -116,10 +117,11 @@ def _use_console(settings: LoggingSettings, stream: TextIO) -> bool:
     return settings.format == "console"
 
 
-def configure_logging(settings: LoggingSettings, *, stream: TextIO | None = None) -> None:
+def configure_logging(settings: LoggingSettings, *, stream: TextIO | None = None, in_thread: bool = False) -> None:
     """Configure structlog and the standard library's root logger to write to ``stream`` (stderr by
     default). Calling it again replaces the previous configuration; handlers installed by others
-    (pytest's, for instance) are left alone."""
+    (pytest's, for instance) are left alone. ``in_thread``: lines are written by a thread of their own
+    (:mod:`autoscaler.service.log_writer`), as the service does; otherwise where they are logged."""
     stream = sys.stderr if stream is None else stream
     console = _use_console(settings, stream)
     timestamper = structlog.processors.TimeStamper(fmt="iso", utc=True)
@@ -162,7 +164,7 @@ def configure_logging(settings: LoggingSettings, *, stream: TextIO | None = None
             renderer,
         ],
     )
-    handler = logging.StreamHandler(stream)
+    handler: logging.Handler = ThreadedStreamHandler(stream) if in_thread else logging.StreamHandler(stream)
     handler.setFormatter(formatter)
     setattr(handler, _OUR_HANDLER, True)
 
@@ -177,3 +179,10 @@ def configure_logging(settings: LoggingSettings, *, stream: TextIO | None = None
 def _use_colors(stream: TextIO) -> bool:
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
+
+
+def flush_logs() -> None:
+    """Wait until this module's handler has written what was logged (a blocking call: off the loop)."""
+    for handler in logging.getLogger().handlers:
+        if getattr(handler, _OUR_HANDLER, False):
+            handler.flush()

@@ -49,6 +49,7 @@ from autoscaler.service.writes import ApiWriter
 log = structlog.get_logger("autoscaler.manager")
 
 TAKEOVER_READ_BACKOFF = (0.5, 10.0)  # seconds: first retry, cap (the read of statuses at takeover)
+STARTS_PER_TURN = 100  # reconcilers started per turn of the loop when this instance starts leading
 TAKEOVER_PAGE = 500  # client-go's page size; 100 made the takeover read of 10,000 targets 100 round trips
 
 
@@ -179,11 +180,18 @@ class Manager:
             return
         statuses = await self._statuses_at_takeover()
         self._active = True
-        for target in list(self._targets.values()):
-            fresh = statuses.get(target.key)
+        for index, key in enumerate(list(self._targets)):
+            target = self._targets.get(key)
+            if target is None:  # deleted while an earlier start gave the loop its turn
+                continue
+            fresh = statuses.get(key)
             await self._apply_target(
                 target, at_startup=True, server_status=fresh.status if fresh is not None else target.status
             )
+            if index % STARTS_PER_TURN == STARTS_PER_TURN - 1:
+                # Starting a reconciler never waits for anything: 10,000 of them held the loop for
+                # seconds in one go (its probes, its watches, the first syncs' answers).
+                await asyncio.sleep(0)
         self._report_counts()
         self._tasks.append(asyncio.create_task(self._process_changes(), name="target changes"))
 

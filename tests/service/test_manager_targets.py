@@ -5,6 +5,7 @@ subresource, and only the namespaces it is told to watch.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import AsyncIterator
 from typing import Any
@@ -84,6 +85,45 @@ async def test_targets_come_and_go_within_a_second(emu: KubeEmulator) -> None:
             await eventually(lambda: replicas_of(emu, "web") == 4, timeout=1.5, what="first sync within a second")
             emu.delete("scalingtargets.autoscaler.dev", "web")
             await eventually(lambda: not manager.running, timeout=1.0, what="reconciler stopped")
+        finally:
+            await manager.stop()
+
+
+async def test_starting_many_reconcilers_gives_the_loop_turns_and_skips_a_target_deleted_meanwhile(
+    emu: KubeEmulator,
+) -> None:
+    """Taking over 10,000 targets starts 10,000 reconcilers: never in one go (the loop's probes and watches
+    wait meanwhile), and a target deleted while the starts go on is not started from the list taken before."""
+    emu.create(deployment("web", 2))
+    for index in range(250):
+        emu.create(target(f"t{index:03d}", "web"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 40)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics, period=30.0)
+        await manager.start_caches()
+        turns = 0
+        activated = asyncio.Event()
+        deleted: list[tuple[str, str]] = []
+
+        async def count_turns() -> None:
+            nonlocal turns
+            while not activated.is_set():
+                if manager._active:  # the starts have begun
+                    turns += 1
+                    if not deleted:  # one not started yet leaves the cache between two turns (a watch event)
+                        key = next(key for key in manager._targets if key not in manager.running)
+                        manager._target_event(key, manager._targets[key], None)
+                        deleted.append(key)
+                await asyncio.sleep(0)
+
+        counter = asyncio.create_task(count_turns())
+        try:
+            await manager.activate()
+            activated.set()
+            await counter
+            assert turns >= 2  # 250 starts, 100 per turn
+            assert len(manager.running) == 249 and deleted[0] not in manager.running
         finally:
             await manager.stop()
 

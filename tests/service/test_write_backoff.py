@@ -4,6 +4,7 @@ by a success."""
 from __future__ import annotations
 
 import random
+import tracemalloc
 
 from autoscaler.service.write_backoff import WriteBackoff
 
@@ -34,3 +35,16 @@ def test_the_first_retry_is_the_next_sync_and_a_success_resets() -> None:
 def test_a_cap_below_the_period_never_shortens_the_first_delay() -> None:
     backoff = WriteBackoff(base=60.0, cap=30.0, _random=random.Random(1))
     assert 48.0 <= backoff.failed("x", now=0.0) <= 60.0
+
+
+def test_a_backoff_is_small() -> None:
+    """One per target and kind of write: 20,000 at 10,000 targets. A random generator of each was 2.9 KiB
+    of Mersenne Twister state apiece (58 MiB); they share one."""
+    tracemalloc.start()
+    try:
+        backoffs = [WriteBackoff(base=15.0) for _ in range(1000)]
+        size, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(backoffs) == 1000 and size < 400_000
+    assert {round(b.failed("x", 0.0), 6) for b in backoffs[:50]} != {round(backoffs[0].delay, 6)}  # still jittered

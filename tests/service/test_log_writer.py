@@ -1,0 +1,112 @@
+"""The service's log lines are written by a thread of their own (service/log_writer.py): a stream that
+blocks never blocks the code that logs, lines keep their order, and a stream that stays stuck costs
+counted, announced lines instead of memory."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import structlog
+
+from autoscaler.service.log_writer import ThreadedStreamHandler
+from autoscaler.service.logs import configure_logging, flush_logs
+from autoscaler.service.settings import LoggingSettings
+
+
+class BlockedStream(io.StringIO):
+    """A stream whose writes wait until :attr:`open` is set, as a pipe nobody reads does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = threading.Event()
+        self.writes_started = threading.Event()
+
+    def write(self, text: str) -> int:
+        self.writes_started.set()
+        self.open.wait()
+        return super().write(text)
+
+
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+        handler.close()
+    root.setLevel(level)
+    structlog.reset_defaults()
+
+
+def lines(stream: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def threaded_json_logging(stream: io.StringIO) -> structlog.stdlib.BoundLogger:
+    configure_logging(LoggingSettings(format="json", level="info"), stream=stream, in_thread=True)
+    logger: structlog.stdlib.BoundLogger = structlog.stdlib.get_logger("autoscaler.test")
+    return logger
+
+
+def test_logging_returns_while_the_stream_is_blocked_and_every_line_follows_in_order() -> None:
+    stream = BlockedStream()
+    log = threaded_json_logging(stream)
+    # If a line were written where it is logged, the first call would wait for the stream: release it
+    # after a while, so that such a failure is a failed assertion, not a hung test.
+    releaser = threading.Timer(5.0, stream.open.set)
+    releaser.start()
+    try:
+        for index in range(100):
+            with structlog.contextvars.bound_contextvars(target=f"t{index}"):
+                log.info("decision", index=index)
+        returned_blocked = not stream.open.is_set()
+        assert stream.writes_started.wait(5.0)
+    finally:
+        stream.open.set()
+        releaser.cancel()
+    flush_logs()
+    assert returned_blocked, "logging waited for the stream"
+    written = lines(stream)
+    assert [line["index"] for line in written] == list(range(100))
+    assert [line["target"] for line in written] == [f"t{i}" for i in range(100)]  # the task's context, kept
+
+
+def test_a_stuck_stream_costs_counted_lines_and_a_warning_where_they_went_missing() -> None:
+    stream = BlockedStream()
+    handler = ThreadedStreamHandler(stream, capacity=5)
+    handler.setFormatter(logging.Formatter("%(message)s %(dropped)s"))
+    record = lambda text: logging.makeLogRecord({"msg": text, "dropped": "-"})  # noqa: E731
+    handler.emit(record("first"))
+    assert stream.writes_started.wait(5.0)  # the writer holds "first" at the blocked stream
+    for index in range(12):
+        handler.emit(record(f"queued {index}"))
+    stream.open.set()
+    handler.flush()
+    handler.emit(record("after"))
+    handler.flush()
+    written = stream.getvalue().splitlines()
+    assert written[:6] == ["first -"] + [f"queued {i} -" for i in range(5)]
+    assert written[6] == "log lines dropped: the log stream did not keep up 7"
+    assert written[7:] == ["after -"] and handler.dropped_total == 7
+    handler.close()
+
+
+def test_flush_waits_for_the_lines_and_close_ends_the_thread() -> None:
+    stream = io.StringIO()
+    handler = ThreadedStreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    for index in range(1000):
+        handler.emit(logging.makeLogRecord({"msg": f"line {index}"}))
+    handler.flush()
+    assert stream.getvalue().splitlines() == [f"line {i}" for i in range(1000)]
+    handler.close()
+    assert not handler._writer.is_alive()  # close joins the writer
+    handler.emit(logging.makeLogRecord({"msg": "after close"}))  # refused quietly, counted
+    assert "after close" not in stream.getvalue() and handler.dropped_total == 1
