@@ -46,6 +46,12 @@ log = structlog.get_logger("autoscaler.service")
 # The cyclic collector while the service runs (see _collect_garbage): the young generation's threshold, and
 # how often the service runs a full collection itself (none runs on its own: the threshold is never reached).
 GC_YOUNG_THRESHOLD = 20_000
+# Generation 1 is collected every other young collection (the interpreter: every eleventh). It holds what
+# outlived a young collection: at 10,000 targets, the in-flight syncs' coroutines, futures and readings,
+# ~100,000 objects after ten young collections, walked in one pause of 130-220 ms. Collected this often
+# it holds a tenth of that: every survivor is still walked once before it is promoted, in pauses of
+# ~55 ms (bench/service.py, BENCHMARKS.md "Loop lag at 10,000 targets").
+GC_MIDDLE_THRESHOLD = 1
 GC_FULL_SECONDS = 300.0
 GC_FULL_NEVER = 2**30
 
@@ -98,7 +104,7 @@ class Service:
         # From the start: the first LIST pages decode into hundreds of thousands of objects that live until
         # their page is trimmed into records, and with the interpreter's thresholds the collector walked
         # them (and the growing caches) over and over; half the CPU of syncing 100,000 pods' caches.
-        gc.set_threshold(GC_YOUNG_THRESHOLD, thresholds[1], GC_FULL_NEVER)
+        gc.set_threshold(GC_YOUNG_THRESHOLD, GC_MIDDLE_THRESHOLD, GC_FULL_NEVER)
         self.http = HttpServer(
             settings.http,
             self.metrics,

@@ -51,7 +51,10 @@ class ThreadedStreamHandler(logging.Handler):
                 self.dropped_total += 1
                 return
             self._lines.append(line)
-            self._changed.notify_all()
+            if len(self._lines) == 1 and not self._writing:
+                # Only an idle writer needs waking (a busy one takes the queue when it is done): a wake-up
+                # per line made the writer contend for the interpreter lock with every line logged.
+                self._changed.notify_all()
 
     def flush(self, timeout: float = FLUSH_TIMEOUT_SECONDS) -> None:
         """Wait (at most ``timeout`` seconds) until every queued line is written and the stream flushed."""
