@@ -54,13 +54,10 @@ class Vector(Sequence[Series]):
     def of(cls, series: Iterable[Series]) -> Vector:
         vector = cls()
         for labels, timestamp, value in series:
-            vector.append(labels, timestamp, value)
+            vector.labels.append(labels)
+            vector.timestamps.append(timestamp)
+            vector.values.append(value)
         return vector
-
-    def append(self, labels: Mapping[str, str], timestamp: float, value: str) -> None:
-        self.labels.append(labels)
-        self.timestamps.append(timestamp)
-        self.values.append(value)
 
     def rows(self, start: int = 0, stop: int | None = None) -> Iterator[_Row]:
         """``(labels, timestamp, value)`` of the series from ``start`` to ``stop`` (no :class:`Series` made)."""
