@@ -1,14 +1,17 @@
 """Fixtures for the service's operational components: the Kubernetes API emulator, and a loopback link in
-front of it that one client can be cut off by (the emulator's own faults hit every client alike)."""
+front of it that one client can be cut off by (the emulator's own faults hit every client alike); the
+logging configuration put back after a test that changed it."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
 import pytest
+import structlog
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient
 
@@ -111,3 +114,17 @@ async def link(emulator: KubeEmulator) -> AsyncIterator[Link]:
         yield relay
     finally:
         await relay.stop()
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """The root logger's handlers and level, and structlog's defaults, as they were before the test; the
+    handlers it added are closed (a threaded one's writer ends)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+        handler.close()
+    root.setLevel(level)
+    structlog.reset_defaults()

@@ -8,7 +8,6 @@ import io
 import json
 import logging
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,16 +32,7 @@ class BlockedStream(io.StringIO):
         return super().write(text)
 
 
-@pytest.fixture(autouse=True)
-def restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    for handler in [h for h in root.handlers if h not in handlers]:
-        root.removeHandler(handler)
-        handler.close()
-    root.setLevel(level)
-    structlog.reset_defaults()
+pytestmark = pytest.mark.usefixtures("restore_logging")
 
 
 def lines(stream: io.StringIO) -> list[dict[str, Any]]:
