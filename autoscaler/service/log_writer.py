@@ -46,7 +46,10 @@ class ThreadedStreamHandler(logging.Handler):
             self.handleError(record)
             return
         with self._changed:
-            if len(self._lines) >= self._capacity or self._closed:
+            if self._closed:  # nothing writes any more (the note included)
+                self.dropped_total += 1
+                return
+            if len(self._lines) >= self._capacity:
                 self._dropped += 1
                 self.dropped_total += 1
                 return

@@ -8,6 +8,7 @@ import io
 import json
 import logging
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -100,3 +101,6 @@ def test_flush_waits_for_the_lines_and_close_ends_the_thread() -> None:
     assert not handler._writer.is_alive()  # close joins the writer
     handler.emit(logging.makeLogRecord({"msg": "after close"}))  # refused quietly, counted
     assert "after close" not in stream.getvalue() and handler.dropped_total == 1
+    started = time.monotonic()
+    handler.flush(timeout=30.0)  # nothing is left to write: returns at once, not at its timeout
+    assert time.monotonic() - started < 10.0
