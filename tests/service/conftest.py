@@ -1,6 +1,7 @@
 """Fixtures for the service's operational components: the Kubernetes API emulator, and a loopback link in
-front of it that one client can be cut off by (the emulator's own faults hit every client alike); the
-logging configuration put back after a test that changed it."""
+front of it that one client can be cut off by (the emulator's own faults hit every client alike); an
+emulator that runs workloads, for the manager's tests; the logging configuration put back after a test
+that changed it."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import structlog
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient
 
-from kube_emulator import KubeEmulator
+from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
+from tests.service.cluster import CRD
 
 # Hop-by-hop headers are the link's own business, not the client's or the emulator's.
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
@@ -114,6 +116,15 @@ async def link(emulator: KubeEmulator) -> AsyncIterator[Link]:
         yield relay
     finally:
         await relay.stop()
+
+
+@pytest.fixture
+async def emu() -> AsyncIterator[KubeEmulator]:
+    """An emulator whose Deployments get pods (and pods readiness), with the ScalingTarget CRD installed.
+    A module that needs more (the VPA CRD) defines its own ``emu``, which takes precedence."""
+    async with KubeEmulator(bookmark_interval=0.5, controllers=[WorkloadController(PodLifecycle())]) as emulator:
+        emulator.install_crd(CRD)
+        yield emulator
 
 
 @pytest.fixture

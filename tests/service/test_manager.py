@@ -7,21 +7,13 @@ targets run, and what they point at: test_manager_targets.py.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
 import structlog
 
-from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
-from tests.service.cluster import CRD, FakeMetrics, condition, deployment, eventually, replicas_of, status_of, target
+from kube_emulator import KubeEmulator
+from tests.service.cluster import FakeMetrics, condition, deployment, eventually, replicas_of, status_of, target
 from tests.service.manager_setup import FAST_BEHAVIOR, make_manager, running
-
-
-@pytest.fixture
-async def emu() -> AsyncIterator[KubeEmulator]:
-    async with KubeEmulator(bookmark_interval=0.5, controllers=[WorkloadController(PodLifecycle())]) as emulator:
-        emulator.install_crd(CRD)
-        yield emulator
 
 
 async def test_scales_a_deployment_and_reports(emu: KubeEmulator) -> None:

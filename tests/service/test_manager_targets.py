@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest
 
 from autoscaler.kube.labels import parse_label_selector
 from autoscaler.service.caches import retrim_target
 from autoscaler.service.targets import load_targets_file, target_from_object
-from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
+from kube_emulator import KubeEmulator
 from tests.service.cluster import (
-    CRD,
     FakeMetrics,
     condition,
     deployment,
@@ -28,13 +24,6 @@ from tests.service.cluster import (
     target,
 )
 from tests.service.manager_setup import make_manager, running
-
-
-@pytest.fixture
-async def emu() -> AsyncIterator[KubeEmulator]:
-    async with KubeEmulator(bookmark_interval=0.5, controllers=[WorkloadController(PodLifecycle())]) as emulator:
-        emulator.install_crd(CRD)
-        yield emulator
 
 
 async def test_invalid_target_is_reported_and_others_go_on(emu: KubeEmulator) -> None:

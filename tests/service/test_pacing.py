@@ -6,13 +6,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator
-
-import pytest
 
 from autoscaler.service.pacing import PER_TURN, TurnPacer
-from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
-from tests.service.cluster import CRD, FakeMetrics, deployment, eventually, target
+from kube_emulator import KubeEmulator
+from tests.service.cluster import FakeMetrics, deployment, eventually, target
 from tests.service.manager_setup import running
 
 
@@ -71,13 +68,6 @@ async def test_a_caller_cancelled_while_waiting_takes_no_ones_place() -> None:
     assert passed == [0, 2] and turns <= 2  # the next turn's place went to the one after the cancelled caller
     await asyncio.gather(tasks[2], tasks[3])
     assert passed == [0, 2, 3] and tasks[1].cancelled()
-
-
-@pytest.fixture
-async def emu() -> AsyncIterator[KubeEmulator]:
-    async with KubeEmulator(bookmark_interval=0.5, controllers=[WorkloadController(PodLifecycle())]) as emulator:
-        emulator.install_crd(CRD)
-        yield emulator
 
 
 async def test_the_targets_of_a_namespace_start_their_syncs_a_few_per_turn(emu: KubeEmulator) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -19,9 +19,8 @@ from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.service.manager import Manager
 from autoscaler.service.reconciler import TargetReconciler
 from autoscaler.service.sharding import ShardingSettings
-from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
+from kube_emulator import KubeEmulator
 from tests.service.cluster import (
-    CRD,
     FakeMetrics,
     deployment,
     eventually,
@@ -34,13 +33,6 @@ from tests.service.cluster import (
 PERIOD = 0.3
 KEY = "autoscaler.dev/shard"
 TARGETS = "scalingtargets.autoscaler.dev"
-
-
-@pytest.fixture
-async def emu() -> AsyncIterator[KubeEmulator]:
-    async with KubeEmulator(bookmark_interval=0.5, controllers=[WorkloadController(PodLifecycle())]) as emulator:
-        emulator.install_crd(CRD)
-        yield emulator
 
 
 def options(shard: str | None) -> dict[str, Any]:
