@@ -237,9 +237,9 @@ def instant_in_slices(
     on the event loop, giving the loop a turn at each yield, see :mod:`autoscaler.prometheus.turns`).
 
     One ``orjson.loads`` of a 27 MB answer holds the interpreter for half a second or more, and so does
-    turning 200,000 series into :class:`Series` or freeing them at once. A step decodes ~256 KiB of the
-    raw bytes (never the whole answer as text) and makes its series; the series left out are freed step
-    by step.
+    taking 200,000 decoded series apart or freeing them at once. A step decodes ~256 KiB of the raw bytes
+    (never the whole answer as text) and appends the series it keeps to the :class:`Vector`'s columns;
+    the decoded objects, the series left out among them, are freed step by step.
 
     The vector is found by its key: in valid JSON an unescaped ``"result": [`` can only be an object's
     ``result`` key holding an array, and the envelope around it is then checked to be a ``vector``
