@@ -34,6 +34,7 @@ from autoscaler.prometheus.reader import MetricsReader, OnReady
 from autoscaler.service.clock import ProcessClock, SkewMonitor
 from autoscaler.service.http import HttpServer, ReadinessCheck
 from autoscaler.service.logs import configure_logging, flush_logs
+from autoscaler.service.loop_health import monitor_event_loop_lag, track_gc_pauses
 from autoscaler.service.manager import Manager
 from autoscaler.service.metrics import ServiceMetrics
 from autoscaler.service.prometheus_reads import TimedQuerier, with_clock_note
@@ -98,8 +99,8 @@ class Service:
 
     async def run(self, stop: asyncio.Event) -> None:
         settings = self.settings
-        lag_task = asyncio.create_task(self.metrics.monitor_event_loop_lag(), name="loop-lag")
-        untrack_gc = self.metrics.track_gc_pauses()
+        lag_task = asyncio.create_task(monitor_event_loop_lag(self.metrics.event_loop_lag), name="loop-lag")
+        untrack_gc = track_gc_pauses(self.metrics.gc_pauses)
         thresholds = gc.get_threshold()  # changed for the process here: put back at the end
         # From the start: the first LIST pages decode into hundreds of thousands of objects that live until
         # their page is trimmed into records, and with the interpreter's thresholds the collector walked

@@ -14,21 +14,13 @@ stay put from sync to sync, so ``autoscaler_target_limited == 1`` and ``changes(
 
 from __future__ import annotations
 
-import asyncio
-import gc
 import importlib.metadata
 import platform
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.metrics_core import Metric
 from prometheus_client.process_collector import ProcessCollector
@@ -49,6 +41,7 @@ NOT_LIMITED = frozenset({"", "DesiredWithinRange"})
 DIRECTIONS = frozenset({"up", "down"})
 WRITE_KINDS = frozenset({"scale", "status", "vpa"})
 OTHER = "other"
+_EOF = b"# EOF\n"  # OpenMetrics' last line
 
 # Seconds. A sync is a few milliseconds when it only reads caches; Prometheus queries and API calls take
 # milliseconds to seconds; anything near the 15 s period is a problem worth its own bucket.
@@ -190,7 +183,7 @@ class ServiceMetrics:
             buckets=LAG_BUCKETS,
             registry=r,
         )
-        self._gc_pauses = [self.gc_pause.labels(str(generation)) for generation in range(3)]
+        self.gc_pauses = [self.gc_pause.labels(str(generation)) for generation in range(3)]  # loop_health.py
         self.event_loop_lag = Histogram(
             "autoscaler_event_loop_lag_seconds",
             "How late the event loop ran a timer (blocked or overloaded loop).",
@@ -233,11 +226,20 @@ class ServiceMetrics:
 
     # ---- exposition -----------------------------------------------------------------------------
 
-    content_type = CONTENT_TYPE_LATEST
+    def exposition(self, accept: str = "") -> tuple[bytes, str]:
+        """/metrics' body and its content type for an Accept header (text format 0.0.4, or OpenMetrics when
+        asked for): the registry as prometheus-client writes it, then the per-target families."""
+        encoder, content_type = choose_encoder(accept)
+        body = encoder(self.registry)
+        openmetrics = content_type.startswith("application/openmetrics-text")
+        per_target = self._target_collector.per_target_text(openmetrics=openmetrics).encode()
+        if openmetrics and body.endswith(_EOF):
+            return body[: -len(_EOF)] + per_target + _EOF, content_type
+        return body + per_target, content_type
 
     def render(self) -> bytes:
-        """The registry in the Prometheus text format (version 0.0.4)."""
-        return generate_latest(self.registry)
+        """Everything in the Prometheus text format (version 0.0.4)."""
+        return self.exposition()[0]
 
     # ---- reconciles ----------------------------------------------------------------------------
 
@@ -375,26 +377,3 @@ class ServiceMetrics:
 
     def set_clock_skew(self, peer: str, seconds: float) -> None:
         self.clock_skew.labels(_bounded(peer, CLOCK_PEERS)).set(seconds)
-
-    def track_gc_pauses(self) -> Callable[[], None]:
-        """Time every cyclic collection into ``autoscaler_gc_pause_seconds`` until the returned function is
-        called (the interpreter's ``gc.callbacks`` are process-wide)."""
-        started = [0.0]
-
-        def callback(phase: str, info: dict[str, int]) -> None:
-            if phase == "start":
-                started[0] = time.perf_counter()
-            elif 0 <= info.get("generation", -1) < len(self._gc_pauses):
-                self._gc_pauses[info["generation"]].observe(time.perf_counter() - started[0])
-
-        gc.callbacks.append(callback)
-        return lambda: gc.callbacks.remove(callback)
-
-    async def monitor_event_loop_lag(self, interval: float = 0.5) -> None:
-        """Run until cancelled: sleep ``interval`` and record how much later than asked the loop woke us.
-        A loop blocked by a long parse or a synchronous call shows up here first."""
-        loop = asyncio.get_running_loop()
-        while True:
-            started = loop.time()
-            await asyncio.sleep(interval)
-            self.event_loop_lag.observe(max(0.0, loop.time() - started - interval))

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from autoscaler.service.loop_health import monitor_event_loop_lag, track_gc_pauses
 from autoscaler.service.metrics import ServiceMetrics
 from autoscaler.service.metrics_targets import LIMIT_REASONS
 
@@ -261,7 +262,7 @@ def test_process_gauges() -> None:
 
 async def test_the_loop_lag_monitor_sees_a_blocked_loop() -> None:
     metrics = ServiceMetrics(process_metrics=False)
-    monitor = asyncio.create_task(metrics.monitor_event_loop_lag(interval=0.02))
+    monitor = asyncio.create_task(monitor_event_loop_lag(metrics.event_loop_lag, interval=0.02))
     await asyncio.sleep(0.05)
     time.sleep(0.15)  # noqa: ASYNC251 -- deliberately block the loop, as a long synchronous parse would
     await asyncio.sleep(0.05)
@@ -363,7 +364,7 @@ async def test_a_scrape_in_its_thread_while_the_loop_changes_every_target() -> N
 
 def test_gc_pauses_are_timed_until_untracked() -> None:
     metrics = ServiceMetrics(process_metrics=False)
-    untrack = metrics.track_gc_pauses()
+    untrack = track_gc_pauses(metrics.gc_pauses)
     try:
         gc.collect()
         gc.collect(0)
