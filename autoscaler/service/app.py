@@ -33,7 +33,7 @@ from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import MetricsReader, OnReady
 from autoscaler.service.clock import ProcessClock, SkewMonitor
 from autoscaler.service.http import HttpServer, ReadinessCheck
-from autoscaler.service.logs import configure_logging, flush_logs
+from autoscaler.service.logs import configure_logging, flush_logs, log_lines_dropped
 from autoscaler.service.loop_health import monitor_event_loop_lag, track_gc_pauses
 from autoscaler.service.manager import Manager
 from autoscaler.service.metrics import ServiceMetrics
@@ -161,6 +161,7 @@ class Service:
                     sharding=settings.sharding,
                     clock=self.clock.now,
                 )
+                self.metrics.watch_log_lines_dropped(log_lines_dropped)
                 self.metrics.watch_caches(
                     lambda: [
                         (c.resource.label, c.synced.is_set(), c.stale_for(), c.incidents, c.relists)

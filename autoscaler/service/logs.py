@@ -189,6 +189,16 @@ def _use_colors(stream: TextIO) -> bool:
     return bool(isatty and isatty())
 
 
+def log_lines_dropped() -> int:
+    """Lines this module's handler dropped because its stream did not keep up (see
+    :mod:`~autoscaler.service.log_writer`), since logging was last configured."""
+    return sum(
+        getattr(handler, "dropped_total", 0)
+        for handler in logging.getLogger().handlers
+        if getattr(handler, _OUR_HANDLER, False)
+    )
+
+
 def flush_logs() -> None:
     """Wait until this module's handler has written what was logged (a blocking call: off the loop)."""
     for handler in logging.getLogger().handlers:

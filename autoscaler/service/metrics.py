@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.gc_collector import GCCollector
-from prometheus_client.metrics_core import Metric
+from prometheus_client.metrics_core import CounterMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 
 from autoscaler.service.metrics_caches import CacheCollector, CacheState
@@ -74,6 +74,21 @@ class _WithoutCreated:
         for family in self._inner.collect():
             family.samples = [s for s in family.samples if not s.name.endswith("_created")]
             yield family
+
+
+class _LogLinesDropped:
+    """``autoscaler_log_lines_dropped_total``, read from the log writer when scraped."""
+
+    def __init__(self, source: Callable[[], int]) -> None:
+        self._source = source
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "autoscaler_log_lines_dropped",
+            "Log lines dropped because the log stream did not keep up (a warning line says how many, where).",
+        )
+        family.add_metric([], self._source())
+        yield family
 
 
 class ServiceMetrics:
@@ -175,6 +190,8 @@ class ServiceMetrics:
         )
         self.targets = Gauge("autoscaler_targets", "Targets known, by state.", ["state"], registry=r)
         r.register(CacheCollector(self._cache_source))
+        self._log_lines_dropped: Callable[[], int] = lambda: 0
+        r.register(_LogLinesDropped(lambda: self._log_lines_dropped()))
         self.gc_pause = Histogram(
             "autoscaler_gc_pause_seconds",
             "How long each cyclic garbage collection stopped the process, by generation "
@@ -371,6 +388,10 @@ class ServiceMetrics:
     def watch_caches(self, source: Callable[[], Iterable[CacheState]]) -> None:
         """Where the cache series come from: called at scrape time, one state per watch cache."""
         self._caches = source
+
+    def watch_log_lines_dropped(self, source: Callable[[], int]) -> None:
+        """Where ``autoscaler_log_lines_dropped_total`` comes from: called at scrape time."""
+        self._log_lines_dropped = source
 
     def _cache_source(self) -> Iterable[CacheState]:
         return self._caches()

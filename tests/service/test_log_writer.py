@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import structlog
 
-from autoscaler.service.log_writer import ThreadedStreamHandler
-from autoscaler.service.logs import configure_logging, flush_logs
+from autoscaler.service.log_writer import LINES_QUEUED, ThreadedStreamHandler
+from autoscaler.service.logs import configure_logging, flush_logs, log_lines_dropped
+from autoscaler.service.metrics import ServiceMetrics
 from autoscaler.service.settings import LoggingSettings
 
 
@@ -104,3 +105,21 @@ def test_flush_waits_for_the_lines_and_close_ends_the_thread() -> None:
     started = time.monotonic()
     handler.flush(timeout=30.0)  # nothing is left to write: returns at once, not at its timeout
     assert time.monotonic() - started < 10.0
+
+
+def test_the_service_metrics_count_the_lines_a_stuck_stream_dropped() -> None:
+    stream = BlockedStream()
+    log = threaded_json_logging(stream)
+    metrics = ServiceMetrics(process_metrics=False)
+    metrics.watch_log_lines_dropped(log_lines_dropped)
+    try:
+        log.info("first")  # taken by the writer, which then waits on the stream
+        assert stream.writes_started.wait(5)
+        for index in range(LINES_QUEUED + 25):
+            log.info("decision", index=index)
+        exposition = metrics.render().decode()
+    finally:
+        stream.open.set()
+        flush_logs()
+    assert "autoscaler_log_lines_dropped_total 25.0" in exposition.splitlines()
+    assert log_lines_dropped() == 25

@@ -78,6 +78,7 @@ def test_families_follow_the_naming_conventions() -> None:
         "autoscaler_clock_skew_seconds": "gauge",
         "autoscaler_prometheus_large_answers": "counter",
         "autoscaler_events_dropped": "counter",
+        "autoscaler_log_lines_dropped": "counter",
         "autoscaler_prometheus_warnings": "counter",
         "autoscaler_build_info": "gauge",
         "autoscaler_per_target_series_exported": "gauge",
