@@ -47,6 +47,13 @@ def test_fast_path_equals_the_core_conversion(number: Decimal | float) -> None:
         assert milli_or_none(text, truncate_to_nano=True) == reference(text, truncate_to_nano=True), text
 
 
+@given(st.from_regex(r"-?[0-9]{1,30}(\.[0-9]{0,30})?", fullmatch=True))
+def test_plain_decimals_of_any_length_equal_the_core_conversion(text: str) -> None:
+    """The texts the fast path takes (and, past its length, gives to the general path)."""
+    assert milli_or_none(text) == reference(text), text
+    assert milli_or_none(text, truncate_to_nano=True) == reference(text, truncate_to_nano=True), text
+
+
 @pytest.mark.parametrize(
     "text, milli",
     [
