@@ -112,22 +112,30 @@ class ObjectReads:
         resource_version = self.store.resource_version
         scope = namespace if resource_type.namespaced else None
         pinned_name = fields.exact("metadata.name")
+        start_after: tuple[str, str] | None = None
+        if continue_token:
+            resource_version, start_after = _decode_continue(continue_token)
+        following: int | None = None  # how many objects follow start_after, when only a page was taken
         if pinned_name is not None and (scope is not None or not resource_type.namespaced):
             # A single-object list (how clients watch one object) needs no scan.
             found = self.store.get(resource_type.storage_key, scope or "", pinned_name)
             candidates = [found] if found else []
+        elif limit and scope is None and labels.is_empty() and not fields.requirements:
+            # A page of everything (how an informer lists): only the page's objects, and one more.
+            candidates, following = self.store.page(resource_type.storage_key, start_after, limit + 1)
+            start_after = None
         else:
             candidates = self.store.list(resource_type.storage_key, scope, labels)
         if accepts is not None and fields.requirements:
             candidates = [stored for stored in candidates if accepts(stored)]
-        if continue_token:
-            resource_version, start_after = _decode_continue(continue_token)
+        if start_after is not None:
             # candidates are in (namespace, name) order: the page starts right after the last one sent
             first = bisect.bisect_right(candidates, start_after, key=lambda stored: (stored.namespace, stored.name))
             candidates = candidates[first:]
+        total = len(candidates) if following is None else following
         token, remaining = None, None
-        if limit and len(candidates) > limit:
-            remaining = len(candidates) - limit
+        if limit and total > limit:
+            remaining = total - limit
             candidates = candidates[:limit]
             last = candidates[-1]
             token = _encode_continue(resource_version, (last.namespace, last.name))

@@ -85,3 +85,19 @@ async def test_cluster_wide_pages_come_in_namespace_name_order_and_see_new_and_d
     assert (await everything())[:2] == [("a", "p0"), ("a", "p1")]
     await core.delete_namespaced_pod("p2", "b", grace_period_seconds=0)
     assert await everything() == [("a", "p0"), ("a", "p1"), ("a", "p2"), ("a", "p3"), ("b", "p1"), ("b", "p3")]
+
+
+async def test_cluster_wide_pages_count_what_remains_and_end_on_the_last_object(
+    emulator: KubeEmulator, api: ApiClient
+) -> None:
+    emulator.seed(*(pod(f"p{i}") for i in range(5)))
+    core = client.CoreV1Api(api)
+    first = await core.list_pod_for_all_namespaces(limit=2)
+    assert [p.metadata.name for p in first.items] == ["p0", "p1"] and first.metadata.remaining_item_count == 3
+    second = await core.list_pod_for_all_namespaces(limit=2, _continue=first.metadata._continue)
+    assert [p.metadata.name for p in second.items] == ["p2", "p3"] and second.metadata.remaining_item_count == 1
+    last = await core.list_pod_for_all_namespaces(limit=2, _continue=second.metadata._continue)
+    assert [p.metadata.name for p in last.items] == ["p4"] and not last.metadata._continue
+    for limit in (5, 6):  # a page that holds everything left has no continue token
+        whole = await core.list_pod_for_all_namespaces(limit=limit)
+        assert len(whole.items) == 5 and not whole.metadata._continue and whole.metadata.remaining_item_count is None
