@@ -117,6 +117,22 @@ async def test_a_steady_decision_is_logged_at_debug_a_change_at_info(
     assert all(line["log_level"] == "info" for line in decisions if line["scaled"])
 
 
+async def test_a_takeover_logs_one_line_for_its_reconcilers_and_a_later_target_its_own(emu: KubeEmulator) -> None:
+    for name in ("a", "b", "c"):
+        emu.create(deployment(name, 1))
+        emu.create(target(name, name))
+    emu.create(target("broken", "a", min_replicas=5, max_replicas=2))  # invalid: counted apart
+    with structlog.testing.capture_logs() as logs:
+        async with running(emu, FakeMetrics()) as manager:
+            emu.create(deployment("d", 1))
+            emu.create(target("d", "d"))
+            await eventually(lambda: ("default", "d") in manager.running, what="the later target's reconciler")
+    started = [(line["log_level"], line.get("name")) for line in logs if line["event"] == "reconciler started"]
+    assert sorted(started) == [("debug", "a"), ("debug", "b"), ("debug", "c"), ("info", "d")]
+    summary = [line for line in logs if line["event"] == "reconcilers started"]
+    assert [(s["log_level"], s["targets"], s["invalid"]) for s in summary] == [("info", 3, 1)]
+
+
 async def test_conflicting_writes_are_retried_on_fresh_state(emu: KubeEmulator) -> None:
     emu.create(deployment("web", 2))
     emu.create(target("web", "web"))
