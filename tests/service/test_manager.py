@@ -6,11 +6,15 @@ targets run, and what they point at: test_manager_targets.py.
 
 from __future__ import annotations
 
+import io
+import json
 import logging
 
 import pytest
 import structlog
 
+from autoscaler.service.logs import configure_logging
+from autoscaler.service.settings import LoggingSettings
 from kube_emulator import KubeEmulator
 from tests.service.cluster import FakeMetrics, condition, deployment, eventually, replicas_of, status_of, target
 from tests.service.manager_setup import FAST_BEHAVIOR, make_manager, running
@@ -131,6 +135,28 @@ async def test_a_takeover_logs_one_line_for_its_reconcilers_and_a_later_target_i
     assert sorted(started) == [("debug", "a"), ("debug", "b"), ("debug", "c"), ("info", "d")]
     summary = [line for line in logs if line["event"] == "reconcilers started"]
     assert [(s["log_level"], s["targets"], s["invalid"]) for s in summary] == [("info", 3, 1)]
+
+
+@pytest.mark.usefixtures("restore_logging")
+async def test_every_line_of_a_running_reconciler_names_its_target_and_only_its_task_carries_it(
+    emu: KubeEmulator,
+) -> None:
+    stream = io.StringIO()
+    configure_logging(LoggingSettings(format="json", level="debug"), stream=stream)
+    for name in ("a", "b"):
+        emu.create(deployment(name, 1))
+        emu.create(target(name, name))
+    metrics = FakeMetrics()
+    metrics.set("queue", 10)
+    async with running(emu, metrics) as manager:
+        reconcilers = [manager.running[("default", n)].reconciler for n in ("a", "b")]
+        await eventually(lambda: all(r.syncs >= 3 for r in reconcilers), what="three syncs each")
+    structlog.get_logger("autoscaler.test").info("after")
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    decisions = [line for line in lines if line["event"] == "decision"]
+    assert {line["name"] for line in decisions} == {"a", "b"} and len(decisions) >= 6
+    assert all(line["namespace"] == "default" for line in decisions)
+    assert "name" not in lines[-1] and lines[-1]["event"] == "after"
 
 
 async def test_conflicting_writes_are_retried_on_fresh_state(emu: KubeEmulator) -> None:
