@@ -25,6 +25,12 @@ def report(result: dict[str, Any]) -> str:
         f"steady window {w0.seconds:.1f} s = {w0.periods:.2f} periods{shards}"
         + (f"; overrides {result['overrides']}" if result["overrides"] else ""),
     ]
+    if result.get("speed_ms"):
+        lines.append(
+            "machine speed (servicebench/speed.py: a fixed workload on the service's CPUs, lower is faster): "
+            + " before, ".join(f"{ms:.0f} ms" for ms in result["speed_ms"])
+            + (" after" if len(result["speed_ms"]) > 1 else "")
+        )
     for service in services:
         lines += ["", *service_table(service, result)]
     lines.append("")

@@ -19,6 +19,7 @@ from servicebench.cluster import CPU_USAGE, CRD, REQUESTS_PER_POD, TARGETS, Work
 from servicebench.goals import checks
 from servicebench.process import ServiceProcess
 from servicebench.procfs import cpu_seconds, memory_kib
+from servicebench.speed import reference_ms
 from servicebench.window import Harness, Window, observe, scrape_cost, status_writes
 
 
@@ -110,6 +111,7 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
             h.prom.wait_for, query, lambda r: bool(r) and int(float(r[0]["value"][1])) == pods_total, 300
         )
     progress("Prometheus has every series' rate over a full 2 m window")
+    result["speed_ms"] = [await asyncio.to_thread(reference_ms, args.service_cpus)]
     shards = [f"shard-{i}" for i in range(args.shards)] if args.shards > 1 else [None]
     services = [h.launch(shard or "service", kubeconfig, shard) for shard in shards]
     owned = [{f"{w.namespace}/{w.name}" for w in plan if shard_of(w, args.shards) == shard} for shard in shards]
@@ -154,6 +156,7 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
     result["problems"] = problems
     for service, entry in zip(services, results, strict=True):
         entry["exit_code"] = service.stop()
+    result["speed_ms"].append(await asyncio.to_thread(reference_ms, args.service_cpus))
 
 
 def shard_of(w: Workload, shards: int) -> str | None:
