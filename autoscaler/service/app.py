@@ -44,9 +44,15 @@ from autoscaler.service.targets import Target
 
 log = structlog.get_logger("autoscaler.service")
 
-# The cyclic collector while the service runs (see _collect_garbage): the young generation's threshold, and
-# how often the service runs a full collection itself (none runs on its own: the threshold is never reached).
-GC_YOUNG_THRESHOLD = 20_000
+# The cyclic collector while the service runs (see _collect_garbage): the young generation's threshold during
+# start-up and after it, and how often the service runs a full collection itself (none runs on its own: the
+# threshold is never reached). Every object that outlives a young collection is walked about twice, whatever
+# the threshold: a smaller one spreads that over shorter pauses. After start-up, 10,000 instead of 20,000
+# halved them at 10,000 targets (young: 25 -> 9 ms on average, p99 93 -> 51 ms; generation 1: 64 -> 25 ms,
+# p99 116 -> 77 ms) for the same time in all; during start-up it cost ~10 s more CPU to the first full pass
+# (35 -> 45 s), so start-up keeps 20,000 (bench/service.py, BENCHMARKS.md "Shorter pauses").
+GC_STARTUP_YOUNG_THRESHOLD = 20_000
+GC_YOUNG_THRESHOLD = 10_000
 # Generation 1 is collected every other young collection (the interpreter: every eleventh). It holds what
 # outlived a young collection: at 10,000 targets, the in-flight syncs' coroutines, futures and readings,
 # ~100,000 objects after ten young collections, walked in one pause of 130-220 ms. Collected this often
@@ -105,7 +111,7 @@ class Service:
         # From the start: the first LIST pages decode into hundreds of thousands of objects that live until
         # their page is trimmed into records, and with the interpreter's thresholds the collector walked
         # them (and the growing caches) over and over; half the CPU of syncing 100,000 pods' caches.
-        gc.set_threshold(GC_YOUNG_THRESHOLD, GC_MIDDLE_THRESHOLD, GC_FULL_NEVER)
+        gc.set_threshold(GC_STARTUP_YOUNG_THRESHOLD, GC_MIDDLE_THRESHOLD, GC_FULL_NEVER)
         self.http = HttpServer(
             settings.http,
             self.metrics,
@@ -234,7 +240,8 @@ class Service:
             await asyncio.sleep(delay)
             gc.collect()
             gc.freeze()
-        # The thresholds (set in run): a steady sync allocates many short-lived containers (decoded answers,
+        gc.set_threshold(GC_YOUNG_THRESHOLD, GC_MIDDLE_THRESHOLD, GC_FULL_NEVER)
+        # The thresholds (set in run, then above): a steady sync allocates many short-lived containers (decoded answers,
         # readings, decisions) that reference counting frees; the default threshold (700) ran a young
         # collection ~8 times a second at 1,000 targets to find nothing. Fewer, larger ones cost less in all
         # (bench/service.py). A full collection walks every object not frozen, i.e. every target's state
