@@ -240,8 +240,11 @@ class PrometheusClient:
             try:
                 return await self._attempt(path, form, deadline)
             except Retry as retry:
-                error = retry.error
-                if retry.dropped_connection and redials:
+                error, dropped_connection = retry.error, retry.dropped_connection
+            # Decided outside the handler: an error raised in it would keep the Retry (its __context__),
+            # which keeps the error, a cycle for the collector; and the local goes with the frame (finally).
+            try:
+                if dropped_connection and redials:
                     # The server closed a kept-alive connection (a restart): another one, now. The pool may
                     # hand out another connection of the same restart whose reset the loop has not read yet
                     # (seen under load), so a few times, not once.
@@ -259,13 +262,15 @@ class PrometheusClient:
                     self._credentials.refresh()
                     continue
                 if isinstance(error, PrometheusHTTPError) and error.status == 401:
-                    raise error from None
+                    raise error
                 attempt += 1
                 delay = self._rng() * min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)
                 if attempt > self.settings.retries or loop.time() + delay >= deadline:
-                    raise error from None
+                    raise error
                 self.stats.retries += 1
                 await asyncio.sleep(delay)
+            finally:
+                del error
 
     async def _attempt(self, path: str, form: Mapping[str, str], deadline: float) -> tuple[bytearray, str]:
         session = self._require_session()
@@ -295,8 +300,15 @@ class PrometheusClient:
         except TimeoutError:
             raise self._timeout() from None
         except (aiohttp.ClientError, OSError) as exc:
-            raise self._answers.connection_failure(exc) from None
-        return self._answers.interpret(status, content_type, payload)
+            failure = self._answers.connection_failure(exc)
+        else:
+            return self._answers.interpret(status, content_type, payload)
+        # Raised outside the handler, so that it does not keep the connection's exception (__context__),
+        # whose tracebacks and frames are cycles; and the local goes with the frame (finally).
+        try:
+            raise failure
+        finally:
+            del failure
 
     def _server_time(self, date: str | None, sent: float) -> None:
         if self._observe_server_time is None or not date:

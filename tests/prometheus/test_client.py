@@ -5,6 +5,7 @@ TLS: test_client_credentials.py.
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import time
 
@@ -16,6 +17,7 @@ from autoscaler.prometheus import (
     MetricsReader,
     PrometheusBadQuery,
     PrometheusClient,
+    PrometheusError,
     PrometheusHTTPError,
     PrometheusMalformedResponse,
     PrometheusResponseTooLarge,
@@ -23,6 +25,7 @@ from autoscaler.prometheus import (
     PrometheusTimeout,
     PrometheusUnreachable,
 )
+from autoscaler.prometheus.answers import Retry
 from tests.prometheus import scenario as sc
 from tests.prometheus.fake_server import (
     FakePrometheus,
@@ -169,6 +172,28 @@ async def test_unreachable_is_typed_and_retried_quickly() -> None:
             assert time.monotonic() - started < 1.0
             assert client.stats.http_requests == 3 and client.stats.failures == {"unreachable": 1}
             assert not await client.ready()
+
+
+async def test_a_failed_query_leaves_none_of_the_clients_exceptions_in_cycles() -> None:
+    """An outage fails every query: an exception the client raises must be freed when its caller drops
+    it, not left in a cycle (a frame's local, a __context__ back to the Retry) for the collector to find.
+    (aiohttp's own connection errors are cycles of its own, outside this client.)"""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound but not listening: connection refused
+        async with PrometheusClient(settings_for(f"http://127.0.0.1:{port}", retries=2)) as client:
+            gc.collect()
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            try:
+                for _ in range(3):
+                    with pytest.raises(PrometheusUnreachable):
+                        await client.query("x", 1.0)
+                gc.collect()
+                ours = [o for o in gc.garbage if isinstance(o, (PrometheusError, Retry))]
+            finally:
+                gc.set_debug(0)
+                gc.garbage.clear()
+    assert ours == []
 
 
 async def test_concurrency_is_bounded(fake: FakePrometheus) -> None:
