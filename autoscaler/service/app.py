@@ -50,14 +50,16 @@ log = structlog.get_logger("autoscaler.service")
 # the threshold: a smaller one spreads that over shorter pauses. After start-up, 10,000 instead of 20,000
 # halved them at 10,000 targets (young: 25 -> 9 ms on average, p99 93 -> 51 ms; generation 1: 64 -> 25 ms,
 # p99 116 -> 77 ms) for the same time in all; during start-up it cost ~10 s more CPU to the first full pass
-# (35 -> 45 s), so start-up keeps 20,000 (bench/service.py, BENCHMARKS.md "Shorter pauses").
+# (35 -> 45 s), so start-up keeps 20,000 (bench/service.py; BENCHMARKS.md, "Start-up, /metrics, shorter pauses").
 GC_STARTUP_YOUNG_THRESHOLD = 20_000
 GC_YOUNG_THRESHOLD = 10_000
 # Generation 1 is collected every other young collection (the interpreter: every eleventh). It holds what
 # outlived a young collection: at 10,000 targets, the in-flight syncs' coroutines, futures and readings,
 # ~100,000 objects after ten young collections, walked in one pause of 130-220 ms. Collected this often
 # it holds a tenth of that: every survivor is still walked once before it is promoted, in pauses of
-# ~55 ms (bench/service.py, BENCHMARKS.md "Loop lag at 10,000 targets").
+# ~55 ms, ~25 ms with the young threshold of 10,000 (bench/service.py, BENCHMARKS.md "Loop lag at 10,000
+# targets"). Never collecting it would spare those pauses, but an outage's failed queries leave cyclic
+# garbage that only it finds (BENCHMARKS.md, "Why generation 1 is still collected").
 GC_MIDDLE_THRESHOLD = 1
 GC_FULL_SECONDS = 300.0
 GC_FULL_NEVER = 2**30

@@ -139,7 +139,7 @@ class TargetReconciler:
         planned = now + first_delay if first_delay is not None else schedule.next_tick(namespace, now)
         # Bound for the task's life (its context is its own): bound and unbound around every sync, each
         # sync made new context mappings that its sleep's timer then held for a period, for the cyclic
-        # collector to walk (BENCHMARKS.md, "Fewer objects per sync").
+        # collector to walk (BENCHMARKS.md, "Fewer objects per in-flight sync").
         structlog.contextvars.bind_contextvars(namespace=namespace, name=self._target.name)
         while True:
             await asyncio.sleep(max(0.0, planned - time.monotonic()))
