@@ -56,10 +56,9 @@ GC_YOUNG_THRESHOLD = 10_000
 # Generation 1 is collected every other young collection (the interpreter: every eleventh). It holds what
 # outlived a young collection: at 10,000 targets, the in-flight syncs' coroutines, futures and readings,
 # ~100,000 objects after ten young collections, walked in one pause of 130-220 ms. Collected this often
-# it holds a tenth of that: every survivor is still walked once before it is promoted, in pauses of
-# ~55 ms, ~25 ms with the young threshold of 10,000 (bench/service.py, BENCHMARKS.md "Loop lag at 10,000
-# targets"). Never collecting it would spare those pauses, but an outage's failed queries leave cyclic
-# garbage that only it finds (BENCHMARKS.md, "Why generation 1 is still collected").
+# it holds a tenth of that: every survivor is still walked once before it is promoted, in pauses of ~25 ms
+# (bench/service.py). Never collecting it would spare them, but an outage's failed queries leave cyclic
+# garbage only it finds (BENCHMARKS.md, "Loop lag at 10,000 targets", "Why generation 1 is still collected").
 GC_MIDDLE_THRESHOLD = 1
 GC_FULL_SECONDS = 300.0
 GC_FULL_NEVER = 2**30
