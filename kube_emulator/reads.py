@@ -121,14 +121,13 @@ class ObjectReads:
             found = self.store.get(resource_type.storage_key, scope or "", pinned_name)
             candidates = [found] if found else []
         elif limit and scope is None and labels.is_empty() and not fields.requirements:
-            # A page of everything (how an informer lists): only the page's objects, and one more.
-            candidates, following = self.store.page(resource_type.storage_key, start_after, limit + 1)
-            start_after = None
+            # A page of everything (how an informer lists): only the page's objects, already after start_after.
+            candidates, following = self.store.page(resource_type.storage_key, start_after, limit)
         else:
             candidates = self.store.list(resource_type.storage_key, scope, labels)
         if accepts is not None and fields.requirements:
             candidates = [stored for stored in candidates if accepts(stored)]
-        if start_after is not None:
+        if start_after is not None and following is None:
             # candidates are in (namespace, name) order: the page starts right after the last one sent
             first = bisect.bisect_right(candidates, start_after, key=lambda stored: (stored.namespace, stored.name))
             candidates = candidates[first:]
