@@ -31,6 +31,7 @@ from autoscaler.kube.lease import default_identity
 from autoscaler.prometheus.client import PrometheusClient
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import MetricsReader, OnReady
+from autoscaler.service import collector
 from autoscaler.service.clock import ProcessClock, SkewMonitor
 from autoscaler.service.http import HttpServer, ReadinessCheck
 from autoscaler.service.logs import configure_logging, flush_logs, log_lines_dropped
@@ -43,25 +44,6 @@ from autoscaler.service.settings import ServiceSettings
 from autoscaler.service.targets import Target
 
 log = structlog.get_logger("autoscaler.service")
-
-# The cyclic collector while the service runs (see _collect_garbage): the young generation's threshold during
-# start-up and after it, and how often the service runs a full collection itself (none runs on its own: the
-# threshold is never reached). Every object that outlives a young collection is walked about twice, whatever
-# the threshold: a smaller one spreads that over shorter pauses. After start-up, 10,000 instead of 20,000
-# halved them at 10,000 targets (young: 25 -> 9 ms on average, p99 93 -> 51 ms; generation 1: 64 -> 25 ms,
-# p99 116 -> 77 ms) for the same time in all; during start-up it cost ~10 s more CPU to the first full pass
-# (35 -> 45 s), so start-up keeps 20,000 (bench/service.py; BENCHMARKS.md, "Start-up, /metrics, shorter pauses").
-GC_STARTUP_YOUNG_THRESHOLD = 20_000
-GC_YOUNG_THRESHOLD = 10_000
-# Generation 1 is collected every other young collection (the interpreter: every eleventh). It holds what
-# outlived a young collection: at 10,000 targets, the in-flight syncs' coroutines, futures and readings,
-# ~100,000 objects after ten young collections, walked in one pause of 130-220 ms. Collected this often
-# it holds a tenth of that: every survivor is still walked once before it is promoted, in pauses of ~25 ms
-# (bench/service.py). Never collecting it would spare them, but an outage's failed queries leave cyclic
-# garbage only it finds (BENCHMARKS.md, "Loop lag at 10,000 targets", "Why generation 1 is still collected").
-GC_MIDDLE_THRESHOLD = 1
-GC_FULL_SECONDS = 300.0
-GC_FULL_NEVER = 2**30
 
 SHUTDOWN_SECONDS = 5.0
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -112,7 +94,7 @@ class Service:
         # From the start: the first LIST pages decode into hundreds of thousands of objects that live until
         # their page is trimmed into records, and with the interpreter's thresholds the collector walked
         # them (and the growing caches) over and over; half the CPU of syncing 100,000 pods' caches.
-        gc.set_threshold(GC_STARTUP_YOUNG_THRESHOLD, GC_MIDDLE_THRESHOLD, GC_FULL_NEVER)
+        gc.set_threshold(collector.STARTUP_YOUNG_THRESHOLD, collector.MIDDLE_THRESHOLD, collector.NEVER)
         self.http = HttpServer(
             settings.http,
             self.metrics,
@@ -229,30 +211,19 @@ class Service:
         if self.manager.synced():
             self.ready.set()
             log.info("caches synced", lists=self.manager.list_calls())
-            self._freezer = asyncio.create_task(self._collect_garbage(), name="gc")
+            self._freezer = asyncio.create_task(collector.steer_collector(self._first_pass), name="gc")
 
-    async def _collect_garbage(self) -> None:
-        """Move what start-up built (modules, cached records, then the targets' state after their first
-        syncs) out of the cyclic collector's sight: it would walk them in every full collection, and
-        there is nothing for it to find there. At 1,000 targets × 10 pods, full collections took ~0.2 s
-        each, ~14 mCPU in all, and ~2 mCPU after (bench/service.py). Objects freed later are
-        still freed by reference counting; only a cycle among frozen objects would outlive its use."""
-        for delay in (0.0, self.settings.sync.period_seconds * (1 + self.settings.sync.jitter) + 1.0):
-            await asyncio.sleep(delay)
-            gc.collect()
-            gc.freeze()
-        gc.set_threshold(GC_YOUNG_THRESHOLD, GC_MIDDLE_THRESHOLD, GC_FULL_NEVER)
-        # The thresholds (set in run, then above): a steady sync allocates many short-lived containers (decoded answers,
-        # readings, decisions) that reference counting frees; the default threshold (700) ran a young
-        # collection ~8 times a second at 1,000 targets to find nothing. Fewer, larger ones cost less in all
-        # (bench/service.py). A full collection walks every object not frozen, i.e. every target's state
-        # since the freeze (each sync replaces it): at 10,000 targets each one stopped the loop for ~350 ms,
-        # and the interpreter ran one every ~30 s (bench/service.py, autoscaler_gc_pause_seconds). Cyclic
-        # garbage is young garbage here (reference counting frees the rest), so the young collections find
-        # it; a full collection every GC_FULL_SECONDS bounds whatever survives to the old generation.
-        while True:
-            await asyncio.sleep(GC_FULL_SECONDS)
-            gc.collect()
+    async def _first_pass(self) -> None:
+        """Until every running reconciler has synced once: at least a period, at most four (a target that
+        never gets to decide does not hold it up longer). The collector's second freeze and its steady
+        threshold wait for it (service/collector.py)."""
+        sync = self.settings.sync
+        period = sync.period_seconds * (1 + sync.jitter)
+        await asyncio.sleep(period + 1.0)
+        for _ in range(round(3 * period)):  # a look every second, for three periods more at most
+            if self.manager is None or not self.manager.unsynced():
+                return
+            await asyncio.sleep(1.0)
 
     async def _lead(self) -> None:
         """Started-leading callback: reconcile for as long as this instance leads."""

@@ -162,6 +162,10 @@ class Manager:
     async def wait_synced(self) -> None:
         await self.cluster.wait_synced()
 
+    def unsynced(self) -> int:
+        """How many running reconcilers have not decided a sync yet."""
+        return sum(1 for running in self.running.values() if running.reconciler.syncs == 0)
+
     def list_calls(self) -> int:
         return self.cluster.list_calls()
 

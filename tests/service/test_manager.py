@@ -93,6 +93,20 @@ async def test_the_targets_of_a_namespace_sync_together_and_share_reads(emu: Kub
         assert metrics.reads <= syncs / 3 + 2, (metrics.reads, syncs)  # one read per tick, not per target
 
 
+async def test_the_manager_counts_the_reconcilers_that_have_not_decided_yet(emu: KubeEmulator) -> None:
+    """What the collector's start-up freeze waits for (service/collector.py): a target whose scale cannot
+    be read never decides, and stays counted."""
+    emu.create(deployment("web", 1))
+    emu.create(target("web", "web"))
+    emu.create(target("ghost", "no-such-deployment"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 10)
+    async with running(emu, metrics) as manager:
+        web = manager.running[("default", "web")].reconciler
+        await eventually(lambda: web.syncs >= 2, what="two syncs of web")
+        assert manager.unsynced() == 1
+
+
 @pytest.mark.parametrize("level", [logging.DEBUG, logging.INFO])
 async def test_a_steady_decision_is_logged_at_debug_a_change_at_info(
     emu: KubeEmulator, level: int, caplog: pytest.LogCaptureFixture

@@ -1,0 +1,82 @@
+"""How the service runs the interpreter's cyclic garbage collector: thresholds, freezes, full collections.
+
+Reference counting frees nearly everything the service makes; the cyclic collector only has to find
+cycles, and what it costs is the objects it walks. So:
+
+* start-up's objects (modules, the caches' records, then every target's state after its first sync) are
+  frozen out of its sight (``gc.freeze``): they would be walked in every full collection and hold no
+  garbage (objects freed later are still freed by reference counting);
+* the young generation is collected every ``YOUNG_THRESHOLD`` allocations, generation 1 every other young
+  collection, and the interpreter never starts a full collection on its own;
+* this module runs the full collections, with a period that doubles from 5 minutes to an hour while they
+  find nothing, and goes back to 5 minutes as soon as one finds cyclic garbage that only a full collection
+  could find. A full collection walks every target's state (each sync replaces it, so it is never frozen): at
+  10,000 targets it stopped the loop for ~0.5 s, every 5 minutes, finding nothing (bench/service.py,
+  BENCHMARKS.md "A full collection every 5 minutes").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Awaitable, Callable
+
+import structlog
+
+log = structlog.get_logger("autoscaler.service")
+
+# The young generation's threshold during start-up and after it. Every object that outlives a young
+# collection is walked about twice, whatever the threshold: a smaller one spreads that over shorter
+# pauses. After start-up, 10,000 instead of 20,000 halved them at 10,000 targets (young: 25 -> 9 ms on
+# average, p99 93 -> 51 ms; generation 1: 64 -> 25 ms, p99 116 -> 77 ms) for the same time in all; during
+# start-up it cost ~10 s more CPU to the first full pass (35 -> 45 s), so start-up keeps 20,000 until every
+# target has synced once (bench/service.py; BENCHMARKS.md, "Start-up, /metrics, shorter pauses").
+STARTUP_YOUNG_THRESHOLD = 20_000
+YOUNG_THRESHOLD = 10_000
+# Generation 1 is collected every other young collection (the interpreter: every eleventh). It holds what
+# outlived a young collection: at 10,000 targets, the in-flight syncs' coroutines, futures and readings,
+# ~100,000 objects after ten young collections, walked in one pause of 130-220 ms. Collected this often
+# it holds a tenth of that: every survivor is still walked once before it is promoted, in pauses of ~25 ms
+# (bench/service.py). Never collecting it would spare them, but an outage's failed queries leave cyclic
+# garbage only it finds (BENCHMARKS.md, "Loop lag at 10,000 targets", "Why generation 1 is still collected").
+MIDDLE_THRESHOLD = 1
+NEVER = 2**30  # generation 2's threshold: the interpreter never starts a full collection itself
+FULL_SHORTEST_SECONDS = 300.0
+FULL_LONGEST_SECONDS = 3600.0
+
+
+def next_full_collection(
+    interval: float, found: int, *, shortest: float = FULL_SHORTEST_SECONDS, longest: float = FULL_LONGEST_SECONDS
+) -> float:
+    """Seconds until the next full collection, after one ``interval`` seconds after the last that found
+    ``found`` objects only it could find: twice as long (at most ``longest``) when it found none,
+    ``shortest`` again when it found some (whatever made them may go on making them)."""
+    if found:
+        return shortest
+    return min(longest, interval * 2)
+
+
+async def steer_collector(
+    first_pass: Callable[[], Awaitable[None]],
+    *,
+    shortest: float = FULL_SHORTEST_SECONDS,
+    longest: float = FULL_LONGEST_SECONDS,
+) -> None:
+    """Run until cancelled, from the moment the caches are synced: freeze what start-up built, wait for
+    ``first_pass`` (every target synced once, or as long as the caller bounds it), freeze again and move to
+    the steady threshold, then run the full collections (:func:`next_full_collection`)."""
+    gc.collect()
+    gc.freeze()
+    await first_pass()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(YOUNG_THRESHOLD, MIDDLE_THRESHOLD, NEVER)
+    interval = shortest
+    while True:
+        await asyncio.sleep(interval)
+        # The younger generations first: their cyclic garbage (a failed query's) is theirs to find, and
+        # would otherwise count as the full collection's.
+        gc.collect(1)
+        found = gc.collect()
+        interval = next_full_collection(interval, found, shortest=shortest, longest=longest)
+        log.debug("full collection", found=found, next_in_seconds=interval)

@@ -1,0 +1,77 @@
+"""The service's steering of the cyclic collector (service/collector.py): the freezes, the thresholds, and
+full collections that back off while they find nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from autoscaler.service import collector
+from autoscaler.service.collector import next_full_collection, steer_collector
+from tests.service.cluster import eventually
+
+
+def test_full_collections_back_off_to_an_hour_while_they_find_nothing() -> None:
+    interval = collector.FULL_SHORTEST_SECONDS
+    seen = [interval]
+    for _ in range(6):
+        interval = next_full_collection(interval, 0)
+        seen.append(interval)
+    assert seen == [300.0, 600.0, 1200.0, 2400.0, 3600.0, 3600.0, 3600.0]
+    assert next_full_collection(3600.0, 1) == 300.0
+    assert next_full_collection(600.0, 25) == 300.0
+
+
+@pytest.fixture
+def collector_restored() -> Iterator[None]:
+    thresholds = gc.get_threshold()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+
+
+class _Node:
+    other: Any = None
+
+
+def _full_collections(logs: list[dict[str, Any]]) -> list[tuple[int, float]]:
+    return [(e["found"], e["next_in_seconds"]) for e in logs if e["event"] == "full collection"]
+
+
+@pytest.mark.usefixtures("collector_restored")
+async def test_the_collector_freezes_start_up_and_collects_fully_less_often_until_a_collection_finds_garbage() -> None:
+    start_up = gc.get_threshold()
+    first_pass = asyncio.Event()
+    with capture_logs() as logs:
+        task = asyncio.create_task(steer_collector(first_pass.wait, shortest=0.02, longest=0.08))
+        try:
+            await asyncio.sleep(0.05)
+            assert gc.get_freeze_count() > 0  # start-up's objects frozen at once
+            assert gc.get_threshold() == start_up  # the steady threshold waits for the first pass
+            assert not _full_collections(logs)
+            first_pass.set()
+            steady = (collector.YOUNG_THRESHOLD, collector.MIDDLE_THRESHOLD, collector.NEVER)
+            await eventually(lambda: gc.get_threshold() == steady, what="the steady threshold")
+            # Nothing to find: each full collection waits twice as long as the last, up to the longest.
+            await eventually(lambda: (0, 0.08) in _full_collections(logs), what="the longest period")
+            quiet = [next_in for found, next_in in _full_collections(logs) if found == 0]
+            assert {0.04, 0.08} <= set(quiet)
+            # A cycle that outlived the younger generations' collections: only a full collection finds it,
+            # and the next one comes after the shortest period again.
+            a, b = _Node(), _Node()
+            a.other, b.other = b, a
+            gc.collect(1)  # the survivors of generation 1 move to the oldest generation
+            del a, b
+            await eventually(lambda: any(f >= 2 for f, _ in _full_collections(logs)), what="the cycle found")
+            _, next_in = next((f, n) for f, n in _full_collections(logs) if f >= 2)
+            assert next_in == 0.02
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
