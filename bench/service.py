@@ -22,7 +22,8 @@ Phases:
 3. steady window: ``periods`` sync periods right after the first full pass. Reported per service:
    scheduling lag (``autoscaler_schedule_lag_seconds``), sync duration, event-loop lag, Lease renewals
    (how late, failed, lost), service CPU and RSS, Prometheus queries (the service's counter and the
-   server's own), Kubernetes API calls by verb, writes, LISTs, the cost of one /metrics scrape;
+   server's own), Kubernetes API calls by verb, writes, LISTs, the cost of one /metrics scrape (after the
+   window: scrapes back to back for a period, the steady rate's CPU taken off, per scrape);
 4. checks: no Deployment was scaled, every target is ScalingActive with both metrics read, no warning in
    a service's log, and every goal of issue 13 met (servicebench/goals.py) — else the exit code is 1.
 

@@ -93,7 +93,8 @@ def service_table(service: dict[str, Any], result: dict[str, Any]) -> list[str]:
     row("start-up: LIST calls (all services)", verbs(startup_lists, 1))
     row(
         "one /metrics scrape of the service",
-        f"{service['scrape']['series']:,} series, {service['scrape']['bytes'] / 1024:.0f} KiB",
+        f"{service['scrape']['series']:,} series, {service['scrape']['bytes'] / 1024:.0f} KiB; its CPU the mean "
+        f"of {service['scrape']['scrapes']:,} back to back over a period",
     )
     row("others: Prometheus", f"{w.mcpu(w.prometheus_cpu):.0f} mCPU, RSS {w.prometheus_rss_kib / 1024:.0f} MiB")
     row("others: emulator + exporter + harness (one process)", f"{w.mcpu(w.harness_cpu):.0f} mCPU")

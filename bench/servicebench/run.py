@@ -130,8 +130,8 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
         entry["rss_by_period_mib"] = [round(kib / 1024, 1) for kib in by_period]
         entry["peak_rss_mib"] = memory_kib(service.pid)["VmHWM"] / 1024
         steady: Window = entry["steady"]
-        cost, size, series = await scrape_cost(h, service, steady.service_cpu / steady.seconds)
-        entry["scrape"] = {"cpu_s": cost, "bytes": size, "series": series}
+        cost, size, series, scrapes = await scrape_cost(h, service, steady.service_cpu / steady.seconds, args.period)
+        entry["scrape"] = {"cpu_s": cost, "bytes": size, "series": series, "scrapes": scrapes}
     result["services"] = results
 
     # 4. checks: every target synced every period, nothing scaled, every target active with both metrics
