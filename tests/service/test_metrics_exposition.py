@@ -217,3 +217,29 @@ def test_any_values_render_as_prometheus_client_renders_them(
     tell(metrics, target)
     assert per_target_section(metrics) == oracle([target], openmetrics_format=False)
     assert per_target_section(metrics, OPENMETRICS) == oracle([target], openmetrics_format=True)
+
+
+def test_targets_limited_lists_the_known_reasons_then_the_others_by_name_whatever_the_targets_order() -> None:
+    """The aggregates are counted from an unsorted snapshot of the targets (a scrape at 10,000 targets sorted
+    their keys twice): the exposition's order must not follow the targets'."""
+    texts = []
+    for names in (("a", "b", "c"), ("c", "b", "a")):
+        metrics = ServiceMetrics(process_metrics=False, per_target_limit=1)
+        reasons = {"a": "ScaleUpStabilized", "b": "ScaleDownStabilized", "c": "TooManyReplicas"}
+        for name in names:
+            metrics.set_target("shop", name, 2, 3, 3, reasons[name], [("rps", 10.0, 5.0)])
+        texts.append(
+            [line for line in metrics.render().decode().splitlines() if line.startswith("autoscaler_targets_limited{")]
+        )
+    assert (
+        texts[0]
+        == texts[1]
+        == [
+            'autoscaler_targets_limited{reason="ScaleUpLimit"} 0.0',
+            'autoscaler_targets_limited{reason="ScaleDownLimit"} 0.0',
+            'autoscaler_targets_limited{reason="TooManyReplicas"} 1.0',
+            'autoscaler_targets_limited{reason="TooFewReplicas"} 0.0',
+            'autoscaler_targets_limited{reason="ScaleDownStabilized"} 1.0',
+            'autoscaler_targets_limited{reason="ScaleUpStabilized"} 1.0',
+        ]
+    )
