@@ -6,6 +6,12 @@ loop, every reconciler, probe and watch waits meanwhile: at 10,000 targets the 1
 held the loop for over a second (bench/service.py). Here a line is formatted where it is logged (the
 task's context variables are there), queued, and written by the ``log-writer`` thread, in batches.
 
+A woken writer lingers :data:`LINGER_SECONDS` before it takes the queue: a namespace's targets sync
+together, and a first pass logs a line for every target. Woken for each line, the writer thread took the
+interpreter lock from the loop's thread once a line: the wake-ups alone were ~8 % of the service's CPU
+during a 10,000-target start-up (py-spy, BENCHMARKS.md "Collector steering…"). :meth:`flush` cuts the
+lingering short.
+
 The queue is bounded: if the stream does not keep up with :data:`LINES_QUEUED` lines, further lines are
 dropped and counted, and a warning saying how many follows the lines written before them — a stream
 that stays stuck costs log lines, never the service's memory or its loop. :meth:`flush` (called by the
@@ -21,6 +27,7 @@ from typing import TextIO
 
 LINES_QUEUED = 10_000
 FLUSH_TIMEOUT_SECONDS = 5.0
+LINGER_SECONDS = 0.05
 
 
 class ThreadedStreamHandler(logging.Handler):
@@ -34,6 +41,8 @@ class ThreadedStreamHandler(logging.Handler):
         self._dropped = 0  # lines refused since the writer last took the queue
         self.dropped_total = 0
         self._writing = False
+        self._awake = False  # the writer was woken and has not gone back to wait for lines since
+        self._hurry = False  # a flush waits: write without lingering
         self._closed = False
         self._changed = threading.Condition()
         self._writer = threading.Thread(target=self._write_lines, name="log-writer", daemon=True)
@@ -54,14 +63,16 @@ class ThreadedStreamHandler(logging.Handler):
                 self.dropped_total += 1
                 return
             self._lines.append(line)
-            if len(self._lines) == 1 and not self._writing:
-                # Only an idle writer needs waking (a busy one takes the queue when it is done): a wake-up
-                # per line made the writer contend for the interpreter lock with every line logged.
+            if not self._awake:  # only a writer waiting for lines needs waking (see the module's doc)
+                self._awake = True
                 self._changed.notify_all()
 
     def flush(self, timeout: float = FLUSH_TIMEOUT_SECONDS) -> None:
         """Wait (at most ``timeout`` seconds) until every queued line is written and the stream flushed."""
         with self._changed:
+            if self._lines or self._dropped or self._writing:
+                self._hurry = True
+                self._changed.notify_all()
             self._changed.wait_for(lambda: not (self._lines or self._dropped or self._writing), timeout)
 
     def close(self) -> None:
@@ -76,12 +87,14 @@ class ThreadedStreamHandler(logging.Handler):
         while True:
             with self._changed:
                 self._changed.wait_for(lambda: self._lines or self._dropped or self._closed)
+                self._changed.wait_for(lambda: self._hurry or self._closed, LINGER_SECONDS)
                 if self._closed and not (self._lines or self._dropped):
                     return
                 lines, dropped = list(self._lines), self._dropped
                 self._lines.clear()
                 self._dropped = 0
                 self._writing = True
+                self._hurry = False
             try:
                 if dropped:
                     lines.append(self._dropped_note(dropped))
@@ -92,6 +105,8 @@ class ThreadedStreamHandler(logging.Handler):
             finally:
                 with self._changed:
                     self._writing = False
+                    if not (self._lines or self._dropped):
+                        self._awake = False  # back to waiting: the next line wakes it
                     self._changed.notify_all()
 
     def _dropped_note(self, dropped: int) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import structlog
 
+from autoscaler.service import log_writer
 from autoscaler.service.log_writer import LINES_QUEUED, ThreadedStreamHandler
 from autoscaler.service.logs import configure_logging, flush_logs, log_lines_dropped
 from autoscaler.service.metrics import ServiceMetrics
@@ -105,6 +106,44 @@ def test_flush_waits_for_the_lines_and_close_ends_the_thread() -> None:
     started = time.monotonic()
     handler.flush(timeout=30.0)  # nothing is left to write: returns at once, not at its timeout
     assert time.monotonic() - started < 10.0
+
+
+class CountedStream(io.StringIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
+
+
+def test_lines_logged_a_little_apart_are_written_together() -> None:
+    """A sync's lines come a few at a time, between the loop's other work: the writer lingers before it takes
+    the queue, instead of being woken (and taking the interpreter lock) once a line."""
+    stream = CountedStream()
+    handler = ThreadedStreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    for index in range(10):
+        handler.emit(logging.makeLogRecord({"msg": f"line {index}"}))
+        time.sleep(0.001)
+    handler.flush()
+    assert stream.getvalue().splitlines() == [f"line {i}" for i in range(10)]
+    assert stream.writes <= 3, stream.writes  # one write for the burst (woken once a line: ten)
+    handler.close()
+
+
+def test_a_flush_does_not_wait_for_the_writer_to_linger(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(log_writer, "LINGER_SECONDS", 60.0)
+    stream = io.StringIO()
+    handler = ThreadedStreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.emit(logging.makeLogRecord({"msg": "a line"}))
+    started = time.monotonic()
+    handler.flush(timeout=30.0)
+    assert stream.getvalue() == "a line\n"
+    assert time.monotonic() - started < 20.0  # neither the lingering nor the flush's own timeout
+    handler.close()
 
 
 def test_the_service_metrics_count_the_lines_a_stuck_stream_dropped() -> None:
