@@ -87,7 +87,7 @@ async def test_a_frozen_watch_is_noticed_and_relisted(
     )
     noticed = asyncio.get_running_loop().time() - frozen
     assert noticed < 3 + 1.6 + 1 + 2, noticed  # silence bound + backoff + a sync period + margin
-    assert service.events("watch failed", resource="deployments.apps")
+    await wait_until(lambda: service.events("watch failed", resource="deployments.apps"), 5, "the watch failure logged")
     assert (await service.metric("autoscaler_cache_watch_failures_total", resource="deployments.apps") or 0) >= 1
     service.relay.thaw()
     await wait_until(lambda: replicas_of(cluster, "web") == 2, seconds=30, what="the scale back down from 10")
@@ -120,7 +120,7 @@ async def test_an_unreachable_api_pauses_decisions_and_readiness(
     await wait_until(lambda: service.ready(), seconds=10, what="/readyz to pass again")
     assert await service.metric("autoscaler_cache_stale_seconds", resource="pods") == 0
     assert await service.metric("autoscaler_cache_synced", resource="pods") == 1
-    assert service.events("watch recovered")
+    await wait_until(lambda: service.events("watch recovered"), 5, "the recovery logged")
     assert not service.tracebacks()
 
 
