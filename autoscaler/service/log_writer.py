@@ -8,9 +8,9 @@ task's context variables are there), queued, and written by the ``log-writer`` t
 
 A woken writer lingers :data:`LINGER_SECONDS` before it takes the queue: a namespace's targets sync
 together, and a first pass logs a line for every target. Woken for each line, the writer thread took the
-interpreter lock from the loop's thread once a line: the wake-ups alone were ~8 % of the service's CPU
-during a 10,000-target start-up (py-spy, BENCHMARKS.md "Collector steering…"). :meth:`flush` cuts the
-lingering short.
+interpreter lock from the loop's thread once a line: the wake-ups were 8 % of a profile's samples of a
+10,000-target first pass (py-spy; the CPU to the first pass moved by no more than run-to-run noise after
+this change, BENCHMARKS.md "Collector steering…"). :meth:`flush` cuts the lingering short.
 
 The queue is bounded: if the stream does not keep up with :data:`LINES_QUEUED` lines, further lines are
 dropped and counted, and a warning saying how many follows the lines written before them — a stream
