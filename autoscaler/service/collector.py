@@ -15,7 +15,7 @@ cycles, and what it costs is the objects it walks. So:
   find nothing, and goes back to 5 minutes as soon as one finds cyclic garbage that only a full collection
   could find. A full collection walks every target's state (each sync replaces it, so it is never frozen): at
   10,000 targets it stopped the loop for ~0.5 s, every 5 minutes, finding nothing (bench/service.py,
-  BENCHMARKS.md "A full collection every 5 minutes").
+  BENCHMARKS.md "Scaling", "What did not meet its goal"; "Collector steering, the scrape's measure…").
 """
 
 from __future__ import annotations
