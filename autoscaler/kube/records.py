@@ -70,12 +70,17 @@ def _requests(resources: object) -> dict[str, int]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class PodRecord:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodRecord(PodInfo):
+    """A pod as the cache keeps it: the slice the HPA algorithm reads (a :class:`PodInfo`, which it is,
+    so that a pod is one object, not two: 100,000 pods are ~5 MiB less) and what selects it."""
+
     namespace: str
-    name: str
     labels: Mapping[str, str]
-    info: PodInfo
+
+    @property
+    def info(self) -> PodInfo:
+        return self
 
 
 _PHASES = {p.value: p for p in PodPhase}
@@ -104,7 +109,8 @@ def trim_pod(obj: Mapping[str, Any]) -> PodRecord | None:
         if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"
     ]
     pod_requests = _requests(spec.get("resources")) or None
-    info = PodInfo(
+    labels = _shared_labels(tuple((intern(str(k)), intern(str(v))) for k, v in _mapping(meta.get("labels")).items()))
+    return PodRecord(
         name=name,
         phase=_PHASES.get(str(status.get("phase") or "Pending"), PodPhase.UNKNOWN),
         ready=ready,
@@ -113,9 +119,9 @@ def trim_pod(obj: Mapping[str, Any]) -> PodRecord | None:
         deleting=meta.get("deletionTimestamp") is not None,
         containers=_shared_containers(tuple(containers)),
         pod_requests=pod_requests,
+        namespace=intern(namespace),
+        labels=labels,
     )
-    labels = _shared_labels(tuple((intern(str(k)), intern(str(v))) for k, v in _mapping(meta.get("labels")).items()))
-    return PodRecord(intern(namespace), name, labels, info)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.core.observation import PodInfo, PodPhase
+from autoscaler.core.observation import PodPhase
 from autoscaler.kube.labels import LabelSelector, parse_label_selector
 from autoscaler.kube.pods import PodIndex
 from autoscaler.kube.records import PodRecord
@@ -14,7 +14,7 @@ from autoscaler.service.view import CachedView
 
 
 def record(name: str, namespace: str = "default", phase: PodPhase = PodPhase.RUNNING, **labels: str) -> PodRecord:
-    return PodRecord(namespace, name, labels, PodInfo(name, phase=phase))
+    return PodRecord(name, phase=phase, namespace=namespace, labels=labels)
 
 
 def names(index: PodIndex, selector: str, namespace: str = "default") -> list[str]:
@@ -105,3 +105,45 @@ def test_others_selecting_is_what_matching_every_selector_says(steps: list[tuple
 
 def target(name: str) -> Target:
     return Target("default", name, f"uid-{name}", 1, None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["default", "other"]),
+            st.sampled_from("pqrstu"),
+            st.one_of(st.none(), st.sampled_from([*LABELS, "web", ""])),
+            st.booleans(),
+        ),
+        max_size=40,
+    )
+)
+def test_selection_is_what_matching_every_pod_says(steps: list[tuple[str, str, str | None, bool]]) -> None:
+    """Pods come, change their labels (in any order of keys) and go: every selector's answer is the
+    brute-force one over the pods there are now, and emptied label groups leave nothing behind."""
+    index = PodIndex()
+    pods: dict[tuple[str, str], PodRecord] = {}
+    for namespace, name, value, reverse in steps:
+        key = (namespace, name)
+        after = None
+        if value is not None:
+            app, _, tier = value.partition(",")
+            labels = {k: v for k, v in (("app", app), ("tier", tier)) if v}
+            labels = dict(reversed(labels.items())) if reverse else labels
+            after = PodRecord(name, namespace=namespace, labels=labels)
+        # the record the cache had, as an equal copy: the index must not rely on it being the same object
+        before = pods.get(key)
+        index.on_change(
+            key, PodRecord(name, namespace=namespace, labels=dict(before.labels)) if before else None, after
+        )
+        if after is None:
+            pods.pop(key, None)
+        else:
+            pods[key] = after
+        for selector_text in [*SELECTORS, "!tier", "app"]:
+            selector = parse_label_selector(selector_text)
+            for ns in ("default", "other"):
+                expected = sorted(n for (where, n), p in pods.items() if where == ns and selector.matches(p.labels))
+                assert [p.name for p in index.select(ns, selector)] == expected
+    assert index.count() == len(pods)
