@@ -8,12 +8,31 @@ import gc
 from collections.abc import Iterator
 from typing import Any
 
+import platform
+import sys
+
 import pytest
 from structlog.testing import capture_logs
 
 from autoscaler.service import collector
 from autoscaler.service.collector import next_full_collection, steer_collector
 from tests.service.cluster import eventually
+
+
+GLIBC = sys.platform == "linux" and platform.libc_ver()[0] == "glibc"
+
+
+@pytest.mark.skipif(not GLIBC, reason="malloc_trim is glibc's")
+def test_freed_memory_goes_back_to_the_system() -> None:
+    blocks = [bytearray(1000) for _ in range(100_000)]  # ~100 MB from malloc (not Python's small-object pools)
+    pinned = bytearray(1000)  # above them: their pages cannot go back by shrinking the heap's top
+    grown = collector.resident_bytes()
+    del blocks
+    assert (collector.resident_bytes() or 0) > (grown or 0) - 20 * 2**20  # freed, but still the process's
+    assert collector.release_free_memory()
+    after = collector.resident_bytes()
+    assert grown is not None and after is not None and after < grown - 60 * 2**20
+    del pinned
 
 
 def test_full_collections_back_off_to_an_hour_while_they_find_nothing() -> None:
@@ -59,6 +78,9 @@ async def test_the_collector_freezes_start_up_and_collects_fully_less_often_unti
             first_pass.set()
             steady = (collector.YOUNG_THRESHOLD, collector.MIDDLE_THRESHOLD, collector.NEVER)
             await eventually(lambda: gc.get_threshold() == steady, what="the steady threshold")
+            if GLIBC:  # what start-up freed is handed back once, and said
+                returned = [e for e in logs if e["event"] == "start-up's freed memory returned to the system"]
+                assert len(returned) == 1 and returned[0]["resident_mib_after"] > 0
             # Nothing to find: each full collection waits twice as long as the last, up to the longest.
             await eventually(lambda: (0, 0.08) in _full_collections(logs), what="the longest period")
             quiet = [next_in for found, next_in in _full_collections(logs) if found == 0]
