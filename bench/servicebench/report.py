@@ -72,6 +72,16 @@ def service_table(service: dict[str, Any], result: dict[str, Any]) -> list[str]:
     row("syncs in window", f"{sum(w.reconciles.values()):.0f} ({verbs(w.reconciles, 1)})", f"≈ {n * w.periods:.0f}")
     row("service CPU (the process)", f"{w.mcpu(w.service_cpu):.1f} mCPU")
     row("service's cyclic GC runs in the window", verbs(w.gc_runs, 1))
+    pauses = {g: h for g, h in w.gc_pauses.items() if h.count}
+    if pauses:
+        row(
+            "service's GC pauses: mean / p99 bound / time in all",
+            "; ".join(
+                f"{g} {h.sum / h.count * 1000:.1f} ms / ≤ {h.quantile_bound(0.99) * 1000:.0f} ms / {h.sum:.2f} s"
+                for g, h in pauses.items()
+            )
+            + f" ({sum(h.sum for h in pauses.values()) / max(w.service_cpu, 1e-9) * 100:.1f} % of the service's CPU)",
+        )
     row("service RSS (end of window / max in window)", f"{w.rss_kib_end / 1024:.1f} / {w.rss_kib_max / 1024:.1f} MiB")
     if "idle" in result:
         idle = result["idle"]
@@ -119,6 +129,7 @@ def as_json(result: dict[str, Any]) -> dict[str, Any]:
             "lag_p99_s": w.lag.quantile(0.99),
             "reconcile_p99_s": w.reconcile.quantile(0.99),
             "loop_lag_p99_s": w.loop_lag.quantile(0.99),
+            "gc_pause_seconds": {g: {"count": h.count, "sum": h.sum} for g, h in w.gc_pauses.items()},
             "renew_late_p99_s": w.renew_late.quantile(0.99),
             "rss_end_mib": w.rss_kib_end / 1024,
             "rss_max_mib": w.rss_kib_max / 1024,

@@ -44,15 +44,22 @@ class Histogram:
     sum: float
 
     @classmethod
-    def delta(cls, before: Samples, after: Samples, name: str) -> Histogram:
+    def delta(cls, before: Samples, after: Samples, name: str, **match: str) -> Histogram:
+        """The histogram ``name`` (its series whose labels include ``match``) between two scrapes."""
+
         def buckets(samples: Samples) -> dict[float, float]:
-            return {float(dict(labels)["le"]): v for (n, labels), v in samples.items() if n == f"{name}_bucket"}
+            out: dict[float, float] = {}
+            for (n, labels), v in samples.items():
+                found = dict(labels)
+                if n == f"{name}_bucket" and all(found.get(k) == want for k, want in match.items()):
+                    out[float(found["le"])] = out.get(float(found["le"]), 0.0) + v
+            return out
 
         b, a = buckets(before), buckets(after)
         return cls(
             sorted((le, a[le] - b.get(le, 0.0)) for le in a),
-            total(after, f"{name}_count") - total(before, f"{name}_count"),
-            total(after, f"{name}_sum") - total(before, f"{name}_sum"),
+            total(after, f"{name}_count", **match) - total(before, f"{name}_count", **match),
+            total(after, f"{name}_sum", **match) - total(before, f"{name}_sum", **match),
         )
 
     def quantile_bound(self, q: float) -> float:

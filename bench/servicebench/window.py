@@ -124,6 +124,7 @@ class Window:
     server_queries: float
     reconciles: dict[str, float]
     gc_runs: dict[str, float]
+    gc_pauses: dict[str, Histogram]  # by generation: how long each collection stopped the service
     api: dict[str, int]
     rss_kib_max: int
     rss_kib_end: int
@@ -164,6 +165,12 @@ class Window:
             server_queries=delta("prometheus_http_requests_total", "prometheus", handler="/api/v1/query"),
             reconciles=reconciles,
             gc_runs=gc_runs,
+            gc_pauses={
+                f"gen{g}": Histogram.delta(
+                    a.service_metrics, b.service_metrics, "autoscaler_gc_pause_seconds", generation=str(g)
+                )
+                for g in range(3)
+            },
             api=api,
             rss_kib_max=rss_max,
             rss_kib_end=rss_end,
