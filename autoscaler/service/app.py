@@ -95,6 +95,7 @@ class Service:
         # their page is trimmed into records, and with the interpreter's thresholds the collector walked
         # them (and the growing caches) over and over; half the CPU of syncing 100,000 pods' caches.
         gc.set_threshold(collector.STARTUP_YOUNG_THRESHOLD, collector.MIDDLE_THRESHOLD, collector.NEVER)
+        quiet = asyncio.create_task(collector.quiet_until_synced(), name="gc-quiet-start")
         self.http = HttpServer(
             settings.http,
             self.metrics,
@@ -199,6 +200,8 @@ class Service:
                 await recorder.close()
             await self.http.stop()
             untrack_gc()
+            quiet.cancel()
+            gc.enable()
             gc.set_threshold(*thresholds)
 
     async def _wait_synced_then_ready(self, stop: asyncio.Event) -> None:

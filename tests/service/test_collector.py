@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Iterator
-from typing import Any
-
 import platform
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
@@ -17,7 +16,6 @@ from structlog.testing import capture_logs
 from autoscaler.service import collector
 from autoscaler.service.collector import next_full_collection, steer_collector
 from tests.service.cluster import eventually
-
 
 GLIBC = sys.platform == "linux" and platform.libc_ver()[0] == "glibc"
 
@@ -52,6 +50,7 @@ def collector_restored() -> Iterator[None]:
     try:
         yield
     finally:
+        gc.enable()
         gc.unfreeze()
         gc.set_threshold(*thresholds)
 
@@ -62,6 +61,28 @@ class _Node:
 
 def _full_collections(logs: list[dict[str, Any]]) -> list[tuple[int, float]]:
     return [(e["found"], e["next_in_seconds"]) for e in logs if e["event"] == "full collection"]
+
+
+@pytest.mark.usefixtures("collector_restored")
+async def test_the_collector_is_held_off_until_the_caches_sync_and_no_longer_than_its_limit() -> None:
+    with capture_logs() as logs:
+        # Synced in time: the steering takes over and runs the collector again, the limit says nothing.
+        quiet = asyncio.create_task(collector.quiet_until_synced(limit=0.2))
+        await asyncio.sleep(0.01)
+        assert not gc.isenabled()
+        steering = asyncio.create_task(steer_collector(asyncio.Event().wait))
+        await eventually(gc.isenabled, what="the collector running again")
+        await quiet
+        steering.cancel()
+        await asyncio.gather(steering, return_exceptions=True)
+        assert not [e for e in logs if e["event"].startswith("caches not synced yet")]
+        # Never synced: the limit runs the collector again, and says so.
+        quiet = asyncio.create_task(collector.quiet_until_synced(limit=0.05))
+        await asyncio.sleep(0.01)
+        assert not gc.isenabled()
+        await quiet
+        assert gc.isenabled()
+        assert [e["seconds"] for e in logs if e["event"].startswith("caches not synced yet")] == [0.05]
 
 
 @pytest.mark.usefixtures("collector_restored")
