@@ -3,6 +3,8 @@
 Reference counting frees nearly everything the service makes; the cyclic collector only has to find
 cycles, and what it costs is the objects it walks. So:
 
+* from the start until the caches sync (two minutes at most) it does not run at all: the LIST pages'
+  objects live until their page is trimmed, and walking them was a quarter of the caches' CPU;
 * start-up's objects (modules, the caches' records, then every target's state after its first sync) are
   frozen out of its sight (``gc.freeze``): they hold no garbage, and full collections walked them every
   time (at 1,000 targets × 10 pods ~0.2 s each, ~14 mCPU in all; ~2 mCPU after the freeze). Objects freed
@@ -16,6 +18,9 @@ cycles, and what it costs is the objects it walks. So:
   could find. A full collection walks every target's state (each sync replaces it, so it is never frozen): at
   10,000 targets it stopped the loop for ~0.5 s, every 5 minutes, finding nothing (bench/service.py,
   BENCHMARKS.md "Scaling", "What did not meet its goal"; "Collector steering, the scrape's measure…").
+
+Once every target has synced, the memory start-up freed is handed back to the system (glibc's
+``malloc_trim``): the resident size otherwise stays at start-up's high-water mark.
 """
 
 from __future__ import annotations
