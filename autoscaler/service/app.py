@@ -95,7 +95,6 @@ class Service:
         # their page is trimmed into records, and with the interpreter's thresholds the collector walked
         # them (and the growing caches) over and over; half the CPU of syncing 100,000 pods' caches.
         gc.set_threshold(collector.STARTUP_YOUNG_THRESHOLD, collector.MIDDLE_THRESHOLD, collector.NEVER)
-        quiet = asyncio.create_task(collector.quiet_until_synced(), name="gc-quiet-start")
         self.http = HttpServer(
             settings.http,
             self.metrics,
@@ -107,6 +106,8 @@ class Service:
         api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
         elector_task: asyncio.Task[None] | None = None
         recorder: SyncRecorder | None = None
+        # The collector is held off until the caches sync (service/collector.py), and runs again at the end.
+        quiet = asyncio.create_task(collector.quiet_until_synced(), name="gc-quiet-start")
         try:
             async with (
                 api_client,
