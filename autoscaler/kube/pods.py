@@ -54,11 +54,11 @@ class PodIndex:
         """The pod cache's change handler (``old``: the record it had, ``new``: the one it has now)."""
         namespace, name = key
         self._version[namespace] += 1
-        if old is None or new is None or old.labels != new.labels:
-            self._membership[namespace] += 1
         groups = self._groups[namespace]
         old_set = frozenset(old.labels.items()) if old is not None else None
         new_set = frozenset(new.labels.items()) if new is not None else None
+        if old_set != new_set:  # the pod came, went or changed its labels (None: not there)
+            self._membership[namespace] += 1
         if old_set is not None and old_set != new_set:
             group = groups.get(old_set)
             if group is not None:

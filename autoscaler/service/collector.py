@@ -140,9 +140,8 @@ def release_free_memory() -> bool:
     Start-up decodes every LIST page and every first sync's answers into objects that are freed soon
     after, but glibc keeps what they freed inside the process: the resident size stayed at start-up's
     high-water mark for good (at 1,000 targets 38.5 → 34.8 MiB above the idle service, the pods' smaller
-    records among it). Objects
-    still alive are not touched; only whole free pages go back (BENCHMARKS.md, "Pods in groups of equal
-    labels, start-up's freed memory, …")."""
+    records among it). Objects still alive are not touched; only whole free pages go back (BENCHMARKS.md,
+    "Pods in groups of equal labels, start-up's freed memory, …")."""
     if _TRIM is None:
         return False
     _TRIM(0)
