@@ -44,6 +44,8 @@ _ERROR_TEXT_LIMIT = 500
 # Errors of a connection the server closed or reset before answering: re-dialled without counting
 # as a retry (a restarted Prometheus drops every kept-alive connection of the pool at once).
 _RESET_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED})
+# The same errors as types: aiohttp raises its own resets without an errno.
+_DROPPED_ERRORS = (aiohttp.ServerDisconnectedError, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 
 
 class Retry(Exception):
@@ -148,15 +150,26 @@ class Answers:
             return Retry(
                 PrometheusUnreachable(self._redact(f"Prometheus at {display_url} is unreachable: {_reason(exc)}"))
             )
-        dropped = isinstance(exc, aiohttp.ServerDisconnectedError) or (
-            isinstance(exc, OSError) and exc.errno in _RESET_ERRNOS
-        )
         return Retry(
             PrometheusUnreachable(
                 self._redact(f"connection to Prometheus at {display_url} failed: {type(exc).__name__}: {_reason(exc)}")
             ),
-            dropped_connection=dropped,
+            dropped_connection=_dropped(exc),
         )
+
+
+def _dropped(exc: BaseException) -> bool:
+    """Whether the server closed or reset the connection under the request. aiohttp wraps a reset met
+    while writing the body as ``ClientOSError(None, "Can not write request body")`` caused by its own
+    ``ClientConnectionResetError`` (no errno either), so the causes are looked at too."""
+    seen: BaseException | None = exc
+    for _ in range(4):  # aiohttp wraps at most twice; a bound, not a walk of any chain
+        if seen is None:
+            return False
+        if isinstance(seen, _DROPPED_ERRORS) or (isinstance(seen, OSError) and seen.errno in _RESET_ERRNOS):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def _snippet(payload: bytes | bytearray) -> str:

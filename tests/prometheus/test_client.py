@@ -5,12 +5,15 @@ TLS: test_client_credentials.py.
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import socket
 import time
 
+import aiohttp
 import pytest
 from aiohttp import web
+from aiohttp.client_exceptions import ClientConnectionResetError
 
 from autoscaler.core.observation import MetricFailure
 from autoscaler.prometheus import (
@@ -25,7 +28,7 @@ from autoscaler.prometheus import (
     PrometheusTimeout,
     PrometheusUnreachable,
 )
-from autoscaler.prometheus.answers import Retry
+from autoscaler.prometheus.answers import Answers, Retry
 from tests.prometheus import scenario as sc
 from tests.prometheus.fake_server import (
     FakePrometheus,
@@ -40,6 +43,11 @@ from tests.prometheus.fake_server import (
 
 def settings_for(url: str, **overrides: object) -> PrometheusSettings:
     return PrometheusSettings(url=url, **overrides)  # type: ignore[arg-type]
+
+
+def _caused_by(error: aiohttp.ClientError, cause: BaseException) -> aiohttp.ClientError:
+    error.__cause__ = cause  # as aiohttp's set_exception chains them
+    return error
 
 
 async def test_request_is_a_form_post_with_explicit_time_and_budget(fake: FakePrometheus) -> None:
@@ -277,3 +285,28 @@ async def test_a_connection_dropped_mid_request_is_redialled_once(fake: FakeProm
     async with PrometheusClient(settings_for(fake.url, retries=0)) as client:
         assert (await client.query("x")).vector[0].value == "3"
         assert client.stats.redials == 1 and client.stats.retries == 0
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        aiohttp.ServerDisconnectedError(),
+        aiohttp.ClientOSError(errno.ECONNRESET, "Connection reset by peer"),
+        # What aiohttp raises when the server closed the connection before the body was written (seen in CI
+        # when Prometheus dropped its connections): no errno, the reset only in the cause.
+        _caused_by(
+            aiohttp.ClientOSError(None, "Can not write request body for http://prometheus/api/v1/query"),
+            ClientConnectionResetError("Cannot write to closing transport"),
+        ),
+    ],
+)
+def test_a_connection_the_server_closed_is_marked_for_redialling(error: aiohttp.ClientError) -> None:
+    outcome = Answers(settings_for("http://prometheus"), str).connection_failure(error)
+    assert isinstance(outcome, Retry) and outcome.dropped_connection
+    assert isinstance(outcome.error, PrometheusUnreachable)
+
+
+def test_a_connection_that_failed_otherwise_is_retried_but_not_redialled() -> None:
+    error = _caused_by(aiohttp.ClientOSError(None, "Can not write request body"), ValueError("payload"))
+    outcome = Answers(settings_for("http://prometheus"), str).connection_failure(error)
+    assert isinstance(outcome, Retry) and not outcome.dropped_connection
