@@ -14,7 +14,7 @@ from autoscaler.core.decision import BRANCHES, Decision
 from autoscaler.core.metrics import MetricOutcome
 from autoscaler.core.replicas import PodMetricResult, ValueResult
 from autoscaler.core.spec import MetricTargetType, PolicyType
-from autoscaler.values.quantity import format_quantity
+from autoscaler.values.quantity import format_milli
 
 _RULES = {
     "within-tolerance": "within tolerance, keep the current count",
@@ -29,9 +29,7 @@ _RULES = {
 
 
 def milli_text(milli: int) -> str:
-    from fractions import Fraction
-
-    return format_quantity(Fraction(milli, 1000))
+    return format_milli(milli)
 
 
 def readable(text: str) -> str:

@@ -7,21 +7,20 @@ so both show exactly the same thing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
 from autoscaler.core.conditions import Condition
 from autoscaler.core.history import DecisionHistory
 from autoscaler.core.metrics import MetricOutcome, MetricValue
 from autoscaler.core.spec import MetricSourceType, MetricSpec
-from autoscaler.values.quantity import Format, format_quantity
+from autoscaler.values.quantity import Format, format_milli
 
 TimeFormat = Callable[[float], Any]
 
 
 def quantity_from_milli(milli: int, fmt: Format = Format.DECIMAL_SI) -> str:
     """``resource.NewMilliQuantity(milli, fmt).String()``."""
-    return format_quantity(Fraction(milli, 1000), fmt)
+    return format_milli(milli, fmt)
 
 
 def _value_json(value: MetricValue, spec: MetricSpec) -> dict[str, Any]:

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import orjson
+
 from autoscaler.core.spec import TargetSpec
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.kube.api import ResourcePath
@@ -128,7 +130,12 @@ def _canonical(value: object) -> str:
 
 
 def _compact(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    """Compact JSON text: orjson's (every status write's echo is compacted), the standard library's
+    for what orjson refuses (an integer past 64 bits, a key that is not a string)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(value, separators=(",", ":"))
 
 
 def load_targets_file(path: str, *, keep: Callable[[Mapping[str, str]], bool] | None = None) -> list[Target]:

@@ -48,6 +48,13 @@ def check_document(
     values as it goes, so a document of shared references (YAML aliases) costs at most
     ``max_values`` steps however large it would be written out.
     """
+    return _within_limits(value, level, max_depth, max_values) or _check_with_paths(
+        value, path, errors, level, max_depth, max_values
+    )
+
+
+def _check_with_paths(value: object, path: str, errors: ErrorList, level: int, max_depth: int, max_values: int) -> bool:
+    """:func:`check_document`'s walk that names every problem with its path."""
     before = len(errors.items)
     count = 0
     stack: list[tuple[Any, str, int]] = [(value, path, level)]
@@ -88,3 +95,32 @@ def check_document(
                 f"strings, numbers, booleans and null",
             )
     return len(errors.items) == before
+
+
+def _within_limits(value: object, level: int, max_depth: int, max_values: int) -> bool:
+    """Whether ``value`` breaks no limit: :func:`check_document`'s walk without the paths, which only a
+    problem needs (every status write comes back through the target watch and is checked; building a
+    path for every value was most of that check's cost). False sends the caller to the full walk."""
+    count = 0
+    stack: list[tuple[Any, int]] = [(value, level)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > max_values:
+            return False
+        if isinstance(node, _SCALARS):
+            continue
+        if isinstance(node, Mapping):
+            if depth > max_depth:
+                return False
+            for key, child in node.items():
+                if not isinstance(key, str) or len(key) > MAX_KEY_LENGTH:
+                    return False
+                stack.append((child, depth + 1))
+        elif isinstance(node, list | tuple):
+            if depth > max_depth:
+                return False
+            stack.extend((child, depth + 1) for child in node)
+        else:
+            return False
+    return True

@@ -8,12 +8,14 @@ from datetime import date
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from autoscaler.kube.jsondecode import MAX_DEPTH as DECODED_LEVELS
 from autoscaler.kube.jsondecode import TOO_DEEP, loads, tolerant_loads
 from autoscaler.service.targets import error_text
 from autoscaler.values.fields import ErrorList, FieldError, Obj, SpecError, to_quantity
-from autoscaler.values.limits import MAX_DEPTH, MAX_VALUES, check_document
+from autoscaler.values.limits import MAX_DEPTH, MAX_VALUES, _check_with_paths, _within_limits, check_document
 from autoscaler.values.yaml_files import parse_yaml_text
 
 
@@ -142,3 +144,30 @@ def test_a_condition_message_lists_twenty_problems_and_counts_the_rest() -> None
     errors = [FieldError(f"spec.metrics[{i}]", "must be an object") for i in range(25)]
     text = error_text(errors)
     assert text.count("must be an object") == 20 and text.endswith("; and 5 more problems")
+
+
+_LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(max_size=3),
+    st.sampled_from([b"bytes", date(2024, 5, 7), object()]),  # what JSON cannot hold
+)
+_KEYS = st.one_of(st.text(max_size=3), st.just("k" * 1025), st.integers(0, 3))
+_DOCUMENTS = st.recursive(
+    _LEAVES,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=3)),
+    max_leaves=30,
+)
+
+
+@given(_DOCUMENTS, st.integers(1, 4), st.integers(1, 6), st.integers(1, 40))
+def test_the_quick_walk_finds_a_problem_exactly_when_the_walk_with_paths_does(
+    document: object, level: int, max_depth: int, max_values: int
+) -> None:
+    """The walk without paths (every document takes it) and the one that names the problems agree on
+    whether there is one, so a document the quick walk passes is one the full walk would have passed."""
+    errors = ErrorList()
+    full = _check_with_paths(document, "spec", errors, level, max_depth, max_values)
+    assert _within_limits(document, level, max_depth, max_values) == full == (not errors.items)

@@ -261,3 +261,13 @@ def test_a_status_only_version_keeps_the_parsed_spec() -> None:
     too_deep["status"] = deep
     unreadable = retrim_target(known, too_deep)
     assert unreadable is not None and not unreadable.valid and unreadable.errors[0].path.startswith("status")
+
+
+def test_a_status_keeps_what_the_quick_encoder_refuses() -> None:
+    """A status is kept as compact text by orjson, and by the standard library where orjson refuses
+    (an integer past 64 bits, a key that is not a string): nothing in it is lost either way."""
+    obj = target("web", "web", metrics=[queue_metric()])
+    obj["status"] = {"currentReplicas": 4, "note": {"big": 2**70, "text": "ü"}}
+    assert target_from_object(obj).status == obj["status"]
+    obj["status"]["note"] = {"text": "ü"}
+    assert target_from_object(obj).status == obj["status"]

@@ -4,7 +4,9 @@ and a steady sync writes nothing."""
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import replace
+from typing import Any, cast
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -28,6 +30,7 @@ from autoscaler.core.spec import (
     SelectPolicy,
     TargetSpec,
 )
+from autoscaler.service.report import SyncReporter
 from autoscaler.service.status import compact_history, restore_history, restore_state, status_document
 from autoscaler.service.status_digest import StatusDigest, needs_write
 from autoscaler.values.quantity import Quantity
@@ -267,3 +270,17 @@ def test_conditions_and_times_survive_the_round_trip() -> None:
     ]
     assert state.desired_replicas == decision.status_desired_replicas
     assert restore_state(None, T0) == TargetState()
+
+
+def test_the_last_status_kept_is_the_status_given_whatever_encodes_it() -> None:
+    """The reporter keeps the last status compressed (orjson's text, the standard library's where orjson
+    refuses): it reads back equal, an integer past 64 bits and a NaN included."""
+    for status in ({"currentReplicas": 4, "x": "ü"}, {"currentReplicas": 4, "big": 2**70}):
+        assert (
+            SyncReporter(cast(Any, None), cast(Any, None), dry_run=False, shard=None, last_status=status).last_status
+            == status
+        )
+    odd = SyncReporter(
+        cast(Any, None), cast(Any, None), dry_run=False, shard=None, last_status={"big": 2**70, "v": math.nan}
+    )
+    assert math.isnan(odd.last_status["v"]) and odd.last_status["big"] == 2**70  # type: ignore[index]

@@ -3,8 +3,17 @@
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from autoscaler.values.quantity import Format, Quantity, QuantityError, format_quantity, milli_from_decimal_text
+from autoscaler.values.quantity import (
+    Format,
+    Quantity,
+    QuantityError,
+    format_milli,
+    format_quantity,
+    milli_from_decimal_text,
+)
 
 
 @pytest.mark.parametrize(
@@ -103,3 +112,19 @@ def test_prometheus_values_convert_exactly(text: str, milli: int) -> None:
 def test_prometheus_non_numbers_are_refused(text: str) -> None:
     with pytest.raises(ValueError):
         milli_from_decimal_text(text)
+
+
+@given(
+    st.one_of(
+        st.integers(-(10**24), 10**24),
+        st.integers(-10, 10).map(lambda k: k * 1_024_000),  # binary round numbers and their neighbours
+        # whole binary values and their neighbours, a milli to a tenth away
+        st.tuples(st.integers(0, 6), st.integers(-3, 3), st.sampled_from([1, 10, 100, 1000])).map(
+            lambda t: 1000 * 1024 ** t[0] + t[1] * t[2]
+        ),
+    ),
+    st.sampled_from(list(Format)),
+)
+def test_milli_values_print_as_their_fractions_do(milli: int, fmt: Format) -> None:
+    """The integer path statuses and explanations print with agrees with the exact one everywhere."""
+    assert format_milli(milli, fmt) == format_quantity(Fraction(milli, 1000), fmt)

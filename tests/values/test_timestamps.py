@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
 import pytest
@@ -78,3 +79,12 @@ def test_the_remembered_float_is_the_exact_time_rounded(moment: datetime, fracti
     text = moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + zone
     for _ in range(2):  # read, then answered from memory: the same value
         assert parse_rfc3339(text) == float(parse_rfc3339_exact(text))
+
+
+@given(st.floats(min_value=-62_135_596_800, max_value=253_402_300_799.999, allow_nan=False))
+def test_whole_second_times_print_as_datetime_prints_them(seconds: float) -> None:
+    """The quick path (time.gmtime) and datetime agree over datetime's whole range, its ends included."""
+    whole = math.floor(seconds)
+    expected = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=whole)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert rfc3339(seconds) == expected
+    assert rfc3339(253_402_300_799.5) == "9999-12-31T23:59:59Z"
