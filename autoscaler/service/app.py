@@ -85,6 +85,7 @@ class Service:
         self.ready = asyncio.Event()
         self._stopping = False
         self._freezer: asyncio.Task[None] | None = None
+        self._quiet: asyncio.Task[None] | None = None  # the collector's hold-off until the caches sync
 
     async def run(self, stop: asyncio.Event) -> None:
         settings = self.settings
@@ -107,7 +108,7 @@ class Service:
         elector_task: asyncio.Task[None] | None = None
         recorder: SyncRecorder | None = None
         # The collector is held off until the caches sync (service/collector.py), and runs again at the end.
-        quiet = asyncio.create_task(collector.quiet_until_synced(), name="gc-quiet-start")
+        quiet = self._quiet = asyncio.create_task(collector.quiet_until_synced(), name="gc-quiet-start")
         try:
             async with (
                 api_client,
@@ -215,6 +216,8 @@ class Service:
         if self.manager.synced():
             self.ready.set()
             log.info("caches synced", lists=self.manager.list_calls())
+            if self._quiet is not None:
+                self._quiet.cancel()  # the steering holds the collector off from here, through the first pass
             self._freezer = asyncio.create_task(collector.steer_collector(self._first_pass), name="gc")
 
     async def _first_pass(self) -> None:

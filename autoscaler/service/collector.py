@@ -3,8 +3,10 @@
 Reference counting frees nearly everything the service makes; the cyclic collector only has to find
 cycles, and what it costs is the objects it walks. So:
 
-* from the start until the caches sync (two minutes at most) it does not run at all: the LIST pages'
-  objects live until their page is trimmed, and walking them was a quarter of the caches' CPU;
+* from the start until every target has synced once it does not run at all: the LIST pages' objects
+  live until their page is trimmed, and walking them was a quarter of the caches' CPU (held off until the
+  caches sync for two minutes at most); then the first syncs make the targets' first state, which lives
+  on, and the young collections walked it again and again;
 * start-up's objects (modules, the caches' records, then every target's state after its first sync) are
   frozen out of its sight (``gc.freeze``): they hold no garbage, and full collections walked them every
   time (at 1,000 targets × 10 pods ~0.2 s each, ~14 mCPU in all; ~2 mCPU after the freeze). Objects freed
@@ -42,7 +44,8 @@ log = structlog.get_logger("autoscaler.service")
 # pauses. After start-up, 10,000 instead of 20,000 halved them at 10,000 targets (young: 25 -> 9 ms on
 # average, p99 93 -> 51 ms; generation 1: 64 -> 25 ms, p99 116 -> 77 ms) for the same time in all; during
 # start-up it cost ~10 s more CPU to the first full pass (35 -> 45 s), so start-up keeps 20,000 until every
-# target has synced once (bench/service.py; BENCHMARKS.md, "Start-up, /metrics, shorter pauses").
+# target has synced once (bench/service.py; BENCHMARKS.md, "Start-up, /metrics, shorter pauses"). The
+# collector now runs during start-up only when the caches take longer than QUIET_START_SECONDS to sync.
 STARTUP_YOUNG_THRESHOLD = 20_000
 YOUNG_THRESHOLD = 10_000
 # Generation 1 is collected every other young collection (the interpreter: every eleventh). It holds what
@@ -90,16 +93,24 @@ async def steer_collector(
     shortest: float = FULL_SHORTEST_SECONDS,
     longest: float = FULL_LONGEST_SECONDS,
 ) -> None:
-    """Run until cancelled, from the moment the caches are synced: freeze what start-up built, wait for
-    ``first_pass`` (every target synced once, or as long as the caller bounds it), freeze again and move to
-    the steady threshold, then run the full collections (:func:`next_full_collection`). The collector runs
-    again from here if :func:`quiet_until_synced` still held it off."""
+    """Run until cancelled, from the moment the caches are synced (the caller then ends
+    :func:`quiet_until_synced`): freeze what start-up built, hold the collector off until ``first_pass``
+    returns (every target synced once, or as long as the caller bounds it), collect and freeze again, run
+    the collector with the steady threshold, then run the full collections (:func:`next_full_collection`).
+
+    Why not collect during the first pass: its objects are the targets' first state, which lives on, and
+    the young collections walked them again and again (at 10,000 targets ~2 s of the pass's ~30 s of CPU,
+    the pass being CPU-bound). The collection before the second freeze walks them once; it walked them
+    all before too, so the pause there is no longer than it was."""
     gc.collect()
     gc.freeze()
-    gc.enable()
-    await first_pass()
-    gc.collect()
-    gc.freeze()
+    gc.disable()
+    try:
+        await first_pass()
+        gc.collect()
+        gc.freeze()
+    finally:
+        gc.enable()  # cancelled during the first pass too (the service stops): the collector runs again
     gc.set_threshold(YOUNG_THRESHOLD, MIDDLE_THRESHOLD, NEVER)
     before, started = resident_bytes(), time.monotonic()
     if release_free_memory():

@@ -66,16 +66,28 @@ def _full_collections(logs: list[dict[str, Any]]) -> list[tuple[int, float]]:
 @pytest.mark.usefixtures("collector_restored")
 async def test_the_collector_is_held_off_until_the_caches_sync_and_no_longer_than_its_limit() -> None:
     with capture_logs() as logs:
-        # Synced in time: the steering takes over and runs the collector again, the limit says nothing.
-        quiet = asyncio.create_task(collector.quiet_until_synced(limit=0.2))
+        # Synced in time: the steering takes over (the service ends the hold-off then) and keeps the
+        # collector off through the first pass, past the hold-off's limit; then it runs again.
+        quiet = asyncio.create_task(collector.quiet_until_synced(limit=0.05))
         await asyncio.sleep(0.01)
         assert not gc.isenabled()
-        steering = asyncio.create_task(steer_collector(asyncio.Event().wait))
+        first_pass = asyncio.Event()
+        steering = asyncio.create_task(steer_collector(first_pass.wait))
+        quiet.cancel()
+        await asyncio.sleep(0.1)
+        assert not gc.isenabled()
+        first_pass.set()
         await eventually(gc.isenabled, what="the collector running again")
-        await quiet
+        steering.cancel()
+        await asyncio.gather(steering, quiet, return_exceptions=True)
+        assert not [e for e in logs if e["event"].startswith("caches not synced yet")]
+        # Stopped during the first pass: the collector runs again all the same.
+        steering = asyncio.create_task(steer_collector(asyncio.Event().wait))
+        await asyncio.sleep(0.01)
+        assert not gc.isenabled()
         steering.cancel()
         await asyncio.gather(steering, return_exceptions=True)
-        assert not [e for e in logs if e["event"].startswith("caches not synced yet")]
+        assert gc.isenabled()
         # Never synced: the limit runs the collector again, and says so.
         quiet = asyncio.create_task(collector.quiet_until_synced(limit=0.05))
         await asyncio.sleep(0.01)
@@ -94,6 +106,7 @@ async def test_the_collector_freezes_start_up_and_collects_fully_less_often_unti
         try:
             await asyncio.sleep(0.05)
             assert gc.get_freeze_count() > 0  # start-up's objects frozen at once
+            assert not gc.isenabled()  # and the collector held off through the first pass
             assert gc.get_threshold() == start_up  # the steady threshold waits for the first pass
             assert not _full_collections(logs)
             first_pass.set()
