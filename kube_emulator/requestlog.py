@@ -38,11 +38,13 @@ class RequestRecord:
 class RequestLog:
     def __init__(self, capacity: int = 100_000) -> None:
         self.records: deque[RequestRecord] = deque(maxlen=capacity)
+        self.started = 0  # records ever started: a reader that remembers it reads only the newer ones
         self._counts: Counter[tuple[str, str, str]] = Counter()
 
     def start(self, info: RequestInfo, query: str) -> RequestRecord:
         record = RequestRecord(info, query, time.monotonic())
         self.records.append(record)
+        self.started += 1
         self._counts[(info.verb, info.resource_label, info.group)] += 1
         return record
 
@@ -75,4 +77,5 @@ class RequestLog:
 
     def reset(self) -> None:
         self.records.clear()
+        self.started = 0
         self._counts.clear()

@@ -20,7 +20,7 @@ from servicebench.goals import checks
 from servicebench.process import ServiceProcess
 from servicebench.procfs import cpu_seconds, memory_kib
 from servicebench.speed import reference_ms
-from servicebench.window import Harness, Window, observe, scrape_cost, status_writes
+from servicebench.window import Harness, StatusWrites, Window, observe, scrape_cost
 
 
 def progress(message: str) -> None:
@@ -170,7 +170,8 @@ async def start_up(h: Harness, service: ServiceProcess, shard: str | None, keys:
     ready = await h.wait_ready(service, args.startup_timeout)
     progress(f"{service.name} pid {service.pid}: ready (caches synced) {ready:.1f}s after spawn")
     synced_rss = memory_kib(service.pid)
-    while missing := keys - status_writes(h.emu):
+    written = StatusWrites(h.emu)
+    while missing := keys - written.update():
         if time.monotonic() - service.started > args.startup_timeout + 2 * args.period:
             raise SystemExit(
                 f"{len(missing)} of {len(keys)} targets of {service.name} never synced; log: {service.log}"

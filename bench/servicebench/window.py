@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import os
 import time
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ import aiohttp
 
 from autoscaler_sandbox import PrometheusSandbox
 from kube_emulator import KubeEmulator
+from kube_emulator.requestlog import RequestRecord
 from servicebench.process import ServiceProcess, service_settings
 from servicebench.procfs import cpu_seconds, memory_kib
 from servicebench.samples import Histogram, Samples, by_label, parse_metrics, total
@@ -99,13 +101,31 @@ class Harness:
         raise SystemExit(f"the service was not ready within {limit:g}s; log: {service.log}")
 
 
-def status_writes(emu: KubeEmulator) -> set[str]:
-    """Targets whose status the service has written (namespace/name), from the request log."""
-    done = set()
-    for record in emu.requests.find("patch", "scalingtargets/status"):
-        if record.status is not None and 200 <= record.status < 300:
-            done.add(f"{record.info.namespace}/{record.info.name}")
-    return done
+class StatusWrites:
+    """Targets whose status the service has written (namespace/name), read from the emulator's request log
+    as it grows: scanning the whole log every 0.2 s was a tenth of this process's CPU during a
+    10,000-target start-up, on the core the emulator answers the service's writes from."""
+
+    def __init__(self, emu: KubeEmulator) -> None:
+        self._log = emu.requests
+        self._read = 0  # the writes before this reader too (the first ones may come before it is made)
+        self._unfinished: list[RequestRecord] = []
+        self.done: set[str] = set()
+
+    def update(self) -> set[str]:
+        log = self._log
+        new = min(log.started - self._read, len(log.records))
+        self._read = log.started
+        records = [*self._unfinished, *itertools.islice(log.records, len(log.records) - new, None)]
+        self._unfinished = []
+        for record in records:
+            if record.verb != "patch" or record.resource != "scalingtargets/status":
+                continue
+            if record.status is None:
+                self._unfinished.append(record)  # answered later: read again next time
+            elif 200 <= record.status < 300:
+                self.done.add(f"{record.info.namespace}/{record.info.name}")
+        return self.done
 
 
 @dataclass

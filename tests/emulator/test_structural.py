@@ -13,7 +13,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient, ApiException
 
-from kube_emulator import KubeEmulator
+from kube_emulator import KubeEmulator, structural
 
 WIDGETS = ("example.dev", "v1", "default", "widgets")
 CRD: dict[str, Any] = {
@@ -174,3 +174,34 @@ async def test_updates_patches_and_status_writes_are_held_to_the_schema(widgets:
         *WIDGETS, "w", {"spec": {"size": 3, "colour": "x"}}, _content_type="application/merge-patch+json"
     )
     assert patched["spec"] == {"size": 3, "mode": "Slow"}
+
+
+async def test_a_status_write_is_held_to_the_schema_of_its_status_alone(
+    emulator: KubeEmulator, widgets: client.CustomObjectsApi
+) -> None:
+    """A stored spec that breaks the schema (seeded, or stored before the schema tightened) is tolerated by a
+    status write, as every problem the stored object had is; the status it writes is still checked, and
+    the spec is again the moment a write changes it."""
+    emulator.seed({**widget({"size": 99}), "metadata": {"name": "w", "namespace": "default"}})
+    written = await widgets.patch_namespaced_custom_object_status(
+        *WIDGETS, "w", {"status": {"ready": True}}, _content_type="application/merge-patch+json"
+    )
+    assert written["status"] == {"ready": True} and written["spec"]["size"] == 99
+    with pytest.raises(ApiException) as caught:
+        await widgets.patch_namespaced_custom_object_status(
+            *WIDGETS, "w", {"status": {"ready": "yes"}}, _content_type="application/merge-patch+json"
+        )
+    assert [c["field"] for c in problem(caught)["details"]["causes"]] == ["status.ready"]
+    with pytest.raises(ApiException) as caught:
+        await widgets.patch_namespaced_custom_object(
+            *WIDGETS, "w", {"spec": {"size": 98}}, _content_type="application/merge-patch+json"
+        )
+    assert [c["field"] for c in problem(caught)["details"]["causes"]] == ["spec.size"]
+
+
+def test_fields_an_update_left_unchanged_are_not_walked() -> None:
+    schema = CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    obj = {**widget({"size": 99}), "status": {"ready": "yes"}}
+    assert [e.field for e in structural.validate(obj, schema)] == ["spec.size", "status.ready"]
+    assert [e.field for e in structural.validate(obj, schema, unchanged=frozenset({"spec"}))] == ["status.ready"]
+    assert structural.validate(obj, schema, unchanged=frozenset({"spec", "status"})) == []
