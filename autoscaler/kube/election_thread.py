@@ -51,6 +51,8 @@ class ElectionThread:
         self._loop: asyncio.AbstractEventLoop | None = None  # the election's loop, once it runs
         self._stop: asyncio.Event | None = None  # on the election's loop
         self._stop_requested = threading.Event()
+        # Set on the caller's loop once a leader is known (this instance or another): the first campaign's outcome.
+        self.leader_known = asyncio.Event()
 
     def on_started_leading(self, callback: StateCallback) -> None:
         """Run ``callback`` on the caller's loop while leading (cancelled when leadership ends)."""
@@ -115,6 +117,11 @@ class ElectionThread:
             elector = LeaderElector(api, **self._options)
             elector.on_started_leading(lambda: self._lead_on(main))
             elector.on_stopped_leading(lambda: self._stopped_on(main))
+
+            def leader_known(_holder: str) -> None:
+                main.call_soon_threadsafe(self.leader_known.set)
+
+            elector.on_new_leader(leader_known)
             self._elector = elector
             election = asyncio.create_task(elector.run(), name="leader-election")
             stop = asyncio.create_task(self._stop.wait())

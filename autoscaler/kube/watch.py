@@ -93,6 +93,8 @@ class WatchCache(Generic[R]):
         self.last_error: str | None = None
         self.failing_since: float | None = None  # monotonic: last heard from the server, while failing
         self.last_heard: float | None = None  # monotonic: the last list page, event or bookmark
+        # Monotonic: when the LIST behind the records began (its snapshot is of that moment or later).
+        self.listed_since: float | None = None
         self.bookmarks_seen = False  # the server bookmarks idle watches
         self.unavailable = False  # the resource does not exist on this server (e.g. no VPA CRD)
         # An optional resource that does not exist counts as synced (and empty); it is looked for again
@@ -196,6 +198,7 @@ class WatchCache(Generic[R]):
         that expired (410) relists from the start, through :meth:`run`."""
         fresh: dict[Key, R] = {}
         version = ""
+        began = time.monotonic()
         pages = list_pages(
             self.api,
             self.resource.collection(self.namespace),
@@ -222,6 +225,7 @@ class WatchCache(Generic[R]):
         old = self.records
         self.records = fresh
         self.resource_version = version
+        self.listed_since = began
         self.unavailable = False
         self.last_heard = time.monotonic()
         self._recovered()

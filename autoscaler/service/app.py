@@ -46,6 +46,7 @@ from autoscaler.service.targets import Target
 log = structlog.get_logger("autoscaler.service")
 
 SHUTDOWN_SECONDS = 5.0
+FIRST_CAMPAIGN_WAIT = 2.0  # seconds the caches wait at most for the first campaign's outcome
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
@@ -160,7 +161,6 @@ class Service:
                         for c in manager.caches
                     ]
                 )
-                await manager.start_caches()
                 log.info(
                     "service starting",
                     identity=self.identity,
@@ -187,8 +187,17 @@ class Service:
                     self.elector.on_started_leading(self._lead)
                     self.elector.on_stopped_leading(self._follow)
                     elector_task = asyncio.create_task(self.elector.run(), name="leader-election")
+                    # The caches list once the first campaign has an outcome (a few hundred ms): a leader
+                    # whose target caches listed after it began to lead need not read every target again
+                    # at takeover (Manager.activate).
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(min(election.retry_period_seconds, FIRST_CAMPAIGN_WAIT)):
+                            await self.elector.leader_known.wait()
+                    await manager.start_caches()
                 else:
-                    await manager.activate()
+                    leading_since = time.monotonic()
+                    await manager.start_caches()
+                    await manager.activate(leading_since)
                     self.metrics.set_leader(True)
                 await self._wait_synced_then_ready(stop)
                 await stop.wait()
@@ -236,8 +245,9 @@ class Service:
         """Started-leading callback: reconcile for as long as this instance leads."""
         assert self.manager is not None
         self.metrics.set_leader(True)
+        leading_since = time.monotonic()
         log.info("leading: reconcilers start", identity=self.identity)
-        await self.manager.activate()
+        await self.manager.activate(leading_since)
         await asyncio.Event().wait()  # lives until leadership ends (the elector cancels it)
 
     async def _follow(self) -> None:

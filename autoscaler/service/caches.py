@@ -124,6 +124,14 @@ class ClusterCaches:
             return "the target is no longer among this instance's (deleted, or labelled for another shard)"
         return None
 
+    def targets_listed_after(self, moment: float) -> bool:
+        """Whether every target cache follows the API server from a LIST that began after ``moment``
+        (monotonic): then it holds every status written before that moment. False without target caches."""
+        caches = list(self.targets.values())
+        return bool(caches) and all(
+            cache.following and cache.listed_since is not None and cache.listed_since > moment for cache in caches
+        )
+
     async def start(self) -> None:
         for cache in self.all:
             self._tasks.append(asyncio.create_task(cache.run(), name=f"watch {cache.name}"))

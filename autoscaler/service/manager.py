@@ -171,18 +171,26 @@ class Manager:
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
-    async def activate(self) -> None:
+    async def activate(self, leading_since: float | None = None) -> None:
         """Start reconciling every known target (on becoming leader, or at once without election).
 
         Each reconciler starts from the target's status as it is on the API server *now*, read with one
         LIST (paged) per watched scope: the cache may lag (a watch relisting after a partition, events
         still buffered after a pause), and this instance's memory of an earlier term is older than what
         the leaders since then wrote (D3). A failed read is retried with backoff; no target is
-        reconciled from older state meanwhile."""
+        reconciled from older state meanwhile.
+
+        ``leading_since`` (monotonic): when this instance began to lead. Target caches that listed after it
+        and follow the API server hold every status written before it, and only this instance writes them
+        since: their statuses are current (a cold start, or no election; the read was ~3.5 s at 10,000)."""
         await self.wait_synced()
         if self._active:
             return
-        statuses = await self._statuses_at_takeover()
+        if leading_since is not None and self.cluster.targets_listed_after(leading_since):
+            log.info("takeover: the target caches listed after this instance began to lead, no read again")
+            statuses: dict[Key, Target] = {}
+        else:
+            statuses = await self._statuses_at_takeover()
         self._active = True
         for index, key in enumerate(list(self._targets)):
             target = self._targets.get(key)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import time
 
 import pytest
 import structlog
@@ -266,3 +267,27 @@ async def test_a_throttled_api_slows_everyone_and_the_write_still_lands(emu: Kub
             assert (condition(status_of(emu, "web"), "AbleToScale") or {}).get("reason") != "FailedUpdateScale"
         finally:
             await manager.stop()
+
+
+async def test_a_leader_whose_target_caches_listed_after_it_began_to_lead_reads_them_not_again(
+    emu: KubeEmulator,
+) -> None:
+    """The takeover read (D3) is for caches that may hold an older picture than the last leader left; caches
+    that listed after this instance began to lead already hold it, and nobody else writes since."""
+    emu.create(deployment("web", 2))
+    emu.create(target("web", "web"))
+    async with emu.api_client() as api:
+        for began, reads_again in (("before the caches", False), ("unknown", True), ("after they synced", True)):
+            leading_since = time.monotonic() if began == "before the caches" else None
+            manager = make_manager(emu, api, FakeMetrics())
+            await manager.start_caches()
+            await manager.wait_synced()
+            if began == "after they synced":
+                leading_since = time.monotonic()
+            lists = emu.requests.count("list", "scalingtargets")
+            try:
+                await manager.activate(leading_since)
+                assert (emu.requests.count("list", "scalingtargets") > lists) == reads_again, began
+                assert ("default", "web") in manager.running
+            finally:
+                await manager.stop()
