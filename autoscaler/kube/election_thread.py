@@ -20,6 +20,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -51,8 +52,12 @@ class ElectionThread:
         self._loop: asyncio.AbstractEventLoop | None = None  # the election's loop, once it runs
         self._stop: asyncio.Event | None = None  # on the election's loop
         self._stop_requested = threading.Event()
-        # Set on the caller's loop once a leader is known (this instance or another): the first campaign's outcome.
+        # Set on the caller's loop once a leader is known (this instance or another): the first campaign's
+        # outcome. When it is this instance, leading_since is set first.
         self.leader_known = asyncio.Event()
+        # Monotonic (the system's clock, the same in every thread): when this term of leadership began,
+        # taken in the election's thread once the Lease is this instance's; None before a first term.
+        self.leading_since: float | None = None
 
     def on_started_leading(self, callback: StateCallback) -> None:
         """Run ``callback`` on the caller's loop while leading (cancelled when leadership ends)."""
@@ -118,8 +123,9 @@ class ElectionThread:
             elector.on_started_leading(lambda: self._lead_on(main))
             elector.on_stopped_leading(lambda: self._stopped_on(main))
 
-            def leader_known(_holder: str) -> None:
-                main.call_soon_threadsafe(self.leader_known.set)
+            def leader_known(holder: str) -> None:
+                if holder != self.identity:  # this instance's own term tells when it starts (_lead_on)
+                    main.call_soon_threadsafe(self.leader_known.set)
 
             elector.on_new_leader(leader_known)
             self._elector = elector
@@ -134,6 +140,8 @@ class ElectionThread:
     async def _lead_on(self, main: asyncio.AbstractEventLoop) -> None:
         """The elector's *started* callback: the leader's work, on the service's loop, for as long as the
         elector leaves this running; cancelled there (and awaited) when it cancels this."""
+        self.leading_since = time.monotonic()
+        main.call_soon_threadsafe(self.leader_known.set)
         done: concurrent.futures.Future[None] = concurrent.futures.Future()
         task: list[asyncio.Task[None]] = []
 

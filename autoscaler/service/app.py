@@ -245,9 +245,10 @@ class Service:
         """Started-leading callback: reconcile for as long as this instance leads."""
         assert self.manager is not None
         self.metrics.set_leader(True)
-        leading_since = time.monotonic()
+        # When the term began in the election's thread (before the caches of a cold start began to list).
+        leading_since = self.elector.leading_since if self.elector is not None else None
         log.info("leading: reconcilers start", identity=self.identity)
-        await self.manager.activate(leading_since)
+        await self.manager.activate(leading_since if leading_since is not None else time.monotonic())
         await asyncio.Event().wait()  # lives until leadership ends (the elector cancels it)
 
     async def _follow(self) -> None:

@@ -29,6 +29,8 @@ BEHAVIOR = {
 # What an instance sends that changes the cluster, the Lease aside.
 WRITES = requests_matching(r"^(POST|PUT|PATCH|DELETE) (?!.*/leases)")
 
+NO_TAKEOVER_READ = "takeover: the target caches listed after this instance began to lead, no read again"
+
 
 def leading(instance: ServiceProcess) -> bool:
     started, stopped = instance.events("leader.started"), instance.events("leader.stopped")
@@ -85,6 +87,8 @@ async def test_d3_a_leader_again_restores_the_history_its_successor_wrote(
     a = await chaos.service("a")
     assert await leader_of([a]) is a
     await wait_until(lambda: status_of(cluster, "web").get("desiredReplicas") == 2, 30, "A's first decision")
+    # A cold start: A's caches listed once it led, so it did not read the targets again at takeover.
+    assert len(a.events(NO_TAKEOVER_READ)) == 1
     b = await chaos.service("b")
     await synced(b)
     timeline = chaos.timeline("web")
@@ -116,6 +120,8 @@ async def test_d3_a_leader_again_restores_the_history_its_successor_wrote(
     assert a.relay.requests(requests_matching(r"^PATCH .*/deployments/web/scale"), since=dropped), (
         "the scale-down was A's"
     )
+    # Every later term read the statuses at takeover: B's (its caches listed while A led) and A's second.
+    assert len(a.events(NO_TAKEOVER_READ)) == 1 and not b.events(NO_TAKEOVER_READ)
     assert not a.tracebacks() and not b.tracebacks()
 
 
