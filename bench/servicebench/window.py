@@ -116,7 +116,7 @@ class StatusWrites:
         log = self._log
         new = min(log.started - self._read, len(log.records))
         self._read = log.started
-        records = [*self._unfinished, *itertools.islice(log.records, len(log.records) - new, None)]
+        records = [*self._unfinished, *itertools.islice(reversed(log.records), new)]  # the newest, from the end
         self._unfinished = []
         for record in records:
             if record.verb != "patch" or record.resource != "scalingtargets/status":
