@@ -64,7 +64,7 @@ def _full_collections(logs: list[dict[str, Any]]) -> list[tuple[int, float]]:
 
 
 @pytest.mark.usefixtures("collector_restored")
-async def test_the_collector_is_held_off_until_the_caches_sync_and_no_longer_than_its_limit() -> None:
+async def test_the_collector_is_held_off_through_the_first_pass_and_the_caches_list_within_a_limit() -> None:
     with capture_logs() as logs:
         # Synced in time: the steering takes over (the service ends the hold-off then) and keeps the
         # collector off through the first pass, past the hold-off's limit; then it runs again.
