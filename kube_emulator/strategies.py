@@ -181,7 +181,9 @@ def _problems(resource_type: ResourceType, obj: JsonObject, old: JsonObject | No
     elif key == crds.CRD_STORAGE_KEY:
         causes += crds.validate_crd(obj)
     if resource_type.schema is not None:
-        unchanged = frozenset(k for k, v in obj.items() if old is not None and k in old and json_equal(v, old[k]))
+        unchanged: frozenset[str] = frozenset()
+        if old is not None:
+            unchanged = frozenset(k for k, v in obj.items() if k in old and json_equal(v, old[k]))
         causes += structural.validate(obj, resource_type.schema, unchanged=unchanged)
     return causes
 

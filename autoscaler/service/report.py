@@ -30,7 +30,7 @@ from autoscaler.core.status import condition_json
 from autoscaler.service.metrics_sink import MetricsSink
 from autoscaler.service.status import seconds_time, status_document
 from autoscaler.service.status_digest import StatusDigest
-from autoscaler.service.targets import Target
+from autoscaler.service.targets import Target, compact_json
 from autoscaler.service.writes import TargetWrites
 
 log = structlog.get_logger("autoscaler.reconciler")
@@ -65,13 +65,13 @@ class SyncReporter:
         text = zlib.decompress(self._last_status_packed)
         try:
             status: Mapping[str, Any] = orjson.loads(text)
-        except orjson.JSONDecodeError:  # the standard library's text (see _compact_json), NaN in it
+        except orjson.JSONDecodeError:  # the standard library's text (see compact_json), NaN in it
             status = json.loads(text)
         return status
 
     def _store(self, document: Mapping[str, Any] | None, digest: StatusDigest | None = None) -> None:
         """``document`` is the last status now; ``digest`` its digest, when the caller has it."""
-        self._last_status_packed = None if document is None else zlib.compress(_compact_json(document), 1)
+        self._last_status_packed = None if document is None else zlib.compress(compact_json(document), 1)
         self._written = digest if digest is not None else StatusDigest.of_status(document)
 
     async def report(self, target: Target, decision: Decision, now: float, extra: dict[str, Any]) -> None:
@@ -144,15 +144,6 @@ class SyncReporter:
             and await self._writes.status(target, document, self.last_status)
         ):
             self._store(document, digest)
-
-
-def _compact_json(document: Mapping[str, Any]) -> bytes:
-    """The document as compact JSON: orjson's, a tenth of the standard library's time; the standard
-    library's for what orjson refuses (an integer past 64 bits: a status read from a file may hold one)."""
-    try:
-        return orjson.dumps(document)
-    except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return json.dumps(document, separators=(",", ":")).encode()
 
 
 def reconcile_result(decision: Decision) -> tuple[str, str | None]:

@@ -129,13 +129,18 @@ def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _compact(value: object) -> str:
-    """Compact JSON text: orjson's (every status write's echo is compacted), the standard library's
-    for what orjson refuses (an integer past 64 bits, a key that is not a string)."""
+def compact_json(value: object) -> bytes:
+    """Compact JSON: orjson's, a tenth of the standard library's time (every status write's echo is
+    compacted here, and the reconciler keeps the status it wrote so); the standard library's for what
+    orjson refuses (an integer past 64 bits, a key that is not a string)."""
     try:
-        return orjson.dumps(value).decode()
+        return orjson.dumps(value)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return json.dumps(value, separators=(",", ":"))
+        return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _compact(value: object) -> str:
+    return compact_json(value).decode()
 
 
 def load_targets_file(path: str, *, keep: Callable[[Mapping[str, str]], bool] | None = None) -> list[Target]:
