@@ -61,7 +61,7 @@ from autoscaler.prometheus.results import (
     parse_range,
 )
 from autoscaler.prometheus.settings import PrometheusSettings
-from autoscaler.prometheus.turns import in_turns
+from autoscaler.prometheus.turns import collector_paused, in_turns
 from autoscaler.values.durations import format_prometheus_duration
 
 _BACKOFF_BASE = 0.05
@@ -151,7 +151,8 @@ class PrometheusClient:
             if len(payload) > self.settings.large_response_bytes:
                 self.stats.large_answers += 1
                 return await in_turns(instant_in_slices(payload, keep))
-            return parse_instant(self._answers.decode(payload, content_type))
+            with collector_paused():  # the decoded answer is freed before the collector could find it
+                return parse_instant(self._answers.decode(payload, content_type))
         except PrometheusMalformedResponse:
             self.stats.failures["malformed"] = self.stats.failures.get("malformed", 0) + 1
             raise

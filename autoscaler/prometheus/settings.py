@@ -13,7 +13,7 @@ Example (all keys but ``url`` optional)::
       cpuRateWindow: 2m
       targetConcurrency: 5          # one target's queries in flight at once (default: concurrency / 4)
       maxResponseBytes: 67108864    # a larger answer fails its query
-      largeResponseBytes: 1048576   # a larger answer is decoded in steps, the loop's turns between
+      largeResponseBytes: 262144    # a larger answer is decoded in steps, the loop's turns between
       invalidQueryBackoffSeconds: 30       # a query rejected with 400/422 waits this long, doubling…
       invalidQueryBackoffMaxSeconds: 600   # …up to this
       denyPartialResponse: true     # ask Thanos / a VictoriaMetrics cluster to fail rather than answer partially
@@ -48,7 +48,9 @@ DEFAULT_MAX_QUERY_LENGTH = 8192
 # return millions of series, and decoding 64 MiB of JSON takes ~0.5 GB of memory.
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20
 # Answers past this are decoded ~256 KiB at a time, with the loop's turns between (it never stalls on one).
-DEFAULT_LARGE_RESPONSE_BYTES = 2**20
+# 1 MiB before: at 10,000 targets the answers below it (up to ~4,000 series) were decoded in one step of
+# ~50 ms of pure Python, a third of the loop's stalls past 50 ms (BENCHMARKS.md, "Where the loop stalls").
+DEFAULT_LARGE_RESPONSE_BYTES = 256 * 2**10
 # A query Prometheus rejects as invalid (400/422) is sent again after this, doubling up to the maximum
 # (jittered): not every period, but a fixed template or a Prometheus upgrade is still noticed.
 DEFAULT_INVALID_QUERY_BACKOFF = 30.0

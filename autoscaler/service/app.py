@@ -90,27 +90,28 @@ class Service:
 
     async def run(self, stop: asyncio.Event) -> None:
         settings = self.settings
-        lag_task = asyncio.create_task(monitor_event_loop_lag(self.metrics.event_loop_lag), name="loop-lag")
-        untrack_gc = track_gc_pauses(self.metrics.gc_pauses)
         thresholds = gc.get_threshold()  # changed for the process here: put back at the end
-        # From the start: the first LIST pages decode into hundreds of thousands of objects that live until
-        # their page is trimmed into records, and with the interpreter's thresholds the collector walked
-        # them (and the growing caches) over and over; half the CPU of syncing 100,000 pods' caches.
-        gc.set_threshold(collector.STARTUP_YOUNG_THRESHOLD, collector.MIDDLE_THRESHOLD, collector.NEVER)
-        self.http = HttpServer(
-            settings.http,
-            self.metrics,
-            readiness=self._readiness(),
-            liveness=self._liveness(),
-            targets=lambda: self.manager.target_documents() if self.manager else {},
-        )
-        await self.http.start()
-        api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
         elector_task: asyncio.Task[None] | None = None
         recorder: SyncRecorder | None = None
-        # The collector is held off until the caches sync (service/collector.py), and runs again at the end.
-        quiet = self._quiet = asyncio.create_task(collector.quiet_until_synced(), name="gc-quiet-start")
-        try:
+        quiet: asyncio.Task[None] | None = None
+        lag_task = asyncio.create_task(monitor_event_loop_lag(self.metrics.event_loop_lag), name="loop-lag")
+        untrack_gc = track_gc_pauses(self.metrics.gc_pauses)
+        try:  # from here on, whatever fails (the HTTP port taken, a bad kubeconfig) leaves nothing running
+            # From the start: the first LIST pages decode into hundreds of thousands of objects that live
+            # until their page is trimmed into records, and with the interpreter's thresholds the collector
+            # walked them (and the growing caches) over and over; half the CPU of syncing 100,000 pods' caches.
+            gc.set_threshold(collector.STARTUP_YOUNG_THRESHOLD, collector.MIDDLE_THRESHOLD, collector.NEVER)
+            self.http = HttpServer(
+                settings.http,
+                self.metrics,
+                readiness=self._readiness(),
+                liveness=self._liveness(),
+                targets=lambda: self.manager.target_documents() if self.manager else {},
+            )
+            await self.http.start()
+            api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
+            # The collector is held off until the caches sync (service/collector.py), and runs again at the end.
+            quiet = self._quiet = asyncio.create_task(collector.quiet_until_synced(), name="gc-quiet-start")
             async with (
                 api_client,
                 PrometheusClient(
@@ -209,9 +210,11 @@ class Service:
             await asyncio.gather(*tasks, return_exceptions=True)
             if recorder is not None:
                 await recorder.close()
-            await self.http.stop()
+            if self.http is not None:
+                await self.http.stop()
             untrack_gc()
-            quiet.cancel()
+            if quiet is not None:
+                quiet.cancel()
             gc.enable()
             gc.set_threshold(*thresholds)
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator
+import gc
+from collections.abc import Generator, Iterator
 
 import pytest
 
-from autoscaler.prometheus.turns import in_turns
+from autoscaler.prometheus.turns import collector_paused, in_turns
 
 
 def three_steps(log: list[str]) -> Generator[None, None, int]:
@@ -65,3 +66,59 @@ async def test_a_cancelled_run_leaves_the_rest_of_the_work_undone() -> None:
     done = len(log)
     await asyncio.sleep(0)
     assert len(log) == done and done >= 2
+
+
+@pytest.fixture
+def collections_run() -> Iterator[list[int]]:
+    """The generation of every cyclic collection that starts while the test runs."""
+    started: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(info["generation"])
+
+    gc.callbacks.append(seen)
+    try:
+        yield started
+    finally:
+        gc.callbacks.remove(seen)
+
+
+def many_containers() -> list[list[int]]:
+    """Far more live containers than the young generation's threshold: a collection would start."""
+    return [[i] for i in range(3 * gc.get_threshold()[0] + 1000)]
+
+
+async def test_no_collection_starts_inside_a_step_and_the_collector_runs_again_after_it(
+    collections_run: list[int],
+) -> None:
+    held: list[bool] = []
+
+    def heavy() -> Generator[None, None, int]:
+        held.append(gc.isenabled())
+        made = len(many_containers())  # a decoded slice of an answer, freed at the end of its step
+        yield
+        held.append(gc.isenabled())
+        return made + len(many_containers())
+
+    assert gc.isenabled()
+    assert await in_turns(heavy()) == 2 * (3 * gc.get_threshold()[0] + 1000)
+    assert held == [False, False]
+    assert collections_run == []  # with the collector on, these containers started collections
+    assert gc.isenabled()
+    many_containers()
+    assert collections_run  # and now they do
+
+
+def test_a_paused_block_leaves_a_collector_that_was_off_off_and_one_that_was_on_on(collections_run: list[int]) -> None:
+    gc.disable()
+    try:
+        with collector_paused():
+            many_containers()
+        assert not gc.isenabled()  # the service holds it off through its start-up: a block must not undo that
+    finally:
+        gc.enable()
+    with pytest.raises(RuntimeError), collector_paused():
+        many_containers()
+        raise RuntimeError("a failed decode")
+    assert gc.isenabled() and collections_run == []
