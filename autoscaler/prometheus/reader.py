@@ -59,6 +59,9 @@ __all__ = ["MetricsReader", "OnReady"]
 log = logging.getLogger(__name__)
 
 _WARNINGS_REMEMBERED = 1000  # distinct warning texts already logged (forgotten all at once past this)
+# Targets planned per turn of the event loop: a 10,000-target service's batch holds ~700 (a 1 s window),
+# planned in one go in 50-110 ms (BENCHMARKS.md, "Where the loop stalls"); 200 is a few milliseconds.
+_PLANNED_PER_TURN = 200
 
 # Told each target's readings (its index in the read's list) as soon as all its metrics have one.
 OnReady = Callable[[int, list[MetricReading]], None]
@@ -93,6 +96,8 @@ class MetricsReader:
         pod_groups: PodGroups = {}
         value_queries: ValueQueries = {}
         for i, target in enumerate(targets):
+            if i and not i % _PLANNED_PER_TURN:
+                await asyncio.sleep(0)  # a turn for the loop (nothing else touches these groups meanwhile)
             pods = frozenset(target.pod_names)
             for j, spec in enumerate(target.metrics):
                 member = Member(i, j, target, spec, pods)

@@ -364,3 +364,24 @@ async def test_a_large_batched_answer_is_read_in_steps_with_the_loops_turns_betw
         assert {p: s.value for p, s in reading.pods.items()} == {
             pod: (index % 7 + 1) * 1000 for index, pod in enumerate(t.pod_names)
         }
+
+
+async def test_a_large_batch_is_planned_with_the_loops_turns_between() -> None:
+    """A 10,000-target service's batch holds ~700 targets: planning them gives the loop turns."""
+    targets = [target("ns", f"t{t}", (), [sc.pods_metric(sc.rps_query("m"))]) for t in range(1000)]
+    reader, client = make_reader(lambda q: vector())
+    turns = 0
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while True:
+            await asyncio.sleep(0)
+            turns += 1
+
+    counter = asyncio.create_task(count_turns())
+    try:
+        rows = await reader.read(targets, AT)  # no pods: no query, every reading made while planning
+    finally:
+        counter.cancel()
+    assert client.queries == [] and turns >= 3
+    assert all(row == [PodsReading(pods={})] for row in rows)
