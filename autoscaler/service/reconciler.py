@@ -151,9 +151,7 @@ class TargetReconciler:
                 except LeadershipLost:
                     log.info("leadership lost: reconciler stops", namespace=namespace, name=self._target.name)
                     return
-            planned = schedule.next_tick(namespace, planned + schedule.min_gap)
-            if planned < time.monotonic():  # overloaded: skip missed ticks instead of bursting
-                planned = time.monotonic()
+            planned = schedule.after_sync(namespace, planned, time.monotonic())  # missed ticks are skipped
 
     async def sync_once(self, now: float | None = None, *, slot: ConcurrencySlot | None = None) -> Decision | None:
         """One sync, its log lines naming the target. ``slot``: the concurrency slot this sync holds, given

@@ -53,6 +53,18 @@ class Schedule:
             k += 1
         return when
 
+    def after_sync(self, namespace: str, planned: float, now: float) -> float:
+        """When a target of ``namespace`` syncs next, its sync planned for ``planned`` having ended at
+        ``now``: its namespace's next tick, at least ``min_gap`` after ``planned``. A sync that ended past
+        that tick (an overloaded service, a slow answer) skips it and waits for the first tick after
+        ``now``, as the upstream controller requeues a late HPA a period after it synced: syncing at once
+        instead made one sync more per late target (two 5-7 s apart, once back on the grid) and took it
+        out of its namespace's batch, just when the service had the least to spare (at 10,000 targets,
+        50 % more syncs than a period holds for ~30 s after the first full pass; BENCHMARKS.md, "Where
+        the loop stalls; …")."""
+        planned_next = self.next_tick(namespace, planned + self.min_gap)
+        return planned_next if planned_next >= now else self.next_tick(namespace, now)
+
 
 class ConcurrencySlot:
     """One sync's place under the service's concurrency limit (``sync.concurrency``).

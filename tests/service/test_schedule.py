@@ -44,3 +44,32 @@ def test_without_jitter_the_ticks_are_exactly_a_period_apart() -> None:
     first = schedule.next_tick("web", 0.0)
     assert schedule.next_tick("web", first + schedule.min_gap) == first + PERIOD
     assert schedule.next_tick("web", first - 1e-9) == first
+
+
+@given(
+    namespace=st.text(min_size=1, max_size=30),
+    jitter=st.sampled_from([0.0, 0.1, 0.25, 0.4]),
+    start=st.floats(0, 1e5, allow_nan=False),
+    took=st.floats(0, 5 * PERIOD, allow_nan=False),
+)
+def test_after_a_sync_the_next_is_on_the_grid_once_per_tick_and_a_missed_tick_is_skipped(
+    namespace: str, jitter: float, start: float, took: float
+) -> None:
+    schedule = Schedule(PERIOD, jitter, origin=1000.0)
+    planned = schedule.next_tick(namespace, start)
+    ended = planned + took
+    following = schedule.after_sync(namespace, planned, ended)
+    on_time = schedule.next_tick(namespace, planned + schedule.min_gap)  # the tick after the planned one
+    assert following >= ended  # never in the past: no burst of syncs to catch up
+    assert following == schedule.next_tick(namespace, following - 1e-9)  # a tick of the namespace's grid
+    if ended <= on_time:
+        assert following == on_time  # a sync that ends before its next tick keeps it
+    else:
+        assert following == schedule.next_tick(namespace, ended)  # the missed ticks skipped, none added
+
+
+def test_a_late_sync_waits_for_its_namespaces_next_tick_instead_of_syncing_at_once() -> None:
+    schedule = Schedule(PERIOD, 0.0, origin=0.0)
+    first = schedule.next_tick("web", 0.0)
+    assert schedule.after_sync("web", first, first + 2.0) == first + PERIOD
+    assert schedule.after_sync("web", first, first + PERIOD + 3.0) == first + 2 * PERIOD
