@@ -15,6 +15,8 @@ cycles, and what it costs is the objects it walks. So:
   young collection ~8 times a second at 1,000 targets, to find nothing in the syncs' short-lived
   containers), generation 1 every other young collection, and the interpreter never starts a full
   collection itself (it ran one every ~30 s at 10,000 targets, ~350 ms each);
+* no collection starts inside a step of decoding a Prometheus answer (``prometheus/turns.py``): the
+  step's objects are freed at its end, and a collection in the middle of one walked them all;
 * this module runs the full collections, with a period that doubles from 5 minutes to an hour while they
   find nothing, and goes back to 5 minutes as soon as one finds cyclic garbage that only a full collection
   could find. A full collection walks every target's state (each sync replaces it, so it is never frozen): at
