@@ -61,7 +61,7 @@ class Schedule:
         instead made one sync more per late target (two 5-7 s apart, once back on the grid) and took it
         out of its namespace's batch, just when the service had the least to spare (at 10,000 targets,
         50 % more syncs than a period holds for ~30 s after the first full pass; BENCHMARKS.md, "Where
-        the loop stalls; …")."""
+        the loop stalls, the syncs after the first pass, …")."""
         planned_next = self.next_tick(namespace, planned + self.min_gap)
         return planned_next if planned_next >= now else self.next_tick(namespace, now)
 

@@ -72,9 +72,9 @@ def checks(service: dict[str, Any], period: float, idle: dict[str, Any] | None) 
             "≤ 25 (flat in targets)",
             w.per_period(w.service_queries) <= QUERIES_PER_PERIOD,
         ),
-        Check("LIST calls per steady sync", f"{w.per_period(w.lists):.2f}", "0", w.lists == 0),
+        Check("LIST calls per steady period", f"{w.per_period(w.lists):.2f}", "0", w.lists == 0),
         Check(
-            "writes per steady sync (Lease excluded)",
+            "writes per steady period (Lease excluded)",
             f"{w.per_period(sum(w.writes.values()) - w.lease_writes):.2f}",
             "0",
             sum(w.writes.values()) - w.lease_writes == 0,
