@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from typing import cast
 
-from autoscaler.core.observation import MetricFailure, PodsReading, ResourceReading
+from autoscaler.core.observation import MetricFailure, MetricReading, PodsReading, ResourceReading
 from autoscaler.prometheus import MetricsReader, PrometheusClient, PrometheusSettings, TargetQuery
 from autoscaler.prometheus.errors import PrometheusBadQuery, PrometheusUnreachable
 from autoscaler.prometheus.results import InstantResult, Series
@@ -44,6 +44,25 @@ def make_reader(
 
 def target(namespace: str, name: str, pods: tuple[str, ...], metrics: list[object]) -> TargetQuery:
     return TargetQuery(namespace, name, sc.ref(name), f"app={name}", pods, tuple(metrics))  # type: ignore[arg-type]
+
+
+async def read_counting_turns(
+    reader: MetricsReader, targets: list[TargetQuery]
+) -> tuple[list[list[MetricReading]], int]:
+    """The read's rows, and how many turns another task got while it ran (the fake client never awaits)."""
+    turns = 0
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while True:
+            await asyncio.sleep(0)
+            turns += 1
+
+    counter = asyncio.create_task(count_turns())
+    try:
+        return await reader.read(targets, AT), turns
+    finally:
+        counter.cancel()
 
 
 def namespaces_in(query: str) -> set[str]:
@@ -343,19 +362,7 @@ async def test_a_large_batched_answer_is_read_in_steps_with_the_loops_turns_betw
     )
     assert len(data.vector) > 3 * STEP
     reader, client = make_reader(lambda q: data)
-    turns = 0
-
-    async def count_turns() -> None:
-        nonlocal turns
-        while True:
-            await asyncio.sleep(0)
-            turns += 1
-
-    counter = asyncio.create_task(count_turns())
-    try:
-        rows = await reader.read(targets, AT)
-    finally:
-        counter.cancel()
+    rows, turns = await read_counting_turns(reader, targets)
     assert len(client.queries) == 1
     assert turns >= 3  # the other task ran between the steps (the fake answers without awaiting)
     for t, row in zip(targets, rows, strict=True):
@@ -370,18 +377,6 @@ async def test_a_large_batch_is_planned_with_the_loops_turns_between() -> None:
     """A 10,000-target service's batch holds ~700 targets: planning them gives the loop turns."""
     targets = [target("ns", f"t{t}", (), [sc.pods_metric(sc.rps_query("m"))]) for t in range(1000)]
     reader, client = make_reader(lambda q: vector())
-    turns = 0
-
-    async def count_turns() -> None:
-        nonlocal turns
-        while True:
-            await asyncio.sleep(0)
-            turns += 1
-
-    counter = asyncio.create_task(count_turns())
-    try:
-        rows = await reader.read(targets, AT)  # no pods: no query, every reading made while planning
-    finally:
-        counter.cancel()
+    rows, turns = await read_counting_turns(reader, targets)  # no pods: no query, all read while planning
     assert client.queries == [] and turns >= 3
     assert all(row == [PodsReading(pods={})] for row in rows)
