@@ -93,7 +93,6 @@ class Service:
         thresholds = gc.get_threshold()  # changed for the process here: put back at the end
         elector_task: asyncio.Task[None] | None = None
         recorder: SyncRecorder | None = None
-        quiet: asyncio.Task[None] | None = None
         lag_task = asyncio.create_task(monitor_event_loop_lag(self.metrics.event_loop_lag), name="loop-lag")
         untrack_gc = track_gc_pauses(self.metrics.gc_pauses)
         try:  # from here on, whatever fails (the HTTP port taken, a bad kubeconfig) leaves nothing running
@@ -111,7 +110,7 @@ class Service:
             await self.http.start()
             api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
             # The collector is held off until the caches sync (service/collector.py), and runs again at the end.
-            quiet = self._quiet = asyncio.create_task(collector.quiet_until_synced(), name="gc-quiet-start")
+            self._quiet = asyncio.create_task(collector.quiet_until_synced(), name="gc-quiet-start")
             async with (
                 api_client,
                 PrometheusClient(
@@ -213,8 +212,8 @@ class Service:
             if self.http is not None:
                 await self.http.stop()
             untrack_gc()
-            if quiet is not None:
-                quiet.cancel()
+            if self._quiet is not None:
+                self._quiet.cancel()
             gc.enable()
             gc.set_threshold(*thresholds)
 
