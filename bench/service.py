@@ -25,7 +25,8 @@ Phases:
    server's own), Kubernetes API calls by verb, writes, LISTs, the cost of one /metrics scrape (after the
    window: scrapes back to back for a period, the steady rate's CPU taken off, per scrape);
 4. checks: no Deployment was scaled, every target is ScalingActive with both metrics read, no warning in
-   a service's log, and every goal of issue 13 met (servicebench/goals.py) — else the exit code is 1.
+   a service's log, every goal of issue 13 met (servicebench/goals.py), and each service, sent SIGTERM,
+   stopped within its own shutdown budget (5 s) — else the exit code is 1.
 
 The services run on CPU 0 (``--service-cpus``), everything else (this harness with the emulator and the
 exporter, Prometheus) on the other CPUs: "one core" for the service, measured, not shared with its load.

@@ -47,7 +47,8 @@ class MetricsBatcher:
         self._window = window
         self._pacer = pacer or TurnPacer()
         self._pending: list[tuple[TargetQuery, asyncio.Future[list[MetricReading]]]] = []
-        self._flush_task: asyncio.Task[None] | None = None
+        self._flush_task: asyncio.Task[None] | None = None  # the batch whose window is open
+        self._flushes: set[asyncio.Task[None]] = set()  # every batch not done: in its window or being read
         self.batches = 0
 
     async def read(self, query: TargetQuery) -> list[MetricReading]:
@@ -56,7 +57,9 @@ class MetricsBatcher:
         future: asyncio.Future[list[MetricReading]] = loop.create_future()
         self._pending.append((query, future))
         if self._flush_task is None:
-            self._flush_task = asyncio.create_task(self._flush_later(), name="metrics-batch")
+            self._flush_task = task = asyncio.create_task(self._flush_later(), name="metrics-batch")
+            self._flushes.add(task)
+            task.add_done_callback(self._flushes.discard)
         row = await future
         await self._pacer.turn()
         return row
@@ -78,6 +81,10 @@ class MetricsBatcher:
 
         try:
             rows = await self._read_many([q for q, _ in live], None, on_ready=ready)
+        except asyncio.CancelledError:  # closed: the syncs still waiting for this batch wait no more
+            for _, future in live:
+                future.cancel()
+            raise
         except Exception as exc:  # the reader should not raise; if it does, every metric failed
             log.exception("metrics read failed")
             rows = [[MetricFailure(f"reading metrics failed: {exc}") for _ in q.metrics] for q, _ in live]
@@ -91,10 +98,12 @@ class MetricsBatcher:
             future.set_result(row)
 
     async def close(self) -> None:
-        task = self._flush_task
-        if task is not None:
+        """Cancel every batch, the ones being read included: a read that went on after the service's
+        shutdown used a Prometheus client already closed."""
+        flushes = list(self._flushes)
+        for task in flushes:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await asyncio.gather(*flushes, return_exceptions=True)
         for _, future in self._pending:
             if not future.done():
                 future.cancel()

@@ -252,11 +252,10 @@ class Manager:
         return found
 
     async def deactivate(self) -> None:
-        """Stop every reconciler now (leadership lost or shutting down); caches keep running."""
+        """Stop every reconciler now (leadership lost or shutting down), all in one go; caches keep running."""
         self._active = False
         self._left.clear()
-        for key in list(self.running):
-            await self._stop(key)
+        await self._stop(*self.running)
 
     async def stop(self) -> None:
         await self.deactivate()
@@ -348,16 +347,17 @@ class Manager:
             name=key[1],
         )
 
-    async def _stop(self, key: Key) -> None:
-        running = self.running.pop(key, None)
-        if running is None:
-            return
-        self.view.forget(key)  # before the task stops: a sync of another target meanwhile must not see it
-        running.task.cancel()
-        await asyncio.gather(running.task, return_exceptions=True)
-        last_status = running.reconciler.last_status
-        if last_status is not None:
-            self.statuses[key] = last_status
+    async def _stop(self, *keys: Key) -> None:
+        """Stop these reconcilers, each cancelled before any is awaited (one by one: 3 s at 10,000 targets)."""
+        stopping = [(key, running) for key in keys if (running := self.running.pop(key, None)) is not None]
+        for key, running in stopping:
+            self.view.forget(key)  # before the task stops: a sync of another target meanwhile must not see it
+            running.task.cancel()
+        await asyncio.gather(*(running.task for _, running in stopping), return_exceptions=True)
+        for key, running in stopping:
+            last_status = running.reconciler.last_status
+            if last_status is not None:
+                self.statuses[key] = last_status
 
     async def _report_invalid(self, target: Target) -> None:
         previous = self.invalid.get(target.key)

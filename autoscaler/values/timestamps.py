@@ -23,6 +23,7 @@ _RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _FIRST_SECOND = -62_135_596_800  # 0001-01-01T00:00:00Z, datetime's first second
 _LAST_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z, its last
+_YEAR_1000 = -30_610_224_000  # 1000-01-01T00:00:00Z: from here on, C's %Y prints four digits as Go does
 
 
 class TimestampError(ValueError):
@@ -83,14 +84,22 @@ def _parse_remembered(text: str) -> float | None:
 
 def rfc3339(seconds: float, *, fraction: bool = False) -> str:
     """A Unix time as Kubernetes writes it, in UTC: ``metav1.Time`` (whole seconds, the fraction cut
-    off as Go's formatting does) or, with ``fraction``, ``metav1.MicroTime`` (six digits)."""
+    off as Go's formatting does) or, with ``fraction``, ``metav1.MicroTime`` (six digits). The year has
+    four digits, as Go writes it (``0001-01-01T00:00:00Z``; C's ``%Y`` would print ``1-01-01…``)."""
     if fraction:
-        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        moment = datetime.fromtimestamp(seconds, UTC)
+        return _date_time(moment.timetuple()) + f".{moment.microsecond:06d}Z"
     whole = math.floor(seconds)
-    if _FIRST_SECOND <= whole <= _LAST_SECOND:
+    if _YEAR_1000 <= whole <= _LAST_SECOND:
         # The same C strftime as datetime's, a third of the cost: a status write prints several.
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(whole))
-    return (_EPOCH + timedelta(seconds=whole)).strftime("%Y-%m-%dT%H:%M:%SZ")  # raises as datetime does
+    if _FIRST_SECOND <= whole < _YEAR_1000:
+        return _date_time(time.gmtime(whole)) + "Z"
+    return (_EPOCH + timedelta(seconds=whole)).isoformat()  # out of datetime's range: raises as it does
+
+
+def _date_time(t: time.struct_time) -> str:
+    return f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
 
 
 def rfc3339_millis(seconds: float) -> str:
@@ -98,5 +107,5 @@ def rfc3339_millis(seconds: float) -> str:
     there are any (``2024-05-07T09:00:15.250Z``)."""
     moment = datetime.fromtimestamp(seconds, UTC)
     if moment.microsecond:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return _date_time(moment.timetuple()) + f".{moment.microsecond // 1000:03d}Z"
+    return _date_time(moment.timetuple()) + "Z"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from autoscaler.service.app import SHUTDOWN_SECONDS
 from servicebench.window import Window
 
 LOOP_LAG_P99_S = 0.1
@@ -80,6 +81,15 @@ def checks(service: dict[str, Any], period: float, idle: dict[str, Any] | None) 
             sum(w.writes.values()) - w.lease_writes == 0,
         ),
     ]
+    shutdown = service.get("shutdown_s")
+    out.append(
+        Check(
+            "graceful shutdown (SIGTERM → stopped)",
+            "not logged" if shutdown is None else f"{shutdown:.2f} s",
+            f"< {SHUTDOWN_SECONDS:g} s (its own budget)",
+            shutdown is not None and shutdown < SHUTDOWN_SECONDS,
+        )
+    )
     if idle is not None:
         above = (w.rss_kib_end / 1024 - idle["rss_mib"]) * per_k
         out.append(Check("RSS above idle per 1,000 targets", f"{above:.1f} MiB", "≤ 40 MiB", above <= RSS_MIB_PER_1000))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import os
@@ -10,7 +11,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +102,18 @@ class ServiceProcess:
             "renew_late_warnings": sum(1 for x in lines if x.get("event") == "leader.renew_late"),
         }
 
+    def shutdown_seconds(self) -> float | None:
+        """From the service's log: its graceful shutdown, "shutting down" to "stopped" (None: not logged)."""
+        times = {
+            line.get("event"): str(line.get("timestamp"))
+            for line in self.log_lines()
+            if line.get("logger") == "autoscaler.service" and line.get("event") in ("shutting down", "stopped")
+        }
+        if "shutting down" not in times or "stopped" not in times:
+            return None
+        begun, ended = (datetime.fromisoformat(times[x].replace("Z", "+00:00")) for x in ("shutting down", "stopped"))
+        return (ended - begun).total_seconds()
+
     def log_lines(self) -> Iterator[dict[str, Any]]:
         for raw in self.log.read_text(errors="replace").splitlines():
             with contextlib.suppress(ValueError):
@@ -125,3 +139,10 @@ def service_settings(args: argparse.Namespace, prometheus_url: str, kubeconfig: 
             node = node.setdefault(key, {})
         node[keys[-1]] = yaml.safe_load(text)
     return settings
+
+
+async def stop_all(services: Sequence[ServiceProcess]) -> list[int | None]:
+    """SIGTERM every service and wait for them together, off the caller's loop: the emulator answers on
+    that loop, and a graceful shutdown needs it (the Lease released, the watches closed). Waiting on the
+    loop left each service's last requests unanswered until it gave up, after its 5 s budget."""
+    return list(await asyncio.gather(*(asyncio.to_thread(s.stop) for s in services)))

@@ -17,7 +17,7 @@ from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
 from kube_emulator import KubeEmulator
 from servicebench.cluster import CPU_USAGE, CRD, REQUESTS_PER_POD, TARGETS, Workload, layout, seed_cluster, serve_load
 from servicebench.goals import checks
-from servicebench.process import ServiceProcess
+from servicebench.process import ServiceProcess, stop_all
 from servicebench.procfs import cpu_seconds, memory_kib
 from servicebench.speed import reference_ms
 from servicebench.window import Harness, StatusWrites, Window, observe, scrape_cost
@@ -59,8 +59,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 try:
                     await measure(harness, kubeconfig, plan, pods_total, result)
                 finally:
-                    for service in harness.services:
-                        service.stop()
+                    await stop_all(harness.services)
         finally:
             await asyncio.to_thread(prom.close)
     return result
@@ -81,9 +80,11 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
             "mcpu": window.mcpu(window.service_cpu),
             "api": window.api,
         }
-        code = idle.stop()
+        code = (await stop_all([idle]))[0]
+        result["idle"]["shutdown_s"] = idle.shutdown_seconds()
         progress(
-            f"idle service: RSS {rss_end / 1024:.1f} MiB, {window.mcpu(window.service_cpu):.1f} mCPU (exit {code})"
+            f"idle service: RSS {rss_end / 1024:.1f} MiB, {window.mcpu(window.service_cpu):.1f} mCPU (exit {code}, "
+            f"shutdown {result['idle']['shutdown_s']} s)"
         )
         h.emu.requests.reset()
 
@@ -142,7 +143,12 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
     if syncs < 0.97 * expected:  # a sync pushed past its tick is skipped: the CPU figure would flatter
         problems.append(f"only {syncs:.0f} syncs in the window, {expected:.0f} expected: targets missed ticks")
     problems.extend(steady_problems(h, plan))
-    for service, entry in zip(services, results, strict=True):
+    # SIGTERM, and each service's graceful shutdown timed (from its log). Stopped off this loop (stop_all):
+    # waiting on it, as the harness did, every run's services logged "shutdown took longer than expected".
+    codes = await stop_all(services)
+    for service, entry, code in zip(services, results, codes, strict=True):
+        entry["exit_code"] = code
+        entry["shutdown_s"] = service.shutdown_seconds()
         entry["lease"] = service.lease_figures()
         warnings = Counter(
             str(line.get("event"))
@@ -154,8 +160,6 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
         entry["checks"] = checks(entry, args.period, result.get("idle"))
         problems.extend(f"{service.name}: {c.figure} {c.value}, goal {c.goal}" for c in entry["checks"] if not c.met)
     result["problems"] = problems
-    for service, entry in zip(services, results, strict=True):
-        entry["exit_code"] = service.stop()
     result["speed_ms"].append(await asyncio.to_thread(reference_ms, args.service_cpus))
 
 

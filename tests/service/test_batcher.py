@@ -84,3 +84,25 @@ async def test_a_reader_that_raises_fails_every_metric_instead() -> None:
     assert await batcher.read(q) == []  # no metrics asked, none failed
     rows = await asyncio.gather(batcher.read(query("a")), batcher.read(query("b")))
     assert all(all(isinstance(r, MetricFailure) for r in row) for row in rows)
+
+
+async def test_closing_cancels_a_read_in_progress_and_the_syncs_waiting_for_it() -> None:
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def read_many(
+        queries: Sequence[TargetQuery], at: float | None, *, on_ready: OnReady | None = None
+    ) -> list[list[MetricReading]]:
+        started.set()
+        try:
+            await asyncio.Event().wait()  # Prometheus has not answered yet
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        raise AssertionError("unreachable")
+
+    batcher = MetricsBatcher(read_many, window=0.0)
+    waiting = asyncio.create_task(batcher.read(query("web")))
+    await asyncio.wait_for(started.wait(), 1)  # its window closed: the batch is being read
+    await asyncio.wait_for(batcher.close(), 1)
+    assert cancelled.is_set()  # the read stopped with the service, before its client was closed
+    assert isinstance((await asyncio.gather(waiting, return_exceptions=True))[0], asyncio.CancelledError)

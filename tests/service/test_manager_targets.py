@@ -61,6 +61,36 @@ async def test_invalid_target_is_reported_and_others_go_on(emu: KubeEmulator) ->
             await manager.stop()
 
 
+async def test_deactivating_stops_every_reconciler_in_one_go(emu: KubeEmulator) -> None:
+    for index in range(40):
+        emu.create(deployment(f"web-{index}", 2))
+        emu.create(target(f"web-{index}", f"web-{index}"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 20)  # 2 replicas is right: nothing to write
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics, period=30.0)
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            tasks = [running.task for running in manager.running.values()]
+            assert len(tasks) == 40
+            turns = 0
+
+            async def count_turns() -> None:
+                nonlocal turns
+                while True:
+                    await asyncio.sleep(0)
+                    turns += 1
+
+            counter = asyncio.create_task(count_turns())
+            await manager.deactivate()
+            counter.cancel()
+            assert not manager.running and all(task.done() for task in tasks)
+            assert turns <= 3  # one by one, a turn each (40): the ones not reached yet went on syncing
+        finally:
+            await manager.stop()
+
+
 async def test_targets_come_and_go_within_a_second(emu: KubeEmulator) -> None:
     emu.create(deployment("web", 2))
     metrics = FakeMetrics()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from fractions import Fraction
 
 import pytest
@@ -83,8 +83,22 @@ def test_the_remembered_float_is_the_exact_time_rounded(moment: datetime, fracti
 
 @given(st.floats(min_value=-62_135_596_800, max_value=253_402_300_799.999, allow_nan=False))
 def test_whole_second_times_print_as_datetime_prints_them(seconds: float) -> None:
-    """The quick path (time.gmtime) and datetime agree over datetime's whole range, its ends included."""
+    """The quick path (time.gmtime) and datetime agree over datetime's whole range, its ends included; the
+    year always in four digits, as Go prints it (isoformat pads it, C's strftime %Y does not)."""
     whole = math.floor(seconds)
-    expected = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=whole)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    assert rfc3339(seconds) == expected
+    moment = datetime(1970, 1, 1) + timedelta(seconds=whole)
+    assert rfc3339(seconds) == moment.isoformat() + "Z"
     assert rfc3339(253_402_300_799.5) == "9999-12-31T23:59:59Z"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "micro", "millis"),
+    [
+        (-62_135_596_800, "0001-01-01T00:00:00.000000Z", "0001-01-01T00:00:00Z"),
+        (-30_610_224_000.25, "0999-12-31T23:59:59.750000Z", "0999-12-31T23:59:59.750Z"),
+        (1_715_072_415.5, "2024-05-07T09:00:15.500000Z", "2024-05-07T09:00:15.500Z"),
+    ],
+)
+def test_times_with_fractions_print_four_digit_years(seconds: float, micro: str, millis: str) -> None:
+    assert rfc3339(seconds, fraction=True) == micro
+    assert rfc3339_millis(seconds) == millis
