@@ -21,6 +21,14 @@ def _phase(namespace: str) -> float:
     return _fraction(namespace)
 
 
+@functools.lru_cache(maxsize=8192)
+def _draw(namespace: str, k: int) -> float:
+    """Tick ``k``'s jitter draw for ``namespace``, in [-1, 1): every target of the namespace asks for the
+    same few ticks at each of its syncs (a hash of a new string each time was ~1 % of a 10,000-target
+    service's CPU)."""
+    return 2 * _fraction(f"{namespace}#{k}") - 1
+
+
 class Schedule:
     """When targets sync: once a period, every target of a namespace on the same tick.
 
@@ -43,7 +51,7 @@ class Schedule:
         self.min_gap = period * max(0.1, 1 - 2 * jitter) / 2
 
     def tick(self, namespace: str, k: int) -> float:
-        shift = self.jitter * (2 * _fraction(f"{namespace}#{k}") - 1) if self.jitter else 0.0
+        shift = self.jitter * _draw(namespace, k) if self.jitter else 0.0
         return self.origin + (k + _phase(namespace) + shift) * self.period
 
     def next_tick(self, namespace: str, after: float) -> float:
