@@ -6,7 +6,6 @@ unanswered until the service gave up, after its whole budget."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,20 +14,14 @@ from types import ModuleType
 import pytest
 
 from kube_emulator import KubeEmulator
+from tests.bench_modules import servicebench
 from tests.service.cluster import CRD
-
-BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
 @pytest.fixture
 def process() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(BENCH))
-    try:
-        from servicebench import process
-
-        yield process
-    finally:
-        sys.path.remove(str(BENCH))
+    with servicebench("process") as module:
+        yield module
 
 
 async def test_a_service_stopped_by_the_harness_releases_its_lease_and_stops_at_once(

@@ -3,28 +3,20 @@ and a write still in flight is read again until it is answered; a refused one ne
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from kube_emulator import KubeEmulator
 from kube_emulator.requestinfo import RequestInfo
-
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+from tests.bench_modules import servicebench
 
 
 @pytest.fixture
 def window() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(BENCH))
-    try:
-        from servicebench import window
-
-        yield window
-    finally:
-        sys.path.remove(str(BENCH))
+    with servicebench("window") as module:
+        yield module
 
 
 def status_patch(name: str) -> RequestInfo:

@@ -69,7 +69,11 @@ def service_table(service: dict[str, Any], result: dict[str, Any]) -> list[str]:
         f"{w.renew_late.quantile(0.99) * 1000:.0f} ms (n={w.renew_late.count:.0f}) / "
         f"{lease['renew_failures']} / {lease['renew_late_warnings']}",
     )
-    row("syncs in window", f"{sum(w.reconciles.values()):.0f} ({verbs(w.reconciles, 1)})", f"≈ {n * w.periods:.0f}")
+    row(
+        "syncs in window",
+        f"{sum(w.reconciles.values()):.0f} ({verbs(w.reconciles, 1)})",
+        f"≈ {n * w.counted_periods:.0f}",
+    )
     row("service CPU (the process)", f"{w.mcpu(w.service_cpu):.1f} mCPU")
     row("service's cyclic GC runs in the window", verbs(w.gc_runs, 1))
     pauses = {g: h for g, h in w.gc_pauses.items() if h.count}
@@ -123,6 +127,7 @@ def as_json(result: dict[str, Any]) -> dict[str, Any]:
         entry["steady"] = {
             "seconds": w.seconds,
             "periods": w.periods,
+            "counted_periods": w.counted_periods,
             "service_mcpu": w.mcpu(w.service_cpu),
             "prometheus_mcpu": w.mcpu(w.prometheus_cpu),
             "harness_mcpu": w.mcpu(w.harness_cpu),

@@ -11,6 +11,7 @@ from autoscaler.core.observation import MetricFailure, MetricReading, PodsReadin
 from autoscaler.prometheus import MetricsReader, PrometheusClient, PrometheusSettings, TargetQuery
 from autoscaler.prometheus.errors import PrometheusBadQuery, PrometheusUnreachable
 from autoscaler.prometheus.results import InstantResult, Series
+from tests.loop_turns import LoopTurns
 from tests.prometheus import scenario as sc
 
 AT = 1000.0
@@ -50,19 +51,9 @@ async def read_counting_turns(
     reader: MetricsReader, targets: list[TargetQuery]
 ) -> tuple[list[list[MetricReading]], int]:
     """The read's rows, and how many turns another task got while it ran (the fake client never awaits)."""
-    turns = 0
-
-    async def count_turns() -> None:
-        nonlocal turns
-        while True:
-            await asyncio.sleep(0)
-            turns += 1
-
-    counter = asyncio.create_task(count_turns())
-    try:
-        return await reader.read(targets, AT), turns
-    finally:
-        counter.cancel()
+    async with LoopTurns() as turns:
+        rows = await reader.read(targets, AT)
+    return rows, turns.count
 
 
 def namespaces_in(query: str) -> set[str]:

@@ -13,6 +13,7 @@ from autoscaler.kube.labels import parse_label_selector
 from autoscaler.service.caches import retrim_target
 from autoscaler.service.targets import load_targets_file, target_from_object
 from kube_emulator import KubeEmulator
+from tests.loop_turns import LoopTurns
 from tests.service.cluster import (
     FakeMetrics,
     condition,
@@ -74,19 +75,10 @@ async def test_deactivating_stops_every_reconciler_in_one_go(emu: KubeEmulator) 
         try:
             tasks = [running.task for running in manager.running.values()]
             assert len(tasks) == 40
-            turns = 0
-
-            async def count_turns() -> None:
-                nonlocal turns
-                while True:
-                    await asyncio.sleep(0)
-                    turns += 1
-
-            counter = asyncio.create_task(count_turns())
-            await manager.deactivate()
-            counter.cancel()
+            async with LoopTurns() as turns:
+                await manager.deactivate()
             assert not manager.running and all(task.done() for task in tasks)
-            assert turns <= 3  # one by one, a turn each (40): the ones not reached yet went on syncing
+            assert turns.count <= 3  # one by one, a turn each (40): the ones not reached yet went on syncing
         finally:
             await manager.stop()
 
