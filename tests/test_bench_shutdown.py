@@ -50,5 +50,6 @@ async def test_a_service_stopped_by_the_harness_releases_its_lease_and_stops_at_
         seconds = service.shutdown_seconds()
         assert seconds is not None and seconds < 2.0, service.log.read_text()  # 5.0, the budget, waiting on the loop
         assert not [x for x in service.log_lines() if x.get("level") in ("warning", "error")]
+        assert service.exit_seconds is not None and service.exit_seconds < 5.0  # SIGTERM → the process gone
         lease = emu.get("leases", "autoscaler")
         assert lease is not None and not lease["spec"].get("holderIdentity")  # released for a standby

@@ -46,6 +46,7 @@ class ServiceProcess:
         self.profile = workdir / f"{name}.prof" if profile else None
         self.process: subprocess.Popen[bytes] | None = None
         self.started = 0.0
+        self.exit_seconds: float | None = None  # SIGTERM → the process gone (see stop)
 
     @property
     def pid(self) -> int:
@@ -84,9 +85,11 @@ class ServiceProcess:
         if self.process is None:
             return None
         if self.process.poll() is None:
+            sent = time.monotonic()
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout)
+                self.exit_seconds = time.monotonic() - sent
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
