@@ -144,8 +144,8 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
     if syncs < 0.97 * expected:  # a sync pushed past its tick is skipped: the CPU figure would flatter
         problems.append(f"only {syncs:.0f} syncs in the window, {expected:.0f} expected: targets missed ticks")
     problems.extend(steady_problems(h, plan))
-    # SIGTERM, and each service's graceful shutdown timed (from its log). Stopped off this loop (stop_all):
-    # waiting on it, as the harness did, every run's services logged "shutdown took longer than expected".
+    # SIGTERM, and each service's graceful shutdown timed (from its log, and to its exit). Stopped off this
+    # loop (stop_all): waiting on it, every run's services logged "shutdown took longer than expected".
     codes = await stop_all(services)
     for service, entry, code in zip(services, results, codes, strict=True):
         entry["exit_code"] = code
