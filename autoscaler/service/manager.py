@@ -85,8 +85,7 @@ class Manager:
         sharding: ShardingSettings | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        """``clock``: decisions' "now" (Unix time that never steps); a :class:`ProcessClock` of its own
-        unless given (the service gives its own, shared with its Prometheus client)."""
+        """``clock``: decisions' "now" (Unix time that never steps); a :class:`ProcessClock` unless given."""
         self.api = api
         self.namespaces = tuple(namespaces)
         self.static = static_targets is not None
@@ -323,6 +322,8 @@ class Manager:
             handoff = running.reconciler.handoff()
             state, last_status = handoff.state, handoff.last_status
             await self._stop(key)
+        if not self._active:  # deactivated meanwhile (leadership lost, shutdown): no reconciler may start
+            return
         if not target.valid:
             await self._report_invalid(target)
             return
@@ -334,9 +335,8 @@ class Manager:
         )
         delay = first_delay(self.context.period, at_startup=at_startup)
         if running is None and not at_startup and target.status:
-            # A target that arrives with a status was served before: maybe by another shard, which stops
-            # writing it when its own watch shows the label change, at about the moment this one's does.
-            # A period's wait before the first write leaves it that long (docs/sharding.md).
+            # A target arriving with a status was served before: maybe by another shard, which stops writing
+            # it when its watch shows the label change, about when this one's does (docs/sharding.md).
             delay = self.context.period
         task = asyncio.create_task(reconciler.run(delay), name=f"reconcile {key[0]}/{key[1]}")
         self.running[key] = Running(target, reconciler, task)
