@@ -68,19 +68,13 @@ async def test_deactivating_stops_every_reconciler_in_one_go(emu: KubeEmulator) 
         emu.create(target(f"web-{index}", f"web-{index}"))
     metrics = FakeMetrics()
     metrics.set("queue", 20)  # 2 replicas is right: nothing to write
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics, period=30.0)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            tasks = [running.task for running in manager.running.values()]
-            assert len(tasks) == 40
-            async with LoopTurns() as turns:
-                await manager.deactivate()
-            assert not manager.running and all(task.done() for task in tasks)
-            assert turns.count <= 3  # one by one, a turn each (40): the ones not reached yet went on syncing
-        finally:
-            await manager.stop()
+    async with running(emu, metrics, period=30.0) as manager:
+        tasks = [entry.task for entry in manager.running.values()]
+        assert len(tasks) == 40
+        async with LoopTurns() as turns:
+            await manager.deactivate()
+        assert not manager.running and all(task.done() for task in tasks)
+        assert turns.count <= 3  # one by one, a turn each (40): the ones not reached yet went on syncing
 
 
 async def test_a_restart_under_way_when_the_manager_is_deactivated_starts_no_reconciler(emu: KubeEmulator) -> None:
@@ -88,23 +82,17 @@ async def test_a_restart_under_way_when_the_manager_is_deactivated_starts_no_rec
     emu.create(target("web", "web"))
     metrics = FakeMetrics()
     metrics.set("queue", 20)
-    async with emu.api_client() as api:
-        manager = make_manager(emu, api, metrics, period=30.0)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            changed = emu.get("scalingtargets.autoscaler.dev", "web")
-            assert changed is not None
-            changed["spec"]["maxReplicas"] = 30
-            changed["metadata"]["generation"] += 1
-            # The spec changed: the old reconciler is being stopped (an await) when leadership ends.
-            restart = asyncio.create_task(manager._apply_target(target_from_object(changed), at_startup=False))
-            await asyncio.sleep(0)
-            await manager.deactivate()
-            await restart
-            assert not manager.running  # a reconciler started now would sync on an instance that does not lead
-        finally:
-            await manager.stop()
+    async with running(emu, metrics, period=30.0) as manager:
+        changed = emu.get("scalingtargets.autoscaler.dev", "web")
+        assert changed is not None
+        changed["spec"]["maxReplicas"] = 30
+        changed["metadata"]["generation"] += 1
+        # The spec changed: the old reconciler is being stopped (an await) when leadership ends.
+        restart = asyncio.create_task(manager._apply_target(target_from_object(changed), at_startup=False))
+        await asyncio.sleep(0)
+        await manager.deactivate()
+        await restart
+        assert not manager.running  # a reconciler started now would sync on an instance that does not lead
 
 
 async def test_targets_come_and_go_within_a_second(emu: KubeEmulator) -> None:
