@@ -12,12 +12,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from autoscaler.values.timestamps import parse_rfc3339
 from servicebench.procfs import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,14 +108,18 @@ class ServiceProcess:
     def shutdown_seconds(self) -> float | None:
         """From the service's log: its graceful shutdown, "shutting down" to "stopped" (None: not logged)."""
         times = {
-            line.get("event"): str(line.get("timestamp"))
+            line.get("event"): parse_rfc3339(line.get("timestamp"))
             for line in self.log_lines()
             if line.get("logger") == "autoscaler.service" and line.get("event") in ("shutting down", "stopped")
         }
-        if "shutting down" not in times or "stopped" not in times:
-            return None
-        begun, ended = (datetime.fromisoformat(times[x].replace("Z", "+00:00")) for x in ("shutting down", "stopped"))
-        return (ended - begun).total_seconds()
+        begun, ended = times.get("shutting down"), times.get("stopped")
+        return ended - begun if begun is not None and ended is not None else None
+
+    def shutdown_figure(self) -> tuple[float | None, str]:
+        """The graceful shutdown's seconds and where they come from: the service's log, or below logging
+        level info (no such lines) the harness's SIGTERM → exit (the drain, then the last lines flushed)."""
+        logged = self.shutdown_seconds()
+        return (logged, "log") if logged is not None else (self.exit_seconds, "SIGTERM → exit")
 
     def log_lines(self) -> Iterator[dict[str, Any]]:
         for raw in self.log.read_text(errors="replace").splitlines():
