@@ -273,7 +273,7 @@ class Service:
         assert self.manager is not None
         try:
             async with asyncio.timeout(SHUTDOWN_SECONDS):
-                await self.manager.deactivate()
+                await self.manager.deactivate(shutting_down=True)
                 if elector_task is not None:
                     elector_task.cancel()  # the elector steps down and releases the lease
                     await asyncio.gather(elector_task, return_exceptions=True)

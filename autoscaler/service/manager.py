@@ -1,11 +1,10 @@
 """The manager: one reconciler per valid target, started, restarted and stopped as targets change.
 
-Targets come from the ScalingTarget CRD (watched cluster-wide or in the listed namespaces, only those of
-this instance's shard: :mod:`autoscaler.service.sharding`) or from a file (standalone). A target added,
-changed or deleted starts, restarts or stops its reconciler at once (the first sync of a new target
-follows within a second; of one that arrives with a status, as a target moved from another shard does,
-after a period). An invalid target gets a condition and an Event listing every problem, and no
-reconciler; the others go on.
+Targets come from the ScalingTarget CRD (watched cluster-wide or in the listed namespaces, only those of this
+instance's shard: :mod:`autoscaler.service.sharding`) or from a file (standalone). A target added, changed or
+deleted starts, restarts or stops its reconciler at once (the first sync of a new target follows within a second; of
+one that arrives with a status, as a target moved from another shard does, after a period). An invalid target gets a
+condition and an Event listing every problem, and no reconciler; the others go on.
 
 That lifecycle is all the manager does. What the reconcilers read is :mod:`autoscaler.service.view`,
 what they write :mod:`autoscaler.service.writes`; the manager builds both (and the watch caches they
@@ -250,18 +249,16 @@ class Manager:
                         found[target.key] = target
         return found
 
-    async def deactivate(self) -> None:
+    async def deactivate(self, *, shutting_down: bool = False) -> None:
         """Stop every reconciler now (leadership lost or shutting down), all in one go; caches keep running."""
         self._active = False
         self._left.clear()
-        await self._stop(*self.running)
+        changes, self._tasks = self._tasks, []  # this term's: the next starts its own (two would race on a target)
+        # Their last statuses are kept for /api/targets, but not at shutdown: 10,000 parsed for no one.
+        await self._stop(*self.running, keep_statuses=not shutting_down, tasks=changes)
 
     async def stop(self) -> None:
-        await self.deactivate()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
+        await self.deactivate(shutting_down=True)
         await self.cluster.stop()
         await self.batcher.close()
 
@@ -347,14 +344,17 @@ class Manager:
             name=key[1],
         )
 
-    async def _stop(self, *keys: Key) -> None:
-        """Stop these reconcilers, each cancelled before any is awaited (one by one: 3 s at 10,000 targets)."""
+    async def _stop(self, *keys: Key, keep_statuses: bool = True, tasks: Iterable[asyncio.Task[None]] = ()) -> None:
+        """Stop these reconcilers (and ``tasks``), each cancelled before any is awaited (one by one: 3 s at
+        10,000 targets)."""
         stopping = [(key, running) for key in keys if (running := self.running.pop(key, None)) is not None]
-        for key, running in stopping:
+        tasks = [*tasks, *(running.task for _, running in stopping)]
+        for key, _ in stopping:
             self.view.forget(key)  # before the task stops: a sync of another target meanwhile must not see it
-            running.task.cancel()
-        await asyncio.gather(*(running.task for _, running in stopping), return_exceptions=True)
-        for key, running in stopping:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for key, running in stopping if keep_statuses else ():
             last_status = running.reconciler.last_status
             if last_status is not None:
                 self.statuses[key] = last_status

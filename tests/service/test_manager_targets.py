@@ -77,6 +77,47 @@ async def test_deactivating_stops_every_reconciler_in_one_go(emu: KubeEmulator) 
         assert turns.count <= 3  # one by one, a turn each (40): the ones not reached yet went on syncing
 
 
+async def test_a_lost_leadership_keeps_the_last_statuses_for_the_api_and_a_shutdown_does_not(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    emu.create(target("web", "web"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 20)
+    async with running(emu, metrics, period=1.0) as manager:
+        await eventually(lambda: manager.target_documents().get(("default", "web")), what="the first status")
+        await manager.deactivate()  # leadership lost: /api/targets still shows the status last written
+        assert manager.target_documents()[("default", "web")]["desiredReplicas"] == 2
+        await manager.activate()
+        assert ("default", "web") in manager.running
+        manager.statuses.clear()
+        await manager.deactivate(shutting_down=True)
+        assert manager.target_documents() == {}  # not parsed back at shutdown: no one asks any more
+
+
+async def test_after_two_handoffs_spec_changes_leave_one_reconciler_per_target(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    emu.create(target("web", "web"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 20)
+
+    def reconcilers() -> list[asyncio.Task[Any]]:
+        return [t for t in asyncio.all_tasks() if t.get_name() == "reconcile default/web" and not t.done()]
+
+    async with running(emu, metrics, period=30.0) as manager:
+        for _ in range(2):  # leadership lost and won back: each term handles the target changes
+            await manager.deactivate()
+            await manager.activate()
+        for replicas in range(11, 17):  # spec changes, each a restart, handled while the last is under way
+            emu.patch("scalingtargets.autoscaler.dev", "web", {"spec": {"maxReplicas": replicas}})
+
+        def restarted() -> bool:
+            entry = manager.running.get(("default", "web"))
+            return entry is not None and entry.target.spec is not None and entry.target.spec.max_replicas == 16
+
+        await eventually(restarted, what="the last spec's reconciler")
+        await asyncio.sleep(0.2)
+        assert len(reconcilers()) == 1  # two terms' handlers raced: a second reconciler, lost to the manager
+
+
 async def test_a_restart_under_way_when_the_manager_is_deactivated_starts_no_reconciler(emu: KubeEmulator) -> None:
     emu.create(deployment("web", 2))
     emu.create(target("web", "web"))
