@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import statistics
+import time
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.service.schedule import Schedule
+from autoscaler.service.schedule import Schedule, TickTimers
 
 PERIOD = 15.0
 
@@ -73,3 +75,29 @@ def test_a_late_sync_waits_for_its_namespaces_next_tick_instead_of_syncing_at_on
     first = schedule.next_tick("web", 0.0)
     assert schedule.after_sync("web", first, first + 2.0) == first + PERIOD
     assert schedule.after_sync("web", first, first + PERIOD + 3.0) == first + 2 * PERIOD
+
+
+async def test_the_waits_for_one_tick_share_one_timer_and_end_at_the_tick() -> None:
+    loop = asyncio.get_running_loop()
+    timers = TickTimers()
+    before = len(loop._scheduled)  # type: ignore[attr-defined]  # the asyncio loop's timer heap
+    tick = time.monotonic() + 0.05
+    waits = [timers.at(tick) for _ in range(200)]
+    later = timers.at(tick + 0.05)
+    assert len(loop._scheduled) == before + 2  # type: ignore[attr-defined]
+    await asyncio.wait_for(asyncio.gather(*waits), 1)
+    assert time.monotonic() >= tick
+    assert not later.done()  # the later tick's own timer
+    await asyncio.wait_for(later, 1)
+
+
+async def test_a_wait_given_up_ends_no_other_and_a_past_tick_ends_at_once() -> None:
+    timers = TickTimers()
+    tick = time.monotonic() + 0.02
+    given_up, kept = timers.at(tick), timers.at(tick)
+    given_up.cancel()
+    await asyncio.wait_for(kept, 1)
+    assert given_up.cancelled()
+    past = timers.at(time.monotonic() - 5)
+    await asyncio.sleep(0.01)
+    assert past.done()
