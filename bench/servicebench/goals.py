@@ -5,6 +5,8 @@ targets. A missed goal is a problem of the run, and the benchmark exits 1."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +20,22 @@ RSS_MIB_PER_1000 = 40.0
 FIRST_PASS_S = 60.0
 SCRAPE_CPU_S = 0.1
 QUERIES_PER_PERIOD = 25.0  # batched per namespace: independent of the number of targets (50 namespaces here)
+# The goals per 1,000 targets hold from this many targets on: below, the service's own fixed cost (its idle
+# CPU alone is ~3 mCPU, 54 per 1,000 at 50 targets) is what they would measure, not its cost per target.
+PER_1000_FROM = 1000
+SYNCS_SHORT_SHARE = 0.03  # the syncs a window may lack in any run, as a share of those its periods hold
+
+
+def fewest_syncs(targets_by_namespace: Collection[int], periods: float) -> float:
+    """The fewest syncs a window of ``periods`` periods may count for targets spread over namespaces as
+    given, when no target misses a tick. A namespace's targets sync together on its ticks, so where the
+    window's two ends fall among a namespace's jittered ticks moves all of its syncs by one tick each way
+    (two end effects of variance ≤ 1/4 each). The bound is the smaller of 97 % of the periods' syncs and
+    three standard deviations of that spread below them: a few targets in many namespaces (the quick run's
+    one per namespace over two periods) count a few percent less by chance, many in each do not."""
+    expected = sum(targets_by_namespace) * periods
+    spread = 3 * math.sqrt(sum(n * n for n in targets_by_namespace) * 0.5)
+    return expected - max(SYNCS_SHORT_SHARE * expected, spread)
 
 
 @dataclass(frozen=True)
@@ -25,7 +43,8 @@ class Check:
     figure: str
     value: str
     goal: str
-    met: bool
+    met: bool  # True for a goal not checked
+    checked: bool = True
 
 
 def checks(service: dict[str, Any], period: float, idle: dict[str, Any] | None) -> list[Check]:
@@ -49,11 +68,12 @@ def checks(service: dict[str, Any], period: float, idle: dict[str, Any] | None) 
         Check(
             "scheduling lag p99", f"{w.lag.quantile(0.99):.2f} s", "< 2 s", w.lag.quantile(0.99) < SCHEDULE_LAG_P99_S
         ),
-        Check(
+        per_1000(
             "service CPU per 1,000 targets",
             f"{w.mcpu(w.service_cpu) * per_k:.1f} mCPU",
             "≤ 20 mCPU",
             w.mcpu(w.service_cpu) * per_k <= MCPU_PER_1000,
+            service["targets"],
         ),
         Check(
             "start-up: spawn → its targets all synced once",
@@ -93,5 +113,20 @@ def checks(service: dict[str, Any], period: float, idle: dict[str, Any] | None) 
     )
     if idle is not None:
         above = (w.rss_kib_end / 1024 - idle["rss_mib"]) * per_k
-        out.append(Check("RSS above idle per 1,000 targets", f"{above:.1f} MiB", "≤ 40 MiB", above <= RSS_MIB_PER_1000))
+        out.append(
+            per_1000(
+                "RSS above idle per 1,000 targets",
+                f"{above:.1f} MiB",
+                "≤ 40 MiB",
+                above <= RSS_MIB_PER_1000,
+                service["targets"],
+            )
+        )
     return out
+
+
+def per_1000(figure: str, value: str, goal: str, met: bool, targets: int) -> Check:
+    """A goal per 1,000 targets: checked from :data:`PER_1000_FROM` targets on."""
+    if targets >= PER_1000_FROM:
+        return Check(figure, value, goal, met)
+    return Check(figure, value, f"{goal} (not checked below {PER_1000_FROM:,} targets)", True, checked=False)

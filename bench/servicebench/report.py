@@ -122,7 +122,8 @@ def as_json(result: dict[str, Any]) -> dict[str, Any]:
         w: Window = service["steady"]
         entry = {k: v for k, v in service.items() if k not in ("steady", "checks")}
         entry["checks"] = [
-            {"figure": c.figure, "value": c.value, "goal": c.goal, "met": c.met} for c in service["checks"]
+            {"figure": c.figure, "value": c.value, "goal": c.goal, "met": c.met, "checked": c.checked}
+            for c in service["checks"]
         ]
         entry["steady"] = {
             "seconds": w.seconds,
