@@ -44,8 +44,10 @@ class MetricsExporter:
         self.host = host
         self.port: int | None = None
         self.scrapes = 0
-        self._gauges: dict[str, dict[LabelKey, str]] = {}
-        self._rates: dict[str, dict[LabelKey, tuple[float, float]]] = {}
+        # Each series with its text before the value (name and labels), made once: rendering 200,000
+        # series' labels at every scrape held the interpreter (this thread's) for a second and more.
+        self._gauges: dict[str, dict[LabelKey, tuple[str, str]]] = {}  # value, series text
+        self._rates: dict[str, dict[LabelKey, tuple[float, float, str]]] = {}  # per second, origin, series text
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -62,14 +64,16 @@ class MetricsExporter:
 
     def set(self, name: str, labels: Mapping[str, str], value: float | str) -> None:
         with self._lock:
-            self._gauges.setdefault(name, {})[tuple(sorted(labels.items()))] = _format_value(value)
+            key = tuple(sorted(labels.items()))
+            self._gauges.setdefault(name, {})[key] = (_format_value(value), name + _labels_text(key))
 
     def set_rate(self, name: str, labels: Mapping[str, str], per_second: float, *, origin: float | None = None) -> None:
         """A counter equal to ``per_second × (t - origin)`` at scrape time t (default origin: an
         hour ago, so the counter is never near zero)."""
         start = origin if origin is not None else self._clock() - 3600.0
         with self._lock:
-            self._rates.setdefault(name, {})[tuple(sorted(labels.items()))] = (per_second, start)
+            key = tuple(sorted(labels.items()))
+            self._rates.setdefault(name, {})[key] = (per_second, start, name + _labels_text(key))
 
     def remove(self, name: str, labels: Mapping[str, str]) -> None:
         key = tuple(sorted(labels.items()))
@@ -87,14 +91,14 @@ class MetricsExporter:
         millis = int(now * 1000)
         lines: list[str] = []
         with self._lock:
-            for name, series in sorted(self._gauges.items()):
-                for key, value in series.items():
-                    lines.append(f"{name}{_labels_text(key)} {value}")
+            for _, series in sorted(self._gauges.items()):
+                for value, text in series.values():
+                    lines.append(f"{text} {value}")
             for name, counters in sorted(self._rates.items()):
                 lines.append(f"# TYPE {name} counter")
-                for key, (per_second, origin) in counters.items():
+                for per_second, origin, text in counters.values():
                     counter = per_second * (millis / 1000 - origin)
-                    lines.append(f"{name}{_labels_text(key)} {counter!r} {millis}")
+                    lines.append(f"{text} {counter!r} {millis}")
         return "\n".join(lines) + "\n"
 
     # -- server ---------------------------------------------------------------------------------
