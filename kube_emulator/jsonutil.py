@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any, TypeAlias
 
+import orjson
+
 JsonObject: TypeAlias = dict[str, Any]
 
 
@@ -37,8 +39,13 @@ def json_equal(left: Any, right: Any) -> bool:
 
 
 def encode(value: Any) -> bytes:
-    """Compact JSON, as the API server sends it."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact JSON, as the API server sends it: orjson's (the standard library's took ~70 µs a pod, most
+    of a LIST's time), the standard library's for what orjson refuses (an integer past 64 bits, a key that
+    is not a string). A NaN or an infinity, which no API server holds (Go's encoder refuses them), is null."""
+    try:
+        return orjson.dumps(value)
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def get_path(obj: Any, path: tuple[str, ...]) -> Any:

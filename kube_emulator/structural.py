@@ -17,9 +17,10 @@ CEL rules (``x-kubernetes-validations``) and ``format`` checks are not evaluated
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+import fastjsonschema  # type: ignore[import-untyped,unused-ignore]
 import jsonschema  # type: ignore[import-untyped,unused-ignore]
 
 from kube_emulator.errors import (
@@ -150,18 +151,29 @@ def _as_json_schema(schema: Any) -> Any:
     return converted
 
 
-_VALIDATORS: dict[int, tuple[JsonObject, Any]] = {}
+_VALIDATORS: dict[int, tuple[JsonObject, Any, Callable[[Any], Any] | None]] = {}
 
 
-def _validator(schema: JsonObject) -> Any:
-    """One validator per schema object (a served version keeps its schema for its lifetime); the schema is
-    held with it, so its id cannot be reused by another."""
+def _validators(schema: JsonObject) -> tuple[Any, Callable[[Any], Any] | None]:
+    """The validators of a schema object, one pair per object (a served version keeps its schema for its
+    lifetime; the schema is held with them, so its id cannot be reused by another): ``jsonschema``'s,
+    which names every problem, and ``fastjsonschema``'s, the same rules compiled to Python (~30 times
+    faster, draft 4 too, formats off as in the other), which only tells whether there is one: a valid
+    object, nearly every write, is found valid by it alone. (None where it cannot compile the schema.)
+    A benchmark's 10,000 status writes spent half of the emulator's write time in ``jsonschema``."""
     cached = _VALIDATORS.get(id(schema))
     if cached is None or cached[0] is not schema:
         if len(_VALIDATORS) > 256:  # CRDs replaced many times over: start afresh
             _VALIDATORS.clear()
-        cached = _VALIDATORS[id(schema)] = (schema, jsonschema.Draft4Validator(_as_json_schema(schema)))
-    return cached[1]
+        converted = _as_json_schema(schema)
+        try:
+            # Draft 4 named: without "$schema" it compiles draft 7's rules (1.0 an integer, for one).
+            draft_4 = {**converted, "$schema": "http://json-schema.org/draft-04/schema#"}
+            fast: Callable[[Any], Any] | None = fastjsonschema.compile(draft_4, use_formats=False)
+        except Exception:  # whatever it cannot compile, the other validator checks alone
+            fast = None
+        cached = _VALIDATORS[id(schema)] = (schema, jsonschema.Draft4Validator(converted), fast)
+    return cached[1], cached[2]
 
 
 _NARROWED: dict[tuple[int, frozenset[str]], tuple[JsonObject, JsonObject]] = {}
@@ -253,6 +265,12 @@ def validate(obj: JsonObject, schema: JsonObject, *, unchanged: frozenset[str] =
     tolerates every problem the stored object already had (ratcheting, strategies.validate). A status
     write then validates its status alone, as cheaply as the real server's (a benchmark writing 10,000
     statuses spent a fifth of the emulator's time validating specs nobody changed)."""
-    validator = _validator(_without(schema, unchanged) if unchanged else schema)
+    validator, fast = _validators(_without(schema, unchanged) if unchanged else schema)
+    if fast is not None:
+        try:
+            fast(obj)
+            return []
+        except fastjsonschema.JsonSchemaValueException:
+            pass  # which problems, and where: the other validator's errors say it
     causes = [cause for error in validator.iter_errors(obj) for cause in _field_errors(error)]
     return sorted(causes, key=lambda cause: (cause.field, cause.type))
