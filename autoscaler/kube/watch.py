@@ -69,10 +69,12 @@ class WatchCache(Generic[R]):
         silence_seconds: float = SILENCE_SECONDS,
         label_selector: str | None = None,
         retrim: Callable[[R, Mapping[str, Any]], R | None] | None = None,
+        list_slots: asyncio.Semaphore | None = None,
     ) -> None:
         """``retrim(record, obj)``: the record of a new version of an object whose record is ``record``,
         when that can be had for less than a whole ``trim`` (a status write's echo need not parse the
-        spec again)."""
+        spec again). ``list_slots``: held for a whole LIST, shared by caches that should not all list at
+        once (their pages' decoded objects would all be in memory together)."""
         self.api = api
         self.resource = resource
         self.namespace = namespace
@@ -102,6 +104,7 @@ class WatchCache(Generic[R]):
         self.optional = optional
         self.recheck_seconds = recheck_seconds
         self.page_size = page_size
+        self._list_slots = list_slots
         self._unreadable: dict[Key, str] = {}  # objects a trimmer failed on: key -> resourceVersion
 
     @property
@@ -128,7 +131,11 @@ class WatchCache(Generic[R]):
         backoff = BACKOFF_START
         while True:
             try:
-                await self._list()
+                if self._list_slots is None:
+                    await self._list()
+                else:
+                    async with self._list_slots:
+                        await self._list()
                 healthy_since = time.monotonic()
                 while True:
                     await self._watch_once()
