@@ -16,8 +16,9 @@ Phases:
 
 1. idle: the service against the same emulator and Prometheus with no objects at all (RSS and CPU
    baseline), then stopped;
-2. start-up: seed the objects, start the service (or ``--shards N`` services, one per label shard, the
-   targets labelled round robin); time to ``/readyz`` 200 (caches synced) and to the first full pass
+2. start-up: seed the objects, start the service (or ``--shards N`` services, one per label shard: each
+   namespace's targets labelled round robin, or with ``--shard-by namespace`` whole namespaces, each shard
+   watching only its own); time to ``/readyz`` 200 (caches synced) and to the first full pass
    (every one of its targets' first status write);
 3. steady window: ``periods`` sync periods right after the first full pass. Reported per service:
    scheduling lag (``autoscaler_schedule_lag_seconds``), sync duration, event-loop lag, Lease renewals
@@ -34,6 +35,7 @@ exporter, Prometheus) on the other CPUs: "one core" for the service, measured, n
     python bench/service.py --targets 1000 --pods 10 --periods 4
     python bench/service.py --targets 10000 --pods 10 --periods 20
     python bench/service.py --targets 10000 --pods 10 --periods 20 --shards 2    # 2 shards × 5,000
+    python bench/service.py --targets 10000 --pods 10 --periods 20 --shards 2 --shard-by namespace
     python bench/service.py --targets 50 --pods 10 --periods 2 --period 5      # a quick run
 
 Every process it starts (the service, Prometheus) is stopped on exit, Ctrl-C included.
@@ -77,7 +79,16 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
         "--shards",
         type=int,
         default=1,
-        help="run N services, one per label shard (sharding.shard shard-0…), the targets spread round robin",
+        help="run N services, one per label shard (sharding.shard shard-0…), each namespace's targets spread "
+        "round robin over them (see --shard-by)",
+    )
+    parser.add_argument(
+        "--shard-by",
+        choices=("target", "namespace"),
+        default="target",
+        help="with --shards: every namespace's targets split over the shards (target, the default: labels chosen "
+        "without regard to namespaces), or whole namespaces round robin, each shard watching only its own "
+        "(namespace: docs/sharding.md's advice)",
     )
     parser.add_argument(
         "--service-cpus",

@@ -18,7 +18,7 @@ def report(result: dict[str, Any]) -> str:
     n = result["targets"]
     services = result["services"]
     w0: Window = services[0]["steady"]
-    shards = f"; {len(services)} label shards" if len(services) > 1 else ""
+    shards = f"; {len(services)} label shards (by {result.get('shard_by', 'target')})" if len(services) > 1 else ""
     lines = [
         f"Service benchmark: {n:,} targets × {result['pods']} pods ({n * result['pods']:,} pods) in "
         f"{result['namespaces']} namespaces, 2 metrics each; sync period {result['period']:g} s; "

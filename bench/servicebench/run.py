@@ -34,6 +34,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "targets": args.targets,
         "pods": args.pods,
         "namespaces": args.namespaces,
+        "shard_by": args.shard_by,
         "period": args.period,
         "periods": args.periods,
         "overrides": args.set,
@@ -91,7 +92,7 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
 
     # 2. start-up.
     started = time.monotonic()
-    seed_cluster(h.emu, plan, lambda w: shard_of(w, args.shards))
+    seed_cluster(h.emu, plan, lambda w: shard_of(w, args.shards, args.shard_by, args.namespaces))
     # The emulator (in this process) holds 100,000 pods' objects: with the interpreter's thresholds its full
     # collections took up to 3 s at 10,000 targets, during which it answered nobody — Lease renewals
     # included (the likely way the shards lost their Leases once). A real API server does not stop so; leave the
@@ -115,8 +116,18 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
     progress("Prometheus has every series' rate over a full 2 m window")
     result["speed_ms"] = [await asyncio.to_thread(reference_ms, args.service_cpus)]
     shards = [f"shard-{i}" for i in range(args.shards)] if args.shards > 1 else [None]
-    services = [h.launch(shard or "service", kubeconfig, shard) for shard in shards]
-    owned = [{f"{w.namespace}/{w.name}" for w in plan if shard_of(w, args.shards) == shard} for shard in shards]
+    owned = [
+        {f"{w.namespace}/{w.name}" for w in plan if shard_of(w, args.shards, args.shard_by, args.namespaces) == shard}
+        for shard in shards
+    ]
+    # Shards by namespace watch only their own namespaces (kubernetes.namespaces): their pods too.
+    watched = [
+        sorted({key.partition("/")[0] for key in keys}) if args.shard_by == "namespace" else None for keys in owned
+    ]
+    services = [
+        h.launch(shard or "service", kubeconfig, shard, namespaces)
+        for shard, namespaces in zip(shards, watched, strict=True)
+    ]
     results: list[dict[str, Any]] = await asyncio.gather(
         *(start_up(h, service, shard, keys) for service, shard, keys in zip(services, shards, owned, strict=True))
     )
@@ -170,9 +181,16 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
     result["speed_ms"].append(await asyncio.to_thread(reference_ms, args.service_cpus))
 
 
-def shard_of(w: Workload, shards: int) -> str | None:
-    """Round robin over the shards (None: one unsharded service)."""
-    return f"shard-{int(w.name.rsplit('-', 1)[1]) % shards}" if shards > 1 else None
+def shard_of(w: Workload, shards: int, by: str = "target", namespaces: int = 50) -> str | None:
+    """The shard of a workload's target (None: one unsharded service): "target", each namespace's targets
+    round robin over the shards (every shard has targets in every namespace: labels chosen without regard
+    to namespaces); "namespace", whole namespaces round robin (docs/sharding.md's advice). ``namespaces``:
+    how many the plan spreads its targets over (``layout`` puts target i in namespace i mod namespaces)."""
+    if shards <= 1:
+        return None
+    if by == "namespace":
+        return f"shard-{int(w.namespace.rsplit('-', 1)[1]) % shards}"
+    return f"shard-{int(w.name.rsplit('-', 1)[1]) // namespaces % shards}"
 
 
 async def start_up(h: Harness, service: ServiceProcess, shard: str | None, keys: set[str]) -> dict[str, Any]:

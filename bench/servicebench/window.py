@@ -81,10 +81,14 @@ class Harness:
         snap.service_metrics, snap.prometheus_metrics, snap.service_at = service_metrics, prometheus_metrics, service_at
         return snap
 
-    def launch(self, name: str, kubeconfig: Path, shard: str | None = None) -> ServiceProcess:
+    def launch(
+        self, name: str, kubeconfig: Path, shard: str | None = None, namespaces: list[str] | None = None
+    ) -> ServiceProcess:
         settings = service_settings(self.args, self.prom.url, kubeconfig)
         if shard is not None:
             settings["sharding"] = {"shard": shard}
+        if namespaces is not None:
+            settings["kubernetes"]["namespaces"] = namespaces
         service = ServiceProcess(
             self.workdir,
             name,
