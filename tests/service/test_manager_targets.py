@@ -77,11 +77,17 @@ async def test_deactivating_stops_every_reconciler_in_one_go(emu: KubeEmulator) 
         assert turns.count <= 3  # one by one, a turn each (40): the ones not reached yet went on syncing
 
 
-async def test_a_lost_leadership_keeps_the_last_statuses_for_the_api_and_a_shutdown_does_not(emu: KubeEmulator) -> None:
+def web_at_its_size(emu: KubeEmulator) -> FakeMetrics:
+    """One target, "web", whose metric says its 2 replicas are right: nothing to write."""
     emu.create(deployment("web", 2))
     emu.create(target("web", "web"))
     metrics = FakeMetrics()
     metrics.set("queue", 20)
+    return metrics
+
+
+async def test_a_lost_leadership_keeps_the_last_statuses_for_the_api_and_a_shutdown_does_not(emu: KubeEmulator) -> None:
+    metrics = web_at_its_size(emu)
     async with running(emu, metrics, period=1.0) as manager:
         await eventually(lambda: manager.target_documents().get(("default", "web")), what="the first status")
         await manager.deactivate()  # leadership lost: /api/targets still shows the status last written
@@ -94,10 +100,7 @@ async def test_a_lost_leadership_keeps_the_last_statuses_for_the_api_and_a_shutd
 
 
 async def test_after_two_handoffs_spec_changes_leave_one_reconciler_per_target(emu: KubeEmulator) -> None:
-    emu.create(deployment("web", 2))
-    emu.create(target("web", "web"))
-    metrics = FakeMetrics()
-    metrics.set("queue", 20)
+    metrics = web_at_its_size(emu)
 
     def reconcilers() -> list[asyncio.Task[Any]]:
         return [t for t in asyncio.all_tasks() if t.get_name() == "reconcile default/web" and not t.done()]
@@ -119,10 +122,7 @@ async def test_after_two_handoffs_spec_changes_leave_one_reconciler_per_target(e
 
 
 async def test_a_restart_under_way_when_the_manager_is_deactivated_starts_no_reconciler(emu: KubeEmulator) -> None:
-    emu.create(deployment("web", 2))
-    emu.create(target("web", "web"))
-    metrics = FakeMetrics()
-    metrics.set("queue", 20)
+    metrics = web_at_its_size(emu)
     async with running(emu, metrics, period=30.0) as manager:
         changed = emu.get("scalingtargets.autoscaler.dev", "web")
         assert changed is not None
