@@ -1,5 +1,6 @@
-"""The benchmark's two shard layouts (bench/servicebench/run.py ``shard_of``): targets round robin, and whole
-namespaces round robin (docs/sharding.md's advice, each shard then watching only its own namespaces)."""
+"""The benchmark's two shard layouts (bench/servicebench/run.py ``shard_of``): every namespace's targets split over
+the shards, and whole namespaces round robin (docs/sharding.md's advice, each shard then watching only its own
+namespaces)."""
 
 from __future__ import annotations
 

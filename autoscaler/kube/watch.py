@@ -131,11 +131,8 @@ class WatchCache(Generic[R]):
         backoff = BACKOFF_START
         while True:
             try:
-                if self._list_slots is None:
+                async with self._list_slots or contextlib.nullcontext():
                     await self._list()
-                else:
-                    async with self._list_slots:
-                        await self._list()
                 healthy_since = time.monotonic()
                 while True:
                     await self._watch_once()

@@ -57,12 +57,19 @@ class ClusterCaches:
         # namespaces each held 100 LISTs' pages in memory together at start-up (RSS at ready 465-513 MiB
         # against 193 for one unsharded service of all 50; bench/service.py --shard-by namespace).
         slots = asyncio.Semaphore(LISTS_AT_ONCE)
-        common: dict[str, Any] = {"silence_seconds": silence_seconds, "list_slots": slots}
-        self.pods = {ns: WatchCache(api, PODS, trim_pod, namespace=ns, on_change=on_pod, **common) for ns in scopes}
-        self.deployments: dict[str | None, WatchCache[WorkloadRecord]] = {
-            ns: WatchCache(api, DEPLOYMENTS, trim_deployment, namespace=ns, **common) for ns in scopes
+        quiet = silence_seconds
+        self.pods = {
+            ns: WatchCache(api, PODS, trim_pod, namespace=ns, on_change=on_pod, silence_seconds=quiet, list_slots=slots)
+            for ns in scopes
         }
-        self.vpas = {ns: WatchCache(api, VPAS, trim_object, namespace=ns, optional=True, **common) for ns in scopes}
+        self.deployments: dict[str | None, WatchCache[WorkloadRecord]] = {
+            ns: WatchCache(api, DEPLOYMENTS, trim_deployment, namespace=ns, silence_seconds=quiet, list_slots=slots)
+            for ns in scopes
+        }
+        self.vpas = {
+            ns: WatchCache(api, VPAS, trim_object, namespace=ns, optional=True, silence_seconds=quiet, list_slots=slots)
+            for ns in scopes
+        }
         self.targets = (
             {}
             if on_target is None
@@ -75,7 +82,8 @@ class ClusterCaches:
                     namespace=ns,
                     on_change=on_target,
                     label_selector=target_selector,
-                    **common,
+                    silence_seconds=quiet,
+                    list_slots=slots,
                 )
                 for ns in scopes
             }

@@ -92,7 +92,11 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
 
     # 2. start-up.
     started = time.monotonic()
-    seed_cluster(h.emu, plan, lambda w: shard_of(w, args.shards, args.shard_by, args.namespaces))
+
+    def shard(w: Workload) -> str | None:
+        return shard_of(w, args.shards, args.shard_by, args.namespaces)
+
+    seed_cluster(h.emu, plan, shard)
     # The emulator (in this process) holds 100,000 pods' objects: with the interpreter's thresholds its full
     # collections took up to 3 s at 10,000 targets, during which it answered nobody — Lease renewals
     # included (the likely way the shards lost their Leases once). A real API server does not stop so; leave the
@@ -116,20 +120,19 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
     progress("Prometheus has every series' rate over a full 2 m window")
     result["speed_ms"] = [await asyncio.to_thread(reference_ms, args.service_cpus)]
     shards = [f"shard-{i}" for i in range(args.shards)] if args.shards > 1 else [None]
-    owned = [
-        {f"{w.namespace}/{w.name}" for w in plan if shard_of(w, args.shards, args.shard_by, args.namespaces) == shard}
-        for shard in shards
-    ]
-    # Shards by namespace watch only their own namespaces (kubernetes.namespaces): their pods too.
-    watched = [
-        sorted({key.partition("/")[0] for key in keys}) if args.shard_by == "namespace" else None for keys in owned
-    ]
+    members = [[w for w in plan if shard(w) == name] for name in shards]
+    # Targets by namespace, per service: shards by namespace watch only theirs (kubernetes.namespaces).
+    spread = [Counter(w.namespace for w in ws) for ws in members]
+    watched = [sorted(counts) if args.shard_by == "namespace" else None for counts in spread]
     services = [
-        h.launch(shard or "service", kubeconfig, shard, namespaces)
-        for shard, namespaces in zip(shards, watched, strict=True)
+        h.launch(name or "service", kubeconfig, name, namespaces)
+        for name, namespaces in zip(shards, watched, strict=True)
     ]
     results: list[dict[str, Any]] = await asyncio.gather(
-        *(start_up(h, service, shard, keys) for service, shard, keys in zip(services, shards, owned, strict=True))
+        *(
+            start_up(h, service, name, {f"{w.namespace}/{w.name}" for w in ws})
+            for service, name, ws in zip(services, shards, members, strict=True)
+        )
     )
 
     # 3. the steady window: every service over the same seconds.
@@ -150,11 +153,11 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
     # 4. checks: every target synced every period, nothing scaled, every target active with both metrics
     # read, no warning in a log, and every goal met.
     problems: list[str] = []
-    for service, entry, keys in zip(services, results, owned, strict=True):
+    for service, entry, counts in zip(services, results, spread, strict=True):
         # A sync pushed past its tick is skipped: the CPU figure would flatter.
         syncs = sum(entry["steady"].reconciles.values())
         periods = entry["steady"].counted_periods
-        fewest = fewest_syncs(list(Counter(key.partition("/")[0] for key in keys).values()), periods)
+        fewest = fewest_syncs(list(counts.values()), periods)
         if syncs < fewest:
             problems.append(
                 f"{service.name}: only {syncs:.0f} syncs in the window, {entry['targets'] * periods:.0f} expected "

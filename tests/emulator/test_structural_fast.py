@@ -1,7 +1,7 @@
 """The emulator checks a custom resource with ``fastjsonschema``'s compiled form of its schema first, and only
 a write that form refuses goes through ``jsonschema`` for the full list of problems (kube_emulator/structural.py).
 The fast check is only sound if it never accepts what ``jsonschema`` refuses: checked here on the repository's
-own CRDs, on objects changed at random from valid ones (a leaf of another type, a key gone, an unknown key)."""
+ScalingTarget CRD, on objects changed at random from valid ones (a leaf of another type, a key gone, an unknown key)."""
 
 from __future__ import annotations
 
@@ -123,6 +123,6 @@ def test_the_fast_check_accepts_exactly_what_jsonschema_accepts(schema: dict[str
 def test_a_schema_the_fast_check_cannot_compile_is_checked_by_jsonschema_alone() -> None:
     schema = {"type": "object", "properties": {"name": {"type": "string", "pattern": "(?<!x"}}}
     _, fast = structural._validators(schema)
-    assert fast is None  # its regular expression is not one: fastjsonschema compiles it, jsonschema never does
+    assert fast is None  # a pattern that is no regular expression: fastjsonschema compiles patterns up front
     causes = structural.validate({"name": 5}, schema)
     assert [(cause.field, cause.type) for cause in causes] == [("name", "FieldValueTypeInvalid")]
