@@ -39,6 +39,7 @@ class PodIndex:
         self._groups: dict[str, dict[LabelSet, _Group]] = defaultdict(dict)
         self._by_label: dict[str, dict[tuple[str, str], set[LabelSet]]] = defaultdict(lambda: defaultdict(set))
         self._membership: dict[str, int] = defaultdict(int)
+        self._counts: dict[str, int] = defaultdict(int)  # pods per namespace
         # Any change of a namespace's pods (status too) bumps its version; select() answers a selector
         # asked again at the same version from memory: every target asks once per sync, and a pod
         # changes far less often than that.
@@ -59,6 +60,7 @@ class PodIndex:
         new_set = frozenset(new.labels.items()) if new is not None else None
         if old_set != new_set:  # the pod came, went or changed its labels (None: not there)
             self._membership[namespace] += 1
+            self._counts[namespace] += (new is not None) - (old is not None)
         if old_set is not None and old_set != new_set:
             group = groups.get(old_set)
             if group is not None:
@@ -114,6 +116,10 @@ class PodIndex:
         selected = [pod for group in pool if selector.matches(group.labels) for pod in group.pods.values()]
         selected.sort(key=_name)
         return selected
+
+    def count_in(self, namespace: str) -> int:
+        """The pods of ``namespace``."""
+        return self._counts.get(namespace, 0)
 
     def count(self) -> int:
         return sum(len(group.pods) for groups in self._groups.values() for group in groups.values())

@@ -10,7 +10,7 @@ does not depend on which targets share it. A metric that cannot be given a query
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from autoscaler.core.spec import CrossVersionObjectReference, MetricSourceType, MetricSpec
@@ -35,6 +35,10 @@ class TargetQuery:
     selector: str
     pod_names: Sequence[str]
     metrics: Sequence[MetricSpec]
+    # Pods the service knows in the namespace, its targets' or not (0: not known). Where a batch's
+    # targets read only a small part of a namespace, its per-pod query names their pods instead of
+    # asking for the whole namespace (see :mod:`autoscaler.prometheus.planning`).
+    namespace_pods: int = 0
 
 
 class Unplannable(Exception):
@@ -135,7 +139,9 @@ class QueryBuilder:
 
     def target_scope(self, target: TargetQuery) -> str:
         """``<<scope>>`` for ``target``'s own pods (unbatched reads)."""
-        return (
-            f"{self._names.namespace}={string_literal(target.namespace)}, "
-            f"{self._names.pod}=~{regex_literal(target.pod_names)}"
-        )
+        return self.pods_scope([target.namespace], target.pod_names)
+
+    def pods_scope(self, namespaces: Sequence[str], pods: Iterable[str]) -> str:
+        """``<<scope>>`` for the pods named ``pods`` in ``namespaces`` (a literal alternation, which
+        Prometheus looks up in its index name by name rather than matching every pod name it has)."""
+        return f"{self.namespace_scope(namespaces)}, {self._names.pod}=~{regex_literal(pods)}"

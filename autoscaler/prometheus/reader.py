@@ -39,7 +39,7 @@ from autoscaler.core.spec import MetricSourceType, MetricSpec
 from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.extract import LabelNames, external_reading, object_reading, readings_in_steps
 from autoscaler.prometheus.partial import other_warnings, partial_cause, shorten
-from autoscaler.prometheus.planning import Member, PlannedQuery, PodGroup, PodGroups, QueryPlanner, ValueQueries
+from autoscaler.prometheus.planning import Chunk, Member, PlannedQuery, PodGroup, PodGroups, QueryPlanner, ValueQueries
 from autoscaler.prometheus.queries import TargetQuery, Unplannable
 from autoscaler.prometheus.results import InstantResult
 from autoscaler.prometheus.sending import (
@@ -138,20 +138,12 @@ class MetricsReader:
         self, group: PodGroup, at: float | None, out: Readings, finished: Callable[[Sequence[Member]], None]
     ) -> list[Awaitable[None]]:
         if group.fixed_scope is not None:
-            return [
-                self._guard(
-                    self._run_pod_chunk(group, [group.members[0].target.namespace], group.members, at, out),
-                    group.members,
-                    out,
-                    finished,
-                )
-            ]
-        jobs: list[Awaitable[None]] = []
-        for chunk in self._planner.namespace_chunks(group):
-            in_chunk = set(chunk)
-            members = [m for m in group.members if m.target.namespace in in_chunk]
-            jobs.append(self._guard(self._run_pod_chunk(group, chunk, members, at, out), members, out, finished))
-        return jobs
+            chunks = [Chunk([group.members[0].target.namespace], group.members)]
+        else:
+            chunks = self._planner.chunks(group)
+        return [
+            self._guard(self._run_pod_chunk(group, chunk, at, out), chunk.members, out, finished) for chunk in chunks
+        ]
 
     async def _guard(
         self,
@@ -227,10 +219,9 @@ class MetricsReader:
             )
         return True
 
-    async def _run_pod_chunk(
-        self, group: PodGroup, namespaces: list[str], members: list[Member], at: float | None, out: Readings
-    ) -> None:
-        result = await self._query(self._planner.query_text(group, namespaces), members, at, out)
+    async def _run_pod_chunk(self, group: PodGroup, chunk: Chunk, at: float | None, out: Readings) -> None:
+        members = chunk.members
+        result = await self._query(self._planner.query_text(group, chunk), members, at, out)
         if result is None:
             return
         vector = result.vector
@@ -252,15 +243,12 @@ class MetricsReader:
                 _put(out, member, checked(found, member, returned, matched, self._names))
             return
         buckets, ambiguous = split(vector, members, self._names)
-        if ambiguous and len(namespaces) > 1 and SCOPE_SLOT in group.key_text:
+        if ambiguous and len(chunk.namespaces) > 1 and SCOPE_SLOT in group.key_text:
             # Series without a namespace label whose pod names exist in several of the batched
             # namespaces: ask again one namespace at a time, and remember to do so next time.
             self._planner.ask_per_namespace(group)
             await asyncio.gather(
-                *(
-                    self._run_pod_chunk(group, [ns], [m for m in members if m.target.namespace == ns], at, out)
-                    for ns in namespaces
-                )
+                *(self._run_pod_chunk(group, chunk.of_namespace(ns), at, out) for ns in chunk.namespaces)
             )
             return
         for index, member in enumerate(members):

@@ -8,7 +8,10 @@ Placeholders (every value is escaped by :mod:`autoscaler.prometheus.promql`, so 
 ==========================  ==================================================================
 ``<<scope>>``               label matchers selecting the target's namespace:
                             ``namespace="prod"``; when targets are batched,
-                            ``namespace=~"prod|staging"``. Use it inside ``{…}``.
+                            ``namespace=~"prod|staging"``, and where a batch reads a
+                            small part of a namespace, its pods' names too:
+                            ``namespace="prod", pod=~"web-1|web-2"``. Use it inside
+                            ``{…}``, on series that carry the pod label.
 ``<<namespace>>``           the target's namespace as a string literal: ``"prod"``
 ``<<name>>``                the target's (autoscaler object's) name: ``"web"``
 ``<<target_kind>>``         the scale target's kind: ``"Deployment"``

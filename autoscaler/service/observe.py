@@ -80,6 +80,7 @@ class TargetObserver:
                 selector=scale.selector,
                 pod_names=self._pod_lists(selection.pods)[0],
                 metrics=spec.metrics,
+                namespace_pods=selection.namespace_pods,
             )
             async with ConcurrencySlot.given_back(slot):
                 readings = await self._view.read_metrics(query)

@@ -32,6 +32,7 @@ class Selection:
 
     pods: list[PodRecord] = field(default_factory=list)  # a shared list: do not modify it
     others: list[str] = field(default_factory=list)  # "namespace/name", sorted
+    namespace_pods: int = 0  # every pod of the namespace, selected or not
 
 
 NOTHING_SELECTED = Selection()
@@ -107,7 +108,7 @@ class CachedView:
         if selector is None:
             return NOTHING_SELECTED
         pods = self._pods.select(namespace, selector)
-        return Selection(pods, self.others_selecting(target, pods))
+        return Selection(pods, self.others_selecting(target, pods), self._pods.count_in(namespace))
 
     def forget(self, key: Key) -> None:
         """The target's reconciler stopped: it selects nothing any more."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 
@@ -297,3 +298,37 @@ async def test_the_parameters_that_deny_partial_answers_are_harmless(live_promet
 
     assert values(answers[0]) and values(answers[0]) == values(answers[1])
     assert not answers[0].partial and not answers[0].warnings
+
+
+class AnswerRecorder:
+    """The client, with the pods of each answer kept as the server sent them (no filter asked for)."""
+
+    def __init__(self, client: PrometheusClient) -> None:
+        self.client = client
+        self.answers: list[tuple[str, set[str]]] = []
+
+    async def query(self, promql: str, at: float | None, **_options: object) -> InstantResult:
+        result = await self.client.query(promql, at)
+        self.answers.append((promql, {s.labels.get("pod", "") for s in result.vector}))
+        return result
+
+
+async def test_a_batch_reading_part_of_a_namespace_is_answered_only_its_pods(client: PrometheusClient) -> None:
+    """A target reading two pods of a namespace the service knows 40 pods in names them, and the server
+    sends those two only (``shop`` has four with ``http_rps``); reading three of four, it asks for the
+    namespace and is sent all four."""
+    metric = sc.pods_metric(sc.rps_query("http_rps"))
+    for pods, known, named, sent in (
+        (("web-1", "web-3"), 40, True, {"web-1", "web-3"}),
+        (("web-1", "web-2", "web-3"), 4, False, {"web-1", "web-2", "web-3", "other-1"}),
+    ):
+        recorder = AnswerRecorder(client)
+        web = replace(sc.web([metric], pods), namespace_pods=known)
+        rows = await MetricsReader(recorder, client.settings).read([web], now())
+        [(query, answered)] = recorder.answers
+        assert ("pod=~" in query) is named and answered == sent, query
+        reading = rows[0][0]
+        assert isinstance(reading, PodsReading)
+        assert {p: s.value for p, s in reading.pods.items()} == {
+            pod: int(float(sc.POD_GAUGES["http_rps"][("shop", pod)]) * 1000) for pod in pods
+        }

@@ -346,3 +346,17 @@ def test_a_status_keeps_what_the_quick_encoder_refuses() -> None:
     assert target_from_object(obj).status == obj["status"]
     obj["status"]["note"] = {"text": "ü"}
     assert target_from_object(obj).status == obj["status"]
+
+
+async def test_a_read_is_told_how_many_pods_the_namespace_has(emu: KubeEmulator) -> None:
+    """The metrics read gets the target's pods and every pod the service knows in its namespace (where a
+    batch reads a small part of a namespace, its query names its pods: docs/prometheus.md)."""
+    emu.create(deployment("web", 2))
+    emu.create(deployment("db", 5))
+    emu.create(deployment("elsewhere", 3, namespace="other"))
+    emu.create(target("web", "web"))
+    metrics = FakeMetrics()
+    metrics.set("queue", 20)
+    async with running(emu, metrics):
+        await eventually(lambda: any(len(q.pod_names) == 2 for q in metrics.queries), what="a read of both pods")
+        await eventually(lambda: metrics.queries[-1].namespace_pods == 7, what="the namespace's seven pods")

@@ -121,7 +121,8 @@ def target(name: str) -> Target:
 )
 def test_selection_is_what_matching_every_pod_says(steps: list[tuple[str, str, str | None, bool]]) -> None:
     """Pods come, change their labels (in any order of keys) and go: every selector's answer is the
-    brute-force one over the pods there are now, and emptied label groups leave nothing behind."""
+    brute-force one over the pods there are now, each namespace's count is its pods', and emptied label
+    groups leave nothing behind."""
     index = PodIndex()
     pods: dict[tuple[str, str], PodRecord] = {}
     for namespace, name, value, reverse in steps:
@@ -146,4 +147,6 @@ def test_selection_is_what_matching_every_pod_says(steps: list[tuple[str, str, s
             for ns in ("default", "other"):
                 expected = sorted(n for (where, n), p in pods.items() if where == ns and selector.matches(p.labels))
                 assert [p.name for p in index.select(ns, selector)] == expected
+        for ns in ("default", "other"):
+            assert index.count_in(ns) == sum(where == ns for where, _ in pods)
     assert index.count() == len(pods)
