@@ -105,7 +105,6 @@ class Service:
                 self.metrics,
                 readiness=self._readiness(),
                 liveness=self._liveness(),
-                targets=lambda: self.manager.target_documents() if self.manager else {},
             )
             await self.http.start()
             api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
@@ -154,6 +153,7 @@ class Service:
                     sharding=settings.sharding,
                     clock=self.clock.now,
                 )
+                self.http.targets = manager
                 self.metrics.watch_log_lines_dropped(log_lines_dropped)
                 self.metrics.watch_caches(
                     lambda: [

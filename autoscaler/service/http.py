@@ -27,7 +27,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from aiohttp import web
@@ -41,7 +41,31 @@ log = structlog.stdlib.get_logger(__name__)
 
 CheckResult = tuple[bool, str]
 CheckFunction = Callable[[], CheckResult | Awaitable[CheckResult]]
-StatusDocuments = Callable[[], Mapping[tuple[str, str], Mapping[str, Any]]]
+# /api/targets' items in one turn of the event loop: at 10,000 targets, parsing and encoding every status
+# at once held the loop for the whole request.
+_ITEMS_PER_TURN = 100
+
+
+class TargetStatuses(Protocol):
+    """What ``/api/targets`` reads: which targets have a status, and one target's, parsed when asked."""
+
+    def status_keys(self, namespace: str | None) -> list[tuple[str, str]]:
+        """The targets with a status (of ``namespace`` only, unless None), in any order."""
+
+    def status_of(self, key: tuple[str, str]) -> Mapping[str, Any] | None: ...
+
+
+class StatusMap:
+    """:class:`TargetStatuses` from a mapping (before the service has its targets, and in tests)."""
+
+    def __init__(self, documents: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> None:
+        self.documents = documents or {}
+
+    def status_keys(self, namespace: str | None) -> list[tuple[str, str]]:
+        return [key for key in self.documents if namespace is None or key[0] == namespace]
+
+    def status_of(self, key: tuple[str, str]) -> Mapping[str, Any] | None:
+        return self.documents.get(key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +87,7 @@ class HttpServer:
         *,
         readiness: Sequence[ReadinessCheck] = (),
         liveness: Sequence[ReadinessCheck] = (),
-        targets: StatusDocuments = dict,
+        targets: TargetStatuses | None = None,
         check_timeout: float = 2.0,
         heartbeat_interval: float = 1.0,
         liveness_timeout: float = 10.0,
@@ -74,7 +98,7 @@ class HttpServer:
         self.metrics = metrics
         self.readiness = tuple(readiness)
         self.liveness = tuple(liveness)
-        self.targets = targets
+        self.targets: TargetStatuses = targets or StatusMap()  # the service sets its manager's once it has one
         self.check_timeout = check_timeout
         self.heartbeat_interval = heartbeat_interval
         self.liveness_timeout = liveness_timeout
@@ -210,24 +234,28 @@ class HttpServer:
     # ---- target status --------------------------------------------------------------------------
 
     async def _targets(self, request: web.Request) -> web.Response:
-        namespace = request.query.get("namespace")
-        documents = self.targets()
-        items = [
-            {"namespace": ns, "name": name, "status": documents[(ns, name)]}
-            for ns, name in sorted(documents)
-            if namespace is None or ns == namespace
-        ]
-        return _json({"items": items})
+        """Every target's status, a few at a time with the loop's turns between (each item is one
+        target's status as it was when its turn came)."""
+        items: list[str] = []
+        for index, key in enumerate(sorted(self.targets.status_keys(request.query.get("namespace")))):
+            if index and not index % _ITEMS_PER_TURN:
+                await asyncio.sleep(0)
+            status = self.targets.status_of(key)
+            if status is not None:
+                items.append(_dumps({"namespace": key[0], "name": key[1], "status": status}))
+        return web.Response(text='{"items":[' + ",".join(items) + "]}", content_type="application/json")
 
     async def _target(self, request: web.Request) -> web.Response:
         key = (request.match_info["namespace"], request.match_info["name"])
-        document = self.targets().get(key)
+        document = self.targets.status_of(key)
         if document is None:
             return _json({"error": f"no target {key[0]}/{key[1]}"}, 404)
         return _json({"namespace": key[0], "name": key[1], "status": document})
 
 
 def _json(document: Any, status: int = 200) -> web.Response:
-    return web.Response(
-        text=json.dumps(document, default=str, separators=(",", ":")), status=status, content_type="application/json"
-    )
+    return web.Response(text=_dumps(document), status=status, content_type="application/json")
+
+
+def _dumps(document: Any) -> str:
+    return json.dumps(document, default=str, separators=(",", ":"))

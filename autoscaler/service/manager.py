@@ -385,14 +385,14 @@ class Manager:
 
     # -- introspection ------------------------------------------------------------------------------
 
-    def target_documents(self) -> dict[Key, Mapping[str, Any]]:
-        """The latest status of every target, for /api/targets and ``autoscaler explain``."""
-        documents = dict(self.statuses)
-        for key, running in self.running.items():
-            last_status = running.reconciler.last_status
-            if last_status is not None:
-                documents[key] = last_status
-        return documents
+    def status_keys(self, namespace: str | None = None) -> list[Key]:
+        """The targets that may have a status here (running, or stopped with one kept), for /api/targets."""
+        return [k for k in self.running.keys() | self.statuses.keys() if namespace is None or k[0] == namespace]
+
+    def status_of(self, key: Key) -> Mapping[str, Any] | None:
+        """A target's latest status (parsed from its reconciler's copy now), for /api/targets and explain."""
+        status = running.reconciler.last_status if (running := self.running.get(key)) is not None else None
+        return status if status is not None else self.statuses.get(key)
 
 
 def event_instance(identity: str, sharding: ShardingSettings) -> str:

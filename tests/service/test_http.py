@@ -12,9 +12,10 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from autoscaler.service.http import CheckResult, HttpServer, ReadinessCheck
+from autoscaler.service.http import CheckResult, HttpServer, ReadinessCheck, StatusMap
 from autoscaler.service.metrics import ServiceMetrics
 from autoscaler.service.settings import HttpSettings
+from tests.loop_turns import LoopTurns
 
 LOOPBACK = HttpSettings(address="127.0.0.1", port=0)
 
@@ -61,7 +62,7 @@ async def serve(
         LOOPBACK,
         metrics or ServiceMetrics(process_metrics=False),
         readiness=readiness,
-        targets=lambda: documents,
+        targets=StatusMap(documents),
         **options,
     )
     await server.start()
@@ -210,6 +211,42 @@ async def test_target_status_documents(session: aiohttp.ClientSession) -> None:
         assert (status, body) == (200, {"namespace": "shop", "name": "api", "status": {"currentReplicas": 1}})
         status, body, _ = await running.get("/api/targets/shop/missing")
         assert (status, body) == (404, {"error": "no target shop/missing"})
+    finally:
+        await running.server.stop()
+
+
+class CountingStatuses(StatusMap):
+    """Statuses that count how many were asked for (each one a decompression and a parse in the service)."""
+
+    def __init__(self, documents: Mapping[tuple[str, str], Mapping[str, Any]]) -> None:
+        super().__init__(documents)
+        self.asked = 0
+
+    def status_of(self, key: tuple[str, str]) -> Mapping[str, Any] | None:
+        self.asked += 1
+        return super().status_of(key)
+
+
+async def test_a_target_or_a_namespace_is_read_alone_and_the_whole_list_in_turns(
+    session: aiohttp.ClientSession,
+) -> None:
+    """One target's GET reads that target's status only and a namespace's GET that namespace's (each
+    read parsed every target's before); the whole list gives the loop turns while it is made."""
+    statuses = CountingStatuses({(f"ns-{i % 10}", f"t-{i:04d}"): {"currentReplicas": i} for i in range(1000)})
+    running = await serve(session)
+    running.server.targets = statuses
+    try:
+        status, body, _ = await running.get("/api/targets/ns-3/t-0013")
+        assert (status, body["status"], statuses.asked) == (200, {"currentReplicas": 13}, 1)
+        statuses.asked = 0
+        async with LoopTurns() as one_step:  # 100 items: made in one go, the turns are the request's I/O
+            status, body, _ = await running.get("/api/targets", params={"namespace": "ns-3"})
+        assert len(body["items"]) == 100 and statuses.asked == 100
+        async with LoopTurns() as turns:
+            status, body, _ = await running.get("/api/targets")
+        items = [(item["namespace"], item["name"], item["status"]["currentReplicas"]) for item in body["items"]]
+        assert items == sorted((ns, name, doc["currentReplicas"]) for (ns, name), doc in statuses.documents.items())
+        assert turns.count >= one_step.count + 9  # a turn after each hundred items
     finally:
         await running.server.stop()
 

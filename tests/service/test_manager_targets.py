@@ -89,14 +89,15 @@ def web_at_its_size(emu: KubeEmulator) -> FakeMetrics:
 async def test_a_lost_leadership_keeps_the_last_statuses_for_the_api_and_a_shutdown_does_not(emu: KubeEmulator) -> None:
     metrics = web_at_its_size(emu)
     async with running(emu, metrics, period=1.0) as manager:
-        await eventually(lambda: manager.target_documents().get(("default", "web")), what="the first status")
+        await eventually(lambda: manager.status_of(("default", "web")) is not None, what="the first status")
         await manager.deactivate()  # leadership lost: /api/targets still shows the status last written
-        assert manager.target_documents()[("default", "web")]["desiredReplicas"] == 2
+        assert manager.status_keys() == [("default", "web")]
+        assert manager.status_of(("default", "web"))["desiredReplicas"] == 2  # type: ignore[index]
         await manager.activate()
         assert ("default", "web") in manager.running
         manager.statuses.clear()
         await manager.deactivate(shutting_down=True)
-        assert manager.target_documents() == {}  # not parsed back at shutdown: no one asks any more
+        assert manager.status_keys() == []  # not parsed back at shutdown: no one asks any more
 
 
 async def test_after_two_handoffs_spec_changes_leave_one_reconciler_per_target(emu: KubeEmulator) -> None:
@@ -250,8 +251,8 @@ async def test_standalone_targets_from_a_file(emu: KubeEmulator, tmp_path: Any) 
     metrics.set("queue", 40)
     async with running(emu, metrics, static_targets=targets) as manager:
         await eventually(lambda: replicas_of(emu, "web") == 4, what="standalone scale")
-        await eventually(lambda: ("default", "web") in manager.target_documents(), what="in-memory status")
-        assert manager.target_documents()[("default", "web")]["currentReplicas"] in (2, 4)
+        await eventually(lambda: manager.status_of(("default", "web")) is not None, what="in-memory status")
+        assert manager.status_of(("default", "web"))["currentReplicas"] in (2, 4)  # type: ignore[index]
         assert emu.events("default", involved_name="web", involved_kind="Deployment", reason="SuccessfulRescale")
 
 
