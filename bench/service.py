@@ -1,7 +1,8 @@
 """Benchmark: ``autoscaler run`` at scale, against the API emulator and a real Prometheus.
 
 Sets up ``targets`` Deployments × ``pods`` pods (seeded Running and Ready, with container requests)
-spread over ``namespaces`` namespaces, and one ScalingTarget per Deployment with two metrics:
+spread over ``namespaces`` namespaces (with ``--bystanders N``, N more pods in each namespace, of
+Deployments no target scales), and one ScalingTarget per Deployment with two metrics:
 
 * ``Resource cpu`` Utilization 60 % (the built-in cAdvisor query over ``container_cpu_usage_seconds_total``);
 * a ``Pods`` metric ``sum by (namespace, pod) (rate(http_requests_total{<<scope>>}[2m]))``, AverageValue 10.
@@ -37,6 +38,7 @@ exporter, Prometheus) on the other CPUs: "one core" for the service, measured, n
     python bench/service.py --targets 10000 --pods 10 --periods 20 --shards 2    # 2 shards × 5,000
     python bench/service.py --targets 10000 --pods 10 --periods 20 --shards 2 --shard-by namespace
     python bench/service.py --targets 50 --pods 10 --periods 2 --period 5      # a quick run
+    python bench/service.py --targets 1000 --pods 10 --periods 8 --bystanders 1000  # shared namespaces
 
 Every process it starts (the service, Prometheus) is stopped on exit, Ctrl-C included.
 """
@@ -66,6 +68,13 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--targets", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=10, help="pods per target")
     parser.add_argument("--namespaces", type=int, default=50)
+    parser.add_argument(
+        "--bystanders",
+        type=int,
+        default=0,
+        help="pods per namespace that no target scales (other workloads sharing the namespaces), their "
+        "series served as the targets' pods' are",
+    )
     parser.add_argument("--periods", type=int, default=4, help="sync periods in the steady window")
     parser.add_argument("--period", type=float, default=15.0, help="sync.periodSeconds (default 15)")
     parser.add_argument("--scrape-interval", type=float, default=1.0, help="Prometheus' scrape interval")

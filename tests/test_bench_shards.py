@@ -22,3 +22,18 @@ def test_by_target_splits_every_namespace_and_by_namespace_keeps_each_whole() ->
                 counts[run.shard_of(w, 2, by, 10)] += 1
             assert counts == {"shard-0": 100, "shard-1": 100}
         assert run.shard_of(plan[0], 1, "namespace", 10) is None  # one unsharded service
+
+
+def test_bystanders_fill_every_namespace_with_pods_no_target_selects() -> None:
+    """``--bystanders 25`` with 10 pods a Deployment: 25 pods in each namespace (Deployments of 10, 10 and
+    5), named apart from the targets' pods and labelled apart from every target's selector."""
+    with servicebench("cluster") as cluster:
+        plan, others = cluster.layout(20, 10, 4), cluster.bystanders(25, 10, 4)
+        per_namespace: dict[str, int] = defaultdict(int)
+        for w in others:
+            per_namespace[w.namespace] += len(w.pods)
+        assert per_namespace == {f"team-{i:03d}": 25 for i in range(4)}
+        assert sorted(len(w.pods) for w in others if w.namespace == "team-000") == [5, 10, 10]
+        targets_pods = {p for w in plan for p in w.pods}
+        assert not targets_pods & {p for w in others for p in w.pods}
+        assert not {w.name for w in plan} & {w.name for w in others}  # app=<name>: no target selects them

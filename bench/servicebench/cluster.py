@@ -4,7 +4,7 @@ the emulator, and the load the exporter serves for their pods (every target stea
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,20 @@ def layout(targets: int, pods: int, namespaces: int) -> list[Workload]:
                 f"team-{index % namespaces:03d}", name, tuple(f"{name}-{template_hash}-{p:05d}" for p in range(pods))
             )
         )
+    return plan
+
+
+def bystanders(per_namespace: int, pods: int, namespaces: int) -> list[Workload]:
+    """Other workloads sharing the targets' namespaces, that no target scales: ``per_namespace`` pods in
+    each namespace (in Deployments of ``pods`` pods), their series served like the targets' pods'."""
+    plan = []
+    for namespace in range(namespaces):
+        for index in range(-(-per_namespace // max(pods, 1))):
+            name = f"other-{namespace:03d}-{index:04d}"
+            count = min(pods, per_namespace - index * pods)
+            plan.append(
+                Workload(f"team-{namespace:03d}", name, tuple(f"{name}-5c6b7d8f9a-{p:05d}" for p in range(count)))
+            )
     return plan
 
 
@@ -227,12 +241,16 @@ def scaling_target(w: Workload, shard: str | None = None) -> dict[str, Any]:
     }
 
 
-def seed_cluster(emu: KubeEmulator, plan: list[Workload], shard_of: Callable[[Workload], str | None]) -> None:
+def seed_cluster(
+    emu: KubeEmulator, plan: list[Workload], shard_of: Callable[[Workload], str | None], others: Sequence[Workload] = ()
+) -> None:
+    """The plan's workloads with a target each, and ``others`` (:func:`bystanders`) without one."""
     started = rfc3339(time.time() - 3600)  # an hour ago: past every readiness and CPU-initialization delay
     index = 0
-    for w in plan:
+    for w in [*plan, *others]:
         emu.seed(deployment(w, started))
         emu.seed(*(pod(w, name, (index := index + 1), started) for name in w.pods))
+    for w in plan:
         emu.seed(scaling_target(w, shard_of(w)))
 
 

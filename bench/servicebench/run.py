@@ -15,7 +15,17 @@ import aiohttp
 
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
 from kube_emulator import KubeEmulator
-from servicebench.cluster import CPU_USAGE, CRD, REQUESTS_PER_POD, TARGETS, Workload, layout, seed_cluster, serve_load
+from servicebench.cluster import (
+    CPU_USAGE,
+    CRD,
+    REQUESTS_PER_POD,
+    TARGETS,
+    Workload,
+    bystanders,
+    layout,
+    seed_cluster,
+    serve_load,
+)
 from servicebench.goals import checks, fewest_syncs
 from servicebench.process import ServiceProcess, stop_all
 from servicebench.procfs import cpu_seconds, memory_kib
@@ -29,18 +39,20 @@ def progress(message: str) -> None:
 
 async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     plan = layout(args.targets, args.pods, args.namespaces)
-    pods_total = args.targets * args.pods
+    others = bystanders(args.bystanders, args.pods, args.namespaces)
+    pods_total = sum(len(w.pods) for w in [*plan, *others])
     result: dict[str, Any] = {
         "targets": args.targets,
         "pods": args.pods,
         "namespaces": args.namespaces,
+        "bystanders": args.bystanders,
         "shard_by": args.shard_by,
         "period": args.period,
         "periods": args.periods,
         "overrides": args.set,
     }
     with MetricsExporter() as exporter:
-        serve_load(exporter, plan)
+        serve_load(exporter, [*plan, *others])
         prom = PrometheusSandbox(
             scrape_targets=[ScrapeTarget(exporter.address)],
             scrape_interval=args.scrape_interval,
@@ -58,7 +70,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 kubeconfig = emu.write_kubeconfig(workdir / "kubeconfig")
                 harness = Harness(args, emu, prom, session, workdir)
                 try:
-                    await measure(harness, kubeconfig, plan, pods_total, result)
+                    await measure(harness, kubeconfig, plan, others, pods_total, result)
                 finally:
                     await stop_all(harness.services)
         finally:
@@ -66,7 +78,9 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     return result
 
 
-async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total: int, result: dict[str, Any]) -> None:
+async def measure(
+    h: Harness, kubeconfig: Path, plan: list[Workload], others: list[Workload], pods_total: int, result: dict[str, Any]
+) -> None:
     args = h.args
     # 1. idle: the same process set-up, no objects.
     if not args.no_idle:
@@ -96,7 +110,7 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
     def shard(w: Workload) -> str | None:
         return shard_of(w, args.shards, args.shard_by, args.namespaces)
 
-    seed_cluster(h.emu, plan, shard)
+    seed_cluster(h.emu, plan, shard, others)
     # The emulator (in this process) holds 100,000 pods' objects: with the interpreter's thresholds its full
     # collections took up to 3 s at 10,000 targets, during which it answered nobody — Lease renewals
     # included (the likely way the shards lost their Leases once). A real API server does not stop so; leave the
@@ -104,7 +118,7 @@ async def measure(h: Harness, kubeconfig: Path, plan: list[Workload], pods_total
     gc.collect()
     gc.freeze()
     progress(
-        f"seeded {len(plan):,} deployments, {pods_total:,} pods, {len(plan):,} targets "
+        f"seeded {len(plan) + len(others):,} deployments, {pods_total:,} pods, {len(plan):,} targets "
         f"in {time.monotonic() - started:.1f}s"
     )
     # rate(x[2m]) divides by the whole 2 minutes: until Prometheus has scraped for that long, it reads
