@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from autoscaler.core.observation import DEFAULT_SAMPLE_WINDOW, MetricReading, PodsReading, ResourceReading
 from autoscaler.core.spec import MetricSourceType, MetricSpec
@@ -193,6 +194,20 @@ class Chunk:
     members: list[Member]
     pods: set[str] | None = None
 
+    def mostly_others(self) -> bool:
+        """Whether a good part of this chunk's answer may be pods its members do not read (more than a
+        quarter of the pods the service knows in its namespaces, or pods it does not know at all): a large
+        answer is then left without them as it is decoded. A call of the filter per series was a twentieth
+        of the service's CPU at 10,000 targets, where every namespace's pods are read."""
+        if self.pods is not None:
+            return False  # its pods are named: the answer holds those
+        known: dict[str, int] = {}
+        wanted = 0
+        for member in self.members:
+            known[member.target.namespace] = max(known.get(member.target.namespace, 0), member.target.namespace_pods)
+            wanted += len(member.pods)
+        return 4 * wanted < 3 * sum(known.values()) or not all(known.values())
+
     def of_namespace(self, namespace: str) -> Chunk:
         """The part of this chunk that is ``namespace``'s (asked again alone)."""
         members = [m for m in self.members if m.target.namespace == namespace]
@@ -200,8 +215,10 @@ class Chunk:
         return Chunk([namespace], members, pods)
 
 
+@lru_cache(maxsize=1 << 16)
 def _alternative(value: str) -> int:
-    """What ``value`` adds to an alternation in a query: itself escaped, and a separator."""
+    """What ``value`` adds to an alternation in a query: itself escaped, and a separator (remembered:
+    a namespace's pod names are weighed at every one of its ticks)."""
     return len(string_literal(regex_escape(value))) - 1
 
 

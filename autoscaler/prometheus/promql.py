@@ -17,7 +17,7 @@ _LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # no character belongs to ([^\x00-\x{10FFFF}]): VictoriaMetrics' regex optimizer (v1.79) matched "(" with it,
 # and "a" with "a^" (test_live checks the pattern against both backends).
 MATCH_NOTHING = "\\b\\B"
-_RE2_SPECIAL = frozenset("\\.+*?()|[]{}^$")
+_RE2_SPECIAL = re.compile(r"[\\.+*?()|\[\]{}^$]")
 
 # Go string escapes PromQL's lexer understands; anything else below U+0020 (and DEL) goes as \uXXXX.
 _SIMPLE_ESCAPES = {
@@ -31,27 +31,24 @@ _SIMPLE_ESCAPES = {
     "\f": "\\f",
     "\v": "\\v",
 }
+# What string_literal escapes (a pattern, not a loop over characters: a batched query may name thousands of pods).
+_TO_ESCAPE = re.compile('[\\\\"\x00-\x1f\x7f]')
 
 
 def string_literal(value: str) -> str:
     """``value`` as a double-quoted PromQL string literal that evaluates back to exactly ``value``."""
-    out = ['"']
-    for ch in value:
-        escaped = _SIMPLE_ESCAPES.get(ch)
-        if escaped is not None:
-            out.append(escaped)
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    return '"' + _TO_ESCAPE.sub(_escaped, value) + '"'
+
+
+def _escaped(match: re.Match[str]) -> str:
+    character = match.group()
+    return _SIMPLE_ESCAPES.get(character) or f"\\u{ord(character):04x}"
 
 
 def regex_escape(value: str) -> str:
     """``value`` as an RE2 pattern matching exactly ``value``: Go's ``regexp.QuoteMeta``, which
     escapes exactly the characters RE2 treats as special outside a character class."""
-    return "".join("\\" + ch if ch in _RE2_SPECIAL else ch for ch in value)
+    return _RE2_SPECIAL.sub(r"\\\g<0>", value)
 
 
 def regex_alternation(values: Iterable[str]) -> str:

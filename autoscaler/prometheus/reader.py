@@ -166,12 +166,12 @@ class MetricsReader:
         if finished is not None:
             finished(members)
 
-    async def _query(
-        self, query: str, members: Sequence[Member], at: float | None, out: Readings
-    ) -> InstantResult | None:
+    async def _query(self, query: str, chunk: Chunk, at: float | None, out: Readings) -> InstantResult | None:
         """Run a per-pod query; on failure fail every member and return None."""
+        members = chunk.members
+        keep = pods_filter(members, self._names) if chunk.mostly_others() else None
         try:
-            result = await self._sender.send(query, at, keep=pods_filter(members, self._names))
+            result = await self._sender.send(query, at, keep=keep)
         except StillRejected as still:
             _fail_all(members, still.message, out)
             return None
@@ -221,7 +221,7 @@ class MetricsReader:
 
     async def _run_pod_chunk(self, group: PodGroup, chunk: Chunk, at: float | None, out: Readings) -> None:
         members = chunk.members
-        result = await self._query(self._planner.query_text(group, chunk), members, at, out)
+        result = await self._query(self._planner.query_text(group, chunk), chunk, at, out)
         if result is None:
             return
         vector = result.vector

@@ -7,7 +7,7 @@ import re
 from typing import cast
 
 from autoscaler.core.observation import PodsReading
-from autoscaler.prometheus import TargetQuery
+from autoscaler.prometheus import MetricsReader, PrometheusClient, PrometheusSettings, TargetQuery
 from autoscaler.prometheus.results import InstantResult
 from tests.prometheus import scenario as sc
 from tests.prometheus.test_reader import AT, make_reader, namespaces_in, series, vector
@@ -150,3 +150,26 @@ async def test_ambiguous_names_are_asked_again_per_namespace_naming_that_namespa
         'sum by (pod) (m{namespace="a", pod=~"db-0|x-1"})',
         'sum by (pod) (m{namespace="b", pod=~"db-0"})',
     ]
+
+
+class FilterRecorder:
+    """A client that answers nothing and keeps, per query, whether the reader asked for a series filter."""
+
+    def __init__(self) -> None:
+        self.filtered: list[bool] = []
+
+    async def query(self, promql: str, at: float | None, *, keep: object = None, **_options: object) -> InstantResult:
+        self.filtered.append(keep is not None)
+        return vector()
+
+
+async def test_an_answer_is_filtered_while_decoded_only_where_much_of_it_is_other_pods() -> None:
+    """Every known pod read (the usual batch of a whole namespace): no filter called per series; a
+    namespace with more than a quarter of other pods, or one whose pods are not known: filtered; pods
+    named in the query: not filtered (the answer holds those)."""
+    pods = tuple(f"web-{i}" for i in range(30))
+    for known, filtered in ((30, False), (40, False), (41, True), (0, True), (1000, False)):
+        client = FilterRecorder()
+        reader = MetricsReader(cast(PrometheusClient, client), PrometheusSettings(url="http://prom"))
+        await reader.read([target("shop", "web", pods, known)], AT)
+        assert client.filtered == [filtered], known

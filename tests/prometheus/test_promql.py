@@ -12,6 +12,7 @@ from autoscaler.prometheus.promql import (
     MATCH_NOTHING,
     SelectorError,
     regex_alternation,
+    regex_escape,
     selector_matchers,
     string_literal,
 )
@@ -42,6 +43,12 @@ def go_unquote(literal: str) -> str:
 @given(st.text())
 def test_string_literal_round_trips_and_cannot_end_early(value: str) -> None:
     assert go_unquote(string_literal(value)) == value
+
+
+@given(st.text())
+def test_regex_escape_is_go_quote_meta(value: str) -> None:
+    """Exactly the characters Go's regexp.QuoteMeta escapes, each with one backslash."""
+    assert regex_escape(value) == "".join("\\" + ch if ch in "\\.+*?()|[]{}^$" else ch for ch in value)
 
 
 @given(st.lists(st.text(min_size=1), min_size=1, max_size=5), st.text())
