@@ -7,7 +7,9 @@ In the order of the real custom-resource handler:
    of ``x-kubernetes-embedded-resource`` values). With ``fieldValidation=Strict`` (what kubectl sends) a
    dropped field is a 400 instead; with ``Warn`` (the server's default) a warning;
 2. **defaulting** — ``default`` values fill missing properties;
-3. **validation** — the OpenAPI v3 constraints (types, ``enum``, ``required``, ``minimum``/``maximum``, lengths,
+3. **numbers** — whole floats (``1.0``) become integers, as the server's float64 is stored (``1``) and
+   taken for ``type: integer``;
+4. **validation** — the OpenAPI v3 constraints (types, ``enum``, ``required``, ``minimum``/``maximum``, lengths,
    patterns, item counts, junctors), by ``jsonschema`` (OpenAPI 3.0's keywords are draft 4's: boolean
    ``exclusiveMinimum``), each error turned into the ``field.Error`` kube-openapi's would become.
 
@@ -105,6 +107,28 @@ def _prune_value(value: Any, schema: JsonObject, path: str, dropped: list[str]) 
 
 
 # --- defaulting -------------------------------------------------------------------------------------
+
+
+# The largest integral float kube-openapi takes for ``type: integer`` (swag.IsFloat64AJSONInteger: ±2^53).
+_JSON_INTEGER = float(2**53)
+
+
+def go_numbers(value: Any) -> Any:
+    """``value`` with its integral floats as the real server keeps them: it decodes a number with a
+    fraction or an exponent (``1.0``) into a float64, takes such a float for ``type: integer`` when it
+    is whole (kube-openapi's typeValidator, up to ±2^53) and stores float64(1) as ``1``. Without this a
+    ``replicas: 1.0`` the real server accepts (and returns as 1) was refused as not an integer."""
+    if type(value) is float:
+        return int(value) if value.is_integer() and abs(value) <= _JSON_INTEGER else value
+    if type(value) is dict:
+        for key, item in value.items():
+            if type(item) in (float, dict, list):
+                value[key] = go_numbers(item)
+    elif type(value) is list:
+        for index, item in enumerate(value):
+            if type(item) in (float, dict, list):
+                value[index] = go_numbers(item)
+    return value
 
 
 def apply_defaults(value: Any, schema: JsonObject) -> None:

@@ -97,7 +97,8 @@ def settle_namespace(resource_type: ResourceType, namespace: str | None, meta: J
 
 
 def apply_schema(resource_type: ResourceType, obj: JsonObject, options: WriteOptions) -> None:
-    """A custom resource's structural schema on a body: prune (or refuse) unknown fields, fill defaults."""
+    """A custom resource's structural schema on a body: prune (or refuse) unknown fields, fill defaults,
+    whole floats as integers."""
     schema = resource_type.schema
     if schema is None:
         return
@@ -111,6 +112,7 @@ def apply_schema(resource_type: ResourceType, obj: JsonObject, options: WriteOpt
     if options.field_validation == "Warn":
         options.warnings.extend(f"unknown field {quote(path)}" for path in dropped)
     structural.apply_defaults(obj, schema)
+    structural.go_numbers(obj)
 
 
 # --- against the stored object -------------------------------------------------------------------------

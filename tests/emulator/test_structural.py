@@ -120,6 +120,7 @@ async def test_strict_field_validation_refuses_an_unknown_field(widgets: client.
     ("spec", "field", "message"),
     [
         ({"size": "abc"}, "spec.size", 'Invalid value: "string": spec.size in body must be of type integer: "string"'),
+        ({"size": 1.5}, "spec.size", 'Invalid value: "number": spec.size in body must be of type integer: "number"'),
         ({"size": 11}, "spec.size", "Invalid value: 11: spec.size in body should be less than or equal to 10"),
         ({"size": 0}, "spec.size", "Invalid value: 0: spec.size in body should be greater than or equal to 1"),
         ({"size": 1, "ratio": 0}, "spec.ratio", "Invalid value: 0: spec.ratio in body should be greater than 0"),
@@ -205,3 +206,24 @@ def test_fields_an_update_left_unchanged_are_not_walked() -> None:
     assert [e.field for e in structural.validate(obj, schema)] == ["spec.size", "status.ready"]
     assert [e.field for e in structural.validate(obj, schema, unchanged=frozenset({"spec"}))] == ["status.ready"]
     assert structural.validate(obj, schema, unchanged=frozenset({"spec", "status"})) == []
+
+
+async def test_a_whole_float_is_an_integer_and_is_stored_as_one(widgets: client.CustomObjectsApi) -> None:
+    """The real server decodes ``2.0`` into a float64, takes it for ``type: integer`` (kube-openapi: a
+    whole float up to 2^53) and stores float64(2) as ``2``; a number field's ``3.0`` comes back ``3`` too."""
+    created = await widgets.create_namespaced_custom_object(*WIDGETS, widget({"size": 2.0, "ratio": 3.0}))
+    assert created["spec"]["size"] == 2 and type(created["spec"]["size"]) is int
+    assert created["spec"]["ratio"] == 3 and type(created["spec"]["ratio"]) is int
+    patched = await widgets.patch_namespaced_custom_object(
+        *WIDGETS, "w", {"spec": {"size": 4.0, "ratio": 0.5}}, _content_type="application/merge-patch+json"
+    )
+    assert (patched["spec"]["size"], patched["spec"]["ratio"]) == (4, 0.5) and type(patched["spec"]["size"]) is int
+
+
+def test_whole_floats_become_integers_up_to_two_to_the_53() -> None:
+    value = {"a": [1.0, 2.5, {"b": -3.0}], "c": float(2**53), "d": float(2**53 + 2), "e": float("nan"), "f": True}
+    converted = structural.go_numbers(value)
+    assert converted["a"][0] == 1 and type(converted["a"][0]) is int
+    assert converted["a"][1] == 2.5 and type(converted["a"][2]["b"]) is int
+    assert type(converted["c"]) is int and type(converted["d"]) is float  # past 2^53: not a JSON integer
+    assert type(converted["e"]) is float and converted["f"] is True
