@@ -359,21 +359,26 @@ class LeaderElector:
             await self._work.call(callback)
 
     async def _release(self) -> None:
-        """client-go ``ReleaseOnCancel``: give the lease up so a standby need not wait for it to expire."""
+        """client-go ``ReleaseOnCancel``: give the lease up so a standby need not wait for it to expire. A
+        renewal the shutdown cut short may have been written all the same, leaving this copy a version
+        behind (a 409): the Lease is read again and released if it is still this holder's."""
         if self._lease is None or self._observed is None or self._observed.holder != self.identity:
             return
-        now = utc_now()
+        now, lease = utc_now(), f"{self.namespace}/{self.name}"
         record = LeaseRecord("", 1, now, now, self._observed.transitions)
         try:
             async with asyncio.timeout(self.request_timeout):
-                await self._write(self._lease, record)
-            log.info("leader.released", lease=f"{self.namespace}/{self.name}", identity=self.identity)
-        except Exception as exc:  # the lease simply expires instead
+                try:
+                    await self._write(self._lease, record)
+                except ApiException as exc:
+                    found = LeaseRecord.of(current := await self._lock.read()) if exc.status == 409 else None
+                    if found is None or found.holder != self.identity:
+                        raise
+                    await self._write(current, replace(record, transitions=found.transitions))
+            log.info("leader.released", lease=lease, identity=self.identity)
+        except Exception as exc:  # the lease simply expires instead (or is another holder's now: status 409)
             log.warning(
-                "leader.release_failed",
-                lease=f"{self.namespace}/{self.name}",
-                error=type(exc).__name__,
-                status=getattr(exc, "status", None),
+                "leader.release_failed", lease=lease, error=type(exc).__name__, status=getattr(exc, "status", None)
             )
 
     def _extend_scopes(self) -> None:

@@ -199,3 +199,24 @@ async def test_each_renewal_reports_how_late_it_started(emulator: KubeEmulator, 
     async with running(candidate):
         await eventually(lambda: len(late) >= 3)
     assert all(0 <= seconds < 0.1 for seconds in late), late  # an idle loop renews on time
+
+
+async def test_a_renewal_the_leader_never_saw_answered_does_not_stop_its_release(
+    emulator: KubeEmulator, api: ApiClient
+) -> None:
+    """A shutdown can cut a renewal short after the server wrote it: the leader's copy of the Lease is then
+    a version behind, and its release a 409. It reads the Lease again and, still the holder, releases it
+    (the standby need not wait out the lease); a Lease someone else took meanwhile is left alone."""
+    slow_lease = {"lease_duration": 5.0, "renew_deadline": 3.0, "retry_period": 2.0}  # no renewal meanwhile
+    for taken_by, left_with in (("a", ""), ("intruder", "intruder")):
+        a = Candidate(api, "a", **slow_lease)
+        async with running(a):
+            await asyncio.wait_for(a.elector.wait_until_leading(), 2)
+            # what the cut-short renewal wrote (or, the second time, someone else's write)
+            renewed = micro_time(datetime.now(UTC))
+            emulator.patch(
+                "leases", NAME, {"spec": {"holderIdentity": taken_by, "renewTime": renewed}}, namespace=NAMESPACE
+            )
+            await a.stop()
+            assert lease_spec(emulator)["holderIdentity"] == left_with, taken_by
+        emulator.patch("leases", NAME, {"spec": {"holderIdentity": ""}}, namespace=NAMESPACE)
