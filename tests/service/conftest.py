@@ -26,7 +26,8 @@ _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"
 class Link:
     """An HTTP relay on 127.0.0.1 to the emulator. ``cut("error")`` answers 500 to matching requests
     without forwarding them; ``cut("hang")`` holds them unanswered (the client's timeout fires);
-    ``restore()`` heals the link."""
+    ``cut("unanswered")`` forwards them, so the server acts on them, and never passes the answer back
+    (not even after ``restore()``: the answer is lost); ``restore()`` heals the link."""
 
     def __init__(self, emulator: KubeEmulator) -> None:
         self.emulator = emulator
@@ -34,6 +35,7 @@ class Link:
         self.path: re.Pattern[str] = re.compile("")
         self.cut_requests = 0
         self._healed = asyncio.Event()
+        self._closing = asyncio.Event()
         self._session: aiohttp.ClientSession | None = None
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -51,13 +53,14 @@ class Link:
 
     async def stop(self) -> None:
         self._healed.set()
+        self._closing.set()
         if self._runner is not None:
             await self._runner.cleanup()
         if self._session is not None:
             await self._session.close()
 
     def cut(self, mode: str = "error", *, path: str = "") -> None:
-        assert mode in ("error", "hang")
+        assert mode in ("error", "hang", "unanswered")
         self.path = re.compile(path)
         self._healed.clear()
         self.mode = mode
@@ -72,7 +75,8 @@ class Link:
         return ApiClient(configuration=configuration)
 
     async def _relay(self, request: web.Request) -> web.StreamResponse:
-        if self.mode is not None and self.path.search(request.path):
+        lost = self.mode == "unanswered" and self.path.search(request.path) is not None
+        if self.mode is not None and not lost and self.path.search(request.path):
             self.cut_requests += 1
             if self.mode == "hang":
                 await self._healed.wait()
@@ -93,7 +97,10 @@ class Link:
         ) as answer:
             body = await answer.read()
             kept = {k: v for k, v in answer.headers.items() if k.lower() not in _HOP_BY_HOP | {"content-encoding"}}
-            return web.Response(status=answer.status, body=body, headers=kept)
+        if lost:
+            self.cut_requests += 1
+            await self._closing.wait()  # held until the relay stops: the client never hears
+        return web.Response(status=answer.status, body=body, headers=kept)
 
 
 @pytest.fixture
