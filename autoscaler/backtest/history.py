@@ -19,7 +19,7 @@ from typing import Protocol
 
 from autoscaler.backtest.limits import MAX_POINTS_PER_QUERY
 from autoscaler.prometheus.errors import PrometheusError
-from autoscaler.prometheus.results import InstantResult, RangeResult, Series, SeriesFilter
+from autoscaler.prometheus.results import InstantResult, RangeResult, Series, SeriesFilter, SeriesSink
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,10 +155,16 @@ class HistoryClient:
         return matrix.at(t_ms) if matrix is not None else []
 
     async def query(
-        self, promql: str, at: float | None, *, deadline: float | None = None, keep: SeriesFilter | None = None
+        self,
+        promql: str,
+        at: float | None,
+        *,
+        deadline: float | None = None,
+        keep: SeriesFilter | None = None,
+        sink: SeriesSink | None = None,
     ) -> InstantResult:
-        """The fetched value at ``at`` (a replay always asks for a time; ``deadline`` and ``keep`` are
-        the live client's, not used here)."""
+        """The fetched value at ``at`` (a replay always asks for a time; ``deadline``, ``keep`` and ``sink``
+        are the live client's, not used here: the answer is a vector)."""
         if at is None:
             raise ValueError("HistoryClient.query needs a time")
         t_ms = round(at * 1000)

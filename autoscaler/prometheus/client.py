@@ -56,6 +56,7 @@ from autoscaler.prometheus.results import (
     InstantResult,
     RangeResult,
     SeriesFilter,
+    SeriesSink,
     instant_in_slices,
     parse_instant,
     parse_range,
@@ -139,22 +140,33 @@ class PrometheusClient:
     # -- public API -----------------------------------------------------------------------------
 
     async def query(
-        self, promql: str, at: float | None = None, *, deadline: float | None = None, keep: SeriesFilter | None = None
+        self,
+        promql: str,
+        at: float | None = None,
+        *,
+        deadline: float | None = None,
+        keep: SeriesFilter | None = None,
+        sink: SeriesSink | None = None,
     ) -> InstantResult:
         """Evaluate ``promql`` at Unix time ``at``, or at Prometheus' own "now" when ``at`` is None
         (``POST /api/v1/query``). ``deadline`` (event-loop time) ends the call earlier than
         ``timeoutSeconds`` would. ``keep``: the series the caller wants; a large answer is parsed
-        without the others (counted in ``left_out``), a small one keeps everything."""
+        without the others (counted in ``left_out``), a small one keeps everything. ``sink``: where a
+        vector's series go as they are decoded, whatever the answer's size (see
+        :func:`~autoscaler.prometheus.results.instant_in_slices`)."""
         form = {"query": promql} if at is None else {"query": promql, "time": format_time(at)}
         payload, content_type = await self._call("/api/v1/query", form, deadline)
+        large = len(payload) > self.settings.large_response_bytes
         try:
-            if len(payload) > self.settings.large_response_bytes:
-                self.stats.large_answers += 1
-                return await in_turns(instant_in_slices(payload, keep))
+            if large or sink is not None:
+                self.stats.large_answers += large
+                return await in_turns(instant_in_slices(payload, keep, sink=sink))
             with collector_paused():  # the decoded answer is freed before the collector could find it
                 return parse_instant(self._answers.decode(payload, content_type))
         except PrometheusMalformedResponse:
             self.stats.failures["malformed"] = self.stats.failures.get("malformed", 0) + 1
+            if not large:
+                self._answers.decode(payload, content_type)  # not JSON at all: its message names the server
             raise
 
     async def query_range(self, promql: str, start: float, end: float, step: float) -> RangeResult:

@@ -34,10 +34,10 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Sequence
 
-from autoscaler.core.observation import MetricFailure, MetricReading
+from autoscaler.core.observation import MetricFailure, MetricReading, PodsReading, ResourceReading
 from autoscaler.core.spec import MetricSourceType, MetricSpec
 from autoscaler.prometheus.errors import PrometheusError
-from autoscaler.prometheus.extract import LabelNames, external_reading, object_reading, readings_in_steps
+from autoscaler.prometheus.extract import LabelNames, PodReadings, external_reading, object_reading, readings_in_steps
 from autoscaler.prometheus.partial import other_warnings, partial_cause, shorten
 from autoscaler.prometheus.planning import Chunk, Member, PlannedQuery, PodGroup, PodGroups, QueryPlanner, ValueQueries
 from autoscaler.prometheus.queries import TargetQuery, Unplannable
@@ -166,12 +166,15 @@ class MetricsReader:
         if finished is not None:
             finished(members)
 
-    async def _query(self, query: str, chunk: Chunk, at: float | None, out: Readings) -> InstantResult | None:
-        """Run a per-pod query; on failure fail every member and return None."""
+    async def _query(
+        self, query: str, chunk: Chunk, at: float | None, out: Readings, sink: PodReadings | None
+    ) -> InstantResult | None:
+        """Run a per-pod query, its series read into ``sink`` if it can; on failure fail every member and
+        return None."""
         members = chunk.members
         keep = pods_filter(members, self._names) if chunk.mostly_others() else None
         try:
-            result = await self._sender.send(query, at, keep=keep)
+            result = await self._sender.send(query, at, keep=keep, sink=sink)
         except StillRejected as still:
             _fail_all(members, still.message, out)
             return None
@@ -221,23 +224,33 @@ class MetricsReader:
 
     async def _run_pod_chunk(self, group: PodGroup, chunk: Chunk, at: float | None, out: Readings) -> None:
         members = chunk.members
-        result = await self._query(self._planner.query_text(group, chunk), chunk, at, out)
+        wanted = [(m.target.namespace, m.pods) for m in members]
+        sink = PodReadings(
+            wanted, self._names, group.window, per_container=group.per_container, nanocores=group.nanocores
+        )
+        result = await self._query(
+            self._planner.query_text(group, chunk), chunk, at, out, sink if sink.usable else None
+        )
         if result is None:
             return
         vector = result.vector
-        returned = len(vector) + result.left_out
-        # A batched answer of 100,000 pods' series is ~100 ms of work: done in steps, with the loop's turns
-        # between them (the inputs are this sync's own, nothing else touches them meanwhile).
-        fast = await in_turns(
-            readings_in_steps(
-                vector,
-                [(m.target.namespace, m.pods) for m in members],
-                self._names,
-                group.window,
-                per_container=group.per_container,
-                nanocores=group.nanocores,
+        fast: list[tuple[ResourceReading | PodsReading, int]] | None
+        if result.sunk is not None:  # read as it was decoded, in the client's steps
+            returned, fast = result.sunk, sink.readings()
+        else:
+            returned = len(vector) + result.left_out
+            # A batched answer of 100,000 pods' series is ~100 ms of work: done in steps, with the loop's
+            # turns between them (the inputs are this sync's own, nothing else touches them meanwhile).
+            fast = await in_turns(
+                readings_in_steps(
+                    vector,
+                    wanted,
+                    self._names,
+                    group.window,
+                    per_container=group.per_container,
+                    nanocores=group.nanocores,
+                )
             )
-        )
         if fast is not None:
             for member, (found, matched) in zip(members, fast, strict=True):
                 _put(out, member, checked(found, member, returned, matched, self._names))

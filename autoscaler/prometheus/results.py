@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, overload
+from typing import Any, NamedTuple, Protocol, overload
 
 import orjson
 
@@ -18,6 +18,19 @@ from autoscaler.prometheus.errors import PrometheusMalformedResponse
 
 # Which series of an answer the caller wants (by labels); the others may be left out while parsing.
 SeriesFilter = Callable[[Mapping[str, str]], bool]
+
+
+class SeriesSink(Protocol):
+    """What a caller reads a vector answer into instead of a :class:`Vector` (see :func:`instant_in_slices`):
+    the decoded series, a slice at a time, go straight into what the caller makes of them."""
+
+    def begin(self) -> None:
+        """Forget what an earlier decode handed over: a new answer (or the same one again) starts."""
+
+    def take(self, items: list[Any]) -> bool:
+        """Take a slice's decoded elements of the ``result`` array (each should be a vector's series). False:
+        the sink cannot read this answer (an element it does not expect, or a case the caller reads
+        otherwise); the answer is then decoded into a :class:`Vector` instead."""
 
 
 class Series(NamedTuple):
@@ -111,9 +124,11 @@ class InstantResult:
     """``result_type`` is ``vector``, ``scalar``, ``string`` or ``matrix`` (a range selector
     evaluated as an instant query). ``vector`` holds the series of a vector; ``scalar`` the value
     of a scalar or string result. ``left_out`` counts the series a :data:`SeriesFilter` left out of
-    ``vector`` (they were in the answer). ``warnings`` are the envelope's ``warnings`` (Thanos lists the
-    stores that did not answer there) and ``partial`` its ``isPartial`` (a VictoriaMetrics cluster sets
-    it when a storage node did not answer): see :mod:`autoscaler.prometheus.partial`."""
+    ``vector`` (they were in the answer); ``sunk`` how many series went to the caller's
+    :class:`SeriesSink` instead (``vector`` is then empty), None when none was used. ``warnings`` are
+    the envelope's ``warnings`` (Thanos lists the stores that did not answer there) and ``partial`` its
+    ``isPartial`` (a VictoriaMetrics cluster sets it when a storage node did not answer): see
+    :mod:`autoscaler.prometheus.partial`."""
 
     result_type: str
     vector: Sequence[Series] = ()  # a Vector when decoded from an answer
@@ -121,6 +136,7 @@ class InstantResult:
     warnings: tuple[str, ...] = field(default=())
     left_out: int = 0
     partial: bool = False
+    sunk: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +246,11 @@ SLICE_BYTES = 256 * 1024  # what one step decodes: ~1,500 series, a few millisec
 
 
 def instant_in_slices(
-    payload: bytes | bytearray, keep: SeriesFilter | None = None, *, slice_bytes: int = SLICE_BYTES
+    payload: bytes | bytearray,
+    keep: SeriesFilter | None = None,
+    *,
+    sink: SeriesSink | None = None,
+    slice_bytes: int = SLICE_BYTES,
 ) -> Generator[None, None, InstantResult]:
     """:func:`parse_instant` of a raw answer, ``slice_bytes`` of series per step, leaving out the series
     ``keep`` rejects: a generator that yields between steps and returns the result (the client runs it
@@ -248,12 +268,33 @@ def instant_in_slices(
     so it starts a series of the array; a slice that does not decode to objects is an answer laid out
     otherwise. Anything unexpected (another result type, another layout, malformed JSON) is decoded
     whole by :func:`parse_instant`, which also gives the error message for a malformed answer.
+
+    With a ``sink``, each slice's decoded series go to it instead of into the columns (``keep`` is then
+    the sink's business) and the result says how many it took (``sunk``): the caller reads them as they
+    come, without the columns in between. A sink that refuses a slice has the answer decoded again into
+    a :class:`Vector`, filtered by ``keep``; so is every answer decoded whole.
     """
+    if sink is not None:
+        sink.begin()
+        try:
+            return (yield from _sliced(payload, keep, sink, slice_bytes))
+        except _Refused:
+            pass
+    return (yield from _sliced(payload, keep, None, slice_bytes))
+
+
+class _Refused(Exception):
+    """The sink cannot read this answer."""
+
+
+def _sliced(
+    payload: bytes | bytearray, keep: SeriesFilter | None, sink: SeriesSink | None, slice_bytes: int
+) -> Generator[None, None, InstantResult]:
     found_key = _RESULT_KEY.search(payload)
     if found_key is None:
         return parse_instant(_loads(payload))
     vector = Vector()
-    left_out = 0
+    left_out = sunk = 0
     try:
         position = _SPACE.match(payload, found_key.end()).end()  # type: ignore[union-attr]
         last_cut = payload.rfind(_SERIES_SEPARATOR)
@@ -263,7 +304,11 @@ def instant_in_slices(
             if cut <= position:
                 break
             # Whole series up to the "}" at cut; the next one starts at cut + 2.
-            left_out += _take(orjson.loads(b"[" + payload[position : cut + 1] + b"]"), keep, vector)
+            items = orjson.loads(b"[" + payload[position : cut + 1] + b"]")
+            if sink is None:
+                left_out += _take(items, keep, vector)
+            else:
+                sunk += _sink(items, sink)
             position = cut + 2
             yield
         # The rest: the last series (or every one, in an answer laid out otherwise), one at a time.
@@ -276,7 +321,10 @@ def instant_in_slices(
             stepped = 0
             while True:
                 item, at = scan(tail, at)
-                left_out += _take([item], keep, vector)
+                if sink is None:
+                    left_out += _take([item], keep, vector)
+                else:
+                    sunk += _sink([item], sink)
                 found = _NEXT.match(tail, at)
                 if found is None:
                     raise ValueError("no ',' or ']' after a series")
@@ -297,8 +345,23 @@ def instant_in_slices(
     if envelope.data.get("resultType") != "vector" or envelope.data.get("result") != []:
         return parse_instant(_loads(payload))
     return InstantResult(
-        "vector", vector=vector, warnings=envelope.warnings, left_out=left_out, partial=envelope.partial
+        "vector",
+        vector=vector,
+        warnings=envelope.warnings,
+        left_out=left_out,
+        partial=envelope.partial,
+        sunk=None if sink is None else sunk,
     )
+
+
+def _sink(items: object, sink: SeriesSink) -> int:
+    """Hand the decoded ``items`` to ``sink``; how many there were. :class:`_Refused` if it refuses them, a
+    ValueError if they are not an array (the answer is then decoded whole)."""
+    if type(items) is not list:
+        raise ValueError("not an array of series")
+    if not sink.take(items):
+        raise _Refused
+    return len(items)
 
 
 def _take(items: object, keep: SeriesFilter | None, vector: Vector) -> int:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from autoscaler.prometheus.errors import PrometheusBadQuery, PrometheusError, PrometheusTimeout
-from autoscaler.prometheus.results import InstantResult, SeriesFilter
+from autoscaler.prometheus.results import InstantResult, SeriesFilter, SeriesSink
 from autoscaler.prometheus.settings import PrometheusSettings
 
 # The reader's log: what an operator filters on does not depend on how the reader is cut into modules.
@@ -37,7 +37,13 @@ class InstantQuerier(Protocol):
     queries)."""
 
     async def query(
-        self, promql: str, at: float | None, *, deadline: float | None = None, keep: SeriesFilter | None = None
+        self,
+        promql: str,
+        at: float | None,
+        *,
+        deadline: float | None = None,
+        keep: SeriesFilter | None = None,
+        sink: SeriesSink | None = None,
     ) -> InstantResult: ...
 
 
@@ -102,6 +108,7 @@ class QuerySender:
         *,
         deadline: float | None = None,
         keep: SeriesFilter | None = None,
+        sink: SeriesSink | None = None,
         share: tuple[str, str] | None = None,
     ) -> InstantResult:
         """Send one query, unless Prometheus rejected it as invalid and its backoff has not passed (then
@@ -122,7 +129,7 @@ class QuerySender:
                     "and its other queries held them"
                 ) from None
         try:
-            result = await self._client.query(query, at, deadline=deadline, keep=keep)
+            result = await self._client.query(query, at, deadline=deadline, keep=keep, sink=sink)
         except PrometheusBadQuery as error:
             self._reject(query, query_error_message(error, query), rejected)
             raise

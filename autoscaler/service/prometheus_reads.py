@@ -9,7 +9,7 @@ from autoscaler.core.observation import MetricFailure, MetricReading
 from autoscaler.prometheus.client import PrometheusClient
 from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.partial import other_warnings
-from autoscaler.prometheus.results import InstantResult, SeriesFilter
+from autoscaler.prometheus.results import InstantResult, SeriesFilter, SeriesSink
 from autoscaler.service.clock import SkewMonitor
 from autoscaler.service.metrics import ServiceMetrics
 
@@ -24,12 +24,18 @@ class TimedQuerier:
         self.last_error: str | None = None
 
     async def query(
-        self, promql: str, at: float | None, *, deadline: float | None = None, keep: SeriesFilter | None = None
+        self,
+        promql: str,
+        at: float | None,
+        *,
+        deadline: float | None = None,
+        keep: SeriesFilter | None = None,
+        sink: SeriesSink | None = None,
     ) -> InstantResult:
         started = time.monotonic()
         large_before = self.client.stats.large_answers
         try:
-            result = await self.client.query(promql, at, deadline=deadline, keep=keep)
+            result = await self.client.query(promql, at, deadline=deadline, keep=keep, sink=sink)
         except PrometheusError as exc:
             self.metrics.observe_prometheus_query(time.monotonic() - started, "error", exc.kind)
             self.last_error = str(exc)
@@ -37,7 +43,7 @@ class TimedQuerier:
         finally:
             if self.client.stats.large_answers != large_before:
                 self.metrics.large_answers.inc()
-        outcome = "ok" if result.vector or result.scalar is not None or result.left_out else "empty"
+        outcome = "ok" if result.vector or result.sunk or result.scalar is not None or result.left_out else "empty"
         if result.partial or result.warnings:
             others = len(other_warnings(result))
             partial = int(result.partial) + len(result.warnings) - others
