@@ -19,7 +19,8 @@ from typing import Protocol
 
 from autoscaler.backtest.limits import MAX_POINTS_PER_QUERY
 from autoscaler.prometheus.errors import PrometheusError
-from autoscaler.prometheus.results import InstantResult, RangeResult, Series, SeriesFilter, SeriesSink
+from autoscaler.prometheus.results import InstantResult, RangeResult, Series, SeriesFilter
+from autoscaler.prometheus.slicing import SeriesSink
 
 
 @dataclass(frozen=True, slots=True)

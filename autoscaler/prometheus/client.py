@@ -56,12 +56,11 @@ from autoscaler.prometheus.results import (
     InstantResult,
     RangeResult,
     SeriesFilter,
-    SeriesSink,
-    instant_in_slices,
     parse_instant,
     parse_range,
 )
 from autoscaler.prometheus.settings import PrometheusSettings
+from autoscaler.prometheus.slicing import SeriesSink, instant_in_slices
 from autoscaler.prometheus.turns import collector_paused, in_turns
 from autoscaler.values.durations import format_prometheus_duration
 
@@ -153,7 +152,7 @@ class PrometheusClient:
         ``timeoutSeconds`` would. ``keep``: the series the caller wants; a large answer is parsed
         without the others (counted in ``left_out``), a small one keeps everything. ``sink``: where a
         vector's series go as they are decoded, whatever the answer's size (see
-        :func:`~autoscaler.prometheus.results.instant_in_slices`)."""
+        :func:`~autoscaler.prometheus.slicing.instant_in_slices`)."""
         form = {"query": promql} if at is None else {"query": promql, "time": format_time(at)}
         payload, content_type = await self._call("/api/v1/query", form, deadline)
         large = len(payload) > self.settings.large_response_bytes

@@ -245,7 +245,7 @@ _NO_LABELS: Mapping[str, str] = {}  # a series without "metric" (never modified)
 
 class PodReadings:
     """What :func:`readings_in_steps` gives, made while the answer is decoded: a
-    :class:`~autoscaler.prometheus.results.SeriesSink` that takes each slice's decoded series straight into
+    :class:`~autoscaler.prometheus.slicing.SeriesSink` that takes each slice's decoded series straight into
     the readings, with no :class:`~autoscaler.prometheus.results.Vector` columns in between (a quarter
     less of the service's CPU for a batched answer than columns read afterwards, BENCHMARKS.md).
 
@@ -290,7 +290,7 @@ class PodReadings:
 
     def _take(self, items: list[Any]) -> bool:
         # The hot loop of a batched sync: each pod's tuple is made directly (without the named tuple's
-        # Python-level __new__), and an element's checks are the columns' (results._vector) at less cost:
+        # Python-level __new__), and an element's checks are the columns' (results.vector_of) at less cost:
         # "metric" must have .get (a dict, from orjson), the time be a number, the value a string.
         make, milli, owner, window = tuple.__new__, milli_or_none, self._owner, self._window
         pod_label, namespace_label, container_label = self._names.pod, self._names.namespace, self._names.container

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from autoscaler.prometheus.errors import PrometheusBadQuery, PrometheusError, PrometheusTimeout
-from autoscaler.prometheus.results import InstantResult, SeriesFilter, SeriesSink
+from autoscaler.prometheus.results import InstantResult, SeriesFilter
 from autoscaler.prometheus.settings import PrometheusSettings
+from autoscaler.prometheus.slicing import SeriesSink
 
 # The reader's log: what an operator filters on does not depend on how the reader is cut into modules.
 log = logging.getLogger("autoscaler.prometheus.reader")

@@ -9,7 +9,8 @@ from autoscaler.core.observation import MetricFailure, MetricReading
 from autoscaler.prometheus.client import PrometheusClient
 from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.partial import other_warnings
-from autoscaler.prometheus.results import InstantResult, SeriesFilter, SeriesSink
+from autoscaler.prometheus.results import InstantResult, SeriesFilter
+from autoscaler.prometheus.slicing import SeriesSink
 from autoscaler.service.clock import SkewMonitor
 from autoscaler.service.metrics import ServiceMetrics
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TypeVar
 
-from autoscaler.prometheus.results import SLICE_BYTES, InstantResult, SeriesFilter, instant_in_slices
+from autoscaler.prometheus.results import InstantResult, SeriesFilter
+from autoscaler.prometheus.slicing import SLICE_BYTES, instant_in_slices
 
 T = TypeVar("T")
 

@@ -40,7 +40,8 @@ from autoscaler.prometheus import (
     PrometheusSettings,
 )
 from autoscaler.prometheus.promql import regex_literal, string_literal
-from autoscaler.prometheus.results import SeriesFilter, SeriesSink
+from autoscaler.prometheus.results import SeriesFilter
+from autoscaler.prometheus.slicing import SeriesSink
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
 from tests.prometheus import scenario as sc
 

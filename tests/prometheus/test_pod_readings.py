@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from autoscaler.core.observation import PodsReading, PodUsage, ResourceReading
 from autoscaler.prometheus.errors import PrometheusMalformedResponse
 from autoscaler.prometheus.extract import LabelNames, PodReadings, readings_in_steps
-from autoscaler.prometheus.results import InstantResult, instant_in_slices, parse_instant
+from autoscaler.prometheus.results import InstantResult, parse_instant
+from autoscaler.prometheus.slicing import instant_in_slices
 from tests.prometheus.stepping import run_counting_turns, to_the_end
 
 Readings = list[tuple[ResourceReading | PodsReading, int]] | None

@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.prometheus.errors import PrometheusMalformedResponse
-from autoscaler.prometheus.results import Series, Vector, instant_in_slices, parse_instant, rows
+from autoscaler.prometheus.results import Series, Vector, parse_instant, rows
+from autoscaler.prometheus.slicing import instant_in_slices
 from tests.prometheus.stepping import decoded_in_slices, run_counting_turns
 
 label_values = st.one_of(
