@@ -246,8 +246,8 @@ _NO_LABELS: Mapping[str, str] = {}  # a series without "metric" (never modified)
 class PodReadings:
     """What :func:`readings_in_steps` gives, made while the answer is decoded: a
     :class:`~autoscaler.prometheus.slicing.SeriesSink` that takes each slice's decoded series straight into
-    the readings, with no :class:`~autoscaler.prometheus.results.Vector` columns in between (11 % fewer
-    instructions for a batched answer than the columns read afterwards, BENCHMARKS.md).
+    the readings, with no :class:`~autoscaler.prometheus.results.Vector` columns in between (a quarter
+    less CPU than the columns read afterwards in ``bench/prometheus_fetch.py``, BENCHMARKS.md).
 
     ``usable`` is False when a pod is wanted by two sets (the general path reads that answer). :meth:`take`
     refuses, so that the answer is decoded into a vector for the general path, what that path must see:
