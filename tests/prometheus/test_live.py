@@ -39,11 +39,15 @@ from autoscaler.prometheus import (
     PrometheusClient,
     PrometheusSettings,
 )
+from autoscaler.prometheus.extract import LabelNames, PodReadings
 from autoscaler.prometheus.promql import regex_literal, string_literal
 from autoscaler.prometheus.results import SeriesFilter
 from autoscaler.prometheus.slicing import SeriesSink
+from autoscaler.service.metrics import ServiceMetrics
+from autoscaler.service.prometheus_reads import TimedQuerier
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
 from tests.prometheus import scenario as sc
+from tests.service.test_metrics import value as metric_value
 
 pytestmark = pytest.mark.prometheus
 
@@ -379,3 +383,21 @@ async def test_per_pod_answers_are_read_as_they_are_decoded_and_equal_the_vector
     assert decoded.sunk == [None, None, None]
     assert read_sunk == read_decoded
     assert all(isinstance(reading, ResourceReading | PodsReading) for row in read_sunk for reading in row)
+
+
+async def test_an_answer_read_into_a_sink_counts_as_answered_not_empty(client: PrometheusClient) -> None:
+    """The service's query counter says "ok" for an answer whose series went to the reader's sink (its vector
+    is empty), and "empty" only for an answer without series."""
+    metrics = ServiceMetrics()
+    querier = TimedQuerier(client, metrics)
+    wanted = [("shop", frozenset({"web-1", "web-2", "web-3"}))]
+    for _ in range(20):  # a server just started has no sample yet
+        sink = PodReadings(wanted, LabelNames(), 60.0, per_container=False)
+        result = await querier.query('http_rps{namespace="shop"}', now(), sink=sink)
+        if result.sunk:
+            break
+        await asyncio.sleep(0.5)
+    assert result.sunk and not result.vector
+    await querier.query('no_such_metric{namespace="shop"}', now(), sink=sink)
+    assert metric_value(metrics, "autoscaler_prometheus_queries_total", outcome="ok") == 1.0
+    assert metric_value(metrics, "autoscaler_prometheus_queries_total", outcome="empty") == 1.0
