@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from autoscaler.prometheus import PrometheusClient, PrometheusSettings
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
 from tests.guard import Guard, missing_binaries
 from tests.prometheus import scenario
@@ -54,6 +55,14 @@ def live_prometheus(request: pytest.FixtureRequest, exporter: MetricsExporter) -
             timeout=30,
         )
         yield prom
+
+
+@pytest.fixture
+async def client(live_prometheus: PrometheusSandbox) -> AsyncIterator[PrometheusClient]:
+    """A client of the live server (a module may define its own ``client``, as test_backfill does)."""
+    settings = PrometheusSettings(url=live_prometheus.url, cpu_rate_window=5.0)
+    async with PrometheusClient(settings) as opened:
+        yield opened
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,6 @@ Where the two differ, the test says so and the reading is safe either way:
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import pytest
@@ -43,13 +42,6 @@ from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
 from tests.prometheus import scenario as sc
 
 pytestmark = pytest.mark.prometheus
-
-
-@pytest.fixture
-async def client(live_prometheus: PrometheusSandbox) -> AsyncIterator[PrometheusClient]:
-    settings = PrometheusSettings(url=live_prometheus.url, cpu_rate_window=5.0)
-    async with PrometheusClient(settings) as opened:
-        yield opened
 
 
 @pytest.fixture

@@ -4,30 +4,21 @@ VictoriaMetrics, as in test_live.py): the same readings as the decoded vector's,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
 from autoscaler.core.observation import PodsReading, ResourceReading
-from autoscaler.prometheus import InstantResult, MetricsReader, PrometheusClient, PrometheusSettings
+from autoscaler.prometheus import InstantResult, MetricsReader, PrometheusClient
 from autoscaler.prometheus.extract import LabelNames, PodReadings
 from autoscaler.prometheus.results import SeriesFilter
 from autoscaler.prometheus.slicing import SeriesSink
 from autoscaler.service.metrics import ServiceMetrics
 from autoscaler.service.prometheus_reads import TimedQuerier
-from autoscaler_sandbox import PrometheusSandbox
 from tests.prometheus import scenario as sc
 from tests.prometheus.test_live import now
 from tests.service.test_metrics import value as metric_value
 
 pytestmark = pytest.mark.prometheus
-
-
-@pytest.fixture
-async def client(live_prometheus: PrometheusSandbox) -> AsyncIterator[PrometheusClient]:
-    settings = PrometheusSettings(url=live_prometheus.url, cpu_rate_window=5.0)
-    async with PrometheusClient(settings) as opened:
-        yield opened
 
 
 class SinkRecorder:
