@@ -28,7 +28,7 @@ from autoscaler.core.observation import (
     ResourceReading,
     Sample,
 )
-from autoscaler.prometheus.results import InstantResult, Series, rows
+from autoscaler.prometheus.results import NO_LABELS, InstantResult, Series, rows
 from autoscaler.values.quantity import milli_from_decimal_text
 
 
@@ -240,9 +240,6 @@ def readings_in_steps(
     return readings.readings()
 
 
-_NO_LABELS: Mapping[str, str] = {}  # a series without "metric" (never modified)
-
-
 class PodReadings:
     """What :func:`readings_in_steps` gives, made while the answer is decoded: a
     :class:`~autoscaler.prometheus.slicing.SeriesSink` that takes each slice's decoded series straight into
@@ -296,8 +293,9 @@ class PodReadings:
         make, milli, owner, window = tuple.__new__, milli_or_none, self._owner, self._window
         pod_label, namespace_label, container_label = self._names.pod, self._names.namespace, self._names.container
         per_container, nanocores, usages, samples = self._per_container, self._nanocores, self._usages, self._samples
+        no_value = self._no_value
         for item in items:
-            labels = item.get("metric", _NO_LABELS)
+            labels = item.get("metric", NO_LABELS)
             timestamp, text = item["value"]
             if type(timestamp) is not float:
                 if type(timestamp) is not int:
@@ -327,7 +325,6 @@ class PodReadings:
                     value = milli(text, truncate_to_nano=nanocores)
                     cast(dict[str, int | None], usage.containers)[container] = value  # the dict made above
             else:
-                no_value = self._no_value
                 if pod_name in samples[hit] or (hit in no_value and pod_name in no_value[hit]):
                     return False
                 value = milli(text)

@@ -206,7 +206,7 @@ def vector_of(result: list[Any], into: Vector | None = None) -> Vector:
     labels_of, timestamps, values = vector.labels.append, vector.timestamps.append, vector.values.append
     try:
         for item in result:
-            labels = item.get("metric", _NO_LABELS)
+            labels = item.get("metric", NO_LABELS)
             timestamp, value = item["value"]
             if type(value) is not str or type(labels) is not dict or isinstance(timestamp, bool):
                 raise TypeError
@@ -221,7 +221,7 @@ def vector_of(result: list[Any], into: Vector | None = None) -> Vector:
     return vector
 
 
-_NO_LABELS: dict[str, str] = {}  # a series without "metric" (never modified)
+NO_LABELS: dict[str, str] = {}  # the labels of a series without "metric" (never modified)
 
 
 def load_answer(payload: bytes | bytearray) -> object:
