@@ -27,7 +27,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -42,6 +41,8 @@ from types import TracebackType
 from typing import Any
 
 import yaml
+
+from autoscaler_sandbox.freeze import freeze, thaw
 
 
 class SandboxError(RuntimeError):
@@ -211,7 +212,7 @@ class PrometheusSandbox:
             return
         if process.poll() is None:
             if self._paused:
-                os.kill(process.pid, signal.SIGCONT)
+                thaw(process.pid)
             process.terminate()
             try:
                 process.wait(timeout)
@@ -257,12 +258,12 @@ class PrometheusSandbox:
         """SIGSTOP: the port stays open, nothing answers (calls hang until their timeout)."""
         if not self.running or self._process is None:
             raise SandboxError("cannot pause: prometheus is not running")
-        os.kill(self._process.pid, signal.SIGSTOP)
+        freeze(self._process.pid)
         self._paused = True
 
     def resume(self) -> None:
         if self._process is not None and self._paused:
-            os.kill(self._process.pid, signal.SIGCONT)
+            thaw(self._process.pid)
         self._paused = False
 
     @contextlib.contextmanager

@@ -24,6 +24,7 @@ import aiohttp
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from autoscaler_sandbox.freeze import freeze, thaw
 from tests.chaos.relay import TcpRelay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,10 +93,10 @@ class ServiceProcess:
         return self.process is not None and self.process.poll() is None
 
     def pause(self) -> None:
-        os.kill(self.pid, signal.SIGSTOP)
+        freeze(self.pid)
 
     def resume(self) -> None:
-        os.kill(self.pid, signal.SIGCONT)
+        thaw(self.pid)
 
     def kill(self) -> None:
         if self.alive():
