@@ -93,21 +93,40 @@ async def test_no_collection_starts_inside_a_step_and_the_collector_runs_again_a
     collections_run: list[int],
 ) -> None:
     held: list[bool] = []
+    stepping = [False]
+    inside_a_step: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and stepping[0]:
+            inside_a_step.append(info["generation"])
 
     def heavy() -> Generator[None, None, int]:
+        stepping[0] = True
         held.append(gc.isenabled())
         made = len(many_containers())  # a decoded slice of an answer, freed at the end of its step
+        stepping[0] = False
         yield
+        stepping[0] = True
         held.append(gc.isenabled())
-        return made + len(many_containers())
+        made += len(many_containers())
+        stepping[0] = False
+        return made
 
-    assert gc.isenabled()
-    assert await in_turns(heavy()) == 2 * (3 * gc.get_threshold()[0] + 1000)
+    gc.callbacks.append(seen)
+    try:
+        assert gc.isenabled()
+        assert await in_turns(heavy()) == 2 * (3 * gc.get_threshold()[0] + 1000)
+    finally:
+        gc.callbacks.remove(seen)
     assert held == [False, False]
-    assert collections_run == []  # with the collector on, these containers started collections
+    # Each step made three times the threshold's containers: with the collector on, they start collections.
+    # One may start in the turn between the steps (the loop's own allocations can tip a count left near the
+    # threshold by the tests before): that is allowed, only a step is kept free of them.
+    assert inside_a_step == []
     assert gc.isenabled()
+    before = len(collections_run)
     many_containers()
-    assert collections_run  # and now they do
+    assert len(collections_run) > before  # and now they do
 
 
 def test_a_paused_block_leaves_a_collector_that_was_off_off_and_one_that_was_on_on(collections_run: list[int]) -> None:
