@@ -60,9 +60,7 @@ class MetricsBatcher:
             self._flush_task = task = asyncio.create_task(self._flush_later(), name="metrics-batch")
             self._flushes.add(task)
             task.add_done_callback(self._flushes.discard)
-        row = await future
-        await self._pacer.turn()
-        return row
+        return await future  # done through the pacer: a few syncs' readings per turn
 
     async def _flush_later(self) -> None:
         try:
@@ -75,9 +73,12 @@ class MetricsBatcher:
         if not live:
             return
         self.batches += 1
+        handed = [False] * len(live)  # a row handed over is queued in the pacer: its future is not done yet
 
         def ready(index: int, row: list[MetricReading]) -> None:
-            self._release(live[index][1], row)
+            if not handed[index]:
+                handed[index] = True
+                self._release(live[index][1], row)
 
         try:
             rows = await self._read_many([q for q, _ in live], None, on_ready=ready)
@@ -88,14 +89,15 @@ class MetricsBatcher:
         except Exception as exc:  # the reader should not raise; if it does, every metric failed
             log.exception("metrics read failed")
             rows = [[MetricFailure(f"reading metrics failed: {exc}") for _ in q.metrics] for q, _ in live]
-        for (_, future), row in zip(live, rows, strict=True):
-            self._release(future, row)
+        for index, ((_, future), row) in enumerate(zip(live, rows, strict=True)):
+            if not handed[index]:
+                self._release(future, row)
 
-    @staticmethod
-    def _release(future: asyncio.Future[list[MetricReading]], row: list[MetricReading]) -> None:
-        """Hand ``row`` to the sync waiting on ``future`` (unless it was cancelled, or already has it)."""
+    def _release(self, future: asyncio.Future[list[MetricReading]], row: list[MetricReading]) -> None:
+        """Hand ``row`` to the sync waiting on ``future`` in one of the pacer's turns (unless it was
+        cancelled)."""
         if not future.done():
-            future.set_result(row)
+            self._pacer.pass_on(future, row)
 
     async def close(self) -> None:
         """Cancel every batch, the ones being read included: a read that went on after the service's

@@ -38,7 +38,7 @@ from autoscaler.service.pacing import TurnPacer
 from autoscaler.service.reconciler import SyncContext, TargetReconciler
 from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.scales import ClusterScales
-from autoscaler.service.schedule import Schedule, first_delay
+from autoscaler.service.schedule import Schedule, TickTimers, first_delay
 from autoscaler.service.sharding import ShardingSettings
 from autoscaler.service.status import invalid_status
 from autoscaler.service.targets import TARGETS, Target, error_text
@@ -117,9 +117,9 @@ class Manager:
             dry_run,
             Schedule(period, jitter),
             asyncio.Semaphore(concurrency),
-            pacer,
             sink,
             clock or ProcessClock().now,
+            TickTimers(pacer),
             recorder=recorder,
             shard=self.sharding.shard,
         )

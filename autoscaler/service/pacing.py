@@ -4,54 +4,67 @@ The loop runs everything that is ready before it looks at its timers again. A na
 on the same tick (so that their metrics share queries), and one answer completes a namespace's
 readings at once: at 10,000 targets in 50 namespaces that is 200 syncs ready together, each ~1 ms of
 work or more on a slow core, up to ``sync.concurrency`` (50) of them back to back in one turn. A sync
-passes a :class:`TurnPacer` before each of its two parts of work (before it reads the cluster, after its
-readings came): at most ``per_turn`` pass in one turn, the others wait for the next turns, in the order
-they came. (It bounds the work of a turn; the loop's lag at 10,000 targets is mostly something else, the
-garbage collector: BENCHMARKS.md "Loop lag at 10,000 targets".)
+passes a :class:`TurnPacer` before each of its two parts of work (as its tick's timer ends its wait, as
+the batcher hands it its readings): at most ``per_turn`` pass in one turn, the others wait for the next
+turns, in the order they came. (It bounds the work of a turn; the loop's lag at 10,000 targets is mostly
+something else, the garbage collector: BENCHMARKS.md "Loop lag at 10,000 targets".)
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from typing import Any, TypeVar
 
 __all__ = ["PER_TURN", "TurnPacer"]
+
+T = TypeVar("T")
 
 PER_TURN = 16  # syncs let through per turn of the loop: ~16 ms of work on a slow core
 
 
 class TurnPacer:
-    """Lets at most ``per_turn`` callers of :meth:`turn` through per turn of the event loop, in order.
+    """Lets at most ``per_turn`` waiters through per turn of the event loop, in the order they came.
 
-    Every caller waits for the next turn, even alone: a pass decided in this turn would run beside the
+    A waiter is a future: :meth:`turn` makes one and waits on it; :meth:`pass_on` queues one that another part
+    of the service made (a tick's timer, the batcher handing a sync its readings), so that the sync waiting on
+    it passes the pacer in the same wait instead of a second one: each wait of a sync is one more future and
+    one more resumption of its chain of coroutines, per target and period.
+
+    Every waiter waits for the next turn, even alone: a pass decided in this turn would run beside the
     ones released for it, so the bound would not hold. A turn later is nothing to a sync."""
 
     def __init__(self, per_turn: int = PER_TURN) -> None:
         self._per_turn = per_turn
-        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._waiting: deque[tuple[asyncio.Future[Any], Any]] = deque()
         self._release_due = False
 
     async def turn(self) -> None:
-        """Return in a later turn, with at most ``per_turn - 1`` other callers. Cancellation-safe: a
+        """Return in a later turn, with at most ``per_turn - 1`` other waiters. Cancellation-safe: a
         caller cancelled while waiting takes no one's place."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        self._waiting.append(future)
-        if not self._release_due:
-            self._release_due = True
-            loop.call_soon(self._release)
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.pass_on(future, None)
         await future
 
+    def pass_on(self, future: asyncio.Future[T], value: T) -> None:
+        """Set ``future``'s result to ``value`` in a later turn, in its place among the waiters (unless it is
+        done by then: cancelled, it takes no one's place)."""
+        self._waiting.append((future, value))
+        if not self._release_due:
+            self._release_due = True
+            asyncio.get_running_loop().call_soon(self._release)
+
     def _release(self) -> None:
-        """Let the next ``per_turn`` waiting callers go: they run in the next turn, and this runs again
-        after them while others wait."""
+        """Let the next ``per_turn`` waiters go: they run in the next turn, and this runs again after them
+        while others wait."""
         released = 0
-        while self._waiting and released < self._per_turn:
-            future = self._waiting.popleft()
+        waiting = self._waiting
+        while waiting and released < self._per_turn:
+            future, value = waiting.popleft()
             if not future.done():  # not cancelled
-                future.set_result(None)
+                future.set_result(value)
                 released += 1
-        if self._waiting:
+        if waiting:
             asyncio.get_running_loop().call_soon(self._release)
         else:
             self._release_due = False

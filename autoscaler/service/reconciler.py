@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -43,7 +43,6 @@ from autoscaler.kube.scale import Scale, ScaleError
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
 from autoscaler.service.metrics_sink import MetricsSink
 from autoscaler.service.observe import TargetObserver
-from autoscaler.service.pacing import TurnPacer
 from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.report import SyncReporter, reconcile_result
 from autoscaler.service.schedule import ConcurrencySlot, Schedule, TickTimers
@@ -66,12 +65,11 @@ class SyncContext:
     dry_run: bool
     schedule: Schedule
     semaphore: asyncio.Semaphore
-    pacer: TurnPacer  # a few syncs' work per turn of the loop (service/pacing.py)
     metrics: MetricsSink
     clock: Callable[[], float]  # decisions' "now": Unix time that never steps (service/clock.py)
+    timers: TickTimers  # one loop timer per tick, its waits done through the pacer (service/schedule.py)
     recorder: SyncRecorder | None = None  # autoscaler run --record FILE
     shard: str | None = None  # the shard this instance serves (status.shard names it), None: unsharded
-    timers: TickTimers = field(default_factory=TickTimers)  # one loop timer per tick (service/schedule.py)
 
 
 @dataclass(frozen=True)
@@ -144,9 +142,9 @@ class TargetReconciler:
         structlog.contextvars.bind_contextvars(namespace=namespace, name=self._target.name)
         slot = ConcurrencySlot(self._context.semaphore)  # one sync at a time: the same slot for each
         while True:
+            # A namespace's targets share this tick: the wait ends through the pacer, a few syncs per turn.
             await self._context.timers.at(planned)
             metrics.observe_schedule_lag(max(0.0, time.monotonic() - planned))
-            await self._context.pacer.turn()  # a namespace's targets share this tick: a few per turn
             async with slot:
                 try:
                     await self._sync(time.monotonic(), self._context.clock(), slot)

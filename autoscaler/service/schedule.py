@@ -9,6 +9,8 @@ import random
 import time
 import zlib
 
+from autoscaler.service.pacing import TurnPacer
+
 
 def _fraction(text: str) -> float:
     """A stable pseudo-random number in [0, 1) for ``text``."""
@@ -82,14 +84,16 @@ class TickTimers:
     period, that the cyclic collector walked at every young collection they lived through (at 3,000 targets the
     timer handles, timers and contexts alone were ~3,800 of the 33,500 objects generation 1 held; BENCHMARKS.md,
     "Shared tick timers"). Here a tick's targets share one timer; each still waits on a future of its own, so that a
-    cancelled wait cancels no other."""
+    cancelled wait cancels no other. With a ``pacer``, a tick's futures are done through it, a few per turn
+    (:mod:`~autoscaler.service.pacing`): the syncs that waited for the tick pass the pacer in the same wait."""
 
-    def __init__(self) -> None:
+    def __init__(self, pacer: TurnPacer | None = None) -> None:
         self._due: dict[float, list[asyncio.Future[None]]] = {}
+        self._pacer = pacer
 
     def at(self, when: float) -> asyncio.Future[None]:
-        """A future done at ``when`` (in the loop's next turns if it is past). Cancelling it is all a
-        waiter that gives up has to do."""
+        """A future done at ``when`` (in the loop's next turns if it is past; with a pacer, in its turns from
+        then on). Cancelling it is all a waiter that gives up has to do."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         waiting = self._due.get(when)
@@ -100,9 +104,14 @@ class TickTimers:
         return future
 
     def _fire(self, when: float) -> None:
+        pacer = self._pacer
         for future in self._due.pop(when, ()):
-            if not future.done():  # not cancelled
+            if future.done():  # cancelled
+                continue
+            if pacer is None:
                 future.set_result(None)
+            else:
+                pacer.pass_on(future, None)
 
 
 class ConcurrencySlot:

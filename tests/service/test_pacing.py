@@ -96,3 +96,34 @@ async def test_the_targets_of_a_namespace_start_their_syncs_a_few_per_turn(emu: 
         seen.append(len(starts))
     steps = [after - before for before, after in itertools.pairwise(seen)]
     assert sum(steps) >= targets and max(steps) <= PER_TURN, steps
+
+
+async def test_futures_passed_on_share_the_bound_with_callers_and_keep_their_place() -> None:
+    """The batcher hands a sync its readings, and a tick's timer ends its targets' waits, through the same
+    pacer as :meth:`TurnPacer.turn`: one bound for all, in the order they came, each with its value."""
+    loop = asyncio.get_running_loop()
+    pacer = TurnPacer(3)
+    passed: list[str] = []
+
+    async def caller(index: int) -> None:
+        await pacer.turn()
+        passed.append(f"turn {index}")
+
+    async def handed(future: asyncio.Future[str]) -> None:
+        passed.append(await future)
+
+    futures = [loop.create_future() for _ in range(6)]
+    callers = [asyncio.ensure_future(caller(i)) for i in range(3)]
+    waiters = [asyncio.ensure_future(handed(f)) for f in futures]
+    await asyncio.sleep(0)  # the callers asked first
+    for index, future in enumerate(futures):
+        pacer.pass_on(future, f"row {index}")
+    futures[1].cancel()  # a sync cancelled while its readings were queued: no one's place taken
+    seen: list[int] = []
+    while len(passed) < 8:
+        seen.append(len(passed))
+        await asyncio.sleep(0)
+    seen.append(len(passed))
+    assert passed == ["turn 0", "turn 1", "turn 2", "row 0", "row 2", "row 3", "row 4", "row 5"]
+    assert max(after - before for before, after in itertools.pairwise(seen)) <= 3
+    await asyncio.gather(*callers, *waiters, return_exceptions=True)

@@ -10,6 +10,7 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
+from autoscaler.service.pacing import TurnPacer
 from autoscaler.service.schedule import Schedule, TickTimers
 
 PERIOD = 15.0
@@ -101,3 +102,24 @@ async def test_a_wait_given_up_ends_no_other_and_a_past_tick_ends_at_once() -> N
     past = timers.at(time.monotonic() - 5)
     await asyncio.sleep(0.01)
     assert past.done()
+
+
+async def test_with_a_pacer_a_ticks_waits_end_a_few_per_turn() -> None:
+    """The syncs a tick starts pass the pacer in the same wait: no more than its bound begin in one turn."""
+    timers = TickTimers(TurnPacer(4))
+    tick = time.monotonic() + 0.02
+    ended: list[int] = []
+
+    async def wait(index: int) -> None:
+        await timers.at(tick)
+        ended.append(index)
+
+    waits = [asyncio.ensure_future(wait(i)) for i in range(20)]
+    await asyncio.sleep(max(0.0, tick - time.monotonic() - 0.005))  # then turn by turn, through the tick
+    seen = [len(ended)]
+    while len(ended) < 20:
+        await asyncio.sleep(0)
+        seen.append(len(ended))
+    assert ended == list(range(20))
+    assert max(after - before for before, after in itertools.pairwise(seen)) <= 4, seen
+    await asyncio.gather(*waits)
