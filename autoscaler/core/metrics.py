@@ -24,6 +24,7 @@ from autoscaler.core.observation import (
     Sample,
     ScaleInfo,
 )
+from autoscaler.core.pod_columns import SampleColumns, UsageColumns
 from autoscaler.core.replicas import (
     PodMetricResult,
     ReplicaCalculationError,
@@ -120,7 +121,8 @@ def pod_samples(spec: MetricSpec, reading: ResourceReading) -> dict[str, Sample]
     samples: dict[str, Sample] = {}
     container = spec.container
     make = tuple.__new__  # a Sample per pod per sync: without the named tuple's Python-level __new__
-    for pod_name, usage in reading.pods.items():
+    pods = reading.pods
+    for pod_name, usage in pods.usages() if isinstance(pods, UsageColumns) else pods.items():
         containers = usage.containers
         if container is not None:
             value = containers.get(container)
@@ -231,7 +233,7 @@ def _pods(
         spec.target.average_value.milli_value(),
         "",
         pods,
-        dict(reading.pods),
+        reading.pods.samples() if isinstance(reading.pods, SampleColumns) else dict(reading.pods),
         tolerances,
         settings,
         now,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from autoscaler.core.observation import (
     ExternalReading,
@@ -28,6 +28,7 @@ from autoscaler.core.observation import (
     ResourceReading,
     Sample,
 )
+from autoscaler.core.pod_columns import SampleColumns, UsageColumns
 from autoscaler.prometheus.results import NO_LABELS, InstantResult, Series, rows
 from autoscaler.values.quantity import milli_from_decimal_text
 
@@ -39,17 +40,17 @@ class LabelNames:
     namespace: str = "namespace"
 
 
-_POWERS_OF_TEN: tuple[int, ...] = tuple(int(10**k) for k in range(64))
+_POWERS_OF_TEN: tuple[int, ...] = (1, 10, 100, 1000)  # 10**k
 
 
-def milli_or_none(text: str, *, truncate_to_nano: bool = False) -> int | None:
+def milli_or_none(text: str, truncate_to_nano: bool = False) -> int | None:
     """The exact milli value of a sample, or None for NaN/±Inf (and anything unparsable).
 
     Same result as :func:`milli_from_decimal_text` (a test checks it), with an integer-only fast
     path for the plain decimals Prometheus prints most of the time ("0.3", "104857600"): a
-    batched sync converts tens of thousands of values and ``Fraction`` costs ~7 µs each. The digits
-    are read as one integer and divided by the places past the third, a remainder rounding away from
-    zero as ``MilliValue()`` does.
+    batched sync converts tens of thousands of values and ``Fraction`` costs ~7 µs each. The whole
+    part and three places are read as one integer; any other digit but zero past them rounds away from
+    zero, as ``MilliValue()`` does.
     """
     whole, _, fraction = text.partition(".")
     if whole.isdigit() and text.isascii():
@@ -61,9 +62,8 @@ def milli_or_none(text: str, *, truncate_to_nano: bool = False) -> int | None:
             places = len(fraction)
             if places <= 3:
                 return int(whole + fraction) * _POWERS_OF_TEN[3 - places]
-            if places < len(_POWERS_OF_TEN) + 3:
-                milli, remainder = divmod(int(whole + fraction), _POWERS_OF_TEN[places - 3])
-                return milli + 1 if remainder else milli
+            milli = int(whole + fraction[:3])
+            return milli + 1 if len(fraction.rstrip("0")) > 3 else milli  # a digit past the third: round up
     elif whole[:1] == "-" and whole[1:].isdigit():
         positive = milli_or_none(text[1:], truncate_to_nano=truncate_to_nano)
         return None if positive is None else -positive
@@ -237,6 +237,7 @@ def readings_in_steps(
         part = [{"metric": labels, "value": (at, text)} for labels, at, text in rows(vector, start, start + step)]
         if not readings.take(part):
             return None
+        del part  # not held across the next turn, when a collection may walk it
     return readings.readings()
 
 
@@ -276,8 +277,12 @@ class PodReadings:
 
     def begin(self) -> None:
         sets = range(self._sets)
-        self._usages: list[dict[str, PodUsage]] = [{} for _ in sets] if self._per_container else []
-        self._samples: list[dict[str, Sample]] = [] if self._per_container else [{} for _ in sets]
+        # Columns, not a tuple a pod (see autoscaler.core.pod_columns): by wanted set, each pod's containers'
+        # values (resources) or its value (Pods metrics); the answer's time, and the pods whose time differs.
+        self._containers: list[dict[str, dict[str, int | None]]] = [{} for _ in sets] if self._per_container else []
+        self._values: list[dict[str, int]] = [] if self._per_container else [{} for _ in sets]
+        self._timestamp: float | None = None  # the first series' time: in an instant answer, every series'
+        self._times: dict[int, dict[str, float]] = {}  # by wanted set: pods whose time is not the answer's
         self._no_value: dict[int, set[str]] = {}  # by wanted set: pods whose sample is NaN/±Inf (left out)
 
     def take(self, items: list[Any]) -> bool:
@@ -287,13 +292,12 @@ class PodReadings:
             return False
 
     def _take(self, items: list[Any]) -> bool:
-        # The hot loop of a batched sync: each pod's tuple is made directly (without the named tuple's
-        # Python-level __new__), and an element's checks are the columns' (results.vector_of) at less cost:
-        # "metric" must have .get (a dict, from orjson), the time be a number, the value a string.
-        make, milli, owner, window = tuple.__new__, milli_or_none, self._owner, self._window
+        # The hot loop of a batched sync. An element's checks are the columns' (results.vector_of) at less
+        # cost: "metric" must have .get (a dict, from orjson), the time be a number, the value a string.
+        milli, owner, first_time = milli_or_none, self._owner, self._timestamp
         pod_label, namespace_label, container_label = self._names.pod, self._names.namespace, self._names.container
-        per_container, nanocores, usages, samples = self._per_container, self._nanocores, self._usages, self._samples
-        no_value = self._no_value
+        per_container, nanocores = self._per_container, self._nanocores
+        containers, values, no_value, times = self._containers, self._values, self._no_value, self._times
         for item in items:
             labels = item.get("metric", NO_LABELS)
             timestamp, text = item["value"]
@@ -315,33 +319,48 @@ class PodReadings:
                 continue
             if per_container:
                 container = labels.get(container_label, "")
-                usage = usages[hit].get(pod_name)
-                if usage is None:
-                    value = milli(text, truncate_to_nano=nanocores)
-                    usages[hit][pod_name] = make(PodUsage, ({container: value}, timestamp, window))
-                elif container in usage.containers:
-                    return False
-                else:
-                    value = milli(text, truncate_to_nano=nanocores)
-                    cast(dict[str, int | None], usage.containers)[container] = value  # the dict made above
+                of_pod = containers[hit].get(pod_name)
+                if of_pod is not None:
+                    if container in of_pod:
+                        return False
+                    of_pod[container] = milli(text, nanocores)
+                    continue  # a pod's time is its first series'
+                containers[hit][pod_name] = {container: milli(text, nanocores)}
             else:
-                if pod_name in samples[hit] or (hit in no_value and pod_name in no_value[hit]):
+                if pod_name in values[hit] or (hit in no_value and pod_name in no_value[hit]):
                     return False
                 value = milli(text)
                 if value is None:
                     no_value.setdefault(hit, set()).add(pod_name)
+                    continue
+                values[hit][pod_name] = value
+            if timestamp != first_time:
+                if first_time is None:
+                    first_time = self._timestamp = timestamp
                 else:
-                    samples[hit][pod_name] = make(Sample, (value, timestamp, window))
+                    times.setdefault(hit, {})[pod_name] = timestamp
         return True
 
     def readings(self) -> list[tuple[ResourceReading | PodsReading, int]]:
         """Each wanted set's reading and how many series it had, from what was taken since :meth:`begin`."""
-        # Every series taken added a container to its pod (a duplicate was refused), or a pod's sample.
+        # Every series taken added a container to its pod (a duplicate was refused), or a pod's value.
+        timestamp, window, times = self._timestamp or 0.0, self._window, self._times
         if self._per_container:
             return [
-                (ResourceReading(pods=pods), sum(len(usage.containers) for usage in pods.values()))
-                for pods in self._usages
+                (
+                    ResourceReading(pods=UsageColumns(pods, timestamp, window, times.get(index))),
+                    sum(map(len, pods.values())),
+                )
+                for index, pods in enumerate(self._containers)
             ]
+        no_value = self._no_value
+        return [
+            (
+                PodsReading(pods=SampleColumns(pods, timestamp, window, times.get(index))),
+                len(pods) + len(no_value.get(index, ())),
+            )
+            for index, pods in enumerate(self._values)
+        ]
         no_value = self._no_value
         return [
             (PodsReading(pods=pods), len(pods) + len(no_value.get(index, ())))

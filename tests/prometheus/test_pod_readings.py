@@ -5,6 +5,7 @@ decoded into a vector as before."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import orjson
@@ -13,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.core.observation import PodsReading, PodUsage, ResourceReading
+from autoscaler.core.pod_columns import UsageColumns
 from autoscaler.prometheus.errors import PrometheusMalformedResponse
 from autoscaler.prometheus.extract import LabelNames, PodReadings, readings_in_steps
 from autoscaler.prometheus.results import InstantResult, parse_instant
@@ -117,6 +119,7 @@ def test_a_batched_answer_goes_to_the_sink_a_slice_a_step() -> None:
     assert [count for _, count in readings] == [300, 300, 300]
     first = readings[0][0]
     assert isinstance(first, ResourceReading) and first.pods["p0"] == PodUsage({"app": 250}, 1.5, 30.0)
+    assert isinstance(first.pods, UsageColumns) and not first.pods.times  # one answer, one time
     # Decoded again (a sink is begun afresh): the same readings, nothing counted twice.
     to_the_end(instant_in_slices(payload, sink=sink, slice_bytes=4096))
     assert sink.readings() == readings
@@ -139,3 +142,23 @@ def test_what_the_sink_refuses_is_decoded_into_a_vector() -> None:
         [("a", frozenset({"p0"})), ("a", frozenset({"p0", "p1"}))], LabelNames(), 30.0, per_container=False
     )
     assert not shared.usable  # a pod wanted twice: the reader passes no sink, the general path reads it
+
+
+def test_no_decoded_slice_is_held_across_a_turn() -> None:
+    """Between two steps the loop runs, and a young collection may start: the slice a step decoded is freed
+    inside it, not held by the decoder's frame until the next (the collection walked them all)."""
+    items = [{"metric": {"namespace": "a", "pod": f"p{i}"}, "value": [1.5, "1"]} for i in range(600)]
+    payload = orjson.dumps({"status": "success", "data": {"resultType": "vector", "result": items}})
+    for sink in (PodReadings([("a", frozenset({"p1"}))], LabelNames(), 30.0, per_container=False), None):
+        steps = instant_in_slices(payload, sink=sink, slice_bytes=2048)
+        turns = 0
+        with contextlib.suppress(StopIteration):
+            while True:
+                next(steps)
+                turns += 1
+                generator: Any = steps
+                while generator is not None:  # the decoder and the generators it delegates to
+                    held = [v for v in generator.gi_frame.f_locals.values() if type(v) is list and len(v) > 1]
+                    assert held == [], f"{len(held[0])} decoded series held across turn {turns}"
+                    generator = generator.gi_yieldfrom
+        assert turns > 10
