@@ -110,6 +110,9 @@ def _sliced(
                 left_out += _take(items, keep, vector)
             else:
                 sunk += _sink(items, sink)
+            # Freed now, inside the step: held by this frame across the yield, the slice's ~4,500 decoded
+            # containers were what the collection due at the step's end walked (see turns.py).
+            del items
             position = cut + 2
             yield
         # The rest: the last series (or every one, in an answer laid out otherwise), one at a time.
