@@ -49,7 +49,7 @@ class PlannedQuery:
     problem: str | None = None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Member:
     """One (target, metric) pair waiting for a reading."""
 
@@ -60,7 +60,7 @@ class Member:
     pods: frozenset[str]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class PodGroup:
     """Per-pod metrics whose queries render alike: one query per namespace chunk."""
 
@@ -185,7 +185,7 @@ class QueryPlanner:
         return chunks
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Chunk:
     """One query of a pod group: the namespaces it covers, the members it answers, and the pods it names
     (None: every pod of the namespaces)."""

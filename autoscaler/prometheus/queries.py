@@ -25,7 +25,7 @@ SHARED_PLACEHOLDERS = frozenset({"scope", "window", "pod_label", "namespace_labe
 _RENDERED_REMEMBERED = 1000  # shared renderings kept (forgotten all at once past this)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TargetQuery:
     """One target's needs for one sync."""
 
