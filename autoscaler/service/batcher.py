@@ -51,8 +51,11 @@ class MetricsBatcher:
         self._flushes: set[asyncio.Task[None]] = set()  # every batch not done: in its window or being read
         self.batches = 0
 
-    async def read(self, query: TargetQuery) -> list[MetricReading]:
-        """This target's readings (one per metric, failures included); never raises for a metric."""
+    def read(self, query: TargetQuery) -> asyncio.Future[list[MetricReading]]:
+        """This target's readings (one per metric, failures included) when the future is done; never fails
+        for a metric. Cancelling the future is all a sync that gives up has to do. A future, not a coroutine
+        around it: a sync waits here for a second or more, and each coroutine it waits in is one more object
+        the cyclic collector walks and one more frame resumed when the readings come."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[MetricReading]] = loop.create_future()
         self._pending.append((query, future))
@@ -60,7 +63,7 @@ class MetricsBatcher:
             self._flush_task = task = asyncio.create_task(self._flush_later(), name="metrics-batch")
             self._flushes.add(task)
             task.add_done_callback(self._flushes.discard)
-        return await future  # done through the pacer: a few syncs' readings per turn
+        return future  # done through the pacer: a few syncs' readings per turn
 
     async def _flush_later(self) -> None:
         try:

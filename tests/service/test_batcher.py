@@ -70,7 +70,7 @@ async def test_a_namespace_completed_at_once_is_released_a_slice_per_turn() -> N
 
 async def test_a_cancelled_sync_does_not_hold_up_the_others() -> None:
     batcher = MetricsBatcher(Reader(), window=0.02)
-    waiting = [asyncio.create_task(batcher.read(query(f"t{i}"))) for i in range(3)]
+    waiting = [asyncio.ensure_future(batcher.read(query(f"t{i}"))) for i in range(3)]
     await asyncio.sleep(0)
     waiting[1].cancel()
     done = await asyncio.gather(*waiting, return_exceptions=True)
@@ -101,7 +101,7 @@ async def test_closing_cancels_a_read_in_progress_and_the_syncs_waiting_for_it()
         raise AssertionError("unreachable")
 
     batcher = MetricsBatcher(read_many, window=0.0)
-    waiting = asyncio.create_task(batcher.read(query("web")))
+    waiting = asyncio.ensure_future(batcher.read(query("web")))
     await asyncio.wait_for(started.wait(), 1)  # its window closed: the batch is being read
     await asyncio.wait_for(batcher.close(), 1)
     assert cancelled.is_set()  # the read stopped with the service, before its client was closed
