@@ -361,8 +361,3 @@ class PodReadings:
             )
             for index, pods in enumerate(self._values)
         ]
-        no_value = self._no_value
-        return [
-            (PodsReading(pods=pods), len(pods) + len(no_value.get(index, ())))
-            for index, pods in enumerate(self._samples)
-        ]
