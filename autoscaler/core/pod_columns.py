@@ -71,8 +71,6 @@ class SampleColumns(_Columns, Mapping[str, Sample]):
     def samples(self) -> dict[str, Sample]:
         """Every pod's :class:`Sample`, made in one go (what a decision reads)."""
         make, timestamp, window, times = tuple.__new__, self.timestamp, self.window, self.times
-        if not times:
-            return {pod: make(Sample, (value, timestamp, window)) for pod, value in self.pod_values.items()}
         return {pod: make(Sample, (value, times.get(pod, timestamp), window)) for pod, value in self.pod_values.items()}
 
     def __repr__(self) -> str:
@@ -105,7 +103,7 @@ class UsageColumns(_Columns, Mapping[str, PodUsage]):
         """Every pod and its :class:`PodUsage`, each made as it is reached."""
         make, timestamp, window, times = tuple.__new__, self.timestamp, self.window, self.times
         for pod, containers in self.containers.items():
-            yield pod, make(PodUsage, (containers, times.get(pod, timestamp) if times else timestamp, window))
+            yield pod, make(PodUsage, (containers, times.get(pod, timestamp), window))
 
     def __repr__(self) -> str:
         return f"UsageColumns({dict(self.usages())!r})"
