@@ -29,7 +29,8 @@ from autoscaler.core.observation import (
     Sample,
 )
 from autoscaler.core.pod_columns import SampleColumns, UsageColumns
-from autoscaler.prometheus.results import NO_LABELS, InstantResult, Series, rows
+from autoscaler.prometheus.results import InstantResult, Series, rows
+from autoscaler.prometheus.typed_series import series_decoding
 from autoscaler.values.quantity import milli_from_decimal_text
 
 
@@ -234,7 +235,12 @@ def readings_in_steps(
     for start in range(0, len(vector), step):
         if start:
             yield
-        part = [{"metric": labels, "value": (at, text)} for labels, at, text in rows(vector, start, start + step)]
+        try:
+            part = readings.convert(
+                [{"metric": labels, "value": (at, text)} for labels, at, text in rows(vector, start, start + step)]
+            )
+        except ValueError:  # not what a sink takes (a label that is not a string)
+            return None
         if not readings.take(part):
             return None
         del part  # not held across the next turn, when a collection may walk it
@@ -247,12 +253,15 @@ class PodReadings:
     the readings, with no :class:`~autoscaler.prometheus.results.Vector` columns in between (a quarter
     less CPU than the columns read afterwards in ``bench/prometheus_fetch.py``, BENCHMARKS.md).
 
-    ``usable`` is False when a pod is wanted by two sets (the general path reads that answer). :meth:`take`
-    refuses, so that the answer is decoded into a vector for the general path, what that path must see:
-    a series without the namespace label, a duplicate series, and an element that is not a vector's series
-    (the whole decode then says why, or finds it valid after all). It checks every element, the ones no
-    target reads included, and refuses whatever the columns refuse (and a time written as text, which
-    they take)."""
+    Each slice is decoded by :meth:`decode` into typed records (:mod:`autoscaler.prometheus.typed_series`),
+    which :meth:`take` takes.
+
+    ``usable`` is False when a pod is wanted by two sets, or two of the label names are one label (the
+    general path reads that answer). The sink refuses, so that the answer is decoded into a vector for the
+    general path, what that path must see: a series without the namespace label, a duplicate series, and
+    an element that is not a vector's series (the whole decode then says why, or finds it valid after
+    all). It checks every element, the ones no target reads included, and refuses whatever the columns
+    refuse (and a time written as text or a label that is not a string, which they take)."""
 
     def __init__(
         self,
@@ -273,6 +282,9 @@ class PodReadings:
                 if of_namespace.setdefault(pod, index) != index:
                     self.usable = False
         self._owner = owner
+        self._decoding = series_decoding(names.pod, names.namespace, names.container)
+        if self._decoding is None:
+            self.usable = False
         self.begin()
 
     def begin(self) -> None:
@@ -285,40 +297,41 @@ class PodReadings:
         self._times: dict[int, dict[str, float]] = {}  # by wanted set: pods whose time is not the answer's
         self._no_value: dict[int, set[str]] = {}  # by wanted set: pods whose sample is NaN/±Inf (left out)
 
-    def take(self, items: list[Any]) -> bool:
-        try:
-            return self._take(items)
-        except (AttributeError, KeyError, TypeError, ValueError):  # not a vector's series
-            return False
+    def decode(self, raw: bytes) -> list[Any]:
+        """A slice of the answer (a JSON array of series) decoded into the records :meth:`take` takes; a
+        ValueError for anything that is not an array of a vector's series (see
+        :mod:`autoscaler.prometheus.typed_series`)."""
+        assert self._decoding is not None  # usable
+        return self._decoding.decode(raw)
 
-    def _take(self, items: list[Any]) -> bool:
-        # The hot loop of a batched sync. An element's checks are the columns' (results.vector_of) at less
-        # cost: "metric" must have .get (a dict, from orjson), the time be a number, the value a string.
+    def convert(self, series: list[dict[str, Any]]) -> list[Any]:
+        """Series already decoded (``{"metric": labels, "value": (time, text)}``) as the records :meth:`take`
+        takes; a ValueError as for :meth:`decode`."""
+        assert self._decoding is not None  # usable
+        return self._decoding.convert(series)
+
+    def take(self, items: list[Any]) -> bool:
+        """Take the records :meth:`decode` made; False when the answer must be read otherwise."""
+        # The hot loop of a batched sync: the records are checked already (labels are strings or None,
+        # the value a number and a string).
         milli, owner, first_time = milli_or_none, self._owner, self._timestamp
-        pod_label, namespace_label, container_label = self._names.pod, self._names.namespace, self._names.container
         per_container, nanocores = self._per_container, self._nanocores
         containers, values, no_value, times = self._containers, self._values, self._no_value, self._times
         for item in items:
-            labels = item.get("metric", NO_LABELS)
-            timestamp, text = item["value"]
-            if type(timestamp) is not float:
-                if type(timestamp) is not int:
-                    return False
-                timestamp = float(timestamp)
-            if type(text) is not str:
-                return False
-            pod_name = labels.get(pod_label)
+            labels = item.metric
+            pod_name = labels.pod
             if pod_name is None:
                 continue
-            series_namespace = labels.get(namespace_label)
+            series_namespace = labels.namespace
             if series_namespace is None:
                 return False
             in_namespace = owner.get(series_namespace)
             hit = in_namespace.get(pod_name) if in_namespace is not None else None
             if hit is None:
                 continue
+            timestamp, text = item.value
             if per_container:
-                container = labels.get(container_label, "")
+                container = labels.container
                 of_pod = containers[hit].get(pod_name)
                 if of_pod is not None:
                     if container in of_pod:

@@ -33,10 +33,14 @@ class SeriesSink(Protocol):
     def begin(self) -> None:
         """Forget what an earlier decode handed over: a new answer (or the same one again) starts."""
 
+    def decode(self, raw: bytes) -> list[Any]:
+        """A slice of the ``result`` array (its raw JSON, brackets included) decoded as the sink reads it: a
+        ValueError when the sink cannot (an element it does not expect, or not JSON); the answer is then
+        decoded into a :class:`Vector` instead."""
+
     def take(self, items: list[Any]) -> bool:
-        """Take a slice's decoded elements of the ``result`` array (each should be a vector's series). False:
-        the sink cannot read this answer (an element it does not expect, or a case the caller reads
-        otherwise); the answer is then decoded into a :class:`Vector` instead."""
+        """Take what :meth:`decode` made of a slice. False: the sink cannot read this answer (a case the
+        caller reads otherwise); the answer is then decoded into a :class:`Vector` instead."""
 
 
 _RESULT_KEY = re.compile(rb'"result"[ \t\n\r]*:[ \t\n\r]*\[')
@@ -70,10 +74,10 @@ def instant_in_slices(
     otherwise. Anything unexpected (another result type, another layout, malformed JSON) is decoded
     whole by :func:`parse_instant`, which also gives the error message for a malformed answer.
 
-    With a ``sink``, each slice's decoded series go to it instead of into the columns (``keep`` is then
-    the sink's business) and the result says how many it took (``sunk``): the caller reads them as they
-    come, without the columns in between. A sink that refuses a slice has the answer decoded again into
-    a :class:`Vector`, filtered by ``keep``; so is every answer decoded whole.
+    With a ``sink``, each slice's raw series go to it instead of into the columns, decoded its own way
+    (``keep`` is then the sink's business), and the result says how many it took (``sunk``): the caller
+    reads them as they come, without the columns in between. A sink that refuses a slice has the answer
+    decoded again into a :class:`Vector`, filtered by ``keep``; so is every answer decoded whole.
     """
     if sink is not None:
         sink.begin()
@@ -105,14 +109,15 @@ def _sliced(
             if cut <= position:
                 break
             # Whole series up to the "}" at cut; the next one starts at cut + 2.
-            items = orjson.loads(b"[" + payload[position : cut + 1] + b"]")
+            raw = b"[" + payload[position : cut + 1] + b"]"
             if sink is None:
+                items = orjson.loads(raw)
                 left_out += _take(items, keep, vector)
+                # Freed now, inside the step: held by this frame across the yield, the slice's ~4,500 decoded
+                # containers were what the collection due at the step's end walked (see turns.py).
+                del items
             else:
-                sunk += _sink(items, sink)
-            # Freed now, inside the step: held by this frame across the yield, the slice's ~4,500 decoded
-            # containers were what the collection due at the step's end walked (see turns.py).
-            del items
+                sunk += _sink(raw, sink)  # what the sink decoded is freed inside the step too
             position = cut + 2
             yield
         # The rest: the last series (or every one, in an answer laid out otherwise), one at a time.
@@ -124,11 +129,12 @@ def _sliced(
             scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # raw_decode without its checks
             stepped = 0
             while True:
+                start = at
                 item, at = scan(tail, at)
                 if sink is None:
                     left_out += _take([item], keep, vector)
                 else:
-                    sunk += _sink([item], sink)
+                    sunk += _sink(f"[{tail[start:at]}]".encode(), sink)
                 found = _NEXT.match(tail, at)
                 if found is None:
                     raise ValueError("no ',' or ']' after a series")
@@ -158,11 +164,13 @@ def _sliced(
     )
 
 
-def _sink(items: object, sink: SeriesSink) -> int:
-    """Hand the decoded ``items`` to ``sink``; how many there were. :class:`_Refused` if it refuses them, a
-    ValueError if they are not an array (the answer is then decoded whole)."""
-    if type(items) is not list:
-        raise ValueError("not an array of series")
+def _sink(raw: bytes, sink: SeriesSink) -> int:
+    """Have ``sink`` decode and take a slice's ``raw`` series; how many there were. :class:`_Refused` if it
+    cannot read them."""
+    try:
+        items = sink.decode(raw)
+    except ValueError:
+        raise _Refused from None
     if not sink.take(items):
         raise _Refused
     return len(items)

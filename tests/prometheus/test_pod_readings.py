@@ -6,6 +6,7 @@ decoded into a vector as before."""
 from __future__ import annotations
 
 import contextlib
+import gc
 from typing import Any
 
 import orjson
@@ -162,3 +163,53 @@ def test_no_decoded_slice_is_held_across_a_turn() -> None:
                     assert held == [], f"{len(held[0])} decoded series held across turn {turns}"
                     generator = generator.gi_yieldfrom
         assert turns > 10
+
+
+def test_the_sink_decodes_each_series_into_an_untracked_record_of_three_labels() -> None:
+    """A slice decodes into one record a series, which the cyclic collector does not track, holding the pod,
+    namespace and container labels and the value; no other label is made."""
+    raw = orjson.dumps(
+        [
+            {
+                "metric": {"namespace": "a", "pod": "p0", "container": "app", "instance": "10.0.0.1:8080", "job": "k"},
+                "value": [1.5, "0.25"],
+            },
+            {"value": [2, "1"]},  # no labels; a time written as an integer
+        ]
+    )
+    sink = PodReadings([("a", frozenset({"p0"}))], LabelNames(), 30.0, per_container=True)
+    first, second = sink.decode(raw)
+    assert (first.metric.pod, first.metric.namespace, first.metric.container, first.value) == (
+        "p0",
+        "a",
+        "app",
+        (1.5, "0.25"),
+    )
+    assert not hasattr(first.metric, "instance") and not hasattr(first.metric, "job")
+    assert (second.metric.pod, second.metric.namespace, second.metric.container) == (None, None, "")
+    assert second.value == (2.0, "1") and type(second.value[0]) is float
+    assert not gc.is_tracked(first) and not gc.is_tracked(first.metric)
+    for odd in (b"[5]", b'[{"metric": {"pod": 1}, "value": [1, "2"]}]', b'[{"value": [1, "2", 3]}]', b"[{"):
+        with pytest.raises(ValueError):
+            sink.decode(odd)
+
+
+def test_configured_label_names_are_what_the_sink_reads() -> None:
+    """The labels the service is configured with are the ones read (a label named like a default one is
+    not); label names that name one label twice leave the answer to the general path."""
+    names = LabelNames(pod="kubernetes_pod_name", container="container_name", namespace="kubernetes_namespace")
+    items = [
+        {
+            "metric": {"kubernetes_namespace": "a", "kubernetes_pod_name": "p0", "container_name": "app", "pod": "x"},
+            "value": [1.5, "0.25"],
+        }
+    ]
+    payload = orjson.dumps({"status": "success", "data": {"resultType": "vector", "result": items}})
+    sink = PodReadings([("a", frozenset({"p0"}))], names, 30.0, per_container=True)
+    result = to_the_end(instant_in_slices(payload, sink=sink))
+    assert result.sunk == 1
+    [(reading, count)] = sink.readings()
+    assert count == 1
+    assert isinstance(reading, ResourceReading) and dict(reading.pods) == {"p0": PodUsage({"app": 250}, 1.5, 30.0)}
+    one_label_twice = LabelNames(pod="pod", container="pod", namespace="namespace")
+    assert not PodReadings([("a", frozenset({"p0"}))], one_label_twice, 30.0, per_container=True).usable
