@@ -275,12 +275,16 @@ class PodReadings:
         self._names, self._window, self._per_container, self._nanocores = names, window, per_container, nanocores
         self._sets = len(wanted)
         owner: dict[str, dict[str, int]] = {}
-        self.usable = True
+        wanted_pods = 0
         for index, (namespace, pods) in enumerate(wanted):
-            of_namespace = owner.setdefault(namespace, {})
-            for pod in pods:
-                if of_namespace.setdefault(pod, index) != index:
-                    self.usable = False
+            of_namespace = owner.get(namespace)
+            if of_namespace is None:
+                owner[namespace] = dict.fromkeys(pods, index)
+            else:
+                of_namespace.update(dict.fromkeys(pods, index))
+            wanted_pods += len(pods)
+        # A pod wanted by two sets is one key for both: fewer keys than wanted pods.
+        self.usable = sum(map(len, owner.values())) == wanted_pods
         self._owner = owner
         self._decoding = series_decoding(names.pod, names.namespace, names.container)
         if self._decoding is None:
