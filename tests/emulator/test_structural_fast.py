@@ -80,7 +80,10 @@ def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 def changed_objects(draw: st.DrawFn) -> dict[str, Any]:
     obj = valid_object()
     for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from([p for p in paths(obj) if p and p[0] in ("spec", "status")]))
+        changeable = [p for p in paths(obj) if p and p[0] in ("spec", "status")]
+        if not changeable:  # an earlier change deleted both spec and status
+            break
+        path = draw(st.sampled_from(changeable))
         parent = obj
         for part in path[:-1]:
             parent = parent[part]
