@@ -22,6 +22,7 @@ from autoscaler.core import conditions as c
 from autoscaler.core.gomath import MAX_INT32, MIN_INT32, clamp_int32, trunc_to_int32
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.spec import Behavior, PolicyType, ScalingPolicy, ScalingRules, SelectPolicy
+from autoscaler.values.frozen import quick_init
 
 LEGACY_SCALE_UP_FACTOR = 2.0
 LEGACY_SCALE_UP_MINIMUM = 4.0
@@ -46,6 +47,7 @@ class RateLimit:
     policies: tuple[PolicyLimit, ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Normalization:
     proposal: int

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from autoscaler.values.frozen import quick_init
+
 ABLE_TO_SCALE = "AbleToScale"
 SCALING_ACTIVE = "ScalingActive"
 SCALING_LIMITED = "ScalingLimited"
@@ -51,6 +53,7 @@ LIMIT_MESSAGES = {
 }
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Condition:
     type: str

@@ -20,11 +20,13 @@ from autoscaler.core.metrics import MetricOutcome, MetricsOutcome, combine_metri
 from autoscaler.core.observation import Observation
 from autoscaler.core.settings import ControllerSettings, Tolerances
 from autoscaler.core.spec import TargetSpec
+from autoscaler.values.frozen import quick_init
 
 NORMAL = "Normal"
 WARNING = "Warning"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Event:
     """A Kubernetes Event to post on the target."""
@@ -34,6 +36,7 @@ class Event:
     message: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class TargetState:
     """What a target carries from one sync to the next (persisted in its status by the service)."""
@@ -44,6 +47,7 @@ class TargetState:
     last_scale_time: float | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Decision:
     current_replicas: int

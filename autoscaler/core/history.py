@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from autoscaler.core.spec import Behavior, ScalingRules
+from autoscaler.values.frozen import quick_init
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Recommendation:
     replicas: int
@@ -33,6 +35,7 @@ class ScaleEvent:
     outdated: bool = False
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class DecisionHistory:
     recommendations: tuple[Recommendation, ...] = ()

@@ -36,6 +36,7 @@ from autoscaler.core.replicas import (
 )
 from autoscaler.core.settings import ControllerSettings, Tolerances
 from autoscaler.core.spec import MetricSourceType, MetricSpec, MetricTargetType
+from autoscaler.values.frozen import quick_init
 
 FAILURE_REASONS = {
     MetricSourceType.RESOURCE: "FailedGetResourceMetric",
@@ -46,6 +47,7 @@ FAILURE_REASONS = {
 }
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class MetricValue:
     """``MetricValueStatus``: milli values, or an integer percent."""
@@ -55,6 +57,7 @@ class MetricValue:
     value: int | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class MetricOutcome:
     spec: MetricSpec
@@ -68,6 +71,7 @@ class MetricOutcome:
     skipped: bool = False  # not evaluated this sync (replicas outside [min, max], disabled)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class MetricsOutcome:
     outcomes: tuple[MetricOutcome, ...]

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from autoscaler.values.frozen import quick_init
+
 # Sample windows default to 60 s for per-pod metrics that do not report one (upstream's custom
 # metrics client does the same).
 DEFAULT_SAMPLE_WINDOW = 60.0
@@ -89,6 +91,7 @@ class PodUsage(NamedTuple):
     window: float = DEFAULT_SAMPLE_WINDOW
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ResourceReading:
     """Per-pod, per-container usage of the resource a Resource/ContainerResource metric names."""
@@ -96,6 +99,7 @@ class ResourceReading:
     pods: Mapping[str, PodUsage]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PodsReading:
     """Per-pod samples of a Pods metric."""
@@ -129,6 +133,7 @@ class MetricFailure:
 MetricReading = ResourceReading | PodsReading | ObjectReading | ExternalReading | MetricFailure
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ScaleInfo:
     """The scale subresource: ``spec.replicas``, ``status.replicas`` and ``status.selector``
@@ -148,6 +153,7 @@ class SelectorProblem:
     message: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Observation:
     """Everything one sync observes about a target.

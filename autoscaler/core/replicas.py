@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from autoscaler.core.gomath import MAX_INT64, ceil_to_int32, float_div, trunc_div
 from autoscaler.core.observation import ConditionStatus, PodInfo, PodPhase, Sample
 from autoscaler.core.settings import ControllerSettings, Tolerances
+from autoscaler.values.frozen import quick_init
 
 NO_PODS = "no pods returned by selector while calculating replica count"
 NO_USABLE_METRICS = "did not receive metrics for targeted pods (pods might be unready)"
@@ -31,6 +32,7 @@ class ReplicaCalculationError(Exception):
     """The metric cannot produce a proposal this sync (the message is upstream's)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PodGroups:
     """How each listed pod was classified; names keep the pod list's order."""
@@ -51,6 +53,7 @@ class Rebalance:
     unready_as_zero: bool
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PodMetricResult:
     """A per-pod metric's proposal with everything that explains it."""

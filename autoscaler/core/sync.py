@@ -36,8 +36,10 @@ from autoscaler.core.hvpa.spec import Source
 from autoscaler.core.observation import ContainerInfo, Observation
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
+from autoscaler.values.frozen import quick_init
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SyncState:
     """Everything a target carries from one sync to the next: the HPA engine's state and HVPA's."""
@@ -46,6 +48,7 @@ class SyncState:
     hvpa: HvpaState = field(default_factory=HvpaState)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SyncInputs:
     """What one sync observed. ``observation`` is what the HPA engine reads (its metric readings are
@@ -63,6 +66,7 @@ def reads_metrics(spec: TargetSpec) -> bool:
     return spec.hvpa is None or Source.HPA in spec.hvpa.sources
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SyncPlan:
     """A sync decided, before its writes: what to write, and what :func:`settle` needs afterwards."""
@@ -84,6 +88,7 @@ class SyncPlan:
         return self.hvpa.vpa_patch if self.hvpa is not None else None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class WriteResults:
     """How a plan's writes went.
@@ -103,6 +108,7 @@ ALL_WRITTEN = WriteResults()  # simulate and backtest: every write succeeds
 NOTHING_WRITTEN = WriteResults(scale=None, vpa=False)  # a dry run
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SyncOutcome:
     """A sync after its writes: the decisions as recorded, and the state the next sync starts from."""

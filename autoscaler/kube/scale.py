@@ -15,6 +15,7 @@ from typing import Any
 
 from autoscaler.core.spec import CrossVersionObjectReference
 from autoscaler.kube.api import KubeApi, KubeError, ResourcePath
+from autoscaler.values.frozen import quick_init
 
 # Kinds whose group the API server would tell us anyway; an empty apiVersion means these.
 DEFAULT_API_VERSIONS = {
@@ -34,6 +35,7 @@ class StaleScale(ScaleError):
     """The replica count changed under us: the decision was made on old state."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Scale:
     spec_replicas: int

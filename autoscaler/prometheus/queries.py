@@ -18,6 +18,7 @@ from autoscaler.prometheus.extract import LabelNames
 from autoscaler.prometheus.promql import SelectorError, regex_literal, selector_matchers, string_literal
 from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.prometheus.templates import CPU_TEMPLATE, MEMORY_TEMPLATE, QueryTemplate, TemplateError
+from autoscaler.values.frozen import quick_init
 
 # Placeholders whose values do not depend on the target or metric: a template using only these renders
 # to the same text for every target.
@@ -25,6 +26,7 @@ SHARED_PLACEHOLDERS = frozenset({"scope", "window", "pod_label", "namespace_labe
 _RENDERED_REMEMBERED = 1000  # shared renderings kept (forgotten all at once past this)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class TargetQuery:
     """One target's needs for one sync."""

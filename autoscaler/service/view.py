@@ -24,8 +24,10 @@ from autoscaler.service.caches import ClusterCaches
 from autoscaler.service.hvpa import find_vpa
 from autoscaler.service.scales import ClusterScales
 from autoscaler.service.targets import Target
+from autoscaler.values.frozen import quick_init
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Selection:
     """A target's pods, and the other targets of the namespace selecting any of them (AmbiguousSelector)."""
