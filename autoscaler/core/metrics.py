@@ -35,7 +35,7 @@ from autoscaler.core.replicas import (
     usage_ratio_replicas,
 )
 from autoscaler.core.settings import ControllerSettings, Tolerances
-from autoscaler.core.spec import MetricSourceType, MetricSpec, MetricTargetType
+from autoscaler.core.spec import RESOURCE_METRIC_TYPES, MetricSourceType, MetricSpec, MetricTargetType
 from autoscaler.values.frozen import quick_init
 
 FAILURE_REASONS = {
@@ -45,6 +45,14 @@ FAILURE_REASONS = {
     MetricSourceType.OBJECT: "FailedGetObjectMetric",
     MetricSourceType.EXTERNAL: "FailedGetExternalMetric",
 }
+
+# The members every sync tests for, looked up once (see spec.RESOURCE_METRIC_TYPES).
+_CONTAINER_RESOURCE, _PODS, _OBJECT = (
+    MetricSourceType.CONTAINER_RESOURCE,
+    MetricSourceType.PODS,
+    MetricSourceType.OBJECT,
+)
+_VALUE = MetricTargetType.VALUE
 
 
 @quick_init
@@ -102,20 +110,19 @@ def go_selector_string(selector: Mapping[str, object] | None) -> str:
 
 def metric_description(spec: MetricSpec) -> str:
     """The name upstream gives a metric in ValidMetricFound and in the rescale reason."""
-    match spec.type:
-        case MetricSourceType.RESOURCE | MetricSourceType.CONTAINER_RESOURCE:
-            kind = "container resource" if spec.type is MetricSourceType.CONTAINER_RESOURCE else "resource"
-            if spec.target.average_value is not None:
-                return f"{spec.name} {kind}"
-            return f"{spec.name} {kind} utilization (percentage of request)"
-        case MetricSourceType.PODS:
-            return f"pods metric {spec.name}"
-        case MetricSourceType.OBJECT if spec.target.type is MetricTargetType.VALUE:
-            kind = spec.described_object.kind if spec.described_object else ""
-            return f"{kind} metric {spec.name}"
-        case _:
-            # Object AverageValue really is called "external metric" upstream.
-            return f"external metric {spec.name}({go_selector_string(spec.selector)})"
+    kind = spec.type
+    if kind in RESOURCE_METRIC_TYPES:  # (tests on the module's members: see spec.RESOURCE_METRIC_TYPES)
+        named = "container resource" if kind is _CONTAINER_RESOURCE else "resource"
+        if spec.target.average_value is not None:
+            return f"{spec.name} {named}"
+        return f"{spec.name} {named} utilization (percentage of request)"
+    if kind is _PODS:
+        return f"pods metric {spec.name}"
+    if kind is _OBJECT and spec.target.type is _VALUE:
+        described = spec.described_object.kind if spec.described_object else ""
+        return f"{described} metric {spec.name}"
+    # Object AverageValue really is called "external metric" upstream.
+    return f"external metric {spec.name}({go_selector_string(spec.selector)})"
 
 
 def pod_samples(spec: MetricSpec, reading: ResourceReading) -> dict[str, Sample]:
@@ -154,11 +161,12 @@ def compute_metric(
     description = metric_description(spec)
     reason = FAILURE_REASONS[spec.type]
     try:
-        if spec.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE):
+        kind = spec.type
+        if kind in RESOURCE_METRIC_TYPES:
             return _resource(spec, reading, scale, pods, tolerances, settings, now, description)
-        if spec.type is MetricSourceType.PODS:
+        if kind is _PODS:
             return _pods(spec, reading, scale, pods, tolerances, settings, now, description)
-        if spec.type is MetricSourceType.OBJECT:
+        if kind is _OBJECT:
             return _object(spec, reading, scale, pods, tolerances, description)
         return _external(spec, reading, scale, pods, tolerances, description)
     except ReplicaCalculationError as exc:

@@ -30,6 +30,13 @@ class MetricSourceType(enum.StrEnum):
         return self.value[0].lower() + self.value[1:]
 
 
+# Member sets for the tests every sync makes: on Python 3.11 an enum member looked up through its class
+# costs ~0.25 µs (EnumType's __getattr__ takes every class attribute off the interpreter's fast path).
+POD_METRIC_TYPES = frozenset({MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE, MetricSourceType.PODS})
+RESOURCE_METRIC_TYPES = frozenset({MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE})
+VALUE_METRIC_TYPES = frozenset({MetricSourceType.OBJECT, MetricSourceType.EXTERNAL})
+
+
 class MetricTargetType(enum.StrEnum):
     UTILIZATION = "Utilization"
     VALUE = "Value"
@@ -78,7 +85,7 @@ class MetricSpec:
     @property
     def is_pod_metric(self) -> bool:
         """Read per pod (Resource, ContainerResource, Pods), as opposed to one value (Object, External)."""
-        return self.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE, MetricSourceType.PODS)
+        return self.type in POD_METRIC_TYPES
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,4 +151,4 @@ class TargetSpec:
 
     @property
     def has_object_or_external_metric(self) -> bool:
-        return any(m.type in (MetricSourceType.OBJECT, MetricSourceType.EXTERNAL) for m in self.metrics)
+        return any(m.type in VALUE_METRIC_TYPES for m in self.metrics)

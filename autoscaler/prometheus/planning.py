@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from autoscaler.core.observation import DEFAULT_SAMPLE_WINDOW, MetricReading, PodsReading, ResourceReading
-from autoscaler.core.spec import MetricSourceType, MetricSpec
+from autoscaler.core.spec import RESOURCE_METRIC_TYPES, MetricSpec
 from autoscaler.prometheus.extract import LabelNames
 from autoscaler.prometheus.promql import regex_escape, string_literal
 from autoscaler.prometheus.queries import QueryBuilder, TargetQuery, Unplannable
@@ -99,7 +99,7 @@ class QueryPlanner:
             query = self._queries.render(template, member.target, spec, scope=scope)
             value_queries.setdefault(query, []).append(member)
             return None
-        per_container = spec.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE)
+        per_container = spec.type in RESOURCE_METRIC_TYPES
         window = self._settings.cpu_rate_window if per_container and spec.name == "cpu" else DEFAULT_SAMPLE_WINDOW
         if not member.pods:
             # Nothing to measure: no query at all.

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from autoscaler.core.spec import CrossVersionObjectReference, MetricSourceType, MetricSpec
+from autoscaler.core.spec import RESOURCE_METRIC_TYPES, CrossVersionObjectReference, MetricSpec
 from autoscaler.prometheus.extract import LabelNames
 from autoscaler.prometheus.promql import SelectorError, regex_literal, selector_matchers, string_literal
 from autoscaler.prometheus.settings import PrometheusSettings
@@ -63,7 +63,7 @@ class QueryBuilder:
     def _template_text(self, spec: MetricSpec) -> str:
         if spec.query:
             return spec.query
-        if spec.type in (MetricSourceType.RESOURCE, MetricSourceType.CONTAINER_RESOURCE):
+        if spec.type in RESOURCE_METRIC_TYPES:
             if spec.name == "cpu":
                 return self._settings.cpu_query or CPU_TEMPLATE
             if spec.name == "memory":
