@@ -25,6 +25,7 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 
+from autoscaler.service.loop_histogram import LoopHistogram
 from autoscaler.service.metrics_caches import CacheCollector, CacheState
 from autoscaler.service.metrics_targets import (
     DEFAULT_PER_TARGET_LIMIT,
@@ -113,23 +114,22 @@ class ServiceMetrics:
         self._caches: Callable[[], Iterable[CacheState]] = lambda: ()
 
         # Reconciles (syncs of one target).
-        self.reconcile_duration = Histogram(
+        # Observed at every sync: without prometheus-client's locks (see loop_histogram.py).
+        self.reconcile_duration = LoopHistogram(
             "autoscaler_reconcile_duration_seconds",
             "Time one target's sync took, from start to decision written.",
-            buckets=FAST_BUCKETS,
-            registry=r,
+            FAST_BUCKETS,
         )
         self.reconciles = Counter("autoscaler_reconciles_total", "Target syncs by result.", ["result"], registry=r)
         self._reconciles_by_result: dict[str, Counter] = {}
         self.reconcile_errors = Counter(
             "autoscaler_reconcile_errors_total", "Failed target syncs by reason.", ["reason"], registry=r
         )
-        self.schedule_lag = Histogram(
-            "autoscaler_schedule_lag_seconds",
-            "How late a sync started compared with its planned tick.",
-            buckets=LAG_BUCKETS,
-            registry=r,
+        self.schedule_lag = LoopHistogram(
+            "autoscaler_schedule_lag_seconds", "How late a sync started compared with its planned tick.", LAG_BUCKETS
         )
+        r.register(self.reconcile_duration)
+        r.register(self.schedule_lag)
 
         # Prometheus, the metrics source.
         self.prometheus_query_duration = Histogram(
