@@ -8,7 +8,7 @@ down when any metric failed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, ValuesView
+from collections.abc import Iterable, Mapping, Sequence, ValuesView
 from dataclasses import dataclass
 from typing import cast
 
@@ -129,12 +129,26 @@ def pod_samples(spec: MetricSpec, reading: ResourceReading) -> dict[str, Sample]
     """Per-pod samples of a Resource/ContainerResource metric from per-container usage: one container's
     value, or the sum over all of them. A pod is missing (left out) when that container is not
     reported, when any container is reported without the resource (``None``), or when none is."""
-    samples: dict[str, Sample] = {}
-    container = spec.container
-    make = tuple.__new__  # a Sample per pod per sync: without the named tuple's Python-level __new__
     pods = reading.pods
-    for pod_name, usage in pods.usages() if isinstance(pods, UsageColumns) else pods.items():
-        containers = usage.containers
+    if isinstance(pods, UsageColumns):  # the service's readings: no PodUsage made on the way
+        return _samples_of(spec.container, pods.containers.items(), pods.times, pods.timestamp, pods.window)
+    samples: dict[str, Sample] = {}
+    for pod_name, usage in pods.items():
+        samples.update(_samples_of(spec.container, [(pod_name, usage.containers)], {}, usage.timestamp, usage.window))
+    return samples
+
+
+def _samples_of(
+    container: str | None,
+    pods: Iterable[tuple[str, Mapping[str, int | None]]],
+    times: Mapping[str, float],
+    timestamp: float,
+    window: float,
+) -> dict[str, Sample]:
+    """:func:`pod_samples` of pods' containers' values, at ``timestamp`` but for the pods in ``times``."""
+    samples: dict[str, Sample] = {}
+    make = tuple.__new__  # a Sample per pod per sync: without the named tuple's Python-level __new__
+    for pod_name, containers in pods:
         if container is not None:
             value = containers.get(container)
             if value is None:
@@ -144,7 +158,7 @@ def pod_samples(spec: MetricSpec, reading: ResourceReading) -> dict[str, Sample]
             if not values or None in values:
                 continue
             value = sum(cast("ValuesView[int]", values))
-        samples[pod_name] = make(Sample, (value, usage.timestamp, usage.window))
+        samples[pod_name] = make(Sample, (value, times.get(pod_name, timestamp), window))
     return samples
 
 

@@ -7,8 +7,10 @@ import gc
 from hypothesis import given
 from hypothesis import strategies as st
 
+from autoscaler.core.metrics import pod_samples
 from autoscaler.core.observation import PodsReading, PodUsage, ResourceReading, Sample
 from autoscaler.core.pod_columns import SampleColumns, UsageColumns
+from autoscaler.core.spec import MetricSourceType, MetricSpec, MetricTarget, MetricTargetType
 
 pods = st.sampled_from(["p0", "p1", "p2", "p3"])
 times = st.dictionaries(pods, st.sampled_from([4.0, 6.0]), max_size=2)
@@ -48,6 +50,16 @@ def test_usage_columns_are_the_dict_of_usages(
         assert (pod in columns) == (pod in expected)
         assert columns.get(pod) == expected.get(pod)
     assert ResourceReading(columns) == ResourceReading(expected)
+    for container in (None, "app", "side", "absent"):  # Resource, and ContainerResource of each container
+        spec = MetricSpec(
+            type=MetricSourceType.CONTAINER_RESOURCE if container else MetricSourceType.RESOURCE,
+            name="cpu",
+            target=MetricTarget(MetricTargetType.UTILIZATION, average_utilization=50),
+            container=container,
+        )
+        from_columns = pod_samples(spec, ResourceReading(columns))
+        assert from_columns == pod_samples(spec, ResourceReading(expected))
+        assert list(from_columns) == list(pod_samples(spec, ResourceReading(expected)))
 
 
 def tracked_inside(root: object) -> int:
