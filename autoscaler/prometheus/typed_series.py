@@ -7,8 +7,8 @@ batched sync at 10,000 targets decodes 200,000 series a period. msgspec decodes 
 record a series holding only the three labels the readings use (any other label is skipped, never made),
 records the collector does not track, with the value checked to be a pair of a number and a string: what
 the reader's sink takes, with no check of its own left to make per series (17-18 % fewer instructions a
-series than orjson's dicts, and 12 % less of the service's CPU at 10,000 targets: BENCHMARKS.md, the
-fourteenth session).
+series than orjson's dicts, and 12 % less of the service's CPU at 10,000 targets in a pair of runs:
+BENCHMARKS.md, the fourteenth session).
 
 What msgspec refuses (an element that is not a vector's series, a label that is not a string, a time that
 is not a number) makes the sink refuse the answer, which is then decoded as before.
