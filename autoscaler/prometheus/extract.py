@@ -283,12 +283,10 @@ class PodReadings:
             else:
                 of_namespace.update(dict.fromkeys(pods, index))
             wanted_pods += len(pods)
-        # A pod wanted by two sets is one key for both: fewer keys than wanted pods.
-        self.usable = sum(map(len, owner.values())) == wanted_pods
         self._owner = owner
         self._decoding = series_decoding(names.pod, names.namespace, names.container)
-        if self._decoding is None:
-            self.usable = False
+        # A pod wanted by two sets is one key for both: fewer keys than wanted pods.
+        self.usable = self._decoding is not None and sum(map(len, owner.values())) == wanted_pods
         self.begin()
 
     def begin(self) -> None:
