@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from autoscaler.backtest.history import HistoryClient
 from autoscaler.core.observation import ConditionStatus, ContainerInfo, PodInfo, PodPhase
 from autoscaler.core.spec import CrossVersionObjectReference
-from autoscaler.prometheus.extract import milli_or_none
 from autoscaler.prometheus.promql import sanitize_label_name, string_literal
+from autoscaler.prometheus.sample_values import milli_or_none
 
 # The start time assumed when kube-state-metrics does not say: long before any history (a fixed
 # time, so that the pod's age is consistent from one sync to the next).

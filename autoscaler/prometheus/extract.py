@@ -10,7 +10,7 @@ The outcome of bad data is defined here, never a silent zero:
   a value" into a failure with a diagnostic (see :func:`no_value_failure`).
 
 Values are converted exactly from Prometheus' text (``"0.3"`` → 300 milli, rounded up like
-``Quantity.MilliValue()``), never through a float.
+``Quantity.MilliValue()``: :mod:`autoscaler.prometheus.sample_values`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from autoscaler.core.observation import (
 )
 from autoscaler.core.pod_columns import SampleColumns, UsageColumns
 from autoscaler.prometheus.results import InstantResult, Series, rows
+from autoscaler.prometheus.sample_values import milli_or_none
 from autoscaler.prometheus.typed_series import series_decoding
-from autoscaler.values.quantity import milli_from_decimal_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,39 +39,6 @@ class LabelNames:
     pod: str = "pod"
     container: str = "container"
     namespace: str = "namespace"
-
-
-_POWERS_OF_TEN: tuple[int, ...] = (1, 10, 100, 1000)  # 10**k
-
-
-def milli_or_none(text: str, truncate_to_nano: bool = False) -> int | None:
-    """The exact milli value of a sample, or None for NaN/±Inf (and anything unparsable).
-
-    Same result as :func:`milli_from_decimal_text` (a test checks it), with an integer-only fast
-    path for the plain decimals Prometheus prints most of the time ("0.3", "104857600"): a
-    batched sync converts tens of thousands of values and ``Fraction`` costs ~7 µs each. The whole
-    part and three places are read as one integer; any other digit but zero past them rounds away from
-    zero, as ``MilliValue()`` does.
-    """
-    whole, _, fraction = text.partition(".")
-    if whole.isdigit() and text.isascii():
-        if not fraction:
-            return int(whole) * 1000
-        if fraction.isdigit():
-            if truncate_to_nano:
-                fraction = fraction[:9]
-            places = len(fraction)
-            if places <= 3:
-                return int(whole + fraction) * _POWERS_OF_TEN[3 - places]
-            milli = int(whole + fraction[:3])
-            return milli + 1 if len(fraction.rstrip("0")) > 3 else milli  # a digit past the third: round up
-    elif whole[:1] == "-" and whole[1:].isdigit():
-        positive = milli_or_none(text[1:], truncate_to_nano=truncate_to_nano)
-        return None if positive is None else -positive
-    try:
-        return milli_from_decimal_text(text, truncate_to_nano=truncate_to_nano)
-    except ValueError:
-        return None
 
 
 def describe(labels: Mapping[str, str], limit: int = 160) -> str:

@@ -19,13 +19,13 @@ from autoscaler.core.observation import (
 from autoscaler.prometheus.extract import (
     LabelNames,
     external_reading,
-    milli_or_none,
     object_reading,
     pods_reading,
     readings_in_steps,
     resource_reading,
 )
 from autoscaler.prometheus.results import InstantResult, Series
+from autoscaler.prometheus.sample_values import milli_or_none
 from autoscaler.values.quantity import milli_from_decimal_text
 from tests.prometheus.stepping import run_counting_turns, to_the_end
 
@@ -50,6 +50,31 @@ def test_fast_path_equals_the_core_conversion(number: Decimal | float) -> None:
 @given(st.from_regex(r"-?[0-9]{1,30}(\.[0-9]{0,30})?", fullmatch=True))
 def test_plain_decimals_of_any_length_equal_the_core_conversion(text: str) -> None:
     """The texts the fast path takes (and, past its length, gives to the general path)."""
+    assert milli_or_none(text) == reference(text), text
+    assert milli_or_none(text, truncate_to_nano=True) == reference(text, truncate_to_nano=True), text
+
+
+@given(
+    st.integers(min_value=0, max_value=10**12),
+    st.sampled_from([Decimal(0), Decimal("0.000001")]),
+    st.integers(min_value=-1, max_value=1),
+    st.integers(min_value=6, max_value=30),
+    st.booleans(),
+)
+def test_values_next_to_a_boundary_equal_the_core_conversion(
+    milli: int, boundary: Decimal, sign: int, digits: int, truncate: bool
+) -> None:
+    """Next to a whole milli, or to a milli and one nano (where cutting below a nano changes the rounding):
+    where a float read of the value could round to the wrong side, milli_or_none must not use it."""
+    value = (Decimal(milli) + boundary + sign * Decimal(10) ** -digits) / 1000
+    for text in {format(value, "f"), str(value), repr(float(value))}:
+        assert milli_or_none(text, truncate_to_nano=truncate) == reference(text, truncate_to_nano=truncate), text
+
+
+@given(st.text(alphabet="0123456789.-+eE_ /naifNI\u0661", max_size=24))
+def test_any_text_equals_the_core_conversion(text: str) -> None:
+    """Whatever float() reads differently from the exact conversion (underscores, blanks, other digits,
+    infinities) must not take the float path to a different answer."""
     assert milli_or_none(text) == reference(text), text
     assert milli_or_none(text, truncate_to_nano=True) == reference(text, truncate_to_nano=True), text
 
@@ -99,8 +124,6 @@ def test_object_and_external_from_a_scalar_and_a_vector() -> None:
 
 
 def test_cpu_rates_drop_float_noise_below_a_nanocore() -> None:
-    from autoscaler.prometheus.extract import milli_or_none
-
     assert milli_or_none("0.25000000000000006") == 251
     assert milli_or_none("0.25000000000000006", truncate_to_nano=True) == 250
     assert milli_or_none("0.250000001", truncate_to_nano=True) == 251
