@@ -11,6 +11,7 @@ from autoscaler.values.quantity import milli_from_decimal_text
 __all__ = ["milli_or_none"]
 
 _POWERS_OF_TEN: tuple[int, ...] = (1, 10, 100, 1000)  # 10**k
+_GUARD = 1e-14  # see milli_or_none: how far from a boundary, relative to the value, a float read may decide
 
 
 def milli_or_none(text: str, truncate_to_nano: bool = False) -> int | None:
@@ -22,13 +23,14 @@ def milli_or_none(text: str, truncate_to_nano: bool = False) -> int | None:
     otherwise (:func:`_exact_milli`).
 
     Why the float is safe: ``float(text)`` is the double nearest the text's decimal value ``t``, so
-    ``scaled`` is within ``2**-52 * scaled`` of ``1000 t`` (two roundings; at most 2.3e-16 of it). When
-    ``scaled`` is more than ``GUARD * scaled`` (1e-14: 45 times that) away from every integer, ``1000 t``
+    ``scaled`` is within ``2**-52 * scaled`` of ``1000 t`` (two roundings of at most 2**-53 each). When
+    ``scaled`` is more than ``_GUARD * scaled`` (45 times that) away from every integer, ``1000 t``
     lies strictly between the same two integers, and rounding up (``MilliValue()`` rounds away from zero;
     ``t`` is positive here) gives the one above. With ``truncate_to_nano`` the value is cut below a nano
     first, which rounds up only when ``1000 t``'s fraction is at least 1e-6: the fraction must then also be
-    that far from 1e-6. A value near either (a whole milli: "0.3", "250", "0"), tiny, huge, negative,
-    written without a point or not a number at all is converted exactly.
+    that far from 1e-6 (the float 1e-6 is within 1e-22 of it, far inside the guard from 1e-3 up). A value
+    near either (a whole milli: "0.3", "250", "0"), tiny, huge, negative, written without a point or not a
+    number at all is converted exactly.
     """
     if "." in text:
         try:
@@ -45,9 +47,6 @@ def milli_or_none(text: str, truncate_to_nano: bool = False) -> int | None:
                 if not -guard <= fraction - 1e-6 <= guard:
                     return whole + 1 if fraction > 1e-6 else whole
     return _exact_milli(text, truncate_to_nano)
-
-
-_GUARD = 1e-14  # see milli_or_none: relative distance from a boundary past any float rounding error
 
 
 def _exact_milli(text: str, truncate_to_nano: bool) -> int | None:
