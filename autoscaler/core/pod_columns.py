@@ -99,11 +99,5 @@ class UsageColumns(_Columns, Mapping[str, PodUsage]):
     def __getitem__(self, pod: str) -> PodUsage:
         return PodUsage(self.containers[pod], self.times.get(pod, self.timestamp), self.window)
 
-    def usages(self) -> Iterator[tuple[str, PodUsage]]:
-        """Every pod and its :class:`PodUsage`, each made as it is reached."""
-        make, timestamp, window, times = tuple.__new__, self.timestamp, self.window, self.times
-        for pod, containers in self.containers.items():
-            yield pod, make(PodUsage, (containers, times.get(pod, timestamp), window))
-
     def __repr__(self) -> str:
-        return f"UsageColumns({dict(self.usages())!r})"
+        return f"UsageColumns({dict(self)!r})"

@@ -43,7 +43,8 @@ def test_usage_columns_are_the_dict_of_usages(
     columns = UsageColumns(containers, 5.0, 30.0, times)
     expected = {pod: PodUsage(c, times.get(pod, 5.0), 30.0) for pod, c in containers.items()}
     assert columns == expected and expected == columns
-    assert dict(columns) == expected == dict(columns.usages())
+    assert dict(columns) == expected
+    assert repr(columns) == f"UsageColumns({expected!r})"
     assert list(columns.items()) == list(expected.items()) and list(columns.values()) == list(expected.values())
     assert list(columns) == list(expected) and len(columns) == len(expected)
     for pod in ["p0", "p1", "p2", "p3", "nope"]:
