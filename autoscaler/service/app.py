@@ -23,6 +23,7 @@ from typing import Any
 
 import structlog
 
+from autoscaler import native
 from autoscaler.core.observation import MetricReading
 from autoscaler.kube.api import KubeApi
 from autoscaler.kube.client import make_api_client
@@ -169,7 +170,13 @@ class Service:
                     leader_election=settings.leader_election.enabled,
                     shard=settings.sharding.shard,
                     target_selector=settings.sharding.label_selector,
+                    compiled_modules=f"{len(native.compiled())} of {len(native.COMPILED)}",
                 )
+                if stale := native.stale():
+                    log.warning(
+                        "compiled modules older than their source: the old code runs (rebuild them or delete them)",
+                        modules=list(stale),
+                    )
                 if settings.leader_election.enabled:
                     election = settings.leader_election
                     kubernetes = settings.kubernetes

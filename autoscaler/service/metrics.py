@@ -14,8 +14,6 @@ stay put from sync to sync, so ``autoscaler_target_limited == 1`` and ``changes(
 
 from __future__ import annotations
 
-import importlib.metadata
-import platform
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -25,6 +23,7 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 
+from autoscaler import native
 from autoscaler.service.loop_histogram import LoopHistogram
 from autoscaler.service.metrics_caches import CacheCollector, CacheState
 from autoscaler.service.metrics_targets import (
@@ -50,13 +49,6 @@ FAST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 TargetMetric = tuple[str, float | None, float | None]  # (metric name, current value, target value)
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("autoscaler")
-    except importlib.metadata.PackageNotFoundError:  # running from a source tree that is not installed
-        return "unknown"
 
 
 def _bounded(value: str, allowed: Iterable[str]) -> str:
@@ -225,9 +217,12 @@ class ServiceMetrics:
             registry=r,
         )
         self.build_info = Gauge(
-            "autoscaler_build_info", "Always 1; the labels say what is running.", ["version", "python"], registry=r
+            "autoscaler_build_info",
+            "Always 1; the labels say what is running.",
+            ["version", "python", "compiled"],
+            registry=r,
         )
-        self.build_info.labels(_version(), platform.python_version()).set(1)
+        self.build_info.labels(*native.build_labels()).set(1)
         self.shard_info = Gauge(
             "autoscaler_shard_info",
             "Always 1; `shard` names the targets this instance serves (empty: those without the `label_key` label).",

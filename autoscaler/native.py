@@ -1,0 +1,102 @@
+"""The modules of the per-sync path that can be compiled (mypyc), whether they are, and what build runs.
+
+Every sync of every target runs the same pure Python: the decision, the status digest, reading Prometheus'
+answers into readings, the reconciler's steps. Compiled with mypyc (the compiler mypy ships, which builds
+C extensions from the same type-annotated source that ``mypy --strict`` checks), that code runs the same
+decisions with less CPU (BENCHMARKS.md, "The sync path compiled"). The container image compiles them
+(``AUTOSCALER_COMPILE=1`` when building: ``setup.py``); a checkout installed with ``pip install -e .`` runs
+them as Python, unless built in place (docs/operations.md, "Compiled modules").
+
+Nothing else changes: the source is the same, and the tests run on either. This module has no imports
+besides the standard library, as ``setup.py`` reads :data:`COMPILED` from it before anything is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.metadata
+import importlib.util
+import platform
+from pathlib import Path
+
+__all__ = ["COMPILED", "build_labels", "compiled", "stale", "summary"]
+
+# Compiled together, as one group: a class compiled in one of them is extended only by compiled code (a
+# Python subclass of a compiled class is refused), so a module whose classes another listed module extends
+# (``kube.records`` extends ``core.observation``'s ``PodInfo``) is listed too.
+COMPILED: tuple[str, ...] = (
+    "autoscaler.core.behavior",
+    "autoscaler.core.conditions",
+    "autoscaler.core.decision",
+    "autoscaler.core.gomath",
+    "autoscaler.core.history",
+    "autoscaler.core.metrics",
+    "autoscaler.core.observation",
+    "autoscaler.core.replicas",
+    "autoscaler.core.spec",
+    "autoscaler.core.sync",
+    "autoscaler.kube.pods",
+    "autoscaler.kube.records",
+    "autoscaler.prometheus.extract",
+    "autoscaler.prometheus.planning",
+    "autoscaler.prometheus.queries",
+    "autoscaler.prometheus.sample_values",
+    "autoscaler.service.status_digest",
+    "autoscaler.values.quantity",
+)
+
+_PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def source_path(module: str, root: Path = _PACKAGE_ROOT) -> Path:
+    """Where ``module``'s source is under ``root`` (the directory holding the ``autoscaler`` package)."""
+    return root.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def _extension(module: str, root: Path) -> Path | None:
+    """The compiled form of ``module`` beside its source under ``root``, if there is one."""
+    source = source_path(module, root)
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        candidate = source.with_name(source.stem + suffix)
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def compiled() -> tuple[str, ...]:
+    """The modules of :data:`COMPILED` that Python imports compiled (an extension module wins over the
+    source beside it), whether installed from a compiled wheel or built in place."""
+    found = []
+    for module in COMPILED:
+        spec = importlib.util.find_spec(module)
+        origin = spec.origin if spec is not None else None
+        if origin is not None and origin.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+            found.append(module)
+    return tuple(found)
+
+
+def stale(root: Path = _PACKAGE_ROOT) -> tuple[str, ...]:
+    """The modules compiled in place under ``root`` whose source changed since: Python would run the old
+    code, the extension winning over the source beside it."""
+    found = []
+    for module in COMPILED:
+        extension = _extension(module, root)
+        source = source_path(module, root)
+        if extension is not None and source.is_file() and source.stat().st_mtime > extension.stat().st_mtime:
+            found.append(module)
+    return tuple(found)
+
+
+def summary() -> str:
+    """Whether the listed modules run compiled: ``all``, ``none`` or ``some`` (``autoscaler_build_info``)."""
+    found = len(compiled())
+    return "all" if found == len(COMPILED) else "none" if found == 0 else "some"
+
+
+def build_labels() -> tuple[str, str, str]:
+    """``autoscaler_build_info``'s labels: the package's version, Python's, and :func:`summary`."""
+    try:
+        version = importlib.metadata.version("autoscaler")
+    except importlib.metadata.PackageNotFoundError:  # running from a source tree that is not installed
+        version = "unknown"
+    return version, platform.python_version(), summary()

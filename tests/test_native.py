@@ -1,0 +1,83 @@
+"""The compiled modules' list, how the service finds out which run compiled, and the in-place build's
+staleness check. In CI (``AUTOSCALER_EXPECT_COMPILED=1``, set by ``.ci/run`` after building them in place),
+every listed module must run compiled: the suite then tests what the image ships."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from autoscaler import native
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_listed_module_exists_and_is_listed_once() -> None:
+    assert len(set(native.COMPILED)) == len(native.COMPILED)
+    for module in native.COMPILED:
+        assert native.source_path(module).is_file(), module
+        importlib.import_module(module)
+
+
+def test_a_compiled_class_is_extended_only_by_listed_modules() -> None:
+    """mypyc refuses a Python subclass of a compiled class at import: every class deriving from one defined in a
+    listed module is defined in a listed module itself."""
+    listed = set(native.COMPILED)
+    compiled_classes = {
+        value
+        for module in listed
+        for value in vars(importlib.import_module(module)).values()
+        if isinstance(value, type) and value.__module__ == module
+    }
+    for path in (ROOT / "autoscaler").rglob("*.py"):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        if module in listed or module == "autoscaler.__main__":
+            continue
+        for value in vars(importlib.import_module(module)).values():
+            if isinstance(value, type) and value.__module__ == module:
+                bases = set(value.__mro__[1:]) & compiled_classes
+                assert not bases, f"{module}.{value.__name__} extends {bases}: list {module} in autoscaler/native.py"
+
+
+def test_stale_names_a_module_whose_source_is_newer_than_its_extension(tmp_path: Path) -> None:
+    module = native.COMPILED[0]
+    source = native.source_path(module, tmp_path)
+    source.parent.mkdir(parents=True)
+    source.write_text("x = 1\n")
+    extension = source.with_name(source.stem + importlib.machinery.EXTENSION_SUFFIXES[0])
+    extension.write_bytes(b"")
+    now = time.time()
+    os.utime(source, (now - 60, now - 60))
+    os.utime(extension, (now, now))
+    assert native.stale(tmp_path) == ()
+    os.utime(source, (now + 60, now + 60))  # edited after the build
+    assert native.stale(tmp_path) == (module,)
+    extension.unlink()  # not compiled at all: nothing stale
+    assert native.stale(tmp_path) == ()
+
+
+def test_compiled_says_what_python_imports() -> None:
+    found = native.compiled()
+    assert set(found) <= set(native.COMPILED)
+    for module in native.COMPILED:
+        origin = importlib.import_module(module).__file__ or ""
+        assert (module in found) == origin.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)), module
+
+
+@pytest.mark.skipif(os.environ.get("AUTOSCALER_EXPECT_COMPILED") != "1", reason="only where the build compiled them")
+def test_every_listed_module_runs_compiled_and_current() -> None:
+    assert native.compiled() == native.COMPILED
+    assert native.stale() == ()
+
+
+def test_build_labels_say_what_runs() -> None:
+    import platform
+
+    version, python, compiled = native.build_labels()
+    assert version and python == platform.python_version()
+    assert compiled == native.summary() in ("all", "none", "some")
