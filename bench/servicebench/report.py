@@ -75,6 +75,7 @@ def service_table(service: dict[str, Any], result: dict[str, Any]) -> list[str]:
         f"≈ {n * w.counted_periods:.0f}",
     )
     row("service CPU (the process)", f"{w.mcpu(w.service_cpu):.1f} mCPU")
+    row("its per-sync modules compiled (`autoscaler_build_info`)", w.compiled)
     row("service's cyclic GC runs in the window", verbs(w.gc_runs, 1))
     pauses = {g: h for g, h in w.gc_pauses.items() if h.count}
     if pauses:
@@ -130,6 +131,7 @@ def as_json(result: dict[str, Any]) -> dict[str, Any]:
             "periods": w.periods,
             "counted_periods": w.counted_periods,
             "service_mcpu": w.mcpu(w.service_cpu),
+            "compiled": w.compiled,
             "prometheus_mcpu": w.mcpu(w.prometheus_cpu),
             "harness_mcpu": w.mcpu(w.harness_cpu),
             "lag_p99_s": w.lag.quantile(0.99),

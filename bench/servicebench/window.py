@@ -165,6 +165,7 @@ class Window:
     rss_kib_max: int
     rss_kib_end: int
     prometheus_rss_kib: int
+    compiled: str  # autoscaler_build_info's: whether the service's per-sync modules ran compiled (all, none, some)
 
     @classmethod
     def between(cls, a: Snapshot, b: Snapshot, period: float, rss_max: int, rss_end: int, prom_rss: int) -> Window:
@@ -212,6 +213,14 @@ class Window:
             rss_kib_max=rss_max,
             rss_kib_end=rss_end,
             prometheus_rss_kib=prom_rss,
+            compiled=next(
+                (
+                    dict(labels).get("compiled", "?")
+                    for (n, labels) in b.service_metrics
+                    if n == "autoscaler_build_info"
+                ),
+                "?",
+            ),
         )
 
     def per_period(self, value: float) -> float:
