@@ -77,7 +77,10 @@ def compiled() -> tuple[str, ...]:
 
 def stale(root: Path = _PACKAGE_ROOT) -> tuple[str, ...]:
     """The modules compiled in place under ``root`` whose source changed since: Python would run the old
-    code, the extension winning over the source beside it."""
+    code, the extension winning over the source beside it. Only in a checkout (``setup.py`` beside the
+    package): an installed wheel's files all get the time they were unpacked, in no particular order."""
+    if not (root / "setup.py").is_file():
+        return ()
     found = []
     for module in COMPILED:
         extension = _extension(module, root)

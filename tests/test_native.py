@@ -46,6 +46,7 @@ def test_a_compiled_class_is_extended_only_by_listed_modules() -> None:
 
 def test_stale_names_a_module_whose_source_is_newer_than_its_extension(tmp_path: Path) -> None:
     module = native.COMPILED[0]
+    (tmp_path / "setup.py").write_text("")  # a checkout
     source = native.source_path(module, tmp_path)
     source.parent.mkdir(parents=True)
     source.write_text("x = 1\n")
@@ -57,6 +58,9 @@ def test_stale_names_a_module_whose_source_is_newer_than_its_extension(tmp_path:
     assert native.stale(tmp_path) == ()
     os.utime(source, (now + 60, now + 60))  # edited after the build
     assert native.stale(tmp_path) == (module,)
+    (tmp_path / "setup.py").unlink()  # installed: the files' times say nothing
+    assert native.stale(tmp_path) == ()
+    (tmp_path / "setup.py").write_text("")
     extension.unlink()  # not compiled at all: nothing stale
     assert native.stale(tmp_path) == ()
 
