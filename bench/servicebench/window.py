@@ -213,14 +213,7 @@ class Window:
             rss_kib_max=rss_max,
             rss_kib_end=rss_end,
             prometheus_rss_kib=prom_rss,
-            compiled=next(
-                (
-                    dict(labels).get("compiled", "?")
-                    for (n, labels) in b.service_metrics
-                    if n == "autoscaler_build_info"
-                ),
-                "?",
-            ),
+            compiled=next(iter(by_label(b.service_metrics, "autoscaler_build_info", "compiled")), "") or "?",
         )
 
     def per_period(self, value: float) -> float:
