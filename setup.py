@@ -34,8 +34,10 @@ def compiled_extensions(mypycify: Any) -> list[Any]:
     native = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(native)
     paths = [native.source_path(module, ROOT).relative_to(ROOT).as_posix() for module in native.COMPILED]
-    # One group under a fixed name: its shared runtime is the top-level module ``autoscaler__mypyc``.
-    return list(mypycify(paths, opt_level="3", group_name="autoscaler"))
+    # One group, named inside the package: its shared runtime is then ``autoscaler._native__mypyc``, in the
+    # package's directory, where an editable install's finder (which maps only ``autoscaler``) finds it too.
+    # A top-level name would put it beside the package, out of the console script's reach.
+    return list(mypycify(paths, opt_level="3", group_name="autoscaler._native"))
 
 
 if not compile_requested():

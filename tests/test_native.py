@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -89,3 +91,21 @@ def test_build_labels_say_what_runs() -> None:
     version, python, compiled = native.build_labels()
     assert version and python == platform.python_version()
     assert compiled == native.summary() in ("all", "none", "some")
+
+
+def test_the_console_script_runs_the_modules_python_m_runs(tmp_path: Path) -> None:
+    """The installed ``autoscaler`` command, started away from the checkout, replays a scenario on the same
+    modules as this process: compiled ones too, when built in place (their shared runtime inside the package,
+    where an editable install's finder maps it)."""
+    script = Path(sys.executable).with_name("autoscaler")
+    assert script.is_file(), f"{script}: the package's console script is not installed beside {sys.executable}"
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    probe = "import autoscaler.native as n; print(','.join(n.compiled()))"
+    imported = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    )
+    assert imported.stdout.strip() == ",".join(native.compiled())
+    scenario = ROOT / "config" / "scenarios" / "quickstart.yaml"
+    replay = subprocess.run([script, "simulate", scenario], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert replay.returncode == 0, replay.stderr
+    assert "* = scaled this step" in replay.stdout
