@@ -122,28 +122,6 @@ def _decide(
     min_replicas = spec.min_replicas
     scaled_to_zero = _carries_scaled_to_zero(state)
 
-    def skipped() -> tuple[MetricOutcome, ...]:  # only the branches that read no metric need these
-        return tuple(MetricOutcome(m, skipped=True) for m in spec.metrics)
-
-    def without_metrics(branch: str, desired: int, reason: str, conds: tuple[Condition, ...]) -> Decision:
-        scale = branch in ("above-max", "below-min") and desired != current
-        return Decision(
-            current,
-            desired,
-            desired if scale else current,
-            scale,
-            branch,
-            reason,
-            skipped(),
-            None,
-            None,
-            conds,
-            history,
-            desired if scale else current,
-            state.last_scale_time,
-            previous_desired_replicas=state.desired_replicas,
-        )
-
     if current == 0:
         # At zero, metrics are read only if this autoscaler put the target there (ScaledToZero True) and it
         # can ever leave zero (minReplicas ≠ 0, or an Object/External metric); a person's 0 is left alone.
@@ -152,14 +130,28 @@ def _decide(
             conditions = set_condition(
                 conditions, c.SCALING_ACTIVE, c.FALSE, "ScalingDisabled", c.MSG_SCALING_DISABLED, now
             )
-            return without_metrics("disabled", 0, "", conditions)
+            return _without_metrics(spec, state, history, current, "disabled", 0, "", conditions)
     elif current > spec.max_replicas:
-        return without_metrics(
-            "above-max", spec.max_replicas, "Current number of replicas above Spec.MaxReplicas", conditions
+        return _without_metrics(
+            spec,
+            state,
+            history,
+            current,
+            "above-max",
+            spec.max_replicas,
+            "Current number of replicas above Spec.MaxReplicas",
+            conditions,
         )
     elif current < min_replicas:
-        return without_metrics(
-            "below-min", min_replicas, "Current number of replicas below Spec.MinReplicas", conditions
+        return _without_metrics(
+            spec,
+            state,
+            history,
+            current,
+            "below-min",
+            min_replicas,
+            "Current number of replicas below Spec.MinReplicas",
+            conditions,
         )
 
     selector_failure = _selector_failure(observation)
@@ -173,7 +165,7 @@ def _decide(
             False,
             "selector",
             "",
-            skipped(),
+            _skipped(spec),
             None,
             None,
             conditions,
@@ -273,6 +265,41 @@ def _decide(
         state.last_scale_time,
         tuple(events),
         error=combined.error,
+        previous_desired_replicas=state.desired_replicas,
+    )
+
+
+def _skipped(spec: TargetSpec) -> tuple[MetricOutcome, ...]:
+    """Every metric's outcome when the branch taken reads none."""
+    return tuple(MetricOutcome(m, skipped=True) for m in spec.metrics)
+
+
+def _without_metrics(
+    spec: TargetSpec,
+    state: TargetState,
+    history: DecisionHistory,
+    current: int,
+    branch: str,
+    desired: int,
+    reason: str,
+    conds: tuple[Condition, ...],
+) -> Decision:
+    """The decision of a branch taken before any metric is read (scaling disabled, replicas out of range)."""
+    scale = branch in ("above-max", "below-min") and desired != current
+    return Decision(
+        current,
+        desired,
+        desired if scale else current,
+        scale,
+        branch,
+        reason,
+        _skipped(spec),
+        None,
+        None,
+        conds,
+        history,
+        desired if scale else current,
+        state.last_scale_time,
         previous_desired_replicas=state.desired_replicas,
     )
 

@@ -105,21 +105,8 @@ class MetricsReader:
                     out[i][j] = self._planner.plan(member, pod_groups, value_queries)
                 except Unplannable as skip:
                     out[i][j] = _failure(spec, str(skip))
-        pending = [sum(r is None for r in row) for row in out]
-
-        def deliver(index: int) -> None:
-            if on_ready is not None:
-                on_ready(index, _complete(out[index]))
-
-        def finished(members: Sequence[Member]) -> None:
-            for member in members:
-                pending[member.target_index] -= 1
-                if pending[member.target_index] == 0:
-                    deliver(member.target_index)
-
-        for index, count in enumerate(pending):
-            if count == 0:
-                deliver(index)
+        progress = _Progress(out, on_ready)
+        finished = progress.finished
         deadline = asyncio.get_running_loop().time() + self._settings.timeout_seconds
         jobs: list[Awaitable[None]] = []
         for group in pod_groups.values():
@@ -304,6 +291,36 @@ def _put(out: Readings, member: Member, reading: MetricReading) -> None:
 
 def _complete(row: list[MetricReading | None]) -> list[MetricReading]:
     return [r if r is not None else MetricFailure("internal error: metric was not read") for r in row]
+
+
+class _Progress:
+    """Which targets of a read have all their readings: each one's are handed to ``on_ready`` as its last
+    job finishes (at once for a target with nothing to query).
+
+    A class rather than closures inside :meth:`MetricsReader.read`: compiled (mypyc), a coroutine's nested
+    functions and its locals hold each other, a cycle that only the cyclic collector frees, and one that
+    lives as long as a read does outlives the young collections, its readings with it, until a full one."""
+
+    __slots__ = ("_on_ready", "_out", "_pending")
+
+    def __init__(self, out: Readings, on_ready: OnReady | None) -> None:
+        self._out = out
+        self._on_ready = on_ready
+        self._pending = [sum(r is None for r in row) for row in out]
+        for index, count in enumerate(self._pending):
+            if count == 0:
+                self._deliver(index)
+
+    def finished(self, members: Sequence[Member]) -> None:
+        pending = self._pending
+        for member in members:
+            pending[member.target_index] -= 1
+            if pending[member.target_index] == 0:
+                self._deliver(member.target_index)
+
+    def _deliver(self, index: int) -> None:
+        if self._on_ready is not None:
+            self._on_ready(index, _complete(self._out[index]))
 
 
 def _failure(spec: MetricSpec, message: str) -> MetricFailure:

@@ -76,15 +76,9 @@ class MetricsBatcher:
         if not live:
             return
         self.batches += 1
-        handed = [False] * len(live)  # a row handed over is queued in the pacer: its future is not done yet
-
-        def ready(index: int, row: list[MetricReading]) -> None:
-            if not handed[index]:
-                handed[index] = True
-                self._release(live[index][1], row)
-
+        handover = _Handover(self._pacer, [future for _, future in live])
         try:
-            rows = await self._read_many([q for q, _ in live], None, on_ready=ready)
+            rows = await self._read_many([q for q, _ in live], None, on_ready=handover.ready)
         except asyncio.CancelledError:  # closed: the syncs still waiting for this batch wait no more
             for _, future in live:
                 future.cancel()
@@ -92,15 +86,8 @@ class MetricsBatcher:
         except Exception as exc:  # the reader should not raise; if it does, every metric failed
             log.exception("metrics read failed")
             rows = [[MetricFailure(f"reading metrics failed: {exc}") for _ in q.metrics] for q, _ in live]
-        for index, ((_, future), row) in enumerate(zip(live, rows, strict=True)):
-            if not handed[index]:
-                self._release(future, row)
-
-    def _release(self, future: asyncio.Future[list[MetricReading]], row: list[MetricReading]) -> None:
-        """Hand ``row`` to the sync waiting on ``future`` in one of the pacer's turns (unless it was
-        cancelled)."""
-        if not future.done():
-            self._pacer.pass_on(future, row)
+        for index, row in enumerate(rows):
+            handover.ready(index, row)
 
     async def close(self) -> None:
         """Cancel every batch, the ones being read included: a read that went on after the service's
@@ -113,3 +100,29 @@ class MetricsBatcher:
             if not future.done():
                 future.cancel()
         self._pending = []
+
+
+class _Handover:
+    """Each row of a batch's readings handed, once, to the sync waiting on its future, in one of the pacer's
+    turns (unless that sync was cancelled): as soon as the row is complete, or with the read's result.
+
+    A class rather than a closure inside :meth:`MetricsBatcher._flush_later`: compiled (mypyc), a
+    coroutine's nested functions and its locals hold each other, a cycle only the cyclic collector frees,
+    and one that lives as long as a read does outlives the young collections (see ``prometheus/reader.py``'s
+    ``_Progress``)."""
+
+    __slots__ = ("_futures", "_handed", "_pacer")
+
+    def __init__(self, pacer: TurnPacer, futures: list[asyncio.Future[list[MetricReading]]]) -> None:
+        self._pacer = pacer
+        self._futures = futures
+        # A row handed over is queued in the pacer: its future is not done yet.
+        self._handed = [False] * len(futures)
+
+    def ready(self, index: int, row: list[MetricReading]) -> None:
+        if self._handed[index]:
+            return
+        self._handed[index] = True
+        future = self._futures[index]
+        if not future.done():
+            self._pacer.pass_on(future, row)
