@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
 MYPY = "mypy>=1.10"
@@ -34,10 +35,23 @@ def compiled_extensions(mypycify: Any) -> list[Any]:
     native = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(native)
     paths = [native.source_path(module, ROOT).relative_to(ROOT).as_posix() for module in native.COMPILED]
-    # One group, named inside the package: its shared runtime is then ``autoscaler._native__mypyc``, in the
-    # package's directory, where an editable install's finder (which maps only ``autoscaler``) finds it too.
-    # A top-level name would put it beside the package, out of the console script's reach.
-    return list(mypycify(paths, opt_level="3", group_name="autoscaler._native"))
+    # One group, its shared runtime named by ``native.RUNTIME``: inside the package, where an editable
+    # install's finder (which maps only ``autoscaler``) finds it too; a top-level name would put it beside the
+    # package, out of the console script's reach.
+    group = native.RUNTIME.removesuffix("__mypyc")
+    return list(mypycify(paths, opt_level="3", group_name=group))
+
+
+class BuildExtensions(build_ext):  # type: ignore[misc]  # setuptools is untyped
+    """Built in place, every extension gets the build's time, copied back or not. mypyc's per-module
+    extensions are shims whose C rarely changes, the code being in the group's runtime: setuptools copies an
+    unchanged one back with its old time, and ``native.stale`` would call the module's new source stale."""
+
+    def run(self) -> None:
+        super().run()
+        if self.inplace:
+            for extension in self.extensions:
+                os.utime(self.get_ext_fullpath(extension.name))
 
 
 if not compile_requested():
@@ -50,4 +64,4 @@ else:
         # build proper runs this again.
         setup(setup_requires=[MYPY])
     else:
-        setup(ext_modules=compiled_extensions(mypycify))
+        setup(ext_modules=compiled_extensions(mypycify), cmdclass={"build_ext": BuildExtensions})

@@ -19,7 +19,7 @@ import importlib.util
 import platform
 from pathlib import Path
 
-__all__ = ["COMPILED", "build_labels", "compiled", "stale", "summary"]
+__all__ = ["COMPILED", "RUNTIME", "build_labels", "compiled", "stale", "summary"]
 
 # Compiled together, as one group: a class compiled in one of them is extended only by compiled code (a
 # Python subclass of a compiled class is refused), so a module whose classes another listed module extends
@@ -44,6 +44,11 @@ COMPILED: tuple[str, ...] = (
     "autoscaler.service.status_digest",
     "autoscaler.values.quantity",
 )
+
+# The group's shared runtime: every compiled module's code is in it, and each module's own extension is a
+# small shim that hands its import over (mypyc's layout). ``setup.py`` names the group after it; it lies in the
+# package, where an editable install finds it too.
+RUNTIME = "autoscaler._native__mypyc"
 
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,7 +83,8 @@ def compiled() -> tuple[str, ...]:
 def stale(root: Path = _PACKAGE_ROOT) -> tuple[str, ...]:
     """The modules compiled in place under ``root`` whose source changed since: Python would run the old
     code, the extension winning over the source beside it. Only in a checkout (``setup.py`` beside the
-    package): an installed wheel's files all get the time they were unpacked, in no particular order."""
+    package): an installed wheel's files all get the time they were unpacked, in no particular order. An
+    in-place build gives every extension it leaves the build's time (``setup.py``)."""
     if not (root / "setup.py").is_file():
         return ()
     found = []

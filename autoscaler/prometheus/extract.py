@@ -96,13 +96,12 @@ def pods_reading(series: Sequence[Series], names: LabelNames, window: float) -> 
 
 def _duplicate(series: Sequence[Series], names: LabelNames, pod: str, container: str | None) -> MetricFailure:
     """The failure for two series of one pod (and container, for resources): named by their labels."""
-
-    def same(item: Series) -> bool:
-        return item.labels.get(names.pod) == pod and (
-            container is None or item.labels.get(names.container, "") == container
-        )
-
-    first, second = [item.labels for item in series if same(item)][:2]
+    first, second = [
+        item.labels
+        for item in series
+        if item.labels.get(names.pod) == pod
+        and (container is None or item.labels.get(names.container, "") == container)
+    ][:2]
     if container is None:
         return MetricFailure(
             f'duplicate series for pod "{pod}": {describe(first)} and {describe(second)}; '
