@@ -23,7 +23,9 @@ __all__ = ["COMPILED", "RUNTIME", "build_labels", "compiled", "stale", "summary"
 
 # Compiled together, as one group: a class compiled in one of them is extended only by compiled code (a
 # Python subclass of a compiled class is refused), so a module whose classes another listed module extends
-# (``kube.records`` extends ``core.observation``'s ``PodInfo``) is listed too.
+# (``kube.records`` extends ``core.observation``'s ``PodInfo``) is listed too. A listed module defines no
+# function inside another: compiled, the inner function and the outer one's locals hold each other, a cycle
+# only the cyclic collector frees (tests/test_cyclic_garbage.py).
 COMPILED: tuple[str, ...] = (
     "autoscaler.core.behavior",
     "autoscaler.core.conditions",
@@ -40,7 +42,15 @@ COMPILED: tuple[str, ...] = (
     "autoscaler.prometheus.extract",
     "autoscaler.prometheus.planning",
     "autoscaler.prometheus.queries",
+    "autoscaler.prometheus.reader",
     "autoscaler.prometheus.sample_values",
+    "autoscaler.prometheus.slicing",
+    "autoscaler.service.batcher",
+    "autoscaler.service.observe",
+    "autoscaler.service.pacing",
+    "autoscaler.service.reconciler",
+    "autoscaler.service.report",
+    "autoscaler.service.schedule",
     "autoscaler.service.status_digest",
     "autoscaler.values.quantity",
 )
