@@ -25,7 +25,7 @@ import structlog
 from autoscaler.core.observation import MetricFailure, MetricReading
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import OnReady
-from autoscaler.service.pacing import TurnPacer
+from autoscaler.service.pacing import TurnPacer, running_loop
 
 log = structlog.get_logger("autoscaler.batcher")
 
@@ -50,13 +50,14 @@ class MetricsBatcher:
         self._flush_task: asyncio.Task[None] | None = None  # the batch whose window is open
         self._flushes: set[asyncio.Task[None]] = set()  # every batch not done: in its window or being read
         self.batches = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def read(self, query: TargetQuery) -> asyncio.Future[list[MetricReading]]:
         """This target's readings (one per metric, failures included) when the future is done; never fails
         for a metric. Cancelling the future is all a sync that gives up has to do. A future, not a coroutine
         around it: a sync waits here for a second or more, and each coroutine it waits in is one more object
         the cyclic collector walks and one more frame resumed when the readings come."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = running_loop(self._loop)
         future: asyncio.Future[list[MetricReading]] = loop.create_future()
         self._pending.append((query, future))
         if self._flush_task is None:

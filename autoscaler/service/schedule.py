@@ -9,7 +9,7 @@ import random
 import time
 import zlib
 
-from autoscaler.service.pacing import TurnPacer
+from autoscaler.service.pacing import TurnPacer, running_loop
 
 
 def _fraction(text: str) -> float:
@@ -90,11 +90,12 @@ class TickTimers:
     def __init__(self, pacer: TurnPacer | None = None) -> None:
         self._due: dict[float, list[asyncio.Future[None]]] = {}
         self._pacer = pacer
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop it runs in (see running_loop)
 
     def at(self, when: float) -> asyncio.Future[None]:
         """A future done at ``when`` (in the loop's next turns if it is past; with a pacer, in its turns from
         then on). Cancelling it is all a waiter that gives up has to do."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = running_loop(self._loop)
         future: asyncio.Future[None] = loop.create_future()
         waiting = self._due.get(when)
         if waiting is None:
