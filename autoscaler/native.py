@@ -24,8 +24,8 @@ __all__ = ["COMPILED", "RUNTIME", "build_labels", "compiled", "stale", "summary"
 # Compiled together, as one group: a class compiled in one of them is extended only by compiled code (a
 # Python subclass of a compiled class is refused), so a module whose classes another listed module extends
 # (``kube.records`` extends ``core.observation``'s ``PodInfo``) is listed too. A listed module defines no
-# function inside another: compiled, the inner function and the outer one's locals hold each other, a cycle
-# only the cyclic collector frees (tests/test_cyclic_garbage.py).
+# function inside another: compiled, nested functions close over an environment object that can hold them
+# in turn (one calling another), a cycle only the cyclic collector frees (tests/test_cyclic_garbage.py).
 COMPILED: tuple[str, ...] = (
     "autoscaler.core.behavior",
     "autoscaler.core.conditions",

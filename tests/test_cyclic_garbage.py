@@ -3,9 +3,9 @@
 Reference counting frees what a sync makes the moment it is done with; only a reference cycle waits for the
 cyclic collector, and the service runs a full collection every five minutes at most
 (``service/collector.py``): a cycle that outlived the young collections (a read lasts seconds) keeps
-everything it holds until then. Pure Python's closures make no cycle, but compiled with mypyc a function's
-nested functions and its locals hold each other (the function's environment object holds the nested
-functions, and they hold it), so the modules ``autoscaler/native.py`` lists define none: with the
+everything it holds until then. Pure Python's closures make no cycle, but compiled with mypyc nested
+functions close over an environment object that holds them in turn when one calls another, so the modules
+``autoscaler/native.py`` lists define none: with the
 coroutine modules compiled, the service's memory grew by the weight of each period's readings
 (BENCHMARKS.md, "Cyclic garbage of the compiled build"). CI runs these on the compiled modules.
 """

@@ -297,9 +297,10 @@ class _Progress:
     """Which targets of a read have all their readings: each one's are handed to ``on_ready`` as its last
     job finishes (at once for a target with nothing to query).
 
-    A class rather than closures inside :meth:`MetricsReader.read`: compiled (mypyc), a coroutine's nested
-    functions and its locals hold each other, a cycle that only the cyclic collector frees, and one that
-    lives as long as a read does outlives the young collections, its readings with it, until a full one."""
+    A class rather than closures inside :meth:`MetricsReader.read`: compiled (mypyc), a nested function that
+    another one calls is kept in the environment object they both close over, which they hold: a cycle per
+    read that only the cyclic collector frees. Living as long as a read, it outlived the young collections
+    and kept the read's readings until a full one, minutes later (~50 MiB a period at 10,000 targets)."""
 
     __slots__ = ("_on_ready", "_out", "_pending")
 

@@ -107,9 +107,8 @@ class _Handover:
     """Each row of a batch's readings handed, once, to the sync waiting on its future, in one of the pacer's
     turns (unless that sync was cancelled): as soon as the row is complete, or with the read's result.
 
-    A class rather than a closure inside :meth:`MetricsBatcher._flush_later`: compiled (mypyc), a
-    coroutine's nested functions and its locals hold each other, a cycle only the cyclic collector frees,
-    and one that lives as long as a read does outlives the young collections (see ``prometheus/reader.py``'s
+    A class rather than a closure inside :meth:`MetricsBatcher._flush_later`: a compiled module defines no
+    function inside another (``autoscaler/native.py``; the cycles it can make: ``prometheus/reader.py``'s
     ``_Progress``)."""
 
     __slots__ = ("_futures", "_handed", "_pacer")
