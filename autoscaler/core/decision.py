@@ -98,6 +98,8 @@ def tolerances_for(spec: TargetSpec, settings: ControllerSettings) -> Tolerances
         return tolerances
     up = spec.behavior.scale_up.tolerance
     down = spec.behavior.scale_down.tolerance
+    if up is None and down is None:
+        return tolerances  # the common case: no new record a sync
     return Tolerances(
         scale_down=down.as_float() if down is not None else tolerances.scale_down,
         scale_up=up.as_float() if up is not None else tolerances.scale_up,

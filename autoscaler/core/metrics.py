@@ -8,7 +8,7 @@ down when any metric failed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence, ValuesView
+from collections.abc import Mapping, Sequence, ValuesView
 from dataclasses import dataclass
 from typing import cast
 
@@ -125,41 +125,38 @@ def metric_description(spec: MetricSpec) -> str:
     return f"external metric {spec.name}({go_selector_string(spec.selector)})"
 
 
-def pod_samples(spec: MetricSpec, reading: ResourceReading) -> dict[str, Sample]:
+def pod_samples(spec: MetricSpec, reading: ResourceReading) -> Mapping[str, Sample]:
     """Per-pod samples of a Resource/ContainerResource metric from per-container usage: one container's
     value, or the sum over all of them. A pod is missing (left out) when that container is not
-    reported, when any container is reported without the resource (``None``), or when none is."""
+    reported, when any container is reported without the resource (``None``), or when none is.
+
+    A reading held as columns (the service's) gives columns: a dict of values and the time they share,
+    no ``Sample`` made per pod (``core/pod_columns.py``)."""
     pods = reading.pods
-    if isinstance(pods, UsageColumns):  # the service's readings: no PodUsage made on the way
-        return _samples_of(spec.container, pods.containers.items(), pods.times, pods.timestamp, pods.window)
+    container = spec.container
+    if isinstance(pods, UsageColumns):
+        values: dict[str, int] = {}
+        for pod_name, containers in pods.containers.items():
+            value = _pod_value(container, containers)
+            if value is not None:
+                values[pod_name] = value
+        return SampleColumns(values, pods.timestamp, pods.window, pods.times)
     samples: dict[str, Sample] = {}
     for pod_name, usage in pods.items():
-        samples.update(_samples_of(spec.container, [(pod_name, usage.containers)], {}, usage.timestamp, usage.window))
+        value = _pod_value(container, usage.containers)
+        if value is not None:
+            samples[pod_name] = Sample(value, usage.timestamp, usage.window)
     return samples
 
 
-def _samples_of(
-    container: str | None,
-    pods: Iterable[tuple[str, Mapping[str, int | None]]],
-    times: Mapping[str, float],
-    timestamp: float,
-    window: float,
-) -> dict[str, Sample]:
-    """:func:`pod_samples` of pods' containers' values, at ``timestamp`` but for the pods in ``times``."""
-    samples: dict[str, Sample] = {}
-    make = tuple.__new__  # a Sample per pod per sync: without the named tuple's Python-level __new__
-    for pod_name, containers in pods:
-        if container is not None:
-            value = containers.get(container)
-            if value is None:
-                continue
-        else:
-            values = containers.values()
-            if not values or None in values:
-                continue
-            value = sum(cast("ValuesView[int]", values))
-        samples[pod_name] = make(Sample, (value, times.get(pod_name, timestamp), window))
-    return samples
+def _pod_value(container: str | None, containers: Mapping[str, int | None]) -> int | None:
+    """One pod's value for :func:`pod_samples`: that container's, or every container's sum; None if missing."""
+    if container is not None:
+        return containers.get(container)
+    values = containers.values()
+    if not values or None in values:
+        return None
+    return sum(cast("ValuesView[int]", values))
 
 
 def compute_metric(
@@ -259,7 +256,7 @@ def _pods(
         spec.target.average_value.milli_value(),
         "",
         pods,
-        reading.pods.samples() if isinstance(reading.pods, SampleColumns) else dict(reading.pods),
+        reading.pods if isinstance(reading.pods, SampleColumns) else dict(reading.pods),
         tolerances,
         settings,
         now,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from autoscaler.core.gomath import MAX_INT64, ceil_to_int32, float_div, trunc_div
 from autoscaler.core.observation import ConditionStatus, PodInfo, PodPhase, Sample
+from autoscaler.core.pod_columns import SampleColumns
 from autoscaler.core.settings import ControllerSettings, Tolerances
 from autoscaler.values.frozen import quick_init
 
@@ -99,6 +100,7 @@ def group_pods(
     ignored: list[str] = []
     cpu = resource == "cpu"
     initialization = settings.cpu_initialization_period
+    present = _names(samples)
     for pod in pods:
         phase = pod.phase
         if pod.deleting or phase is _FAILED or phase is _SUCCEEDED:
@@ -107,19 +109,25 @@ def group_pods(
         if phase is _PENDING:
             unready.append(pod.name)
             continue
-        sample = samples.get(pod.name)
-        if sample is None:
+        if pod.name not in present:
             missing.append(pod.name)
             continue
         if cpu:
-            # Ready and past initialization is never unready: _cpu_sample_unready's common answer, inline.
+            # Ready and past initialization is never unready: _cpu_sample_unready's common answer, inline (the
+            # sample itself is made only when the rules need its time).
             started = pod.started_at
             settled = pod.ready is _TRUE and started is not None and started + initialization <= now
-            if not settled and _cpu_sample_unready(pod, sample, settings, now):
+            if not settled and _cpu_sample_unready(pod, samples[pod.name], settings, now):
                 unready.append(pod.name)
                 continue
         ready += 1
     return PodGroups(ready, tuple(unready), tuple(missing), tuple(ignored))
+
+
+def _names(samples: Mapping[str, Sample]) -> Mapping[str, object]:
+    """What answers "has this pod a sample?" fastest: the values' dict of a reading held as columns (a
+    ``Sample`` is then made only for a pod whose time is asked), else the mapping itself."""
+    return samples.pod_values if isinstance(samples, SampleColumns) else samples
 
 
 def _cpu_sample_unready(pod: PodInfo, sample: Sample, settings: ControllerSettings, now: float) -> bool:
@@ -272,8 +280,16 @@ def plain_replicas(
     )
 
 
-def _usable_values(samples: Mapping[str, Sample], groups: PodGroups) -> dict[str, int]:
-    """``removeMetricsForPods`` for ignored and unready pods; other samples (even of unlisted pods) stay."""
+def _usable_values(samples: Mapping[str, Sample], groups: PodGroups) -> Mapping[str, int]:
+    """``removeMetricsForPods`` for ignored and unready pods; other samples (even of unlisted pods) stay.
+
+    Read only: with nothing dropped, a reading held as columns gives its own dict of values."""
+    if isinstance(samples, SampleColumns):
+        values = samples.pod_values
+        if not groups.ignored and not groups.unready:
+            return values
+        dropped = set(groups.ignored) | set(groups.unready)
+        return {name: value for name, value in values.items() if name not in dropped}
     if not groups.ignored and not groups.unready:
         return {name: sample.value for name, sample in samples.items()}
     dropped = set(groups.ignored) | set(groups.unready)
@@ -282,14 +298,14 @@ def _usable_values(samples: Mapping[str, Sample], groups: PodGroups) -> dict[str
 
 def _superfluous(samples: Mapping[str, Sample], pods: Sequence[PodInfo]) -> tuple[str, ...]:
     listed = {pod.name for pod in pods}
-    return tuple(name for name in samples if name not in listed)
+    return tuple(name for name in _names(samples) if name not in listed)
 
 
 def _proposal(
     current_replicas: int,
     ratio: float,
     groups: PodGroups,
-    values: dict[str, int],
+    values: Mapping[str, int],
     tolerances: Tolerances,
     *,
     missing_value: _MissingValue,

@@ -281,8 +281,9 @@ class PodReadings:
     def take(self, items: list[Any]) -> bool:
         """Take the records :meth:`decode` made; False when the answer must be read otherwise."""
         # The hot loop of a batched sync: the records are checked already (labels are strings or None,
-        # the value a number and a string).
-        milli, owner, first_time = milli_or_none, self._owner, self._timestamp
+        # the value a number and a string). ``milli_or_none`` is called by its name: compiled, that is a
+        # direct call, where a local alias of it would go through Python's calling convention.
+        owner, first_time = self._owner, self._timestamp
         per_container, nanocores = self._per_container, self._nanocores
         containers, values, no_value, times = self._containers, self._values, self._no_value, self._times
         for item in items:
@@ -304,13 +305,13 @@ class PodReadings:
                 if of_pod is not None:
                     if container in of_pod:
                         return False
-                    of_pod[container] = milli(text, nanocores)
+                    of_pod[container] = milli_or_none(text, nanocores)
                     continue  # a pod's time is its first series'
-                containers[hit][pod_name] = {container: milli(text, nanocores)}
+                containers[hit][pod_name] = {container: milli_or_none(text, nanocores)}
             else:
                 if pod_name in values[hit] or (hit in no_value and pod_name in no_value[hit]):
                     return False
-                value = milli(text)
+                value = milli_or_none(text)
                 if value is None:
                     no_value.setdefault(hit, set()).add(pod_name)
                     continue

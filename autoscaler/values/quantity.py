@@ -60,8 +60,10 @@ class Quantity:
 
     value: Fraction
     format: Format = Format.DECIMAL_SI
-    # milli_value(), kept once computed: a metric target's is read every sync, and Fraction is slow.
+    # milli_value() and as_float(), kept once computed: a metric target's are read every sync (the decision,
+    # the service's own metrics), and Fraction is slow.
     _milli: int | None = field(default=None, init=False, repr=False, compare=False)
+    _float: float | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def parse(cls, text: str) -> Quantity:
@@ -113,7 +115,10 @@ class Quantity:
 
     def as_float(self) -> float:
         """``Quantity.AsApproximateFloat64()``."""
-        return float(self.value)
+        if self._float is None:
+            object.__setattr__(self, "_float", float(self.value))
+        assert self._float is not None
+        return self._float
 
     def sign(self) -> int:
         return (self.value > 0) - (self.value < 0)

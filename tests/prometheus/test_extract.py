@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -25,7 +26,7 @@ from autoscaler.prometheus.extract import (
     resource_reading,
 )
 from autoscaler.prometheus.results import InstantResult, Series
-from autoscaler.prometheus.sample_values import milli_or_none
+from autoscaler.prometheus.sample_values import milli_or_none, plain_milli, through_float
 from autoscaler.values.quantity import milli_from_decimal_text
 from tests.prometheus.stepping import run_counting_turns, to_the_end
 
@@ -37,21 +38,33 @@ def reference(text: str, truncate_to_nano: bool = False) -> int | None:
         return None
 
 
+def check_every_way(text: str, truncate_to_nano: bool = False) -> None:
+    """milli_or_none, and both ways it reads a value whichever the build runs (compiled, digits first; as
+    Python, through a float), give the exact conversion's answer; the digit reader gives it or declines."""
+    expected = reference(text, truncate_to_nano)
+    assert milli_or_none(text, truncate_to_nano) == expected, text
+    assert through_float(text, truncate_to_nano) == expected, text
+    plain = plain_milli(text, truncate_to_nano)
+    assert plain == -1 or plain == expected, text
+    if re.fullmatch(r"[0-9]{1,15}(\.[0-9]*)?", text):
+        assert plain == expected, f"a plain decimal the digit reader declined: {text}"
+
+
 @given(st.decimals(allow_nan=False, allow_infinity=False, places=None) | st.floats(allow_nan=True))
 def test_fast_path_equals_the_core_conversion(number: Decimal | float) -> None:
     texts = {str(number), repr(number)}
     if isinstance(number, Decimal):
         texts.add(format(number, "f"))  # the plain form the fast path takes
     for text in texts:
-        assert milli_or_none(text) == reference(text), text
-        assert milli_or_none(text, truncate_to_nano=True) == reference(text, truncate_to_nano=True), text
+        check_every_way(text)
+        check_every_way(text, truncate_to_nano=True)
 
 
 @given(st.from_regex(r"-?[0-9]{1,30}(\.[0-9]{0,30})?", fullmatch=True))
 def test_plain_decimals_of_any_length_equal_the_core_conversion(text: str) -> None:
-    """The texts the fast path takes (and, past its length, gives to the general path)."""
-    assert milli_or_none(text) == reference(text), text
-    assert milli_or_none(text, truncate_to_nano=True) == reference(text, truncate_to_nano=True), text
+    """The texts the fast paths take (and, past their length, give to the general path)."""
+    check_every_way(text)
+    check_every_way(text, truncate_to_nano=True)
 
 
 @given(
@@ -68,15 +81,15 @@ def test_values_next_to_a_boundary_equal_the_core_conversion(
     where a float read of the value could round to the wrong side, milli_or_none must not use it."""
     value = (Decimal(milli) + boundary + sign * Decimal(10) ** -digits) / 1000
     for text in {format(value, "f"), str(value), repr(float(value))}:
-        assert milli_or_none(text, truncate_to_nano=truncate) == reference(text, truncate_to_nano=truncate), text
+        check_every_way(text, truncate_to_nano=truncate)
 
 
 @given(st.text(alphabet="0123456789.-+eE_ /naifNI\u0661", max_size=24))
 def test_any_text_equals_the_core_conversion(text: str) -> None:
     """Whatever float() reads differently from the exact conversion (underscores, blanks, other digits,
-    infinities) must not take the float path to a different answer."""
-    assert milli_or_none(text) == reference(text), text
-    assert milli_or_none(text, truncate_to_nano=True) == reference(text, truncate_to_nano=True), text
+    infinities) must not take the float path, or the digits, to a different answer."""
+    check_every_way(text)
+    check_every_way(text, truncate_to_nano=True)
 
 
 @pytest.mark.parametrize(
@@ -95,11 +108,13 @@ def test_any_text_equals_the_core_conversion(text: str) -> None:
 )
 def test_values(text: str, milli: int) -> None:
     assert milli_or_none(text) == milli
+    check_every_way(text)
 
 
 @pytest.mark.parametrize("text", ["NaN", "+Inf", "-Inf", "", "abc", "0x10"])
 def test_not_values(text: str) -> None:
     assert milli_or_none(text) is None
+    check_every_way(text)
 
 
 def test_pods_reading_skips_bad_values_and_series_without_the_pod_label() -> None:
