@@ -116,9 +116,7 @@ def decide(
 def _decide(
     spec: TargetSpec, observation: Observation, state: TargetState, settings: ControllerSettings, now: float
 ) -> Decision:
-    conditions = set_condition(
-        state.conditions, c.ABLE_TO_SCALE, c.TRUE, "SucceededGetScale", c.MSG_SUCCEEDED_GET_SCALE, now
-    )
+    known = state.conditions
     current = observation.scale.spec_replicas
     history = with_initial_recommendation(state.history, current, now)
     min_replicas = spec.min_replicas
@@ -130,7 +128,7 @@ def _decide(
         # The out-of-range branches below are not taken at zero.
         if not (scaled_to_zero and (min_replicas != 0 or spec.has_object_or_external_metric)):
             conditions = set_condition(
-                conditions, c.SCALING_ACTIVE, c.FALSE, "ScalingDisabled", c.MSG_SCALING_DISABLED, now
+                _scale_read(known, now), c.SCALING_ACTIVE, c.FALSE, "ScalingDisabled", c.MSG_SCALING_DISABLED, now
             )
             return _without_metrics(spec, state, history, current, "disabled", 0, "", conditions)
     elif current > spec.max_replicas:
@@ -142,7 +140,7 @@ def _decide(
             "above-max",
             spec.max_replicas,
             "Current number of replicas above Spec.MaxReplicas",
-            conditions,
+            _scale_read(known, now),
         )
     elif current < min_replicas:
         return _without_metrics(
@@ -153,13 +151,13 @@ def _decide(
             "below-min",
             min_replicas,
             "Current number of replicas below Spec.MinReplicas",
-            conditions,
+            _scale_read(known, now),
         )
 
     selector_failure = _selector_failure(observation)
     if selector_failure is not None:
         event, reason, message = selector_failure
-        conditions = set_condition(conditions, c.SCALING_ACTIVE, c.FALSE, reason, message, now)
+        conditions = set_condition(_scale_read(known, now), c.SCALING_ACTIVE, c.FALSE, reason, message, now)
         return Decision(
             current,
             None,
@@ -190,7 +188,12 @@ def _decide(
         first = combined.first_invalid
         assert first is not None and combined.error is not None
         conditions = set_condition(
-            conditions, c.SCALING_ACTIVE, c.FALSE, first.reason or "", c.MSG_UNABLE_TO_COMPUTE.format(first.error), now
+            _scale_read(known, now),
+            c.SCALING_ACTIVE,
+            c.FALSE,
+            first.reason or "",
+            c.MSG_UNABLE_TO_COMPUTE.format(first.error),
+            now,
         )
         events.append(Event(WARNING, "FailedComputeMetricsReplicas", combined.error))
         return Decision(
@@ -211,8 +214,12 @@ def _decide(
             error=combined.error,
             previous_desired_replicas=state.desired_replicas,
         )
+    # AbleToScale is set again below, to True: where the target's conditions hold it, setting
+    # "SucceededGetScale" first leaves nothing that second setting does not (the same place in the list, the
+    # same transition time), so it is skipped — two records a steady sync. Where they do not, it decides
+    # where AbleToScale goes in the list (before ScalingActive, as upstream appends them).
     conditions = set_condition(
-        conditions,
+        known if find_condition(known, c.ABLE_TO_SCALE) is not None else _scale_read(known, now),
         c.SCALING_ACTIVE,
         c.TRUE,
         "ValidMetricFound",
@@ -269,6 +276,11 @@ def _decide(
         error=combined.error,
         previous_desired_replicas=state.desired_replicas,
     )
+
+
+def _scale_read(conditions: tuple[Condition, ...], now: float) -> tuple[Condition, ...]:
+    """AbleToScale once the scale was read: upstream sets it first, whatever the sync does next."""
+    return set_condition(conditions, c.ABLE_TO_SCALE, c.TRUE, "SucceededGetScale", c.MSG_SUCCEEDED_GET_SCALE, now)
 
 
 def _skipped(spec: TargetSpec) -> tuple[MetricOutcome, ...]:
