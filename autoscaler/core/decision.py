@@ -214,10 +214,8 @@ def _decide(
             error=combined.error,
             previous_desired_replicas=state.desired_replicas,
         )
-    # AbleToScale is set again below, to True: where the target's conditions hold it, setting
-    # "SucceededGetScale" first leaves nothing that second setting does not (the same place in the list, the
-    # same transition time), so it is skipped — two records a steady sync. Where they do not, it decides
-    # where AbleToScale goes in the list (before ScalingActive, as upstream appends them).
+    # AbleToScale is set to True again below: where the target holds it, "SucceededGetScale" first would leave
+    # nothing different (same place, same transition time); where not, it puts it before ScalingActive.
     conditions = set_condition(
         known if find_condition(known, c.ABLE_TO_SCALE) is not None else _scale_read(known, now),
         c.SCALING_ACTIVE,
