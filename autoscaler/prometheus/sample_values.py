@@ -14,8 +14,8 @@ __all__ = ["milli_or_none"]
 
 # Which way a plain decimal is read first. Compiled (mypyc), reading its digits one by one with machine
 # integers costs a fifth of ``float()`` (~560 against ~2,970 instructions for a 17-digit rate); as Python,
-# the loop would cost several times more than ``float()``. Either way the result is the exact one (tests
-# check both ways against the exact conversion).
+# the loop costs two to four times the float read. Either way the result is the exact one (tests check both
+# ways against the exact conversion; BENCHMARKS.md, "Columns through the engine, sample values digit by digit").
 _DIGITS_FIRST = not __file__.endswith(".py")
 
 _POWERS_OF_TEN: tuple[int, ...] = (1, 10, 100, 1000)  # 10**k
@@ -27,8 +27,8 @@ def milli_or_none(text: str, truncate_to_nano: bool = False) -> int | None:
 
     Same result as :func:`milli_from_decimal_text` (tests check it). A batched sync converts hundreds of
     thousands of values a period, most of them rates printed with 15-17 digits ("0.012345678901234567"):
-    compiled, a plain decimal is read digit by digit (:func:`plain_milli`); otherwise, or for any other
-    text, as :func:`through_float` reads it."""
+    compiled, a plain decimal is read digit by digit (:func:`plain_milli`) and any other text exactly
+    (:func:`_exact_milli`); as Python, every text as :func:`through_float` reads it."""
     if _DIGITS_FIRST:
         milli = plain_milli(text, truncate_to_nano)
         if milli >= 0:
