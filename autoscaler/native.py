@@ -19,7 +19,7 @@ import importlib.util
 import platform
 from pathlib import Path
 
-__all__ = ["COMPILED", "RUNTIME", "build_labels", "compiled", "stale", "summary"]
+__all__ = ["COMPILED", "RUNTIME", "build_labels", "compiled", "is_extension", "stale", "summary"]
 
 # Compiled together, as one group: a class compiled in one of them is extended only by compiled code (a
 # Python subclass of a compiled class is refused), so a module whose classes another listed module extends
@@ -78,6 +78,11 @@ def _extension(module: str, root: Path) -> Path | None:
     return None
 
 
+def is_extension(path: str) -> bool:
+    """Whether a module loaded from ``path`` (its ``__file__`` or spec's origin) runs compiled."""
+    return path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+
+
 def compiled() -> tuple[str, ...]:
     """The modules of :data:`COMPILED` that Python imports compiled (an extension module wins over the
     source beside it), whether installed from a compiled wheel or built in place."""
@@ -85,7 +90,7 @@ def compiled() -> tuple[str, ...]:
     for module in COMPILED:
         spec = importlib.util.find_spec(module)
         origin = spec.origin if spec is not None else None
-        if origin is not None and origin.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+        if origin is not None and is_extension(origin):
             found.append(module)
     return tuple(found)
 

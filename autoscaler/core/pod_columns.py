@@ -69,7 +69,8 @@ class SampleColumns(_Columns, Mapping[str, Sample]):
         return Sample(self.pod_values[pod], self.times.get(pod, self.timestamp), self.window)
 
     def samples(self) -> dict[str, Sample]:
-        """Every pod's :class:`Sample`, made in one go (what a decision reads)."""
+        """Every pod's :class:`Sample`, made in one go (a decision reads the values' dict instead, and makes
+        a ``Sample`` only for a pod whose time it needs)."""
         make, timestamp, window, times = tuple.__new__, self.timestamp, self.window, self.times
         return {pod: make(Sample, (value, times.get(pod, timestamp), window)) for pod, value in self.pod_values.items()}
 

@@ -285,15 +285,13 @@ def _usable_values(samples: Mapping[str, Sample], groups: PodGroups) -> Mapping[
 
     Read only: with nothing dropped, a reading held as columns gives its own dict of values."""
     if isinstance(samples, SampleColumns):
-        values = samples.pod_values
-        if not groups.ignored and not groups.unready:
-            return values
-        dropped = set(groups.ignored) | set(groups.unready)
-        return {name: value for name, value in values.items() if name not in dropped}
+        values: Mapping[str, int] = samples.pod_values
+    else:
+        values = {name: sample.value for name, sample in samples.items()}
     if not groups.ignored and not groups.unready:
-        return {name: sample.value for name, sample in samples.items()}
+        return values
     dropped = set(groups.ignored) | set(groups.unready)
-    return {name: sample.value for name, sample in samples.items() if name not in dropped}
+    return {name: value for name, value in values.items() if name not in dropped}
 
 
 def _superfluous(samples: Mapping[str, Sample], pods: Sequence[PodInfo]) -> tuple[str, ...]:

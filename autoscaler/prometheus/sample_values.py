@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from mypy_extensions import i64
 
+from autoscaler.native import is_extension
 from autoscaler.values.quantity import milli_from_decimal_text
 
 __all__ = ["milli_or_none"]
@@ -16,7 +17,7 @@ __all__ = ["milli_or_none"]
 # integers costs a fifth of ``float()`` (~560 against ~2,970 instructions for a 17-digit rate); as Python,
 # the loop costs two to four times the float read. Either way the result is the exact one (tests check both
 # ways against the exact conversion; BENCHMARKS.md, "Columns through the engine, sample values digit by digit").
-_DIGITS_FIRST = not __file__.endswith(".py")
+_DIGITS_FIRST = is_extension(__file__)
 
 _POWERS_OF_TEN: tuple[int, ...] = (1, 10, 100, 1000)  # 10**k
 _GUARD = 1e-14  # see milli_or_none: how far from a boundary, relative to the value, a float read may decide

@@ -214,3 +214,12 @@ def test_the_one_pass_leaves_the_odd_cases_to_the_general_path() -> None:
     assert one_pass([one, one], [("a", frozenset({"p0"}))], per_container=True) is None
     shared = [("a", frozenset({"p0"})), ("a", frozenset({"p0", "p1"}))]
     assert one_pass([one], shared, per_container=False) is None
+
+
+def test_the_digit_reader_comes_first_exactly_where_the_module_is_compiled() -> None:
+    """Compiled, plain decimals are read digit by digit (cheaper there than ``float()``); as Python, through
+    a float (cheaper there): the choice follows how the module itself was loaded."""
+    from autoscaler import native
+    from autoscaler.prometheus import sample_values
+
+    assert sample_values._DIGITS_FIRST == ("autoscaler.prometheus.sample_values" in native.compiled())
