@@ -222,4 +222,4 @@ def test_the_digit_reader_comes_first_exactly_where_the_module_is_compiled() -> 
     from autoscaler import native
     from autoscaler.prometheus import sample_values
 
-    assert sample_values._DIGITS_FIRST == ("autoscaler.prometheus.sample_values" in native.compiled())
+    assert ("autoscaler.prometheus.sample_values" in native.compiled()) == sample_values._DIGITS_FIRST
