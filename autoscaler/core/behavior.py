@@ -22,7 +22,6 @@ from autoscaler.core import conditions as c
 from autoscaler.core.gomath import MAX_INT32, MIN_INT32, clamp_int32, trunc_to_int32
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.spec import Behavior, PolicyType, ScalingPolicy, ScalingRules, SelectPolicy
-from autoscaler.values.frozen import quick_init
 
 LEGACY_SCALE_UP_FACTOR = 2.0
 LEGACY_SCALE_UP_MINIMUM = 4.0
@@ -47,8 +46,7 @@ class RateLimit:
     policies: tuple[PolicyLimit, ...] = ()
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Normalization:
     proposal: int
     stabilized: int
@@ -62,6 +60,34 @@ class Normalization:
     down_window: float
     binding_recommendation: Recommendation | None = None
     rate_limit: RateLimit | None = None
+
+    def __init__(
+        self,
+        proposal: int,
+        stabilized: int,
+        final: int,
+        able_reason: str,
+        able_message: str,
+        limit_reason: str,
+        limit_message: str,
+        history: DecisionHistory,
+        up_window: float | None,
+        down_window: float,
+        binding_recommendation: Recommendation | None = None,
+        rate_limit: RateLimit | None = None,
+    ) -> None:
+        object.__setattr__(self, "proposal", proposal)
+        object.__setattr__(self, "stabilized", stabilized)
+        object.__setattr__(self, "final", final)
+        object.__setattr__(self, "able_reason", able_reason)
+        object.__setattr__(self, "able_message", able_message)
+        object.__setattr__(self, "limit_reason", limit_reason)
+        object.__setattr__(self, "limit_message", limit_message)
+        object.__setattr__(self, "history", history)
+        object.__setattr__(self, "up_window", up_window)
+        object.__setattr__(self, "down_window", down_window)
+        object.__setattr__(self, "binding_recommendation", binding_recommendation)
+        object.__setattr__(self, "rate_limit", rate_limit)
 
     @property
     def limited(self) -> bool:

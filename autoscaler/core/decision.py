@@ -4,20 +4,21 @@
 target carries between syncs (history, conditions, the last status) and "now", and returns a
 :class:`Decision`: the replica count to apply, the conditions, the Events, the new history and
 everything needed to explain it. It writes nothing; the caller applies the scale and then calls
-:func:`apply_scale_result` with the outcome, which adds what upstream records after the write
+:func:`~autoscaler.core.rescale.apply_scale_result` with the outcome, which adds what upstream records after the write
 (AbleToScale SucceededRescale/FailedUpdateScale, the stored scale event, lastScaleTime).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from autoscaler.core import conditions as c
 from autoscaler.core.behavior import Normalization, normalize_legacy, normalize_with_behavior
 from autoscaler.core.conditions import Condition, find_condition, set_condition
-from autoscaler.core.history import DecisionHistory, record_scale_event, with_initial_recommendation
-from autoscaler.core.metrics import MetricOutcome, MetricsOutcome, combine_metrics, compute_metric
+from autoscaler.core.history import DecisionHistory, with_initial_recommendation
+from autoscaler.core.metrics import combine_metrics, compute_metric
 from autoscaler.core.observation import Observation
+from autoscaler.core.results import MetricOutcome, MetricsOutcome
 from autoscaler.core.settings import ControllerSettings, Tolerances
 from autoscaler.core.spec import TargetSpec
 from autoscaler.values.frozen import quick_init
@@ -36,8 +37,7 @@ class Event:
     message: str
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class TargetState:
     """What a target carries from one sync to the next (persisted in its status by the service)."""
 
@@ -46,9 +46,20 @@ class TargetState:
     desired_replicas: int | None = None  # status.desiredReplicas as last written
     last_scale_time: float | None = None
 
+    def __init__(
+        self,
+        history: DecisionHistory | None = None,
+        conditions: tuple[Condition, ...] = (),
+        desired_replicas: int | None = None,
+        last_scale_time: float | None = None,
+    ) -> None:
+        object.__setattr__(self, "history", history)
+        object.__setattr__(self, "conditions", conditions)
+        object.__setattr__(self, "desired_replicas", desired_replicas)
+        object.__setattr__(self, "last_scale_time", last_scale_time)
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class Decision:
     current_replicas: int
     desired_replicas: int | None  # the sync's proposal before normalization; None when metrics failed
@@ -67,6 +78,44 @@ class Decision:
     error: str | None = None  # the sync's error (a metric failed, or the scale could not be written)
     applied: bool | None = None  # after apply_scale_result: whether the scale write succeeded
     previous_desired_replicas: int | None = None  # status.desiredReplicas before this sync
+
+    def __init__(
+        self,
+        current_replicas: int,
+        desired_replicas: int | None,
+        replicas: int,
+        scale: bool,
+        branch: str,
+        rescale_reason: str,
+        metrics: tuple[MetricOutcome, ...],
+        combined: MetricsOutcome | None,
+        normalization: Normalization | None,
+        conditions: tuple[Condition, ...],
+        history: DecisionHistory,
+        status_desired_replicas: int,
+        last_scale_time: float | None,
+        events: tuple[Event, ...] = (),
+        error: str | None = None,
+        applied: bool | None = None,
+        previous_desired_replicas: int | None = None,
+    ) -> None:
+        object.__setattr__(self, "current_replicas", current_replicas)
+        object.__setattr__(self, "desired_replicas", desired_replicas)
+        object.__setattr__(self, "replicas", replicas)
+        object.__setattr__(self, "scale", scale)
+        object.__setattr__(self, "branch", branch)
+        object.__setattr__(self, "rescale_reason", rescale_reason)
+        object.__setattr__(self, "metrics", metrics)
+        object.__setattr__(self, "combined", combined)
+        object.__setattr__(self, "normalization", normalization)
+        object.__setattr__(self, "conditions", conditions)
+        object.__setattr__(self, "history", history)
+        object.__setattr__(self, "status_desired_replicas", status_desired_replicas)
+        object.__setattr__(self, "last_scale_time", last_scale_time)
+        object.__setattr__(self, "events", events)
+        object.__setattr__(self, "error", error)
+        object.__setattr__(self, "applied", applied)
+        object.__setattr__(self, "previous_desired_replicas", previous_desired_replicas)
 
     @property
     def limited_by(self) -> str | None:
@@ -323,7 +372,7 @@ def _carries_scaled_to_zero(state: TargetState) -> bool:
 
 def _previous_desired(state: TargetState, current: int) -> int:
     """status.desiredReplicas when a sync cannot decide: upstream leaves the last written value."""
-    return _previous_or(state.desired_replicas, current)
+    return state.desired_replicas if state.desired_replicas is not None else current
 
 
 def _selector_failure(observation: Observation) -> tuple[Event, str, str] | None:
@@ -333,68 +382,3 @@ def _selector_failure(observation: Observation) -> tuple[Event, str, str] | None
     if problem is not None:
         return Event(WARNING, problem.reason, problem.message), problem.reason, problem.message
     return None
-
-
-def apply_scale_result(
-    decision: Decision, spec: TargetSpec, succeeded: bool, now: float, error: str | None = None
-) -> Decision:
-    """Record the outcome of writing ``decision.replicas`` to the scale subresource."""
-    if not decision.scale:
-        return decision
-    if not succeeded:
-        message = error or "unknown error"
-        conditions = set_condition(
-            decision.conditions,
-            c.ABLE_TO_SCALE,
-            c.FALSE,
-            "FailedUpdateScale",
-            c.MSG_FAILED_UPDATE_SCALE.format(message),
-            now,
-        )
-        event = Event(
-            WARNING,
-            "FailedRescale",
-            f"New size: {decision.replicas}; reason: {decision.rescale_reason}; error: {message}",
-        )
-        return replace(
-            decision,
-            conditions=conditions,
-            events=(*decision.events, event),
-            applied=False,
-            status_desired_replicas=_previous_or(decision.previous_desired_replicas, decision.current_replicas),
-            error=f"failed to rescale: {message}",
-        )
-    conditions = set_condition(
-        decision.conditions,
-        c.ABLE_TO_SCALE,
-        c.TRUE,
-        "SucceededRescale",
-        c.MSG_SUCCEEDED_RESCALE.format(decision.replicas),
-        now,
-    )
-    # Set on every rescale (upstream master, HPAScaleToZero on) so that it is never stale.
-    if (
-        decision.current_replicas > 0
-        and decision.replicas == 0
-        and spec.min_replicas == 0
-        and spec.has_object_or_external_metric
-    ):
-        conditions = set_condition(conditions, c.SCALED_TO_ZERO, c.TRUE, "ScaledToZero", c.MSG_SCALED_TO_ZERO, now)
-    else:
-        conditions = set_condition(
-            conditions, c.SCALED_TO_ZERO, c.FALSE, "NotScaledToZero", c.MSG_NOT_SCALED_TO_ZERO, now
-        )
-    history = record_scale_event(decision.history, spec.behavior, decision.current_replicas, decision.replicas, now)
-    event = Event(NORMAL, "SuccessfulRescale", f"New size: {decision.replicas}; reason: {decision.rescale_reason}")
-    return replace(
-        decision,
-        conditions=conditions,
-        history=history,
-        events=(*decision.events, event),
-        applied=True,
-        last_scale_time=now,
-    )
-
-
-def _previous_or(previous: int | None, fallback: int) -> int:
-    return previous if previous is not None else fallback

@@ -11,8 +11,7 @@ import math
 
 from autoscaler.core.behavior import Normalization, RateLimit
 from autoscaler.core.decision import BRANCHES, Decision
-from autoscaler.core.metrics import MetricOutcome
-from autoscaler.core.replicas import PodMetricResult, ValueResult
+from autoscaler.core.results import MetricOutcome, PodMetricResult, ValueResult
 from autoscaler.core.spec import MetricTargetType, PolicyType
 from autoscaler.values.quantity import format_milli
 

@@ -12,14 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from autoscaler.core.spec import Behavior, ScalingRules
-from autoscaler.values.frozen import quick_init
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Recommendation:
     replicas: int
     at: float
+
+    def __init__(self, replicas: int, at: float) -> None:
+        object.__setattr__(self, "replicas", replicas)
+        object.__setattr__(self, "at", at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,12 +37,21 @@ class ScaleEvent:
     outdated: bool = False
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class DecisionHistory:
     recommendations: tuple[Recommendation, ...] = ()
     scale_up_events: tuple[ScaleEvent, ...] = ()
     scale_down_events: tuple[ScaleEvent, ...] = ()
+
+    def __init__(
+        self,
+        recommendations: tuple[Recommendation, ...] = (),
+        scale_up_events: tuple[ScaleEvent, ...] = (),
+        scale_down_events: tuple[ScaleEvent, ...] = (),
+    ) -> None:
+        object.__setattr__(self, "recommendations", recommendations)
+        object.__setattr__(self, "scale_up_events", scale_up_events)
+        object.__setattr__(self, "scale_down_events", scale_down_events)
 
 
 def with_initial_recommendation(history: DecisionHistory | None, current_replicas: int, now: float) -> DecisionHistory:

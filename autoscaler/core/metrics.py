@@ -9,7 +9,6 @@ down when any metric failed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, ValuesView
-from dataclasses import dataclass
 from typing import cast
 
 from autoscaler.core.gomath import saturating_sum_int64
@@ -26,17 +25,15 @@ from autoscaler.core.observation import (
 )
 from autoscaler.core.pod_columns import SampleColumns, UsageColumns
 from autoscaler.core.replicas import (
-    PodMetricResult,
     ReplicaCalculationError,
-    ValueResult,
     per_pod_replicas,
     plain_replicas,
     resource_replicas,
     usage_ratio_replicas,
 )
+from autoscaler.core.results import MetricOutcome, MetricsOutcome, MetricValue
 from autoscaler.core.settings import ControllerSettings, Tolerances
 from autoscaler.core.spec import RESOURCE_METRIC_TYPES, MetricSourceType, MetricSpec, MetricTargetType
-from autoscaler.values.frozen import quick_init
 
 FAILURE_REASONS = {
     MetricSourceType.RESOURCE: "FailedGetResourceMetric",
@@ -53,41 +50,6 @@ _CONTAINER_RESOURCE, _PODS, _OBJECT = (
     MetricSourceType.OBJECT,
 )
 _VALUE = MetricTargetType.VALUE
-
-
-@quick_init
-@dataclass(frozen=True, slots=True)
-class MetricValue:
-    """``MetricValueStatus``: milli values, or an integer percent."""
-
-    average_utilization: int | None = None
-    average_value: int | None = None
-    value: int | None = None
-
-
-@quick_init
-@dataclass(frozen=True, slots=True)
-class MetricOutcome:
-    spec: MetricSpec
-    proposal: int | None = None
-    current: MetricValue | None = None
-    description: str = ""  # upstream's metric name text, e.g. "pods metric qps"
-    error: str | None = None  # the condition's error text (None on success)
-    reason: str | None = None  # the ScalingActive reason when this metric failed
-    pod_result: PodMetricResult | None = None
-    value_result: ValueResult | None = None
-    skipped: bool = False  # not evaluated this sync (replicas outside [min, max], disabled)
-
-
-@quick_init
-@dataclass(frozen=True, slots=True)
-class MetricsOutcome:
-    outcomes: tuple[MetricOutcome, ...]
-    proposal: int | None  # None: no usable proposal (nothing scales)
-    description: str  # the winning metric's text
-    invalid: int
-    first_invalid: MetricOutcome | None
-    error: str | None  # upstream's aggregated error, if any metric failed
 
 
 def go_selector_string(selector: Mapping[str, object] | None) -> str:

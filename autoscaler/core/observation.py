@@ -12,8 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from autoscaler.values.frozen import quick_init
-
 # Sample windows default to 60 s for per-pod metrics that do not report one (upstream's custom
 # metrics client does the same).
 DEFAULT_SAMPLE_WINDOW = 60.0
@@ -91,20 +89,24 @@ class PodUsage(NamedTuple):
     window: float = DEFAULT_SAMPLE_WINDOW
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ResourceReading:
     """Per-pod, per-container usage of the resource a Resource/ContainerResource metric names."""
 
     pods: Mapping[str, PodUsage]
 
+    def __init__(self, pods: Mapping[str, PodUsage]) -> None:
+        object.__setattr__(self, "pods", pods)
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class PodsReading:
     """Per-pod samples of a Pods metric."""
 
     pods: Mapping[str, Sample]
+
+    def __init__(self, pods: Mapping[str, Sample]) -> None:
+        object.__setattr__(self, "pods", pods)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +135,7 @@ class MetricFailure:
 MetricReading = ResourceReading | PodsReading | ObjectReading | ExternalReading | MetricFailure
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ScaleInfo:
     """The scale subresource: ``spec.replicas``, ``status.replicas`` and ``status.selector``
     (the label selector string; empty when the target does not publish one)."""
@@ -142,6 +143,11 @@ class ScaleInfo:
     spec_replicas: int
     status_replicas: int
     selector: str
+
+    def __init__(self, spec_replicas: int, status_replicas: int, selector: str) -> None:
+        object.__setattr__(self, "spec_replicas", spec_replicas)
+        object.__setattr__(self, "status_replicas", status_replicas)
+        object.__setattr__(self, "selector", selector)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +159,7 @@ class SelectorProblem:
     message: str
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Observation:
     """Everything one sync observes about a target.
 
@@ -167,3 +172,15 @@ class Observation:
     pods: Sequence[PodInfo]
     readings: Sequence[MetricReading]
     selector_problem: SelectorProblem | None = None
+
+    def __init__(
+        self,
+        scale: ScaleInfo,
+        pods: Sequence[PodInfo],
+        readings: Sequence[MetricReading],
+        selector_problem: SelectorProblem | None = None,
+    ) -> None:
+        object.__setattr__(self, "scale", scale)
+        object.__setattr__(self, "pods", pods)
+        object.__setattr__(self, "readings", readings)
+        object.__setattr__(self, "selector_problem", selector_problem)

@@ -15,7 +15,7 @@ a dict of the same items: the engine reads them as it reads a dict.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from autoscaler.core.observation import DEFAULT_SAMPLE_WINDOW, PodUsage, Sample
 
@@ -45,6 +45,15 @@ class _Columns:
 
     def __contains__(self, pod: object) -> bool:
         return pod in self._column()
+
+    def __eq__(self, other: object) -> bool:
+        # Mapping's own, written out: compiled, this class's slot for == is the one a subclass inherits,
+        # and Mapping's method, found only by name, would never be called.
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return dict(cast("Mapping[str, Any]", self).items()) == dict(other.items())
+
+    __hash__ = None  # type: ignore[assignment]  # as Mapping's: equal to a dict, so never hashed
 
 
 class SampleColumns(_Columns, Mapping[str, Sample]):

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from autoscaler.core.gomath import MAX_INT64, ceil_to_int32, float_div, trunc_div
 from autoscaler.core.observation import ConditionStatus, PodInfo, PodPhase, Sample
 from autoscaler.core.pod_columns import SampleColumns
+from autoscaler.core.results import PodGroups, PodMetricResult, Rebalance, ValueResult
 from autoscaler.core.settings import ControllerSettings, Tolerances
-from autoscaler.values.frozen import quick_init
 
 NO_PODS = "no pods returned by selector while calculating replica count"
 NO_USABLE_METRICS = "did not receive metrics for targeted pods (pods might be unready)"
@@ -31,54 +30,6 @@ _Recompute = Callable[[dict[str, int]], float]
 
 class ReplicaCalculationError(Exception):
     """The metric cannot produce a proposal this sync (the message is upstream's)."""
-
-
-@quick_init
-@dataclass(frozen=True, slots=True)
-class PodGroups:
-    """How each listed pod was classified; names keep the pod list's order."""
-
-    ready_count: int
-    unready: tuple[str, ...] = ()
-    missing: tuple[str, ...] = ()
-    ignored: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Rebalance:
-    """The second pass over missing and unready pods (upstream's "rebalance")."""
-
-    new_ratio: float
-    considered: int  # samples in the enlarged set (len(metrics) upstream)
-    missing_filled_with: str  # "target" / "zero" / "nothing"
-    unready_as_zero: bool
-
-
-@quick_init
-@dataclass(frozen=True, slots=True)
-class PodMetricResult:
-    """A per-pod metric's proposal with everything that explains it."""
-
-    replicas: int
-    ratio: float
-    usage: int  # average milli value (raw average for utilization)
-    utilization: int | None  # integer percent of request (utilization targets only)
-    groups: PodGroups
-    samples_used: int  # samples left after dropping ignored and unready pods
-    rule: str  # which rule produced ``replicas``
-    rebalance: Rebalance | None = None
-    superfluous: tuple[str, ...] = field(default=())
-
-
-@dataclass(frozen=True, slots=True)
-class ValueResult:
-    """An Object/External metric's proposal."""
-
-    replicas: int
-    ratio: float
-    usage: int  # the value compared (sum of series, or per-pod average)
-    ready_pods: int | None  # Running & Ready pods multiplied in (Value targets)
-    rule: str
 
 
 def _is_ready_true(pod: PodInfo) -> bool:

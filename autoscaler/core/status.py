@@ -11,7 +11,7 @@ from typing import Any
 
 from autoscaler.core.conditions import Condition
 from autoscaler.core.history import DecisionHistory
-from autoscaler.core.metrics import MetricOutcome, MetricValue
+from autoscaler.core.results import MetricOutcome, MetricValue
 from autoscaler.core.spec import MetricSourceType, MetricSpec
 from autoscaler.values.quantity import Format, format_milli
 

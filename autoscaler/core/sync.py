@@ -12,7 +12,7 @@ whether the writes are real:
    (``scale_to``) and the VPA (``vpa_patch``).
 2. The caller makes the writes (the service), or makes none and takes them as done (simulate, backtest).
 3. :func:`settle`: the outcome of the writes recorded as upstream records it
-   (:func:`~autoscaler.core.decision.apply_scale_result`), HVPA's state moved on only when its writes
+   (:func:`~autoscaler.core.rescale.apply_scale_result`), HVPA's state moved on only when its writes
    went through, and the :class:`SyncState` the next sync starts from.
 
 Pure: no I/O, no clock (``now`` is an argument). Same inputs, same outcome.
@@ -27,29 +27,32 @@ from typing import Any
 
 from autoscaler.core import conditions as c
 from autoscaler.core.conditions import set_condition
-from autoscaler.core.decision import WARNING, Decision, Event, TargetState, apply_scale_result, decide
+from autoscaler.core.decision import WARNING, Decision, Event, TargetState, decide
 from autoscaler.core.explain import explain_lines
 from autoscaler.core.hvpa.decision import HvpaDecision, HvpaObservation, HvpaState, VpaObservation, decide_hvpa
 from autoscaler.core.hvpa.explain import explain_hvpa
 from autoscaler.core.hvpa.hpa_link import adopt_hvpa, hpa_off_decision
 from autoscaler.core.hvpa.spec import Source
 from autoscaler.core.observation import ContainerInfo, Observation
+from autoscaler.core.rescale import apply_scale_result
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
 from autoscaler.values.frozen import quick_init
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SyncState:
     """Everything a target carries from one sync to the next: the HPA engine's state and HVPA's."""
 
     target: TargetState = field(default_factory=TargetState)
     hvpa: HvpaState = field(default_factory=HvpaState)
 
+    def __init__(self, target: TargetState | None = None, hvpa: HvpaState | None = None) -> None:
+        object.__setattr__(self, "target", TargetState() if target is None else target)
+        object.__setattr__(self, "hvpa", HvpaState() if hvpa is None else hvpa)
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class SyncInputs:
     """What one sync observed. ``observation`` is what the HPA engine reads (its metric readings are
     "not read" failures when :func:`reads_metrics` is False); the rest is read by HVPA only: the VPA,
@@ -60,14 +63,25 @@ class SyncInputs:
     template: Sequence[ContainerInfo] = ()
     clock: Fraction | float | None = None
 
+    def __init__(
+        self,
+        observation: Observation,
+        vpa: VpaObservation | None = None,
+        template: Sequence[ContainerInfo] = (),
+        clock: Fraction | float | None = None,
+    ) -> None:
+        object.__setattr__(self, "observation", observation)
+        object.__setattr__(self, "vpa", vpa)
+        object.__setattr__(self, "template", template)
+        object.__setattr__(self, "clock", clock)
+
 
 def reads_metrics(spec: TargetSpec) -> bool:
     """Whether a sync of ``spec`` reads its metrics: always, unless ``hvpa.sources`` leaves the HPA out."""
     return spec.hvpa is None or Source.HPA in spec.hvpa.sources
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SyncPlan:
     """A sync decided, before its writes: what to write, and what :func:`settle` needs afterwards."""
 
@@ -76,6 +90,15 @@ class SyncPlan:
     state: SyncState  # the state the sync started from
     decision: Decision  # the HPA engine's decision, carrying HVPA's count when there is HVPA
     hvpa: HvpaDecision | None
+
+    def __init__(
+        self, spec: TargetSpec, now: float, state: SyncState, decision: Decision, hvpa: HvpaDecision | None
+    ) -> None:
+        object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "now", now)
+        object.__setattr__(self, "state", state)
+        object.__setattr__(self, "decision", decision)
+        object.__setattr__(self, "hvpa", hvpa)
 
     @property
     def scale_to(self) -> int | None:
@@ -108,8 +131,7 @@ ALL_WRITTEN = WriteResults()  # simulate and backtest: every write succeeds
 NOTHING_WRITTEN = WriteResults(scale=None, vpa=False)  # a dry run
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SyncOutcome:
     """A sync after its writes: the decisions as recorded, and the state the next sync starts from."""
 
@@ -117,6 +139,12 @@ class SyncOutcome:
     decision: Decision
     hvpa: HvpaDecision | None
     state: SyncState
+
+    def __init__(self, now: float, decision: Decision, hvpa: HvpaDecision | None, state: SyncState) -> None:
+        object.__setattr__(self, "now", now)
+        object.__setattr__(self, "decision", decision)
+        object.__setattr__(self, "hvpa", hvpa)
+        object.__setattr__(self, "state", state)
 
     def explanation(self) -> list[str]:
         """The decision in words, HVPA's after the HPA engine's."""

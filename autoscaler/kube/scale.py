@@ -15,7 +15,6 @@ from typing import Any
 
 from autoscaler.core.spec import CrossVersionObjectReference
 from autoscaler.kube.api import KubeApi, KubeError, ResourcePath
-from autoscaler.values.frozen import quick_init
 
 # Kinds whose group the API server would tell us anyway; an empty apiVersion means these.
 DEFAULT_API_VERSIONS = {
@@ -35,13 +34,18 @@ class StaleScale(ScaleError):
     """The replica count changed under us: the decision was made on old state."""
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Scale:
     spec_replicas: int
     status_replicas: int
     selector: str
     resource_version: str
+
+    def __init__(self, spec_replicas: int, status_replicas: int, selector: str, resource_version: str) -> None:
+        object.__setattr__(self, "spec_replicas", spec_replicas)
+        object.__setattr__(self, "status_replicas", status_replicas)
+        object.__setattr__(self, "selector", selector)
+        object.__setattr__(self, "resource_version", resource_version)
 
 
 def parse_scale(body: Any) -> Scale:

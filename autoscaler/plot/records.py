@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from autoscaler.core.metrics import MetricOutcome
+from autoscaler.core.results import MetricOutcome
 from autoscaler.core.spec import MetricSpec, MetricTargetType
 from autoscaler.core.sync import SyncOutcome
 

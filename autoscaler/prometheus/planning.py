@@ -49,7 +49,7 @@ class PlannedQuery:
     problem: str | None = None
 
 
-@dataclass(eq=False, slots=True)
+@dataclass(eq=False, slots=True, init=False)
 class Member:
     """One (target, metric) pair waiting for a reading."""
 
@@ -58,6 +58,15 @@ class Member:
     target: TargetQuery
     spec: MetricSpec
     pods: frozenset[str]
+
+    def __init__(
+        self, target_index: int, metric_index: int, target: TargetQuery, spec: MetricSpec, pods: frozenset[str]
+    ) -> None:
+        self.target_index = target_index
+        self.metric_index = metric_index
+        self.target = target
+        self.spec = spec
+        self.pods = pods
 
 
 @dataclass(eq=False, slots=True)

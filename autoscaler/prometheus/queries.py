@@ -18,7 +18,6 @@ from autoscaler.prometheus.extract import LabelNames
 from autoscaler.prometheus.promql import SelectorError, regex_literal, selector_matchers, string_literal
 from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.prometheus.templates import CPU_TEMPLATE, MEMORY_TEMPLATE, QueryTemplate, TemplateError
-from autoscaler.values.frozen import quick_init
 
 # Placeholders whose values do not depend on the target or metric: a template using only these renders
 # to the same text for every target.
@@ -26,8 +25,7 @@ SHARED_PLACEHOLDERS = frozenset({"scope", "window", "pod_label", "namespace_labe
 _RENDERED_REMEMBERED = 1000  # shared renderings kept (forgotten all at once past this)
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class TargetQuery:
     """One target's needs for one sync."""
 
@@ -41,6 +39,24 @@ class TargetQuery:
     # targets read only a small part of a namespace, its per-pod query names their pods instead of
     # asking for the whole namespace (see :mod:`autoscaler.prometheus.planning`).
     namespace_pods: int = 0
+
+    def __init__(
+        self,
+        namespace: str,
+        name: str,
+        scale_target: CrossVersionObjectReference,
+        selector: str,
+        pod_names: Sequence[str],
+        metrics: Sequence[MetricSpec],
+        namespace_pods: int = 0,
+    ) -> None:
+        object.__setattr__(self, "namespace", namespace)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "scale_target", scale_target)
+        object.__setattr__(self, "selector", selector)
+        object.__setattr__(self, "pod_names", pod_names)
+        object.__setattr__(self, "metrics", metrics)
+        object.__setattr__(self, "namespace_pods", namespace_pods)
 
 
 class Unplannable(Exception):

@@ -229,8 +229,8 @@ class TargetReconciler:
             return decision
         except (asyncio.CancelledError, LeadershipLost):
             raise
-        except TargetLeft as exc:  # moved to another shard (or deleted) mid-sync: nothing more is written
-            log.info("sync stopped before writing: the target is not this instance's now", reason=str(exc))
+        except TargetLeft as left:  # moved to another shard (or deleted) mid-sync: nothing more is written
+            log.info("sync stopped before writing: the target is not this instance's now", reason=str(left))
             return None
         except Exception:  # a bug must not kill the reconciler: report it and try again next tick
             log.exception("sync failed unexpectedly")

@@ -25,7 +25,7 @@ import structlog
 from autoscaler.core import conditions as c
 from autoscaler.core.conditions import Condition
 from autoscaler.core.decision import Decision, Event
-from autoscaler.core.metrics import MetricOutcome
+from autoscaler.core.results import MetricOutcome
 from autoscaler.core.status import condition_json
 from autoscaler.service.metrics_sink import MetricsSink
 from autoscaler.service.status import seconds_time, status_document

@@ -8,7 +8,7 @@ from typing import Any
 from autoscaler.core.decision import BRANCHES, Decision
 from autoscaler.core.hvpa.decision import HvpaDecision
 from autoscaler.core.hvpa.explain import hvpa_json, requests_text
-from autoscaler.core.metrics import MetricOutcome
+from autoscaler.core.results import MetricOutcome
 from autoscaler.core.status import condition_json, history_json, metric_status, quantity_from_milli
 from autoscaler.simulate.runner import StepResult
 

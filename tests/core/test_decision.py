@@ -4,7 +4,7 @@ from dataclasses import replace
 
 from autoscaler.core import conditions as c
 from autoscaler.core.conditions import Condition
-from autoscaler.core.decision import TargetState, apply_scale_result, decide
+from autoscaler.core.decision import TargetState, decide
 from autoscaler.core.history import DecisionHistory, Recommendation
 from autoscaler.core.observation import (
     ExternalReading,
@@ -14,6 +14,7 @@ from autoscaler.core.observation import (
     ScaleInfo,
     SelectorProblem,
 )
+from autoscaler.core.rescale import apply_scale_result
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import (
     DEFAULT_SCALE_DOWN_RULES,

@@ -16,7 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autoscaler.core.decision import TargetState, apply_scale_result, decide
+from autoscaler.core.decision import TargetState, decide
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.observation import (
     ConditionStatus,
@@ -31,6 +31,7 @@ from autoscaler.core.observation import (
     ResourceReading,
     ScaleInfo,
 )
+from autoscaler.core.rescale import apply_scale_result
 from autoscaler.core.settings import ControllerSettings, Tolerances
 from autoscaler.core.spec import (
     Behavior,

@@ -11,9 +11,10 @@ from typing import Any, cast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.core.decision import Decision, TargetState, apply_scale_result, decide
+from autoscaler.core.decision import Decision, TargetState, decide
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.observation import ExternalReading, Observation, ScaleInfo
+from autoscaler.core.rescale import apply_scale_result
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import (
     DEFAULT_SCALE_DOWN_RULES,

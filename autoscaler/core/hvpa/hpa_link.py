@@ -7,7 +7,7 @@
 2. :func:`~autoscaler.core.hvpa.decision.decide_hvpa` decides the replicas and the per-pod resources.
 3. :func:`adopt_hvpa` makes the HPA decision carry HVPA's count: it is what the scale is set to.
    When the caller then records a successful write with
-   :func:`~autoscaler.core.decision.apply_scale_result`, the change is stored as a scale event, so
+   :func:`~autoscaler.core.rescale.apply_scale_result`, the change is stored as a scale event, so
    the HPA's rate policies count every change of the replica count — also those HVPA made on the
    strength of the VPA — exactly as upstream counts every change the HPA made.
 
@@ -22,7 +22,7 @@ from dataclasses import replace
 from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.history import with_initial_recommendation
 from autoscaler.core.hvpa.decision import HvpaDecision
-from autoscaler.core.metrics import MetricOutcome
+from autoscaler.core.results import MetricOutcome
 from autoscaler.core.spec import TargetSpec
 
 HVPA_ONLY = "hvpa-only"

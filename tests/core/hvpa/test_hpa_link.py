@@ -2,10 +2,11 @@
 (stabilization windows, rate policies) shapes that source; HVPA's scale changes are recorded as the HPA's
 scale events (docs/hvpa.md, "HVPA and the HPA behavior")."""
 
-from autoscaler.core.decision import Decision, TargetState, apply_scale_result, decide
+from autoscaler.core.decision import Decision, TargetState, decide
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.hvpa.hpa_link import adopt_hvpa, hpa_off_decision
 from autoscaler.core.observation import ExternalReading, Observation, ScaleInfo
+from autoscaler.core.rescale import apply_scale_result
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
 from tests.core.hvpa.builders import decide as decide_hvpa
