@@ -47,8 +47,8 @@ class _Columns:
         return pod in self._column()
 
     def __eq__(self, other: object) -> bool:
-        # Mapping's own, written out: compiled, this class's slot for == is the one a subclass inherits,
-        # and Mapping's method, found only by name, would never be called.
+        # Mapping's own, written out: compiled, == goes through this native base's comparison slot, which
+        # Mapping's __eq__ (a method of a Python base class) never fills, and a column never equalled a dict.
         if not isinstance(other, Mapping):
             return NotImplemented
         return dict(cast("Mapping[str, Any]", self).items()) == dict(other.items())
