@@ -9,8 +9,11 @@ Deployments no target scales), and one ScalingTarget per Deployment with two met
 
 A :class:`MetricsExporter` serves both counters per pod at a rate that puts every target inside its
 tolerance (0.3 CPU of a 500m request = 60 %, 10 requests/s per pod): the steady state, where nothing
-should be written. A private Prometheus scrapes the exporter every second. The emulator runs in this
-process (its request log counts the API calls by verb); the service runs as its own process
+should be written. A private Prometheus scrapes the exporter every 15 s (``--scrape-interval``: what
+clusters run for cAdvisor; at 10,000 targets a 1 s scrape of 200,000 series left Prometheus, sharing the
+harness's core with the emulator, slower than the service's 5 s query deadline after ~10 minutes, and the
+failed metrics' status writes slowed the emulator further: BENCHMARKS.md, the twentieth session). The
+emulator runs in this process (its request log counts the API calls by verb); the service runs as its own process
 (``python -m autoscaler run --config …``) and is measured from ``/proc/<pid>``.
 
 Phases:
@@ -21,7 +24,9 @@ Phases:
    namespace's targets labelled round robin, or with ``--shard-by namespace`` whole namespaces, each shard
    watching only its own); time to ``/readyz`` 200 (caches synced) and to the first full pass
    (every one of its targets' first status write);
-3. steady window: ``periods`` sync periods right after the first full pass. Reported per service:
+3. steady window: ``periods`` sync periods right after the first full pass (or ``--settle`` seconds
+   after it; every target's decision history, and the RSS with it, grows until 300 s after its first
+   sync, the scale-down window: the report says whether the window reached that). Reported per service:
    scheduling lag (``autoscaler_schedule_lag_seconds``), sync duration, event-loop lag, Lease renewals
    (how late, failed, lost), service CPU and RSS, Prometheus queries (the service's counter and the
    server's own), Kubernetes API calls by verb, writes, LISTs, the cost of one /metrics scrape (after the
@@ -77,7 +82,9 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--periods", type=int, default=4, help="sync periods in the steady window")
     parser.add_argument("--period", type=float, default=15.0, help="sync.periodSeconds (default 15)")
-    parser.add_argument("--scrape-interval", type=float, default=1.0, help="Prometheus' scrape interval")
+    parser.add_argument(
+        "--scrape-interval", type=float, default=15.0, help="Prometheus' scrape interval in seconds (default 15)"
+    )
     parser.add_argument(
         "--settle", type=float, default=0.0, help="seconds between the first full pass and the steady window"
     )

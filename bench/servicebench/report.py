@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from autoscaler.prometheus.settings import DEFAULT_TIMEOUT_SECONDS
 from servicebench.window import Window
 
 
@@ -33,7 +34,7 @@ def report(result: dict[str, Any]) -> str:
         )
     for service in services:
         lines += ["", *service_table(service, result)]
-    lines.append("")
+    lines += ["", *environment_notes(result, w0)]
     exits = ", ".join(f"{s['name']} {s['exit_code']}" for s in services)
     lines.append(f"service exit codes: {exits}")
     passed = (
@@ -42,6 +43,58 @@ def report(result: dict[str, Any]) -> str:
     )
     lines.append("checks: " + ("; ".join(result["problems"]) if result["problems"] else passed))
     return "\n".join(lines)
+
+
+# The scale-down stabilization window of the benchmark's targets (the default): a target's decision history
+# keeps the recommendations of that long, so its memory grows until that long after its first sync.
+SCALE_DOWN_WINDOW_S = 300.0
+
+
+def environment_notes(result: dict[str, Any], w: Window) -> list[str]:
+    """What the figures depend on besides the service: whether the decision histories were full when the RSS
+    was measured (it grows until they are: 3,000 targets, 159 → 168 MiB over the first 20 periods, then
+    flat; BENCHMARKS.md), whether the harness's own CPUs (Prometheus, the emulator) kept up, and whether
+    Prometheus answered within the service's deadline (``w``: the first service's window; the services share
+    one Prometheus)."""
+    after = result.get("settle", 0.0) + w.seconds
+    full = after >= SCALE_DOWN_WINDOW_S
+    notes = [
+        f"RSS measured {after:.0f} s after the first full pass; the decision histories fill "
+        f"{SCALE_DOWN_WINDOW_S:g} s after a target's first sync (the scale-down window)"
+        + ("" if full else ": not yet, so the RSS is short of its steady state (a longer --periods or --settle)")
+    ]
+    cpus = result.get("others_cpus")
+    if cpus:
+        used = w.mcpu(w.prometheus_cpu) + w.mcpu(w.harness_cpu)
+        notes.append(
+            f"the harness's own CPUs ({cpus}: Prometheus, the emulator, the exporter): {used:.0f} mCPU used"
+            + (
+                " — saturated: their slow answers (queries past the timeout, slow writes) weigh on the "
+                "service's figures; a longer --scrape-interval lightens Prometheus"
+                if used >= 900 * cpus
+                else ""
+            )
+        )
+    deadline = query_deadline(result.get("overrides") or [])
+    slowest = w.query_duration.quantile(0.99) if w.query_duration.count else 0.0
+    if slowest > deadline:
+        notes.append(
+            f"Prometheus' answers: p99 {slowest:.1f} s, past the service's {deadline:g} s deadline "
+            "(prometheus.timeoutSeconds): the failed metrics' status writes and Events follow from it "
+            "(this Prometheus shares its CPUs with the emulator; --set prometheus.timeoutSeconds=…)"
+        )
+    return notes
+
+
+def query_deadline(overrides: list[str]) -> float:
+    """The service's Prometheus deadline in this run: the last ``--set prometheus.timeoutSeconds=…``, or its
+    default."""
+    deadline = DEFAULT_TIMEOUT_SECONDS
+    for assignment in overrides:
+        path, _, value = assignment.partition("=")
+        if path.strip() == "prometheus.timeoutSeconds":
+            deadline = float(value)
+    return deadline
 
 
 def service_table(service: dict[str, Any], result: dict[str, Any]) -> list[str]:

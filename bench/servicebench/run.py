@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import sys
 import time
 from collections import Counter
@@ -49,6 +50,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "shard_by": args.shard_by,
         "period": args.period,
         "periods": args.periods,
+        "settle": args.settle,
         "overrides": args.set,
     }
     with MetricsExporter() as exporter:
@@ -178,6 +180,7 @@ async def measure(
                 f"(at least {fewest:.0f}): targets missed ticks"
             )
     problems.extend(steady_problems(h, plan))
+    result["others_cpus"] = len(os.sched_getaffinity(0))
     # SIGTERM, and each service's graceful shutdown timed (from its log, and to its exit). Stopped off this
     # loop (stop_all): waiting on it, every run's services logged "shutdown took longer than expected".
     codes = await stop_all(services)
