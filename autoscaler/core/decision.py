@@ -219,7 +219,7 @@ def _decide(
             None,
             conditions,
             history,
-            _previous_desired(state, current),
+            kept_desired_replicas(state.desired_replicas, current),
             state.last_scale_time,
             (event,),
             error=event.message,
@@ -257,7 +257,7 @@ def _decide(
             None,
             conditions,
             history,
-            _previous_desired(state, current),
+            kept_desired_replicas(state.desired_replicas, current),
             state.last_scale_time,
             tuple(events),
             error=combined.error,
@@ -370,9 +370,10 @@ def _carries_scaled_to_zero(state: TargetState) -> bool:
     return flag is not None and flag.status == c.TRUE
 
 
-def _previous_desired(state: TargetState, current: int) -> int:
-    """status.desiredReplicas when a sync cannot decide: upstream leaves the last written value."""
-    return state.desired_replicas if state.desired_replicas is not None else current
+def kept_desired_replicas(previous: int | None, current: int) -> int:
+    """status.desiredReplicas when a sync does not change it (it cannot decide, or its scale write failed):
+    upstream leaves the last written value, ``previous``; the current count when none was written yet."""
+    return previous if previous is not None else current
 
 
 def _selector_failure(observation: Observation) -> tuple[Event, str, str] | None:

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from autoscaler.core import conditions as c
 from autoscaler.core.conditions import set_condition
-from autoscaler.core.decision import NORMAL, WARNING, Decision, Event
+from autoscaler.core.decision import NORMAL, WARNING, Decision, Event, kept_desired_replicas
 from autoscaler.core.history import record_scale_event
 from autoscaler.core.spec import TargetSpec
 
@@ -43,10 +43,9 @@ def apply_scale_result(
             conditions=conditions,
             events=(*decision.events, event),
             applied=False,
-            # upstream leaves status.desiredReplicas as it was before this sync
-            status_desired_replicas=decision.current_replicas
-            if decision.previous_desired_replicas is None
-            else decision.previous_desired_replicas,
+            status_desired_replicas=kept_desired_replicas(
+                decision.previous_desired_replicas, decision.current_replicas
+            ),
             error=f"failed to rescale: {message}",
         )
     conditions = set_condition(
