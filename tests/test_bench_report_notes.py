@@ -65,6 +65,6 @@ def test_answers_slower_than_the_services_deadline_are_named(report: ModuleType)
     slow = Window(300.0, 120.0, 86.4, Durations(8.2))  # the split shards' run of the twentieth session
     (*_, note) = report.environment_notes({"settle": 0.0}, slow)
     assert note.startswith("Prometheus' answers: p99 8.2 s, past the service's 5 s deadline")
-    assert len(report.environment_notes({"overrides": ["prometheus.timeoutSeconds=12"]}, slow)) == 1
-    assert len(report.environment_notes({"overrides": ["prometheus.timeoutSeconds=8"]}, slow)) == 2
+    assert len(report.environment_notes({"query_deadline_s": 12.0}, slow)) == 1
+    assert len(report.environment_notes({"query_deadline_s": 8.0}, slow)) == 2
     assert len(report.environment_notes({}, Window(300.0, 120.0, 86.4, Durations(4.9)))) == 1

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from autoscaler.prometheus.settings import DEFAULT_TIMEOUT_SECONDS
 from autoscaler.values.timestamps import parse_rfc3339
 from servicebench.procfs import free_port
 
@@ -40,6 +41,8 @@ class ServiceProcess:
         self.launcher = launcher
         self.name = name
         self.port = int(settings["http"]["port"])
+        # The service's Prometheus deadline, as its configuration gives it (--set included).
+        self.query_deadline = float(settings["prometheus"].get("timeoutSeconds", DEFAULT_TIMEOUT_SECONDS))
         self.config = workdir / f"{name}.yaml"
         self.config.write_text(yaml.safe_dump(settings))
         self.log = workdir / f"{name}.log"

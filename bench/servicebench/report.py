@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from autoscaler.core.settings import DEFAULT_SETTINGS
 from autoscaler.prometheus.settings import DEFAULT_TIMEOUT_SECONDS
 from servicebench.window import Window
 
@@ -45,9 +46,10 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# The scale-down stabilization window of the benchmark's targets (the default): a target's decision history
-# keeps the recommendations of that long, so its memory grows until that long after its first sync.
-SCALE_DOWN_WINDOW_S = 300.0
+# The scale-down stabilization window of the benchmark's targets (the controller's default; they set no
+# behavior): a target's decision history keeps the recommendations of that long, so its memory grows until
+# that long after its first sync.
+SCALE_DOWN_WINDOW_S = DEFAULT_SETTINGS.downscale_stabilization_window
 
 
 def environment_notes(result: dict[str, Any], w: Window) -> list[str]:
@@ -75,7 +77,7 @@ def environment_notes(result: dict[str, Any], w: Window) -> list[str]:
                 else ""
             )
         )
-    deadline = query_deadline(result.get("overrides") or [])
+    deadline = result.get("query_deadline_s", DEFAULT_TIMEOUT_SECONDS)
     slowest = w.query_duration.quantile(0.99) if w.query_duration.count else 0.0
     if slowest > deadline:
         notes.append(
@@ -84,17 +86,6 @@ def environment_notes(result: dict[str, Any], w: Window) -> list[str]:
             "(this Prometheus shares its CPUs with the emulator; --set prometheus.timeoutSeconds=…)"
         )
     return notes
-
-
-def query_deadline(overrides: list[str]) -> float:
-    """The service's Prometheus deadline in this run: the last ``--set prometheus.timeoutSeconds=…``, or its
-    default."""
-    deadline = DEFAULT_TIMEOUT_SECONDS
-    for assignment in overrides:
-        path, _, value = assignment.partition("=")
-        if path.strip() == "prometheus.timeoutSeconds":
-            deadline = float(value)
-    return deadline
 
 
 def service_table(service: dict[str, Any], result: dict[str, Any]) -> list[str]:

@@ -181,6 +181,7 @@ async def measure(
             )
     problems.extend(steady_problems(h, plan))
     result["others_cpus"] = len(os.sched_getaffinity(0))
+    result["query_deadline_s"] = services[0].query_deadline
     # SIGTERM, and each service's graceful shutdown timed (from its log, and to its exit). Stopped off this
     # loop (stop_all): waiting on it, every run's services logged "shutdown took longer than expected".
     codes = await stop_all(services)
