@@ -2,6 +2,7 @@
 targets' metric specs into the readings the decision engine consumes. See ``docs/prometheus.md``."""
 
 from autoscaler.prometheus.client import ClientStats, PrometheusClient
+from autoscaler.prometheus.connection_settings import BasicAuth
 from autoscaler.prometheus.errors import (
     PrometheusBadQuery,
     PrometheusError,
@@ -15,7 +16,7 @@ from autoscaler.prometheus.errors import (
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import MetricsReader
 from autoscaler.prometheus.results import InstantResult, RangeResult, RangeSeries, Series
-from autoscaler.prometheus.settings import BasicAuth, PrometheusSettings, parse_prometheus_settings
+from autoscaler.prometheus.settings import PrometheusSettings, parse_prometheus_settings
 from autoscaler.prometheus.templates import validate_template
 
 __all__ = [

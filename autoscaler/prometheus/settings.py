@@ -26,16 +26,24 @@ error message: a parse error names the field, never its value.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlsplit
 
+from autoscaler.prometheus.connection_settings import (
+    REDACTED,
+    read_basic_auth,
+    read_secret_string,
+    read_string_map,
+    read_tls,
+    read_url,
+)
+from autoscaler.prometheus.connection_settings import (
+    BasicAuth as BasicAuth,  # the settings hold it: importable from here too
+)
 from autoscaler.prometheus.promql import is_label_name
 from autoscaler.prometheus.templates import validate_template
 from autoscaler.values.durations import format_prometheus_duration, parse_prometheus_duration
-from autoscaler.values.fields import ErrorList, Obj, type_name
+from autoscaler.values.fields import ErrorList, Obj
 
 DEFAULT_TIMEOUT_SECONDS = 5.0
 DEFAULT_CONCURRENCY = 20  # Prometheus' own --query.max-concurrency: more only queues there.
@@ -55,23 +63,10 @@ DEFAULT_LARGE_RESPONSE_BYTES = 256 * 2**10
 # (jittered): not every period, but a fixed template or a Prometheus upgrade is still noticed.
 DEFAULT_INVALID_QUERY_BACKOFF = 30.0
 DEFAULT_INVALID_QUERY_BACKOFF_MAX = 600.0
-REDACTED = "<redacted>"
 # The form fields that ask a backend to fail rather than answer without some of its stores: Thanos'
 # partial_response=false and a VictoriaMetrics cluster's deny_partial_response=1. Prometheus and a
 # VictoriaMetrics single node ignore them (the live tests send them to both; Mimir is not tested).
 DENY_PARTIAL_PARAMETERS = {"partial_response": "false", "deny_partial_response": "1"}
-
-# RFC 9110 token characters for header names.
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-
-
-@dataclass(frozen=True, slots=True)
-class BasicAuth:
-    username: str
-    password: str = field(repr=False)
-
-    def __repr__(self) -> str:
-        return f"BasicAuth(username={self.username!r}, password={REDACTED!r})"
 
 
 @dataclass(frozen=True)
@@ -174,28 +169,28 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
     obj = Obj.of(data, path, errors)
     if obj is None:
         return None
-    url = _url(obj)
-    token = _secret_string(obj, "bearerToken")
+    url = read_url(obj)
+    token = read_secret_string(obj, "bearerToken")
     token_file = obj.string("bearerTokenFile", non_empty=True)
     if token is not None and token_file is not None:
         obj.error("bearerTokenFile", "Forbidden: set either bearerToken or bearerTokenFile, not both")
-    basic = _basic_auth(obj.obj("basicAuth"))
+    basic = read_basic_auth(obj.obj("basicAuth"))
     if basic is not None and (token is not None or token_file is not None):
         obj.error("basicAuth", "Forbidden: basic auth and a bearer token both set the Authorization header")
-    headers = _string_map(obj, "headers", secret=True, header_names=True)
+    headers = read_string_map(obj, "headers", secret=True, header_names=True)
     if (
         headers
         and any(name.lower() == "authorization" for name in headers)
         and (basic is not None or token is not None or token_file is not None)
     ):
         obj.error("headers", "Forbidden: an Authorization header conflicts with bearerToken/basicAuth")
-    query_parameters = _string_map(obj, "queryParameters", secret=False, header_names=False)
+    query_parameters = read_string_map(obj, "queryParameters", secret=False, header_names=False)
     reserved = {"query", "time", "start", "end", "step", "timeout"} & set(query_parameters or {})
     for name in sorted(reserved):
         obj.errors.add(f"{obj.at('queryParameters')}.{name}", "Forbidden: set by the client for every query")
     # A partial_response or deny_partial_response of queryParameters is the user's explicit word: it wins.
     deny_partial = obj.boolean("denyPartialResponse", default=True)
-    tls = _tls(obj.obj("tls"))
+    tls = read_tls(obj.obj("tls"))
     timeout = obj.number("timeoutSeconds", default=DEFAULT_TIMEOUT_SECONDS, minimum=0.001, maximum=300)
     concurrency = obj.integer("concurrency", default=DEFAULT_CONCURRENCY, minimum=1, maximum=1000)
     retries = obj.integer("retries", default=DEFAULT_RETRIES, minimum=0, maximum=10)
@@ -255,97 +250,6 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
         invalid_query_backoff_max_seconds=backoff_max,
         deny_partial_response=bool(deny_partial),
     )
-
-
-def _url(obj: Obj) -> str | None:
-    raw = obj.raw("url", required=True)
-    if raw is None:
-        return None
-    if not isinstance(raw, str):
-        obj.error("url", f"must be a string, not {type_name(raw)}")
-        return None
-    try:
-        parts = urlsplit(raw)
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError:
-        obj.error("url", "must be an http:// or https:// URL")
-        return None
-    if parts.username is not None or parts.password is not None:
-        # Never echo the URL: it holds the credentials.
-        obj.error("url", "Forbidden: credentials in the URL; use basicAuth or bearerTokenFile")
-        return None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        obj.error("url", f"must be an http:// or https:// URL with a host, not {raw!r}")
-        return None
-    if parts.query or parts.fragment:
-        obj.error("url", "must not have a query or fragment (use queryParameters)")
-        return None
-    return raw.rstrip("/")
-
-
-def _secret_string(obj: Obj, key: str) -> str | None:
-    value = obj.raw(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        obj.error(key, f"must be a non-empty string, not {type_name(value)}")
-        return None
-    return value
-
-
-def _basic_auth(obj: Obj | None) -> BasicAuth | None:
-    if obj is None:
-        return None
-    username = obj.string("username", required=True, non_empty=True)
-    password = obj.raw("password", required=True)
-    if password is not None and not isinstance(password, str):
-        obj.error("password", f"must be a string, not {type_name(password)}")
-        password = None
-    obj.finish()
-    if username is None or password is None:
-        return None
-    return BasicAuth(username=username, password=password)
-
-
-def _string_map(obj: Obj, key: str, *, secret: bool, header_names: bool) -> dict[str, str] | None:
-    view = obj.obj(key)
-    if view is None:
-        return None
-    result: dict[str, str] = {}
-    for name, value in view.value.items():
-        view.mark_known(name)
-        name_text = str(name)
-        if header_names and not _HEADER_NAME.match(name_text):
-            view.error(name_text, "must be a valid HTTP header name")
-            continue
-        if not isinstance(value, str):
-            view.error(name_text, f"must be a string, not {type_name(value)}")
-            continue
-        if "\n" in value or "\r" in value:
-            # The value itself stays out of the message: it may be a secret.
-            view.error(
-                name_text, "must not contain line breaks" if secret else f"must not contain line breaks: {value!r}"
-            )
-            continue
-        result[name_text] = value
-    view.finish()
-    return result
-
-
-def _tls(obj: Obj | None) -> dict[str, Any]:
-    if obj is None:
-        return {}
-    result: dict[str, Any] = {
-        "caFile": obj.string("caFile", non_empty=True),
-        "certFile": obj.string("certFile", non_empty=True),
-        "keyFile": obj.string("keyFile", non_empty=True),
-        "insecureSkipVerify": obj.boolean("insecureSkipVerify", default=False),
-    }
-    if (result["certFile"] is None) != (result["keyFile"] is None):
-        missing = "keyFile" if result["certFile"] is not None else "certFile"
-        obj.error(missing, "Required value: a client certificate needs both certFile and keyFile")
-    obj.finish()
-    return result
 
 
 def _label_name(obj: Obj, key: str, default: str) -> str | None:

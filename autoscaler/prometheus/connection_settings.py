@@ -1,0 +1,125 @@
+"""How to reach one Prometheus: its URL, credentials, TLS files and the header and query-parameter maps,
+each read from its settings field with every problem reported (:mod:`autoscaler.prometheus.settings` reads
+the rest and assembles them).
+
+Secrets never appear in a repr or in an error message: a problem names the field, never its value.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from autoscaler.values.fields import Obj, type_name
+
+REDACTED = "<redacted>"
+
+# RFC 9110 token characters for header names.
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class BasicAuth:
+    username: str
+    password: str = field(repr=False)
+
+    def __repr__(self) -> str:
+        return f"BasicAuth(username={self.username!r}, password={REDACTED!r})"
+
+
+def read_url(obj: Obj) -> str | None:
+    """``url``: http(s) with a host, no credentials, query or fragment; without its trailing slash."""
+    raw = obj.raw("url", required=True)
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        obj.error("url", f"must be a string, not {type_name(raw)}")
+        return None
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        obj.error("url", "must be an http:// or https:// URL")
+        return None
+    if parts.username is not None or parts.password is not None:
+        # Never echo the URL: it holds the credentials.
+        obj.error("url", "Forbidden: credentials in the URL; use basicAuth or bearerTokenFile")
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        obj.error("url", f"must be an http:// or https:// URL with a host, not {raw!r}")
+        return None
+    if parts.query or parts.fragment:
+        obj.error("url", "must not have a query or fragment (use queryParameters)")
+        return None
+    return raw.rstrip("/")
+
+
+def read_secret_string(obj: Obj, key: str) -> str | None:
+    """A non-empty string that is a secret (a problem names ``key``, never the value)."""
+    value = obj.raw(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        obj.error(key, f"must be a non-empty string, not {type_name(value)}")
+        return None
+    return value
+
+
+def read_basic_auth(obj: Obj | None) -> BasicAuth | None:
+    """``basicAuth``: a username and a password (which may be empty, as upstream allows)."""
+    if obj is None:
+        return None
+    username = obj.string("username", required=True, non_empty=True)
+    password = obj.raw("password", required=True)
+    if password is not None and not isinstance(password, str):
+        obj.error("password", f"must be a string, not {type_name(password)}")
+        password = None
+    obj.finish()
+    if username is None or password is None:
+        return None
+    return BasicAuth(username=username, password=password)
+
+
+def read_string_map(obj: Obj, key: str, *, secret: bool, header_names: bool) -> dict[str, str] | None:
+    """A map of strings (``headers``, ``queryParameters``); with ``secret``, no problem repeats a value."""
+    view = obj.obj(key)
+    if view is None:
+        return None
+    result: dict[str, str] = {}
+    for name, value in view.value.items():
+        view.mark_known(name)
+        name_text = str(name)
+        if header_names and not HEADER_NAME.match(name_text):
+            view.error(name_text, "must be a valid HTTP header name")
+            continue
+        if not isinstance(value, str):
+            view.error(name_text, f"must be a string, not {type_name(value)}")
+            continue
+        if "\n" in value or "\r" in value:
+            # The value itself stays out of the message: it may be a secret.
+            view.error(
+                name_text, "must not contain line breaks" if secret else f"must not contain line breaks: {value!r}"
+            )
+            continue
+        result[name_text] = value
+    view.finish()
+    return result
+
+
+def read_tls(obj: Obj | None) -> dict[str, Any]:
+    """``tls``: the CA, client certificate and key files (a certificate needs its key) and insecureSkipVerify."""
+    if obj is None:
+        return {}
+    result: dict[str, Any] = {
+        "caFile": obj.string("caFile", non_empty=True),
+        "certFile": obj.string("certFile", non_empty=True),
+        "keyFile": obj.string("keyFile", non_empty=True),
+        "insecureSkipVerify": obj.boolean("insecureSkipVerify", default=False),
+    }
+    if (result["certFile"] is None) != (result["keyFile"] is None):
+        missing = "keyFile" if result["certFile"] is not None else "certFile"
+        obj.error(missing, "Required value: a client certificate needs both certFile and keyFile")
+    obj.finish()
+    return result
