@@ -33,7 +33,7 @@ from kube_emulator.httpio import (
 from kube_emulator.jsonutil import JsonObject, encode
 from kube_emulator.operations import ApiOperations
 from kube_emulator.patches import BUILTIN_PATCH_TYPES, CUSTOM_RESOURCE_PATCH_TYPES
-from kube_emulator.reads import ListResult, Served
+from kube_emulator.reads import ListResult, Served, read_fresh_enough
 from kube_emulator.requestinfo import RequestInfo, parse_bool
 from kube_emulator.resources import ResourceType
 from kube_emulator.selectors import FieldRequirement, FieldSelector, parse_field_selector, parse_label_selector
@@ -75,6 +75,8 @@ class ResourceEndpoints:
         name = info.name or ""
         verb = info.verb
         as_table = tables.table_version(request.headers.get("Accept", ""))
+        if verb in ("get", "list"):
+            await read_fresh_enough(self.ops.store, query)  # a resourceVersion not reached yet: wait, then 504
         if verb == "get":
             if info.subresource == "scale":
                 return json_response(self.ops.get_scale(resource_type, namespace or "", name))

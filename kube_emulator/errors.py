@@ -225,6 +225,18 @@ def expired(message: str) -> ApiError:
     return ApiError(410, "Expired", message)
 
 
+def too_large_resource_version(wanted: int, current: int, retry_after_seconds: int) -> ApiError:
+    """504: a read or watch-list asked for a resourceVersion the store has not reached
+    (``storage.NewTooLargeResourceVersionError``: a Timeout with a ``ResourceVersionTooLarge`` cause)."""
+    details: JsonObject = {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]}
+    headers: dict[str, str] = {}
+    if retry_after_seconds:  # omitempty, and a Retry-After header, as the API server writes any error's delay
+        details["retryAfterSeconds"] = retry_after_seconds
+        headers["Retry-After"] = str(retry_after_seconds)
+    message = f"Timeout: Too large resource version: {wanted}, current: {current}"
+    return ApiError(504, "Timeout", message, details=details, headers=headers)
+
+
 def too_many_requests(retry_after_seconds: int) -> ApiError:
     return ApiError(
         429,

@@ -9,10 +9,12 @@ writes on top of it): the watch server (:mod:`kube_emulator.streaming`) filters 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import bisect
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kube_emulator import errors
@@ -28,6 +30,11 @@ Served = StoredObject | JsonObject
 (so its cached encoding is reused), else a converted dict."""
 
 _ALWAYS_SELECTABLE = frozenset({"metadata.name", "metadata.namespace"})
+
+FRESHNESS_WAIT = 3.0
+"""Seconds a read or watch-list waits for a resourceVersion the store has not reached (the watch cache's
+``blockTimeout``), before it is answered 504 Too large resource version."""
+_FRESHNESS_POLL = 0.02
 
 
 def as_dict(served: Served) -> JsonObject:
@@ -158,3 +165,34 @@ def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
         return int(decoded["rv"]), (str(namespace), str(name))
     except (ValueError, KeyError, TypeError, binascii.Error) as problem:
         raise errors.bad_request(f"continue key is not valid: {problem}") from problem
+
+
+# --- resourceVersions the store has not reached ---------------------------------------------------------
+
+
+async def wait_until_fresh(store: ObjectStore, wanted: int, *, seconds: float = FRESHNESS_WAIT) -> None:
+    """Return once the store has reached resourceVersion ``wanted``; 504 Too large resource version
+    (retry after 1 s) if it has not within ``seconds``: what the watch cache answers a GET or LIST "not
+    older than" a version it has not seen, and a watch-list (``sendInitialEvents=true``) from one. A
+    version from before an etcd restore that went back is such a version until the store passes it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while store.resource_version < wanted:
+        left = deadline - loop.time()
+        if left <= 0:
+            raise errors.too_large_resource_version(wanted, store.resource_version, 1)
+        await asyncio.sleep(min(_FRESHNESS_POLL, left))
+
+
+async def read_fresh_enough(store: ObjectStore, query: Mapping[str, str]) -> None:
+    """For a GET or LIST: wait as :func:`wait_until_fresh` does when it asks for a resourceVersion (other
+    than "0", any, and not ``Exact``, which only the current one can answer here) the store has not reached."""
+    requested = query.get("resourceVersion") or ""
+    if requested in ("", "0") or query.get("resourceVersionMatch") == "Exact" or query.get("continue"):
+        return
+    try:
+        wanted = int(requested)
+    except ValueError:
+        raise errors.bad_request(f"invalid resource version: {requested!r}") from None
+    if wanted > store.resource_version:
+        await wait_until_fresh(store, wanted)

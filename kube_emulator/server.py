@@ -37,7 +37,7 @@ from kube_emulator.requestlog import RequestLog
 from kube_emulator.resources import ResourceRegistry, ResourceType
 from kube_emulator.selectors import parse_label_selector
 from kube_emulator.settings import ServerSettings
-from kube_emulator.store import ObjectStore
+from kube_emulator.store import ObjectStore, Snapshot
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient, Configuration
@@ -335,3 +335,20 @@ class KubeEmulator:
         """Forget recorded changes (of one resource or all), so watches from older
         resourceVersions get 410 Expired — what etcd compaction does to a real cluster."""
         self.store.compact(self.resource(resource).storage_key if resource else None)
+
+    def snapshot_etcd(self) -> Snapshot:
+        """Every object as it is now (``etcdctl snapshot save``), for :meth:`restore_etcd`."""
+        return self.store.snapshot()
+
+    async def restore_etcd(self, snapshot: Snapshot, *, bump_revision: int = 0) -> None:
+        """Put ``snapshot`` back as an operator restores etcd and restarts the API servers and the
+        controllers (:meth:`ObjectStore.restore <kube_emulator.store.ObjectStore.restore>`): every
+        watch ends; without ``bump_revision`` the resourceVersions go back, and a client resuming its
+        watch from a later one hears nothing until the store passes it; with it (``etcdutl snapshot
+        restore --bump-revision N --mark-compacted``) such a watch is answered 410 Expired."""
+        running = self.running
+        for controller in reversed(self.controllers) if running else ():
+            await controller.stop()
+        self.store.restore(snapshot, bump_revision=bump_revision)
+        for controller in self.controllers if running else ():
+            await controller.start(self)

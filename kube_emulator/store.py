@@ -7,6 +7,8 @@
   resourceVersion older than the window is answered with 410 Expired.
 * Every committed version of every object is kept (bounded per object) for tests to
   inspect, e.g. the sequence of replica counts a Deployment went through.
+* A :class:`Snapshot` of every object can be restored later, as an etcd backup is: the revision
+  goes back (or forward, bumped), the change windows start again, every watch ends.
 
 The store knows nothing about kinds or API semantics: that is
 :mod:`kube_emulator.operations`.
@@ -29,6 +31,15 @@ ObjectKey = tuple[str, str]
 """``(namespace, name)``; the namespace is ``""`` for cluster-scoped objects."""
 
 ChangeListener = Callable[[str, WatchEvent], None]
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """The store's objects at one revision, as ``etcdctl snapshot save`` keeps them (their committed
+    versions are never changed, so holding them is enough)."""
+
+    revision: int
+    objects: dict[str, dict[ObjectKey, StoredObject]]
 
 
 @dataclass(eq=False)
@@ -94,6 +105,7 @@ class ObjectStore:
         self._versions: dict[tuple[str, str, str], deque[JsonObject]] = {}
         self._listeners: dict[str, list[ChangeListener]] = {}
         self._revision = 0
+        self._window_start = 0  # the revision the change windows began at (a restore's; 0: the first write)
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -105,7 +117,7 @@ class ObjectStore:
     def _bucket(self, storage_key: str) -> _Bucket:
         bucket = self._buckets.get(storage_key)
         if bucket is None:
-            bucket = _Bucket(history_size=self._watch_history)
+            bucket = _Bucket(history_size=self._watch_history, compacted_rv=self._window_start)
             self._buckets[storage_key] = bucket
         return bucket
 
@@ -278,6 +290,31 @@ class ObjectStore:
             bucket = self._bucket(key)
             bucket.events.clear()
             bucket.compacted_rv = self._revision
+
+    # --- etcd snapshots ----------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """Every object as it is now, at the current revision."""
+        return Snapshot(self._revision, {key: dict(bucket.objects) for key, bucket in self._buckets.items()})
+
+    def restore(self, snapshot: Snapshot, *, bump_revision: int = 0) -> None:
+        """Replace every object with the snapshot's, as ``etcdutl snapshot restore`` and restarted API
+        servers do: every open watch ends, the change windows start empty at the restored revision
+        (a watch from an older version is 410 Expired), and the revision goes back to the snapshot's
+        plus ``bump_revision`` (``--bump-revision``; with it, ``--mark-compacted``: every version a
+        client saw before is then older than the window, and gets 410). Without a bump, versions
+        issued after the snapshot are issued again to other changes. In-process listeners hear
+        nothing: the world was replaced, nothing changed in it (restart the controllers)."""
+        self.close_watchers("the API server restarted: etcd was restored from a snapshot")
+        self._buckets = {}
+        self._revision = self._window_start = snapshot.revision + max(0, bump_revision)
+        for storage_key, objects in snapshot.objects.items():
+            bucket = self._bucket(storage_key)
+            for key, stored in objects.items():
+                bucket.index(key, stored)
+                versions = self._versions.get((storage_key, *key))
+                if not versions or versions[-1] is not stored.obj:
+                    self._remember_version(storage_key, key, stored.obj)
 
     def add_listener(self, storage_key: str, listener: ChangeListener) -> None:
         """Call ``listener`` synchronously after each change of ``storage_key`` (in-process watch)."""

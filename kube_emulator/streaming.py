@@ -5,9 +5,14 @@ Semantics copied from the API server's watch cache:
 * ``resourceVersion`` unset or ``"0"``: synthetic ADDED events for the current objects, then
   changes; ``sendInitialEvents=true`` does the same and ends the initial batch with a BOOKMARK
   annotated ``k8s.io/initial-events-end: "true"``;
-* ``resourceVersion=N``: changes after N, or, if N has left the event window, an HTTP 200
+* ``resourceVersion=N``: changes after N (of the request's namespace and selection only, replayed
+  from the event window as well as live), or, if N has left the event window, an HTTP 200
   stream with one ERROR event carrying a 410 Expired ``Status`` (errors found after the request
   was accepted are reported as watch events, not HTTP statuses);
+* ``resourceVersion=N`` the store has not reached (after an etcd restore that sent the versions back):
+  accepted, and silent — no event, no bookmark — until the store passes N; with
+  ``sendInitialEvents=true``, a wait of up to 3 s for N, then an ERROR event carrying a 504 Timeout
+  with a ``ResourceVersionTooLarge`` cause;
 * ``allowWatchBookmarks=true``: a BOOKMARK every ``bookmark_interval`` seconds when idle, and
   one right before the server closes the watch at ``timeoutSeconds``;
 * a watcher whose buffer overflows is closed, as a too-slow watcher is.
@@ -25,7 +30,7 @@ from kube_emulator.errors import ApiError
 from kube_emulator.faults import DropWatch
 from kube_emulator.jsonutil import JsonObject, encode
 from kube_emulator.operations import ApiOperations
-from kube_emulator.reads import Served
+from kube_emulator.reads import Served, wait_until_fresh
 from kube_emulator.resources import ResourceType
 from kube_emulator.selectors import FieldSelector, LabelSelector
 from kube_emulator.watch import Delivery, ObjectFilter, StoredObject, Subscription
@@ -123,6 +128,8 @@ async def start_stream(request: web.Request) -> web.StreamResponse:
 
 
 async def serve_expired(request: web.Request, problem: ApiError) -> web.StreamResponse:
+    """A watch that fails once accepted (410 Expired, 504 Too large resource version): an HTTP 200
+    stream with one ERROR event, as the API server's error watcher sends it."""
     response = await start_stream(request)
     await response.write(error_line(problem))
     await response.write_eof()
@@ -137,6 +144,12 @@ async def serve_watch(
     drop: DropWatch | None = None,
 ) -> web.StreamResponse:
     resource_type = watch.resource_type
+    resumes_from = watch.since if watch.since is not None and not watch.send_initial_events else 0
+    if watch.send_initial_events and watch.since is not None and watch.since > ops.store.resource_version:
+        try:  # a watch-list waits for its version (up to 3 s), as a read does
+            await wait_until_fresh(ops.store, watch.since)
+        except ApiError as problem:
+            return await serve_expired(request, problem)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + watch.timeout
     drop_deadline = loop.time() + drop.after_seconds if drop and drop.after_seconds is not None else None
@@ -144,7 +157,13 @@ async def serve_watch(
     stream = _Stream(request, response, drop)
 
     scope = watch.namespace if resource_type.namespaced else None
-    subscription = Subscription(resource_type.storage_key, scope, watch.accepts, settings.buffer_size)
+    # A plain watch from a version the store has not reached (an etcd restore sent the versions back) is
+    # accepted and hears nothing until the store passes it, bookmarks included: the watch cache neither
+    # waits nor errs for it (kubernetes/kubernetes#107457), and a bookmark older than the version asked
+    # for would send the client back over changes it has not seen.
+    subscription = Subscription(
+        resource_type.storage_key, scope, watch.accepts, settings.buffer_size, after=resumes_from
+    )
     initial: list[bytes] = []
     initial_rv = ops.store.resource_version
     # From here to store.subscribe() nothing awaits, so no write can slip between the
@@ -172,7 +191,7 @@ async def serve_watch(
         while not stream.dropped:
             now = loop.time()
             if now >= deadline:
-                if watch.bookmarks:
+                if watch.bookmarks and ops.store.resource_version >= resumes_from:
                     await stream.write([_bookmark(resource_type, ops.store.resource_version)])
                 break
             if drop_deadline is not None and now >= drop_deadline:
@@ -193,7 +212,8 @@ async def serve_watch(
             elif watch.bookmarks and loop.time() >= next_bookmark:
                 # An empty buffer means every committed write has been delivered or filtered,
                 # so the current resourceVersion is a safe place to resume from.
-                await stream.write([_bookmark(resource_type, ops.store.resource_version)])
+                if ops.store.resource_version >= resumes_from:
+                    await stream.write([_bookmark(resource_type, ops.store.resource_version)])
                 next_bookmark = loop.time() + settings.bookmark_interval
         if not stream.dropped:
             await response.write_eof()

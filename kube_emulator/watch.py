@@ -89,12 +89,22 @@ class Subscription:
     namespace: str | None
     accepts: ObjectFilter | None
     max_pending: int
+    after: int = 0
+    """Only changes after this resourceVersion are delivered: a watch from a resourceVersion the store has
+    not reached (its history went back: an etcd restore) gets nothing until the store passes it, as the
+    watch cache's watcher sends only events newer than the version it started from."""
     pending: deque[Delivery] = field(default_factory=deque)
     closed_reason: str | None = None
     _wakeup: asyncio.Event = field(default_factory=asyncio.Event)
 
     def offer(self, event: WatchEvent) -> None:
         if self.closed_reason is not None:
+            return
+        if event.resource_version <= self.after:
+            return
+        if self.namespace is not None and event.current.namespace != self.namespace:
+            # The store fans live changes out by namespace already; a replay from the change window
+            # (a watch resuming from a resourceVersion) offers every namespace's, and must not leak them.
             return
         delivery_type = self._delivery_type(event)
         if delivery_type is None:
