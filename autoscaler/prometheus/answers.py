@@ -41,6 +41,9 @@ from autoscaler.prometheus.settings import PrometheusSettings
 
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _ERROR_TEXT_LIMIT = 500
+_SNIPPET_LIMIT = 200
+# What of an error text (characters) or a body (bytes) is redacted before it is cut to the limits above.
+_SNIPPET_WINDOW = 64 * 2**10
 # Errors of a connection the server closed or reset before answering: re-dialled without counting
 # as a retry (a restarted Prometheus drops every kept-alive connection of the pool at once).
 _RESET_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED})
@@ -95,7 +98,7 @@ class Answers:
             raise PrometheusMalformedResponse(
                 self._redact(
                     f"malformed Prometheus response from {self.settings.display_url}: not JSON "
-                    f"({content_type or 'no content type'}): {_snippet(payload)!r}"
+                    f"({content_type or 'no content type'}): {_snippet(payload, self._redact)!r}"
                 )
             ) from None
 
@@ -113,8 +116,9 @@ class Answers:
         if isinstance(document, dict):
             error_type = str(document.get("errorType") or "")
             error_text = str(document.get("error") or "")
-        detail = error_text or _snippet(payload)
-        detail = self._redact(detail[:_ERROR_TEXT_LIMIT])
+        # Redacted, then cut: a cut first could leave part of a secret, which no redaction knows.
+        window = error_text[:_SNIPPET_WINDOW]
+        detail = self._redact(window)[:_ERROR_TEXT_LIMIT] if error_text else _snippet(payload, self._redact)
         where = f"Prometheus at {self.settings.display_url}"
         label = f"{error_type}: " if error_type else ""
         if status == 422 and names_a_store_failure(detail):
@@ -172,9 +176,11 @@ def _dropped(exc: BaseException) -> bool:
     return False
 
 
-def _snippet(payload: bytes | bytearray) -> str:
-    text = payload[:200].decode("utf-8", errors="replace")
-    return " ".join(text.split()) or "(empty body)"
+def _snippet(payload: bytes | bytearray, redact: Callable[[str], str]) -> str:
+    """The start of a body that is not Prometheus' JSON (a proxy's page), as one line of 200 characters at
+    most, redacted before it is cut (a secret across the cut would be left in part)."""
+    text = redact(payload[:_SNIPPET_WINDOW].decode("utf-8", errors="replace"))
+    return " ".join(text.split())[:_SNIPPET_LIMIT] or "(empty body)"
 
 
 def _reason(exc: BaseException) -> str:

@@ -9,13 +9,13 @@ once, in a worker thread, when the client starts.
 
 from __future__ import annotations
 
-import base64
 import os
 import ssl
 import time
 from collections.abc import Callable
 
 from autoscaler.prometheus.errors import PrometheusError
+from autoscaler.prometheus.redaction import KnownSecrets, basic_authorization
 from autoscaler.prometheus.settings import PrometheusSettings
 
 
@@ -65,26 +65,21 @@ class BearerTokenFile:
 
 
 class Credentials:
-    """The Authorization and custom headers for each request, and the secrets to redact."""
+    """The Authorization and custom headers for each request, and the secrets to redact: ``secrets``, when
+    given, is the service's one :class:`KnownSecrets` (every sink redacts with it), to which this adds the
+    settings' values and each token read from the file."""
 
-    def __init__(self, settings: PrometheusSettings) -> None:
+    def __init__(self, settings: PrometheusSettings, secrets: KnownSecrets | None = None) -> None:
         self._static: dict[str, str] = dict(settings.headers)
         self._token_file = BearerTokenFile(settings.bearer_token_file) if settings.bearer_token_file else None
         if settings.bearer_token:
             self._static["Authorization"] = f"Bearer {settings.bearer_token}"
         elif settings.basic_auth is not None:
-            pair = f"{settings.basic_auth.username}:{settings.basic_auth.password}".encode()
-            self._static["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
-        self._secrets = [
-            v
-            for v in (
-                settings.bearer_token,
-                settings.basic_auth.password if settings.basic_auth else None,
-                *settings.headers.values(),
-                self._static.get("Authorization"),
+            self._static["Authorization"] = basic_authorization(
+                settings.basic_auth.username, settings.basic_auth.password
             )
-            if v and len(v) >= 4
-        ]
+        self.secrets = secrets if secrets is not None else KnownSecrets()
+        self.secrets.learn(settings)
 
     @property
     def refreshable(self) -> bool:
@@ -99,16 +94,12 @@ class Credentials:
         if self._token_file is not None:
             token = self._token_file.token()
             headers["Authorization"] = f"Bearer {token}"
-            if token not in self._secrets:
-                self._secrets.append(token)
+            self.secrets.add(token)
         return headers
 
     def redact(self, text: str) -> str:
         """``text`` with every known secret replaced (a proxy may echo a header in its error page)."""
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, "<redacted>")
-        return text
+        return self.secrets.redact(text)
 
 
 def build_ssl_context(settings: PrometheusSettings) -> ssl.SSLContext | bool:

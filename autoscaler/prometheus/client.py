@@ -19,6 +19,8 @@
 * Queries are POSTed as a form (no URL length limit). A live query (``at=None``) sends no ``time=``:
   Prometheus evaluates it at its own time, so a skewed clock here cannot make the data stale or
   absent. Each answer's ``Date`` header is handed to ``observe_server_time`` to measure the skew.
+* No redirect is followed unless ``prometheus.followRedirects`` allows it, and then to the same origin
+  only (:mod:`autoscaler.prometheus.redirects`): a redirect must not carry the credentials elsewhere.
 * Answers are read up to ``maxResponseBytes`` (past it the call fails with
   :class:`PrometheusResponseTooLarge`); one larger than ``largeResponseBytes`` is decoded on the loop
   ~256 KiB at a time with a turn for the loop between (see :func:`instant_in_slices` and
@@ -52,6 +54,8 @@ from autoscaler.prometheus.errors import (
 )
 from autoscaler.prometheus.partial import partial_cause
 from autoscaler.prometheus.promql import format_time
+from autoscaler.prometheus.redaction import KnownSecrets
+from autoscaler.prometheus.redirects import REDIRECT_STATUSES, Redirects
 from autoscaler.prometheus.results import (
     InstantResult,
     RangeResult,
@@ -97,10 +101,15 @@ class PrometheusClient:
         rng: Callable[[], float] = random.random,
         observe_server_time: ServerTimeObserver | None = None,
         clock: Callable[[], float] | None = None,
+        secrets: KnownSecrets | None = None,
     ) -> None:
+        """``secrets``: the service's one redaction, which learns this client's secrets (its own otherwise);
+        every text this client makes is redacted with it (:attr:`secrets`)."""
         self.settings = settings
         self.stats = ClientStats()
-        self._credentials = Credentials(settings)
+        self._credentials = Credentials(settings, secrets)
+        self.secrets = self._credentials.secrets
+        self._redirects = Redirects(settings.url, settings.follow_redirects)
         self._answers = Answers(settings, self._credentials.redact)
         self._rng = rng
         self._observe_server_time = observe_server_time
@@ -195,19 +204,17 @@ class PrometheusClient:
         ``/-/ready`` beneath it (404: a path prefix that serves only the query API; current vmselect
         serves one under ``/select/<tenant>/prometheus``, older ones did not), whether a trivial query
         (``1``) is answered."""
-        session = self._require_session()
+        self._require_session()
         try:
             async with asyncio.timeout(self.settings.timeout_seconds):
-                async with session.get(self.settings.url + "/-/ready", headers=self._credentials.headers()) as response:
-                    await response.read()
-                    if response.status != 404:
-                        return response.status == 200
+                status, _, _ = await self._exchange("GET", "/-/ready", None, self._credentials.headers())
+                if status != 404:
+                    return status == 200
                 headers = self._credentials.headers()
                 headers["Content-Type"] = "application/x-www-form-urlencoded"
                 body = urlencode({**self.settings.request_parameters, "query": "1"}).encode()
-                async with session.post(self.settings.url + "/api/v1/query", data=body, headers=headers) as response:
-                    await response.read()
-                    return response.status == 200
+                status, _, _ = await self._exchange("POST", "/api/v1/query", body, headers)
+                return status == 200
         except (TimeoutError, aiohttp.ClientError, OSError, PrometheusError):
             return False
 
@@ -285,8 +292,6 @@ class PrometheusClient:
                 del error
 
     async def _attempt(self, path: str, form: Mapping[str, str], deadline: float) -> tuple[bytearray, str]:
-        session = self._require_session()
-        url = self.settings.url + path
         remaining = deadline - asyncio.get_running_loop().time()
         if remaining <= 0:
             raise self._timeout()
@@ -296,19 +301,10 @@ class PrometheusClient:
         body["timeout"] = format_prometheus_duration(max(remaining, 0.001))
         headers = self._credentials.headers()
         headers["Content-Type"] = "application/x-www-form-urlencoded"
-        self.stats.http_requests += 1
-        sent = self._clock()
         try:
             async with asyncio.timeout(remaining):
-                # The form encoded here, not by aiohttp's FormData (a third of a small query's client
-                # CPU); Accept-Encoding only with the compression setting (see PrometheusSettings).
-                async with session.post(
-                    url, data=urlencode(body).encode(), headers=headers, skip_auto_headers=self._skip_headers
-                ) as response:
-                    self._server_time(response.headers.get("Date"), sent)
-                    status = response.status
-                    content_type = response.headers.get("Content-Type", "")
-                    payload = await self._answers.read_capped(response)
+                # The form encoded here, not by aiohttp's FormData (a third of a small query's client CPU).
+                status, content_type, payload = await self._exchange("POST", path, urlencode(body).encode(), headers)
         except TimeoutError:
             raise self._timeout() from None
         except (aiohttp.ClientError, OSError) as exc:
@@ -321,6 +317,29 @@ class PrometheusClient:
             raise failure
         finally:
             del failure
+
+    async def _exchange(
+        self, method: str, path: str, data: bytes | None, headers: Mapping[str, str]
+    ) -> tuple[int, str, bytearray]:
+        """One request to ``path`` under the URL, and the redirects the settings let it follow (never
+        aiohttp's own: :mod:`autoscaler.prometheus.redirects`): the status, content type and body of the
+        answer that is not a redirect. Accept-Encoding only with the compression setting."""
+        session = self._require_session()
+        url = self.settings.url + path
+        hops = 0
+        while True:
+            self.stats.http_requests += 1
+            sent = self._clock()
+            async with session.request(
+                method, url, data=data, headers=headers, skip_auto_headers=self._skip_headers, allow_redirects=False
+            ) as response:
+                self._server_time(response.headers.get("Date"), sent)
+                status = response.status
+                if status not in REDIRECT_STATUSES:
+                    return status, response.headers.get("Content-Type", ""), await self._answers.read_capped(response)
+                location = response.headers.get("Location")
+            url = self._redirects.next_url(url, status, location, hops, method)
+            hops += 1
 
     def _server_time(self, date: str | None, sent: float) -> None:
         if self._observe_server_time is None or not date:

@@ -74,3 +74,11 @@ class PrometheusMalformedResponse(PrometheusError):
     """An answer that is not the Prometheus API's JSON envelope (or not the result type asked for)."""
 
     kind = "malformed"
+
+
+class PrometheusRedirect(PrometheusError):
+    """A redirect that is not followed (``prometheus.followRedirects``; never to another origin): its
+    Location's answer would be another server's, and following it would re-send the credentials there.
+    Final: the URL setting must change."""
+
+    kind = "redirect"

@@ -17,11 +17,12 @@ Example (all keys but ``url`` optional)::
       invalidQueryBackoffSeconds: 30       # a query rejected with 400/422 waits this long, doubling…
       invalidQueryBackoffMaxSeconds: 600   # …up to this
       denyPartialResponse: true     # ask Thanos / a VictoriaMetrics cluster to fail rather than answer partially
+      followRedirects: never        # or sameOrigin: follow a redirect to the same scheme, host and port only
       queries:
         cpu: sum by (namespace, pod, container) (rate(my_cpu_seconds{<<scope>>}[<<window>>]))
 
-Secrets (``bearerToken``, ``basicAuth.password``, header values) never appear in a repr or in an
-error message: a parse error names the field, never its value.
+Secrets (``bearerToken``, ``basicAuth.password``, header values, query parameter values) never appear in a
+repr or in an error message: a parse error names the field, never its value.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from autoscaler.prometheus.connection_settings import (
+    FOLLOW_NEVER,
+    FOLLOW_REDIRECTS,
     REDACTED,
     read_basic_auth,
     read_secret_string,
@@ -81,6 +84,9 @@ class PrometheusSettings:
     cert_file: str | None = None
     key_file: str | None = None
     insecure_skip_verify: bool = False
+    # Whether a redirect is followed: never (the query fails naming the Location), or to the same origin
+    # only; never to another origin, which would get the credentials (connection_settings.py).
+    follow_redirects: str = FOLLOW_NEVER
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     concurrency: int = DEFAULT_CONCURRENCY
     retries: int = DEFAULT_RETRIES
@@ -127,11 +133,12 @@ class PrometheusSettings:
             "bearer_token_file": self.bearer_token_file,
             "basic_auth": self.basic_auth,
             "headers": {name: REDACTED for name in self.headers},
-            "query_parameters": dict(self.query_parameters),
+            "query_parameters": {name: REDACTED for name in self.query_parameters},
             "ca_file": self.ca_file,
             "cert_file": self.cert_file,
             "key_file": self.key_file,
             "insecure_skip_verify": self.insecure_skip_verify,
+            "follow_redirects": self.follow_redirects,
             "timeout_seconds": self.timeout_seconds,
             "concurrency": self.concurrency,
             "retries": self.retries,
@@ -177,20 +184,21 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
     basic = read_basic_auth(obj.obj("basicAuth"))
     if basic is not None and (token is not None or token_file is not None):
         obj.error("basicAuth", "Forbidden: basic auth and a bearer token both set the Authorization header")
-    headers = read_string_map(obj, "headers", secret=True, header_names=True)
+    headers = read_string_map(obj, "headers", header_names=True)
     if (
         headers
         and any(name.lower() == "authorization" for name in headers)
         and (basic is not None or token is not None or token_file is not None)
     ):
         obj.error("headers", "Forbidden: an Authorization header conflicts with bearerToken/basicAuth")
-    query_parameters = read_string_map(obj, "queryParameters", secret=False, header_names=False)
+    query_parameters = read_string_map(obj, "queryParameters", header_names=False)
     reserved = {"query", "time", "start", "end", "step", "timeout"} & set(query_parameters or {})
     for name in sorted(reserved):
         obj.errors.add(f"{obj.at('queryParameters')}.{name}", "Forbidden: set by the client for every query")
     # A partial_response or deny_partial_response of queryParameters is the user's explicit word: it wins.
     deny_partial = obj.boolean("denyPartialResponse", default=True)
     tls = read_tls(obj.obj("tls"))
+    follow_redirects = obj.string("followRedirects", default=FOLLOW_NEVER, choices=FOLLOW_REDIRECTS)
     timeout = obj.number("timeoutSeconds", default=DEFAULT_TIMEOUT_SECONDS, minimum=0.001, maximum=300)
     concurrency = obj.integer("concurrency", default=DEFAULT_CONCURRENCY, minimum=1, maximum=1000)
     retries = obj.integer("retries", default=DEFAULT_RETRIES, minimum=0, maximum=10)
@@ -221,6 +229,7 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
     assert url is not None and timeout is not None and concurrency is not None and retries is not None
     assert window is not None and max_length is not None and max_response is not None
     assert large_response is not None and backoff is not None and backoff_max is not None
+    assert follow_redirects is not None
     return PrometheusSettings(
         url=url,
         bearer_token=token,
@@ -232,6 +241,7 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
         cert_file=tls.get("certFile"),
         key_file=tls.get("keyFile"),
         insecure_skip_verify=bool(tls.get("insecureSkipVerify")),
+        follow_redirects=follow_redirects,
         timeout_seconds=timeout,
         concurrency=concurrency,
         retries=retries,

@@ -35,7 +35,9 @@ from autoscaler.service.metrics_targets import (
 
 RECONCILE_RESULTS = frozenset({"scaled", "unchanged", "error", "dry_run"})
 QUERY_OUTCOMES = frozenset({"ok", "empty", "partial", "error"})
-PROMETHEUS_ERROR_KINDS = frozenset({"unreachable", "timeout", "http", "bad_query", "malformed", "too_large", "partial"})
+PROMETHEUS_ERROR_KINDS = frozenset(
+    {"unreachable", "timeout", "http", "bad_query", "malformed", "too_large", "partial", "redirect"}
+)
 CLOCK_PEERS = frozenset({"prometheus"})
 NOT_LIMITED = frozenset({"", "DesiredWithinRange"})
 DIRECTIONS = frozenset({"up", "down"})
@@ -276,7 +278,7 @@ class ServiceMetrics:
 
     def observe_prometheus_query(self, seconds: float, outcome: str, error_kind: str | None = None) -> None:
         """``outcome``: ok | empty (no series came back) | partial (a store did not answer) | error, with
-        ``error_kind`` one of unreachable | timeout | http | bad_query | malformed | too_large | partial
+        ``error_kind`` one of unreachable | timeout | http | bad_query | malformed | too_large | partial | redirect
         (``PrometheusError.kind``)."""
         outcome = _bounded(outcome, QUERY_OUTCOMES)
         self.prometheus_query_duration.observe(max(0.0, seconds))
