@@ -92,9 +92,9 @@ class KnownSecrets:
         return text
 
     def redact_document(self, document: Any, *, keep: frozenset[str] = frozenset()) -> Any:
-        """A copy of ``document`` (mappings, lists, strings, numbers…) with every string redacted, keys
-        included, except the values of the mapping keys in ``keep``; ``document`` itself when no secret is
-        known."""
+        """A copy of ``document`` (mappings, lists, strings, numbers…) with every string value redacted (not
+        the keys: a document's layout is the service's own), but under the mapping keys in ``keep``;
+        ``document`` itself when no secret is known."""
         if not self._values:
             return document
         return self._redacted(document, keep)
@@ -103,10 +103,7 @@ class KnownSecrets:
         if isinstance(value, str):
             return self.redact(value)
         if isinstance(value, Mapping):
-            return {
-                self.redact(key) if isinstance(key, str) else key: (item if key in keep else self._redacted(item, keep))
-                for key, item in value.items()
-            }
+            return {key: item if key in keep else self._redacted(item, keep) for key, item in value.items()}
         if isinstance(value, list | tuple):
             return [self._redacted(item, keep) for item in value]
         return value

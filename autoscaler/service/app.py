@@ -35,7 +35,7 @@ from autoscaler.prometheus.reader import MetricsReader, OnReady
 from autoscaler.service import collector
 from autoscaler.service.clock import ProcessClock, SkewMonitor
 from autoscaler.service.http import HttpServer, ReadinessCheck
-from autoscaler.service.logs import configure_logging, flush_logs, log_lines_dropped
+from autoscaler.service.logs import configure_logging, flush_logs, log_lines_dropped, redact_known_secrets
 from autoscaler.service.loop_health import monitor_event_loop_lag, track_gc_pauses
 from autoscaler.service.manager import Manager
 from autoscaler.service.metrics import ServiceMetrics
@@ -155,6 +155,9 @@ class Service:
                     clock=self.clock.now,
                 )
                 self.http.targets = manager
+                # One redaction, the client's (its settings' secrets, its token file's tokens), for every sink.
+                self.http.redaction = manager.writer.redaction = prometheus.secrets
+                redact_known_secrets(prometheus.secrets)
                 self.metrics.watch_log_lines_dropped(log_lines_dropped)
                 self.metrics.watch_caches(
                     lambda: [

@@ -33,8 +33,10 @@ import structlog
 from aiohttp import web
 from aiohttp.log import access_logger
 
+from autoscaler.prometheus.redaction import KnownSecrets
 from autoscaler.service.logs import redact_text
 from autoscaler.service.metrics import ServiceMetrics
+from autoscaler.service.redaction import redacted_status
 from autoscaler.service.settings import HttpSettings
 
 log = structlog.stdlib.get_logger(__name__)
@@ -99,6 +101,7 @@ class HttpServer:
         self.readiness = tuple(readiness)
         self.liveness = tuple(liveness)
         self.targets: TargetStatuses = targets or StatusMap()  # the service sets its manager's once it has one
+        self.redaction = KnownSecrets()  # likewise: its one redaction (service/redaction.py)
         self.check_timeout = check_timeout
         self.heartbeat_interval = heartbeat_interval
         self.liveness_timeout = liveness_timeout
@@ -206,9 +209,9 @@ class HttpServer:
                     return False, f"timed out after {timeout:g}s"
                 result = future.result()
             ok, detail = result
-            return bool(ok), str(detail)
+            return bool(ok), self.redaction.redact(str(detail))
         except Exception as exc:
-            return False, redact_text(f"{type(exc).__name__}: {exc}")
+            return False, self.redaction.redact(redact_text(f"{type(exc).__name__}: {exc}"))
 
     def _forget_check(self, future: asyncio.Future[Any]) -> None:
         self._stray_checks.discard(future)
@@ -242,7 +245,8 @@ class HttpServer:
                 await asyncio.sleep(0)
             status = self.targets.status_of(key)
             if status is not None:
-                items.append(_dumps({"namespace": key[0], "name": key[1], "status": status}))
+                shown = redacted_status(self.redaction, status)
+                items.append(_dumps({"namespace": key[0], "name": key[1], "status": shown}))
         return web.Response(text='{"items":[' + ",".join(items) + "]}", content_type="application/json")
 
     async def _target(self, request: web.Request) -> web.Response:
@@ -250,7 +254,7 @@ class HttpServer:
         document = self.targets.status_of(key)
         if document is None:
             return _json({"error": f"no target {key[0]}/{key[1]}"}, 404)
-        return _json({"namespace": key[0], "name": key[1], "status": document})
+        return _json({"namespace": key[0], "name": key[1], "status": redacted_status(self.redaction, document)})
 
 
 def _json(document: Any, status: int = 200) -> web.Response:

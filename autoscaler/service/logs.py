@@ -7,7 +7,9 @@ The chain, top to bottom:
    in a reconciler) joins every line logged from it, the libraries' included;
 2. level filter, level, logger name, ISO-8601 UTC timestamp (``%``-style arguments formatted);
 3. exceptions as structured data (JSON) or text (console), without local variables;
-4. :func:`redact_secrets` — last before rendering, so it sees messages, context and tracebacks alike;
+4. :func:`redact_secrets` — last before rendering, so it sees messages, context and tracebacks alike: the
+   values the service knows to be secrets (:func:`redact_known_secrets`, the Prometheus settings' — the
+   one redaction every sink applies), then anything that looks like a credential;
 5. JSON lines (``timestamp``, ``level``, ``logger``, ``event`` first) or the console renderer.
 
 Our modules log with ``structlog.stdlib.get_logger(__name__)`` and plain (synchronous) methods: the ``a*``
@@ -27,6 +29,7 @@ import structlog
 from structlog.tracebacks import ExceptionDictTransformer
 from structlog.typing import EventDict, Processor, WrappedLogger
 
+from autoscaler.prometheus.redaction import KnownSecrets
 from autoscaler.service.log_writer import ThreadedStreamHandler
 from autoscaler.service.settings import LoggingSettings
 
@@ -69,8 +72,21 @@ _OUR_HANDLER = "_autoscaler_handler"
 _MAYBE_SECRET = re.compile(r"authorization|bearer|basic|passw|secret|token|api[_-]?key|://|eyJ", re.IGNORECASE)
 
 
+# The service's one redaction (its Prometheus settings' secret values), once it has one.
+_known_secrets = KnownSecrets()
+
+
+def redact_known_secrets(secrets: KnownSecrets) -> None:
+    """From now on, every line is redacted of ``secrets``' values too, whatever their shape: a value echoed
+    bare by a backend matches none of the patterns."""
+    global _known_secrets
+    _known_secrets = secrets
+
+
 def redact_text(text: str) -> str:
-    """``text`` with anything that looks like a credential replaced by ``[REDACTED]``."""
+    """``text`` with every known secret value replaced by ``<redacted>``, and anything that looks like a
+    credential by ``[REDACTED]``."""
+    text = _known_secrets.redact(text)
     if not _MAYBE_SECRET.search(text):
         return text
     for pattern, replacement in _TEXT_PATTERNS:

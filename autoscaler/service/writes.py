@@ -19,7 +19,9 @@ import structlog
 from autoscaler.kube.api import VPAS, KubeApi, KubeError
 from autoscaler.kube.events import EventRecorder, InvolvedObject
 from autoscaler.kube.scale import DEFAULT_API_VERSIONS, Scale, ScaleError, StaleScale
+from autoscaler.prometheus.redaction import KnownSecrets
 from autoscaler.service.metrics_sink import MetricsSink
+from autoscaler.service.redaction import redacted_status
 from autoscaler.service.scales import ClusterScales
 from autoscaler.service.targets import API_VERSION, KIND, TARGETS, Target
 from autoscaler.service.write_backoff import WriteBackoff
@@ -80,6 +82,7 @@ class ApiWriter:
         self.may_write = may_write
         self.target_problem = target_problem
         self._static = static
+        self.redaction = KnownSecrets()  # the service's own, once it has one (service/redaction.py)
 
     async def write_scale(self, target: Target, replicas: int, decided_on: Scale) -> None:
         await self._scales.write(target, replicas, decided_on)
@@ -89,6 +92,7 @@ class ApiWriter:
     ) -> None:
         if self._static:
             return
+        document = redacted_status(self.redaction, document)
         body = {"status": {**{k: None for k in (previous or {}) if k not in document}, **document}}
         try:
             await self._api.merge_patch(
@@ -99,7 +103,7 @@ class ApiWriter:
                 raise
 
     async def record_event(self, target: Target, type_: str, reason: str, message: str) -> None:
-        await self._events.record(self.involved(target), type_, reason, message)
+        await self._events.record(self.involved(target), type_, reason, self.redaction.redact(message))
 
     async def write_vpa(self, target: Target, name: str, patch: Mapping[str, Any]) -> None:
         await self._api.merge_patch(VPAS.item(target.namespace, name), patch, resource="verticalpodautoscalers")

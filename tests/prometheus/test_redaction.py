@@ -53,7 +53,7 @@ def test_documents_are_redacted_but_for_the_keys_kept() -> None:
     assert secrets.redact_document(document, keep=frozenset({"currentMetrics"})) == {
         "conditions": [{"message": "tenant <redacted> failed", "status": "False"}],
         "currentMetrics": document["currentMetrics"],
-        "<redacted>": 3,
+        "team-a": 3,
         "lastDecision": {"explanation": ["<redacted>"], "replicas": 2, "scaled": False},
     }
     assert KnownSecrets().redact_document(document) is document
