@@ -30,6 +30,11 @@ def add_parser(sub: Subcommands) -> None:
         metavar="URL",
         help="read from a running service's HTTP endpoint instead (standalone mode), e.g. http://localhost:8080",
     )
+    explain.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="with --url: send the token in FILE, for a service whose API asks for one (http.tokenFile)",
+    )
     explain.add_argument("--output", "-o", choices=("text", "json"), default="text")
     explain.set_defaults(func=cmd_explain)
 
@@ -61,11 +66,15 @@ async def _fetch_status(args: argparse.Namespace, namespace: str, name: str) -> 
         import aiohttp
 
         url = f"{args.url.rstrip('/')}/api/targets/{namespace}/{name}"
+        token = await asyncio.to_thread(_read_token, args.token_file) if args.token_file else None
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
             try:
-                async with session.get(url) as response:
+                async with session.get(url, headers=headers) as response:
                     if response.status == 404:
                         raise LookupError(f"the service at {args.url} has no target {namespace}/{name}")
+                    if response.status == 401:
+                        raise LookupError(f"the service at {args.url} asks for a token (http.tokenFile): --token-file")
                     text = await response.read()
             except (aiohttp.ClientError, TimeoutError) as exc:
                 raise LookupError(f"cannot reach {args.url}: {exc or 'no answer in time'}") from exc
@@ -85,6 +94,14 @@ async def _fetch_status(args: argparse.Namespace, namespace: str, name: str) -> 
         except KubeError as exc:
             raise LookupError(f"ScalingTarget {namespace}/{name}: {exc.message or exc}") from exc
     return dict(_mapping(_mapping(obj).get("status")))
+
+
+def _read_token(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().strip()
+    except OSError as exc:
+        raise LookupError(f"--token-file {path}: {exc.strerror or exc}") from None
 
 
 def explain_status(namespace: str, name: str, status: Mapping[str, Any]) -> str:

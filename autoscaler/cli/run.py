@@ -44,6 +44,11 @@ def add_parser(sub: Subcommands) -> None:
         default=None,
         help="decide and report, but write nothing to the scaled workloads",
     )
+    run.add_argument(
+        "--http-address",
+        metavar="ADDRESS",
+        help="where the HTTP server listens (default 0.0.0.0, every interface; 127.0.0.1: this pod only)",
+    )
     run.add_argument("--http-port", type=int)
     run.add_argument("--no-leader-election", action="store_true", default=None)
     run.add_argument(
@@ -74,6 +79,7 @@ def flag_overrides(args: argparse.Namespace) -> dict[tuple[str, ...], Any]:
         "targets": ("targets",),
         "sync_period": ("sync", "periodSeconds"),
         "dry_run": ("dryRun",),
+        "http_address": ("http", "address"),
         "http_port": ("http", "port"),
         "shard": ("sharding", "shard"),
         "log_format": ("logging", "format"),

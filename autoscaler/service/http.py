@@ -16,6 +16,10 @@
 
 Bodies of the probes are JSON too (``{"ready": false, "checks": [{"name", "ok", "detail"}…]}``), so a
 human or ``kubectl get --raw`` can see which check failed. Exception text in a detail is redacted.
+
+Who may ask: whoever reaches ``http.address``:``http.port`` (``0.0.0.0``: every interface), and with
+``http.tokenFile`` only a request with its token, but for the probes (:mod:`autoscaler.service.http_auth`).
+Every status and detail is redacted of the secrets the service knows (:mod:`autoscaler.service.redaction`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from aiohttp import web
 from aiohttp.log import access_logger
 
 from autoscaler.prometheus.redaction import KnownSecrets
+from autoscaler.service.http_auth import ApiToken
 from autoscaler.service.logs import redact_text
 from autoscaler.service.metrics import ServiceMetrics
 from autoscaler.service.redaction import redacted_status
@@ -120,8 +125,9 @@ class HttpServer:
             raise RuntimeError("the HTTP server is not started")
         return self._port
 
-    def application(self) -> web.Application:
-        app = web.Application()
+    def application(self, token: ApiToken | None = None) -> web.Application:
+        """The routes; with ``token`` (``http.tokenFile``), all but the probes ask for it."""
+        app = web.Application(middlewares=[token.middleware] if token is not None else [])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
@@ -132,12 +138,15 @@ class HttpServer:
     async def start(self) -> None:
         if self._runner is not None:
             raise RuntimeError("the HTTP server is already started")
+        token = ApiToken(self.settings.token_file) if self.settings.token_file else None
+        if token is not None:
+            await asyncio.to_thread(token.load)  # TokenFileError: the service does not start unprotected
         self._last_beat = self._clock()
         self._heartbeat = asyncio.create_task(self._beat(), name="http-heartbeat")
         # "aiohttp.access" goes through structlog like every stdlib logger (see logs.py); off by default,
         # because probes and scrapes would be most of the log.
         runner = web.AppRunner(
-            self.application(), access_log=access_logger if self._access_log else None, shutdown_timeout=2.0
+            self.application(token), access_log=access_logger if self._access_log else None, shutdown_timeout=2.0
         )
         await runner.setup()
         try:
@@ -149,7 +158,7 @@ class HttpServer:
             raise
         self._runner = runner
         self._port = int(runner.addresses[0][1])
-        log.info("http.started", address=self.settings.address, port=self._port)
+        log.info("http.started", address=self.settings.address, port=self._port, token=token is not None)
 
     async def stop(self) -> None:
         """Stop listening, give requests in progress up to 2 s, stop the heartbeat. Idempotent."""

@@ -12,7 +12,7 @@ and start-up stops; secrets are never echoed. The file's layout (all optional bu
                  initialReadinessDelaySeconds: 30, downscaleStabilizationWindowSeconds: 300}
     targets: null        # a YAML file of targets: standalone mode, without the CRD
     dryRun: false
-    http: {address: 0.0.0.0, port: 8080}
+    http: {address: 0.0.0.0, port: 8080, tokenFile: null}   # tokenFile: /api and /metrics need its token
     leaderElection: {enabled: true, leaseName: autoscaler, leaseNamespace: null,
                      leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2}
     sharding: {shard: null, labelKey: autoscaler.dev/shard}   # see docs/sharding.md
@@ -22,7 +22,9 @@ and start-up stops; secrets are never echoed. The file's layout (all optional bu
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,8 +61,9 @@ class SyncSettings:
 
 @dataclass(frozen=True, slots=True)
 class HttpSettings:
-    address: str = "0.0.0.0"
+    address: str = "0.0.0.0"  # every interface; 127.0.0.1 (or ::1): only this pod (and port-forwards)
     port: int = 8080
+    token_file: str | None = None  # all but the probes ask for its token (service/http_auth.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +117,7 @@ ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
     "AUTOSCALER_TOLERANCE": ("controller", "tolerance"),
     "AUTOSCALER_TARGETS": ("targets",),
     "AUTOSCALER_DRY_RUN": ("dryRun",),
+    "AUTOSCALER_HTTP_ADDRESS": ("http", "address"),
     "AUTOSCALER_HTTP_PORT": ("http", "port"),
     "AUTOSCALER_LEADER_ELECTION": ("leaderElection", "enabled"),
     "AUTOSCALER_LEASE_NAMESPACE": ("leaderElection", "leaseNamespace"),
@@ -122,6 +126,8 @@ ENVIRONMENT: Mapping[str, tuple[str, ...]] = {
     "AUTOSCALER_LOG_LEVEL": ("logging", "level"),
 }
 _LIST_PATHS = {("kubernetes", "namespaces")}
+# A DNS name: dot-separated labels of letters, digits and inner hyphens.
+_HOST_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*")
 _TEXT_PATHS = {("sharding", "shard")}  # read as written: a shard named 1 is "1", not a number
 
 
@@ -263,11 +269,24 @@ def _http(obj: Obj | None) -> HttpSettings | None:
     if obj is None:
         return HttpSettings()
     address = obj.string("address", default="0.0.0.0", non_empty=True)
+    if address is not None and not _listen_address(address):
+        obj.error("address", f"must be an IP address (0.0.0.0, 127.0.0.1, ::, ::1) or a host name, not {address!r}")
+        address = None
     port = obj.integer("port", default=8080, minimum=0, maximum=65535)
+    token_file = obj.string("tokenFile", non_empty=True)
     obj.finish()
     if address is None or port is None:
         return None
-    return HttpSettings(address, port)
+    return HttpSettings(address, port, token_file)
+
+
+def _listen_address(text: str) -> bool:
+    """Whether the HTTP server can be told to listen on ``text``: an IP address or a host name."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return _HOST_NAME.fullmatch(text) is not None
+    return True
 
 
 def _leader_election(obj: Obj | None) -> LeaderElectionSettings | None:
