@@ -7,9 +7,11 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from autoscaler.kube.api import DEPLOYMENTS, PODS, VPAS, KubeApi
+from autoscaler.kube.api import DEPLOYMENTS, PODS, VPAS, KubeApi, ResourcePath
 from autoscaler.kube.records import PodRecord, WorkloadRecord, trim_deployment, trim_object, trim_pod
 from autoscaler.kube.watch import Key, WatchCache
+from autoscaler.service.scope import Scope, ScopedRetrim, ScopedTrim
+from autoscaler.service.sharding import ShardingSettings
 from autoscaler.service.targets import TARGETS, Target, target_from_object
 
 # LISTs at once across an instance's caches: the four kinds of one scope (an unsharded instance's whole
@@ -37,6 +39,34 @@ def retrim_target(known: Target, obj: Mapping[str, Any]) -> Target | None:
     return trim_target(obj, known)
 
 
+def _scope(resource: ResourcePath, namespace: str | None, sharding: ShardingSettings | None = None) -> Scope:
+    """What one cache (named as the watch cache names itself) may hold."""
+    return Scope(f"{resource.label} in {namespace}" if namespace else resource.label, namespace, sharding)
+
+
+def _target_cache(
+    api: KubeApi,
+    namespace: str | None,
+    on_target: TargetHandler,
+    sharding: ShardingSettings | None,
+    *,
+    silence_seconds: float,
+    list_slots: asyncio.Semaphore,
+) -> WatchCache[Target]:
+    scope = _scope(TARGETS, namespace, sharding)
+    return WatchCache(
+        api,
+        TARGETS,
+        ScopedTrim(trim_target, scope),
+        retrim=ScopedRetrim(retrim_target, scope),
+        namespace=namespace,
+        on_change=on_target,
+        label_selector=sharding.label_selector if sharding is not None else None,
+        silence_seconds=silence_seconds,
+        list_slots=list_slots,
+    )
+
+
 class ClusterCaches:
     def __init__(
         self,
@@ -46,11 +76,12 @@ class ClusterCaches:
         on_pod: PodHandler,
         on_target: TargetHandler | None,
         silence_seconds: float,
-        target_selector: str | None = None,
+        sharding: ShardingSettings | None = None,
     ) -> None:
-        """``on_target`` None: targets come from a file, no target cache. ``target_selector``: the label
-        selector of the targets this instance serves (its shard's, see :mod:`autoscaler.service.sharding`);
-        the workloads, pods and VPAs carry no shard label and are watched whole."""
+        """``on_target`` None: targets come from a file, no target cache. ``sharding``: the targets this
+        instance serves (its shard's label selector, see :mod:`autoscaler.service.sharding`); the workloads,
+        pods and VPAs carry no shard label and are watched whole. Every cache leaves out what the API server
+        sends from outside its namespace or shard (:mod:`autoscaler.service.scope`)."""
         self.namespaces = namespaces
         scopes: tuple[str | None, ...] = namespaces or (None,)
         # Caches per namespace (kubernetes.namespaces) would otherwise all list at once: two shards of 25
@@ -59,32 +90,45 @@ class ClusterCaches:
         slots = asyncio.Semaphore(LISTS_AT_ONCE)
         quiet = silence_seconds
         self.pods = {
-            ns: WatchCache(api, PODS, trim_pod, namespace=ns, on_change=on_pod, silence_seconds=quiet, list_slots=slots)
+            ns: WatchCache(
+                api,
+                PODS,
+                ScopedTrim(trim_pod, _scope(PODS, ns)),
+                namespace=ns,
+                on_change=on_pod,
+                silence_seconds=quiet,
+                list_slots=slots,
+            )
             for ns in scopes
         }
         self.deployments: dict[str | None, WatchCache[WorkloadRecord]] = {
-            ns: WatchCache(api, DEPLOYMENTS, trim_deployment, namespace=ns, silence_seconds=quiet, list_slots=slots)
+            ns: WatchCache(
+                api,
+                DEPLOYMENTS,
+                ScopedTrim(trim_deployment, _scope(DEPLOYMENTS, ns)),
+                namespace=ns,
+                silence_seconds=quiet,
+                list_slots=slots,
+            )
             for ns in scopes
         }
         self.vpas = {
-            ns: WatchCache(api, VPAS, trim_object, namespace=ns, optional=True, silence_seconds=quiet, list_slots=slots)
+            ns: WatchCache(
+                api,
+                VPAS,
+                ScopedTrim(trim_object, _scope(VPAS, ns)),
+                namespace=ns,
+                optional=True,
+                silence_seconds=quiet,
+                list_slots=slots,
+            )
             for ns in scopes
         }
         self.targets = (
             {}
             if on_target is None
             else {
-                ns: WatchCache(
-                    api,
-                    TARGETS,
-                    trim_target,
-                    retrim=retrim_target,
-                    namespace=ns,
-                    on_change=on_target,
-                    label_selector=target_selector,
-                    silence_seconds=quiet,
-                    list_slots=slots,
-                )
+                ns: _target_cache(api, ns, on_target, sharding, silence_seconds=quiet, list_slots=slots)
                 for ns in scopes
             }
         )

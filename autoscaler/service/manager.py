@@ -14,8 +14,6 @@ stand on, :mod:`autoscaler.service.caches`) and hands them to every reconciler.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import random
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -26,12 +24,11 @@ import structlog
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.kube.api import KubeApi, KubeError
 from autoscaler.kube.events import EventRecorder
-from autoscaler.kube.paging import list_pages
 from autoscaler.kube.pods import PodIndex
 from autoscaler.kube.scale import ScaleAccess
 from autoscaler.kube.watch import SILENCE_SECONDS, Key, WatchCache
 from autoscaler.service.batcher import MetricsBatcher, ReadMany
-from autoscaler.service.caches import ClusterCaches, trim_target
+from autoscaler.service.caches import ClusterCaches
 from autoscaler.service.clock import ProcessClock
 from autoscaler.service.metrics_sink import MetricsSink, NullMetrics
 from autoscaler.service.pacing import TurnPacer
@@ -41,15 +38,14 @@ from autoscaler.service.scales import ClusterScales
 from autoscaler.service.schedule import Schedule, TickTimers, first_delay
 from autoscaler.service.sharding import ShardingSettings
 from autoscaler.service.status import invalid_status
-from autoscaler.service.targets import TARGETS, Target, error_text
+from autoscaler.service.takeover import statuses_at_takeover
+from autoscaler.service.targets import Target, error_text
 from autoscaler.service.view import CachedView
 from autoscaler.service.writes import ApiWriter
 
 log = structlog.get_logger("autoscaler.manager")
 
-TAKEOVER_READ_BACKOFF = (0.5, 10.0)  # seconds: first retry, cap (the read of statuses at takeover)
 STARTS_PER_TURN = 100  # reconcilers started per turn of the loop when this instance starts leading
-TAKEOVER_PAGE = 500  # client-go's page size; 100 made the takeover read of 10,000 targets 100 round trips
 
 
 @dataclass
@@ -98,7 +94,7 @@ class Manager:
             on_pod=self.pods.on_change,
             on_target=None if self.static else self._target_event,
             silence_seconds=watch_silence,
-            target_selector=self.sharding.label_selector,
+            sharding=self.sharding,
         )
         scales = ClusterScales(self.cluster.deployment, ScaleAccess(api))
         self.view = CachedView(self.cluster, self.pods, scales, self.batcher)
@@ -176,7 +172,7 @@ class Manager:
         LIST (paged) per watched scope: the cache may lag (a watch relisting after a partition, events
         still buffered after a pause), and this instance's memory of an earlier term is older than what
         the leaders since then wrote (D3). A failed read is retried with backoff; no target is
-        reconciled from older state meanwhile.
+        reconciled from older state meanwhile (:mod:`autoscaler.service.takeover`).
 
         ``leading_since`` (monotonic): when this instance began to lead. Target caches that listed after it
         and follow the API server hold every status written before it, and only this instance writes them
@@ -187,8 +183,11 @@ class Manager:
         if leading_since is not None and self.cluster.targets_listed_after(leading_since):
             log.info("takeover: the target caches listed after this instance began to lead, no read again")
             statuses: dict[Key, Target] = {}
+        elif self.static:  # targets from a file have no status on the server: a new term starts as upstream's
+            statuses = {}
         else:
-            statuses = await self._statuses_at_takeover()
+            selector = self.sharding.label_selector
+            statuses = await statuses_at_takeover(self.api, self.namespaces, selector, self._targets)
         self._active = True
         for index, key in enumerate(list(self._targets)):
             target = self._targets.get(key)
@@ -206,56 +205,17 @@ class Manager:
         log.info("reconcilers started", targets=len(self.running), invalid=len(self.invalid))
         self._tasks.append(asyncio.create_task(self._process_changes(), name="target changes"))
 
-    async def _statuses_at_takeover(self) -> dict[Key, Target]:
-        """Every target as the API server has it now (nothing for targets from a file: they have no
-        status on the server, so a new term starts as upstream does after a restart)."""
-        if self.static:
-            return {}
-        delay = TAKEOVER_READ_BACKOFF[0]
-        while True:
-            try:
-                fresh: dict[Key, Target] = {}
-                for namespace in self.namespaces or (None,):
-                    fresh.update(await self._list_targets(namespace))
-                return fresh
-            except KubeError as exc:
-                log.warning(
-                    "could not read the targets at takeover: retrying", error=str(exc), retry_in=round(delay, 2)
-                )
-            await asyncio.sleep(delay * (1 + random.random()) / 2)
-            delay = min(TAKEOVER_READ_BACKOFF[1], delay * 2)
-
-    async def _list_targets(self, namespace: str | None) -> dict[Key, Target]:
-        found: dict[Key, Target] = {}
-        pages = list_pages(
-            self.api,
-            TARGETS.collection(namespace),
-            resource=TARGETS.label,
-            page_size=TAKEOVER_PAGE,
-            label_selector=self.sharding.label_selector,
-        )
-        async with contextlib.aclosing(pages):
-            async for body in pages:
-                for obj in body.get("items") or []:
-                    if not isinstance(obj, Mapping):
-                        continue
-                    meta = obj.get("metadata")
-                    key = (
-                        (str(meta.get("namespace") or ""), str(meta.get("name"))) if isinstance(meta, Mapping) else None
-                    )
-                    # Only the status is used: a spec at the cached generation is not parsed again.
-                    target = trim_target(obj, self._targets.get(key) if key is not None else None)
-                    if target is not None:
-                        found[target.key] = target
-        return found
-
     async def deactivate(self, *, shutting_down: bool = False) -> None:
         """Stop every reconciler now (leadership lost or shutting down), all in one go; caches keep running."""
         self._active = False
         self._left.clear()
         changes, self._tasks = self._tasks, []  # this term's: the next starts its own (two would race on a target)
         # Their last statuses are kept for /api/targets, but not at shutdown: 10,000 parsed for no one.
+        ours = [*self.running, *self.invalid]
         await self._stop(*self.running, keep_statuses=not shutting_down, tasks=changes)
+        # A standby decides nothing: its targets' series would stand still and age (the oldest-sync age
+        # alerts), and count in every instance's aggregates. The next leader exports its own.
+        self._forget(*ours)
 
     async def stop(self) -> None:
         await self.deactivate(shutting_down=True)
@@ -284,8 +244,10 @@ class Manager:
                 # starts afresh from the status on the server, which another shard may have written.
                 self._left.discard(key)
                 await self._stop(key)
+                self._forget(key)  # another instance's now (or deleted); back here, it starts anew
             if target is None:
                 await self._stop(key)
+                self._forget(key)
                 self.invalid.pop(key, None)
                 self.statuses.pop(key, None)
                 log.info(
@@ -297,6 +259,11 @@ class Manager:
             else:
                 await self._apply_target(target, at_startup=False)
             self._report_counts()
+
+    def _forget(self, *keys: Key) -> None:
+        """Remove these targets' series from /metrics (their reconcilers have stopped: none sets them again)."""
+        for namespace, name in keys:
+            self.context.metrics.forget_target(namespace, name)
 
     def _report_counts(self) -> None:
         if self._on_targets is not None:
@@ -360,6 +327,7 @@ class Manager:
                 self.statuses[key] = last_status
 
     async def _report_invalid(self, target: Target) -> None:
+        self._forget(target.key)  # no reconciler (any was stopped): the series of its last decision would age
         previous = self.invalid.get(target.key)
         self.invalid[target.key] = target
         if previous is not None and previous.errors == target.errors and previous.generation == target.generation:

@@ -30,6 +30,8 @@ class MetricsSink(Protocol):
     def set_write_backoff(self, namespace: str, name: str, path: str, seconds: float) -> None: ...
     def count_write_failure(self, kind: str) -> None: ...
     def count_event_dropped(self) -> None: ...
+    def forget_target(self, namespace: str, name: str) -> None:
+        """Remove every series of a target (deleted, another instance's now, or no longer decided here)."""
 
 
 class NullMetrics:
@@ -67,4 +69,7 @@ class NullMetrics:
         pass
 
     def count_event_dropped(self) -> None:
+        pass
+
+    def forget_target(self, namespace: str, name: str) -> None:
         pass

@@ -3,7 +3,8 @@
 Flux's convention, on Kubernetes itself: an instance started with a shard name (``--shard a``,
 ``sharding.shard``) lists and watches only the targets labelled ``<labelKey>=a``; an instance without one
 serves exactly the targets that carry no shard label (``!<labelKey>``). The API server filters: an instance
-never receives the other shards' targets. Each shard elects its own leader with its own Lease
+never receives the other shards' targets (and should it send one, the target cache leaves it out:
+:mod:`autoscaler.service.scope`). Each shard elects its own leader with its own Lease
 (``<leaseName>-<shard>``), so every shard has a leader and standbys of its own.
 """
 
