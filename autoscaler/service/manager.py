@@ -186,8 +186,7 @@ class Manager:
         elif self.static:  # targets from a file have no status on the server: a new term starts as upstream's
             statuses = {}
         else:
-            selector = self.sharding.label_selector
-            statuses = await statuses_at_takeover(self.api, self.namespaces, selector, self._targets)
+            statuses = await statuses_at_takeover(self.api, self.namespaces, self.sharding, self._targets)
         self._active = True
         for index, key in enumerate(list(self._targets)):
             target = self._targets.get(key)

@@ -19,6 +19,8 @@ from autoscaler.kube.api import KubeApi, KubeError
 from autoscaler.kube.paging import list_pages
 from autoscaler.kube.watch import Key
 from autoscaler.service.caches import trim_target
+from autoscaler.service.scope import Scope
+from autoscaler.service.sharding import ShardingSettings
 from autoscaler.service.targets import TARGETS, Target
 
 log = structlog.get_logger("autoscaler.manager")
@@ -28,17 +30,18 @@ TAKEOVER_PAGE = 500  # client-go's page size; 100 made the takeover read of 10,0
 
 
 async def statuses_at_takeover(
-    api: KubeApi, namespaces: tuple[str, ...], label_selector: str | None, known: Mapping[Key, Target]
+    api: KubeApi, namespaces: tuple[str, ...], sharding: ShardingSettings, known: Mapping[Key, Target]
 ) -> dict[Key, Target]:
     """Every target of these namespaces (all: none listed) and this shard as the API server has it now,
-    retried until the read works. ``known``: the targets the caches hold, whose specs are not parsed again
-    (only the status is used)."""
+    retried until the read works; what the server sends from outside them is left out, as the caches leave
+    it out (:mod:`autoscaler.service.scope`). ``known``: the targets the caches hold, whose specs are not
+    parsed again (only the status is used)."""
     delay = TAKEOVER_READ_BACKOFF[0]
     while True:
         try:
             fresh: dict[Key, Target] = {}
             for namespace in namespaces or (None,):
-                fresh.update(await _list_targets(api, namespace, label_selector, known))
+                fresh.update(await _list_targets(api, namespace, sharding, known))
             return fresh
         except KubeError as exc:
             log.warning("could not read the targets at takeover: retrying", error=str(exc), retry_in=round(delay, 2))
@@ -47,20 +50,25 @@ async def statuses_at_takeover(
 
 
 async def _list_targets(
-    api: KubeApi, namespace: str | None, label_selector: str | None, known: Mapping[Key, Target]
+    api: KubeApi, namespace: str | None, sharding: ShardingSettings, known: Mapping[Key, Target]
 ) -> dict[Key, Target]:
     found: dict[Key, Target] = {}
+    scope = Scope(
+        f"{TARGETS.label} in {namespace} (takeover)" if namespace else f"{TARGETS.label} (takeover)",
+        namespace,
+        sharding,
+    )
     pages = list_pages(
         api,
         TARGETS.collection(namespace),
         resource=TARGETS.label,
         page_size=TAKEOVER_PAGE,
-        label_selector=label_selector,
+        label_selector=sharding.label_selector,
     )
     async with contextlib.aclosing(pages):
         async for body in pages:
             for obj in body.get("items") or []:
-                if not isinstance(obj, Mapping):
+                if not isinstance(obj, Mapping) or not scope.admits(obj):
                     continue
                 meta = obj.get("metadata")
                 key = (str(meta.get("namespace") or ""), str(meta.get("name"))) if isinstance(meta, Mapping) else None

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubernetes_asyncio.client import ApiClient
 from structlog.testing import capture_logs
 
+from autoscaler.kube.api import KubeApi
 from autoscaler.service.scope import Scope, ScopedRetrim, ScopedTrim
 from autoscaler.service.sharding import ShardingSettings
+from autoscaler.service.takeover import statuses_at_takeover
+from kube_emulator import KubeEmulator
+from tests.chaos.leaky_api import LeakyApi
+from tests.service.cluster import CRD, target
 
 KEY = "autoscaler.dev/shard"
 
@@ -78,3 +84,20 @@ def test_the_first_object_left_out_is_a_warning_the_rest_debug() -> None:
             scope.admits(obj("team-b", name))
     assert [(line["log_level"], line["name"]) for line in logs] == [("warning", "p1"), ("debug", "p2"), ("debug", "p3")]
     assert {line["resource"] for line in logs} == {"pods in team-a"}
+
+
+async def test_the_takeover_read_leaves_out_what_a_leaking_server_adds() -> None:
+    """The new leader's read of every target's status (service/takeover.py) goes through the same guard:
+    the proxy answers its LIST of team-a's shard-a targets with the whole cluster's."""
+    async with KubeEmulator() as emulator, LeakyApi(emulator.url) as leaky:
+        emulator.install_crd(CRD)
+        for namespace, name, shard in (("team-a", "web", "a"), ("team-b", "web", "a"), ("team-a", "theirs", "b")):
+            body = target(name, name, namespace=namespace)
+            body["metadata"]["labels"] = {KEY: shard}
+            emulator.create(body)
+        configuration = emulator.client_configuration()
+        configuration.host = f"http://127.0.0.1:{leaky.port}"
+        async with ApiClient(configuration=configuration) as client:
+            statuses = await statuses_at_takeover(KubeApi(client), ("team-a",), ShardingSettings("a"), {})
+    assert leaky.widened == 1
+    assert set(statuses) == {("team-a", "web")}
