@@ -3,10 +3,15 @@
 Conditions are a list carried from sync to sync: a condition keeps its position, a new type is
 appended the first time it is set, and ``last_transition_time`` changes only when the status flips
 (``setConditionInList``).
+
+A condition is written when its words change, so a failure that lasts must read the same at every sync:
+:func:`steady_message` takes out of a metric's failure text the values that change from one sync to the
+next for the same failure (a backend's measured durations, timestamps, request ids).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from autoscaler.values.frozen import quick_init
@@ -75,6 +80,39 @@ def set_condition(
             updated = Condition(type_, status, reason, message, transition)
             return (*conditions[:index], updated, *conditions[index + 1 :])
     return (*conditions, Condition(type_, status, reason, message, now))
+
+
+# Values that change from sync to sync within one failure, each with what the condition shows instead. They
+# come from the backend's own error texts (Prometheus, Thanos, Mimir, VictoriaMetrics), which quote the deadline
+# they were sent (ours, a little shorter at every sync), the time a query took, the query's time range, a
+# request or trace id, and a connection's local port. A measured duration has a fraction of two digits or more
+# (Go prints a Duration to the nanosecond, VictoriaMetrics to the millisecond); a setting ("5m", a timeout of
+# "2.5s") has none or one, and stays.
+_CHANGING_VALUES: tuple[tuple[re.Pattern[str], str], ...] = (
+    # RFC 3339 and similar date-times
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),
+    # UUIDs (request ids)
+    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<id>"),
+    # measured Go durations: 1.987654321s, 150.25ms, 1m2.05s
+    (re.compile(r"\b(?:\d+h)?(?:\d+m)?\d+\.\d{2,}(?:ns|us|µs|ms|s)\b"), "<duration>"),
+    # measured durations in words: "1.987 seconds" (VictoriaMetrics' deadline and elapsed time)
+    (re.compile(r"\b\d+\.\d{2,} ?(?:seconds?|milliseconds?|minutes?)\b"), "<duration>"),
+    # Unix times in seconds, milliseconds, micro- or nanoseconds (ten digits and more)
+    (re.compile(r"\b\d{10,}(?:\.\d+)?\b"), "<number>"),
+    # trace ids and other long hexadecimal ids
+    (re.compile(r"\b[0-9a-f]{16,}\b"), "<id>"),
+    # a connection's local port: "read tcp 10.0.0.5:51234->10.0.0.7:10901"
+    (re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3}):\d+->"), r"\1:<port>->"),
+)
+
+
+def steady_message(text: str) -> str:
+    """``text`` with the values that change from sync to sync for the same failure replaced by what they
+    are (``<duration>``, ``<time>``, ``<number>``, ``<id>``, ``<port>``): a condition that carries it is not
+    written again while the failure lasts. The whole text goes to the log (prometheus/sending.py)."""
+    for pattern, replacement in _CHANGING_VALUES:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def remove_condition(conditions: tuple[Condition, ...], type_: str) -> tuple[Condition, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, ValuesView
 from typing import cast
 
+from autoscaler.core.conditions import steady_message
 from autoscaler.core.gomath import saturating_sum_int64
 from autoscaler.core.observation import (
     ExternalReading,
@@ -148,7 +149,8 @@ def compute_metric(
 
 def _fetch_failed(prefix: str, reading: MetricReading) -> None:
     if isinstance(reading, MetricFailure):
-        raise ReplicaCalculationError(f"{prefix}: {reading.message}")
+        # The condition and the Event show it: in words that stay the same while the failure lasts.
+        raise ReplicaCalculationError(f"{prefix}: {steady_message(reading.message)}")
 
 
 def _resource(

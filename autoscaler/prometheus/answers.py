@@ -74,19 +74,21 @@ class Answers:
         length = response.content_length
         if length is not None and length > cap and not response.headers.get("Content-Encoding"):
             response.close()
-            raise self._too_large(f"{length} bytes")
+            raise self._too_large()
         body = bytearray()
         async for chunk in response.content.iter_any():
             if len(body) + len(chunk) > cap:
                 response.close()  # the rest is never read: the connection is dropped, not reused
-                raise self._too_large(f"more than {cap} bytes")
+                raise self._too_large()
             body += chunk
         return body
 
-    def _too_large(self, size: str) -> PrometheusResponseTooLarge:
+    def _too_large(self) -> PrometheusResponseTooLarge:
+        # Not the answer's size: it changes from answer to answer, and the failure's condition would be
+        # written again at every sync (issue 37, item 10); the limit is what the operator acts on.
         return PrometheusResponseTooLarge(
-            f"Prometheus at {self.settings.display_url} answered {size}, more than prometheus.maxResponseBytes "
-            f"({self.settings.max_response_bytes}): the query selects too many series; narrow or aggregate it"
+            f"Prometheus at {self.settings.display_url} answered more than prometheus.maxResponseBytes "
+            f"({self.settings.max_response_bytes} bytes): the query selects too many series; narrow or aggregate it"
         )
 
     def decode(self, payload: bytearray, content_type: str) -> Any:

@@ -122,12 +122,13 @@ def no_value_failure(pod_count: int, returned: int, matched: int, names: LabelNa
     if returned == 0:
         reason = "the query returned no series (an empty result; stale or absent data)"
     elif matched == 0:
+        # Not how many it returned: a batched answer's count moves with every target it serves.
         reason = (
-            f"none of the {returned} series it returned belongs to the target's pods (series are "
+            "none of the series it returned belongs to the target's pods (series are "
             f'matched to pods by their "{names.namespace}" and "{names.pod}" labels)'
         )
     else:
-        reason = f"all {matched} series for the target's pods are NaN or infinite"
+        reason = "every series for the target's pods is NaN or infinite"
     return MetricFailure(f"no usable sample for any of the target's {pod_count} pods: {reason}")
 
 

@@ -6,6 +6,12 @@
 * A query Prometheus rejects as invalid (HTTP 400/422) is not sent again until a slow, jittered backoff
   has passed (``invalidQueryBackoffSeconds``, doubling up to ``invalidQueryBackoffMaxSeconds``); until
   then its metrics fail at once with Prometheus' text.
+* A failure that lasts reads the same at every sync (its metrics' condition is written once, not every
+  period): every timeout is "did not answer within Ns", whether the deadline passed waiting for a slot,
+  for this target's share of them, for the answer, or Prometheus gave up first (HTTP 503 ``timeout``); and
+  the values a backend's own error text changes at every sync are shown as placeholders
+  (:func:`~autoscaler.core.conditions.steady_message`). What the condition leaves out is logged, once a
+  minute per kind of failure.
 
 Apart from the reader (:mod:`autoscaler.prometheus.reader`) because it is the only part of it that keeps
 state across syncs about the queries themselves, and the only one that talks to the client.
@@ -19,6 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+import structlog
+
+from autoscaler.core.conditions import steady_message
 from autoscaler.prometheus.errors import PrometheusBadQuery, PrometheusError, PrometheusTimeout
 from autoscaler.prometheus.results import InstantResult, SeriesFilter
 from autoscaler.prometheus.settings import PrometheusSettings
@@ -26,10 +35,13 @@ from autoscaler.prometheus.slicing import SeriesSink
 
 # The reader's log: what an operator filters on does not depend on how the reader is cut into modules.
 log = logging.getLogger("autoscaler.prometheus.reader")
+detail_log = structlog.get_logger("autoscaler.prometheus.reader")
 
 QUERY_IN_MESSAGE_LIMIT = 300
 _REJECTED_REMEMBERED = 10_000  # rejected queries remembered before the expired ones are forgotten
 BACKOFF_NOTE = "; the query is invalid: it is sent again only after a slow backoff"
+DETAIL_LOG_SECONDS = 60.0  # a failure's full text is logged once a minute per kind of failure (its steady text)
+_DETAILS_REMEMBERED = 1_000
 
 
 class InstantQuerier(Protocol):
@@ -101,6 +113,7 @@ class QuerySender:
         self._rng = rng
         self._shares = _TargetShares(settings.per_target_concurrency)
         self._rejected: dict[str, _Rejected] = {}  # by query text (see send)
+        self._detail_logged: dict[str, float] = {}  # when each kind of failure's full text was last logged
 
     async def send(
         self,
@@ -115,6 +128,33 @@ class QuerySender:
         """Send one query, unless Prometheus rejected it as invalid and its backoff has not passed (then
         raise :class:`StillRejected` at once, with the same message). ``share``: the one target the
         query is read for, whose share of the slots it must wait for (within ``deadline``)."""
+        failure: PrometheusError | None = None
+        try:
+            return await self._send(query, at, deadline, keep, sink, share)
+        except PrometheusTimeout as error:
+            failure = self._timed_out(error)
+        except PrometheusError as error:
+            text = str(error)
+            steady = steady_message(text)
+            if steady != text:
+                self._log_detail("Prometheus query failed", text, steady, steady)
+            raise
+        # Raised outside the handler, so that it does not keep the first error (its __context__), whose
+        # traceback's frames are a cycle; and the local goes with the frame (finally).
+        try:
+            raise failure
+        finally:
+            del failure
+
+    async def _send(
+        self,
+        query: str,
+        at: float | None,
+        deadline: float | None,
+        keep: SeriesFilter | None,
+        sink: SeriesSink | None,
+        share: tuple[str, str] | None,
+    ) -> InstantResult:
         loop = asyncio.get_running_loop()
         rejected = self._rejected.get(query)
         if rejected is not None and loop.time() < rejected.retry_at:
@@ -141,6 +181,30 @@ class QuerySender:
             del self._rejected[query]
         return result
 
+    def _timed_out(self, error: PrometheusTimeout) -> PrometheusTimeout:
+        """The one timeout every timeout of a query is reported as (its detail logged): where the deadline
+        ran out (a slot, this target's share, the answer, or Prometheus' own ``timeout=``) changes from sync
+        to sync for the same slow backend, and a condition that said so was written at every sync."""
+        steady = PrometheusTimeout(
+            f"Prometheus at {self._settings.display_url} did not answer within {self._settings.timeout_seconds:g}s"
+        )
+        text = str(error)
+        if text != str(steady):
+            self._log_detail("Prometheus query timed out", text, str(steady), _wait_of(text))
+        return steady
+
+    def _log_detail(self, event: str, text: str, shown: str, kind: str) -> None:
+        """Log a failure's whole ``text``, of which its metrics' condition shows less (``shown``): once a
+        minute per ``kind`` of failure (a line per failed query would be thousands a period in an outage)."""
+        now = asyncio.get_running_loop().time()
+        last = self._detail_logged.get(kind)
+        if last is not None and now - last < DETAIL_LOG_SECONDS:
+            return
+        if len(self._detail_logged) >= _DETAILS_REMEMBERED:
+            self._detail_logged.clear()
+        self._detail_logged[kind] = now
+        detail_log.warning(event, detail=text, condition_says=shown)
+
     def _reject(self, query: str, message: str, before: _Rejected | None) -> None:
         settings = self._settings
         failures = before.failures + 1 if before is not None else 1
@@ -153,6 +217,14 @@ class QuerySender:
             self._rejected = {q: r for q, r in self._rejected.items() if r.retry_at > now}
         self._rejected[query] = _Rejected(message + BACKOFF_NOTE, now + delay, failures)
         log.warning("Prometheus rejected a query as invalid; it is retried after %.0f s: %s", delay, message)
+
+
+def _wait_of(text: str) -> str:
+    """Which wait a timeout's text says ran out, for logging each kind once a minute."""
+    for kind in ("no free slot", "no query slot", "timed the query out", "did not answer"):
+        if kind in text:
+            return kind
+    return steady_message(text)
 
 
 def shown_query(query: str) -> str:

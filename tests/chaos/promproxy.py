@@ -36,6 +36,7 @@ class Rule:
     status: int | None = None  # answer this HTTP status instead of forwarding
     error_type: str = "execution"
     error: str = "injected failure"
+    error_of: Callable[[dict[str, str]], str] | None = None  # the error text made from the request's form
     transform: Transform | None = None  # rewrite the decoded answer
     body: bytes | None = None  # answer exactly these bytes (status 200) instead of forwarding
     drop: bool = False  # close the connection without an answer
@@ -177,7 +178,8 @@ class PrometheusProxy:
                     return web.Response()
                 if rule.status is not None:
                     status = rule.status
-                    document = {"status": "error", "errorType": rule.error_type, "error": rule.error}
+                    error = rule.error_of(params) if rule.error_of is not None else rule.error
+                    document = {"status": "error", "errorType": rule.error_type, "error": error}
                     return self._answer(orjson.dumps(document), status)
                 if rule.body is not None:
                     status = 200

@@ -168,7 +168,7 @@ async def test_nan_and_inf_make_the_pod_missing(client: PrometheusClient) -> Non
     web, api = rows[0][0], rows[1][0]
     assert isinstance(web, PodsReading) and set(web.pods) == {"web-3"}
     assert isinstance(api, MetricFailure)
-    assert "all 1 series for the target's pods are NaN or infinite" in api.message
+    assert "every series for the target's pods is NaN or infinite" in api.message
 
 
 async def test_pod_without_series_is_missing(client: PrometheusClient) -> None:

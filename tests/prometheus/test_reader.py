@@ -301,7 +301,11 @@ async def test_waiting_for_the_share_counts_against_the_deadline() -> None:
     hog = target("a", "hog", ("p",), [sc.external_metric(f"sum(slow_{i})", f"m{i}") for i in range(3)])
     [row] = await reader.read([hog], None)
     assert not isinstance(row[0], MetricFailure)
-    assert all(isinstance(r, MetricFailure) and "prometheus.targetConcurrency" in r.message for r in row[1:])
+    # A timeout, in the words of every timeout (the wait for the share is logged, not shown: issue 37, item 10).
+    assert all(
+        isinstance(r, MetricFailure) and r.message.endswith("Prometheus at http://prom did not answer within 0.5s")
+        for r in row[1:]
+    ), row
     assert len(client.queries) == 1
 
 
