@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from autoscaler.core import conditions as c
 from autoscaler.core.behavior import Normalization, normalize_legacy, normalize_with_behavior
 from autoscaler.core.conditions import Condition, find_condition, set_condition
-from autoscaler.core.history import DecisionHistory, with_initial_recommendation
+from autoscaler.core.history import DecisionHistory, ScaleIntent, with_initial_recommendation
 from autoscaler.core.metrics import combine_metrics, compute_metric
 from autoscaler.core.observation import Observation
 from autoscaler.core.results import MetricOutcome, MetricsOutcome
@@ -39,12 +39,17 @@ class Event:
 
 @dataclass(frozen=True, slots=True, init=False)
 class TargetState:
-    """What a target carries from one sync to the next (persisted in its status by the service)."""
+    """What a target carries from one sync to the next (persisted in its status by the service).
+
+    ``scale_intent``: a scale write a status recorded before it was sent, whose outcome no status told
+    (the writer stopped mid-write); the next sync settles it against the count it reads
+    (:func:`~autoscaler.core.rescale.resolve_scale_intent`). None in any state a sync leaves."""
 
     history: DecisionHistory | None = None
     conditions: tuple[Condition, ...] = ()
     desired_replicas: int | None = None  # status.desiredReplicas as last written
     last_scale_time: float | None = None
+    scale_intent: ScaleIntent | None = None
 
     def __init__(
         self,
@@ -52,11 +57,13 @@ class TargetState:
         conditions: tuple[Condition, ...] = (),
         desired_replicas: int | None = None,
         last_scale_time: float | None = None,
+        scale_intent: ScaleIntent | None = None,
     ) -> None:
         object.__setattr__(self, "history", history)
         object.__setattr__(self, "conditions", conditions)
         object.__setattr__(self, "desired_replicas", desired_replicas)
         object.__setattr__(self, "last_scale_time", last_scale_time)
+        object.__setattr__(self, "scale_intent", scale_intent)
 
 
 @dataclass(frozen=True, slots=True, init=False)

@@ -37,6 +37,22 @@ class ScaleEvent:
     outdated: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class ScaleIntent:
+    """A scale write decided and about to be sent: ``previous`` → ``replicas`` replicas, decided at ``at``
+    (the time its scale event gets, should it land) for ``reason`` (the SuccessfulRescale Event's).
+
+    The service records it in the status before it writes the scale (``status.pendingScale``), so that a
+    crash at any point of the write leaves the rate limits a scale event to count: the count the workload
+    has when the status is read back tells whether the write landed
+    (:func:`~autoscaler.core.rescale.resolve_scale_intent`)."""
+
+    previous: int
+    replicas: int
+    at: float
+    reason: str = ""
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class DecisionHistory:
     recommendations: tuple[Recommendation, ...] = ()

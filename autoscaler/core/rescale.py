@@ -4,6 +4,11 @@ scale event, lastScaleTime).
 
 Apart from :mod:`autoscaler.core.decision` because it runs after the write, on a decision already made:
 :func:`~autoscaler.core.sync.settle` calls it with how the write went.
+
+A write whose outcome was never recorded (the writer stopped between sending it and writing the status) is
+settled here too: the status recorded the write before it was sent (:func:`state_before_write`, the
+service's ``status.pendingScale``), and :func:`resolve_scale_intent` records it as landed or not from the
+count the workload has when the next sync reads it.
 """
 
 from __future__ import annotations
@@ -11,9 +16,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from autoscaler.core import conditions as c
-from autoscaler.core.conditions import set_condition
-from autoscaler.core.decision import NORMAL, WARNING, Decision, Event, kept_desired_replicas
-from autoscaler.core.history import record_scale_event
+from autoscaler.core.conditions import Condition, set_condition
+from autoscaler.core.decision import NORMAL, WARNING, Decision, Event, TargetState, kept_desired_replicas
+from autoscaler.core.history import ScaleIntent, record_scale_event, with_initial_recommendation
 from autoscaler.core.spec import TargetSpec
 
 
@@ -48,33 +53,73 @@ def apply_scale_result(
             ),
             error=f"failed to rescale: {message}",
         )
-    conditions = set_condition(
-        decision.conditions,
-        c.ABLE_TO_SCALE,
-        c.TRUE,
-        "SucceededRescale",
-        c.MSG_SUCCEEDED_RESCALE.format(decision.replicas),
-        now,
-    )
-    # Set on every rescale (upstream master, HPAScaleToZero on) so that it is never stale.
-    if (
-        decision.current_replicas > 0
-        and decision.replicas == 0
-        and spec.min_replicas == 0
-        and spec.has_object_or_external_metric
-    ):
-        conditions = set_condition(conditions, c.SCALED_TO_ZERO, c.TRUE, "ScaledToZero", c.MSG_SCALED_TO_ZERO, now)
-    else:
-        conditions = set_condition(
-            conditions, c.SCALED_TO_ZERO, c.FALSE, "NotScaledToZero", c.MSG_NOT_SCALED_TO_ZERO, now
-        )
+    conditions = _rescaled_conditions(decision.conditions, spec, decision.current_replicas, decision.replicas, now)
     history = record_scale_event(decision.history, spec.behavior, decision.current_replicas, decision.replicas, now)
-    event = Event(NORMAL, "SuccessfulRescale", f"New size: {decision.replicas}; reason: {decision.rescale_reason}")
     return replace(
         decision,
         conditions=conditions,
         history=history,
-        events=(*decision.events, event),
+        events=(*decision.events, _rescaled_event(decision.replicas, decision.rescale_reason)),
         applied=True,
         last_scale_time=now,
     )
+
+
+def _rescaled_conditions(
+    conditions: tuple[Condition, ...], spec: TargetSpec, previous: int, replicas: int, now: float
+) -> tuple[Condition, ...]:
+    """The conditions after a scale write from ``previous`` to ``replicas`` went through."""
+    conditions = set_condition(
+        conditions, c.ABLE_TO_SCALE, c.TRUE, "SucceededRescale", c.MSG_SUCCEEDED_RESCALE.format(replicas), now
+    )
+    # Set on every rescale (upstream master, HPAScaleToZero on) so that it is never stale.
+    if previous > 0 and replicas == 0 and spec.min_replicas == 0 and spec.has_object_or_external_metric:
+        return set_condition(conditions, c.SCALED_TO_ZERO, c.TRUE, "ScaledToZero", c.MSG_SCALED_TO_ZERO, now)
+    return set_condition(conditions, c.SCALED_TO_ZERO, c.FALSE, "NotScaledToZero", c.MSG_NOT_SCALED_TO_ZERO, now)
+
+
+def _rescaled_event(replicas: int, reason: str) -> Event:
+    return Event(NORMAL, "SuccessfulRescale", f"New size: {replicas}; reason: {reason}")
+
+
+def scale_intent(decision: Decision, now: float) -> ScaleIntent:
+    """The write ``decision`` makes (it scales), as the status records it before the write is sent."""
+    return ScaleIntent(decision.current_replicas, decision.replicas, now, decision.rescale_reason)
+
+
+def state_before_write(decision: Decision, intent: ScaleIntent) -> TargetState:
+    """What a status written before the scale write holds: the decision as made (its history with this
+    sync's recommendation, its conditions), its write not yet recorded, and the write as ``intent``."""
+    return TargetState(
+        decision.history, decision.conditions, decision.status_desired_replicas, decision.last_scale_time, intent
+    )
+
+
+def resolve_scale_intent(state: TargetState, spec: TargetSpec, current: int) -> tuple[TargetState, Event | None]:
+    """``state`` with its scale intent settled against ``current``, the count the workload has now; with
+    the SuccessfulRescale Event the writer never posted when the write is known to have landed.
+
+    - ``current`` is the intent's ``previous``: the write never landed. The intent is dropped, and the
+      state is what the writer held while the write was in flight: the decision as made, no scale event.
+    - ``current`` is the intent's ``replicas``: it landed. It is recorded exactly as the writer would have
+      recorded it (:func:`apply_scale_result`): the scale event at the decision's time, ``lastScaleTime``,
+      AbleToScale SucceededRescale, ScaledToZero, status.desiredReplicas.
+    - any other count: another writer changed the count since. Whether this write landed first cannot be
+      told, so it is recorded as landed, without the Event: a scale event counted that never happened only
+      holds the next scale for a policy period, one not counted could break the policy.
+    """
+    intent = state.scale_intent
+    if intent is None:
+        return state, None
+    if current == intent.previous:
+        return replace(state, scale_intent=None), None
+    history = record_scale_event(
+        with_initial_recommendation(state.history, intent.previous, intent.at),
+        spec.behavior,
+        intent.previous,
+        intent.replicas,
+        intent.at,
+    )
+    conditions = _rescaled_conditions(state.conditions, spec, intent.previous, intent.replicas, intent.at)
+    landed = TargetState(history, conditions, intent.replicas, intent.at)
+    return landed, _rescaled_event(intent.replicas, intent.reason) if current == intent.replicas else None

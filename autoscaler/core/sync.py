@@ -5,7 +5,10 @@ This is the only place the steps of a sync are put together; the service, ``auto
 ``autoscaler backtest`` all run a sync through it and differ only in where the inputs come from and
 whether the writes are real:
 
-1. :func:`plan_sync`: the HPA engine's decision (:func:`~autoscaler.core.decision.decide`, or
+1. :func:`plan_sync`: a scale write a status recorded before sending it, its outcome never recorded (the
+   writer stopped mid-write), settled against the count observed
+   (:func:`~autoscaler.core.rescale.resolve_scale_intent`); then the HPA engine's decision
+   (:func:`~autoscaler.core.decision.decide`, or
    :func:`~autoscaler.core.hvpa.hpa_link.hpa_off_decision` when HVPA leaves the HPA out), then, for a
    target with ``hvpa``, HVPA's decision and the replica count it sets
    (:func:`~autoscaler.core.hvpa.hpa_link.adopt_hvpa`). The plan says which writes to make: the scale
@@ -34,7 +37,7 @@ from autoscaler.core.hvpa.explain import explain_hvpa
 from autoscaler.core.hvpa.hpa_link import adopt_hvpa, hpa_off_decision
 from autoscaler.core.hvpa.spec import Source
 from autoscaler.core.observation import ContainerInfo, Observation
-from autoscaler.core.rescale import apply_scale_result
+from autoscaler.core.rescale import apply_scale_result, resolve_scale_intent
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
 from autoscaler.values.frozen import quick_init
@@ -159,10 +162,16 @@ def plan_sync(
 ) -> SyncPlan:
     """Decide one sync (step 1 in the module docstring)."""
     observation = inputs.observation
+    landed: Event | None = None
+    if state.target.scale_intent is not None:
+        target, landed = resolve_scale_intent(state.target, spec, observation.scale.spec_replicas)
+        state = SyncState(target, state.hvpa)
     if reads_metrics(spec):
         decision = decide(spec, observation, state.target, settings, now)
     else:
         decision = hpa_off_decision(spec, observation.scale.spec_replicas, state.target, now)
+    if landed is not None:  # the Event the writer of that scale could not post: first among this sync's
+        decision = replace(decision, events=(landed, *decision.events))
     hvpa: HvpaDecision | None = None
     if spec.hvpa is not None:
         seen = HvpaObservation(

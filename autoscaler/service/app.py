@@ -4,10 +4,9 @@ Start-up: logging → the service's own metrics → the HTTP server (``/readyz``
 caches are synced) → the Kubernetes and Prometheus clients → the watch caches → leader election
 (when enabled) → reconcilers, started only while this instance leads.
 
-Shutdown (SIGTERM or SIGINT, bounded to a few seconds): readiness goes false → the reconcilers are
-stopped (a sync in progress is cancelled between its steps; a write is never half-done: each is one
-request) → the lease is released so a standby takes over at once → caches and clients close → the HTTP
-server stops last.
+Shutdown (SIGTERM or SIGINT, a few seconds): readiness false, no new write → the reconcilers stop (a sync is
+cancelled between its steps; one writing a scale finishes it and its status first, ≤ ``SCALE_WRITE_GRACE_SECONDS``)
+→ the lease is released so a standby takes over at once → caches and clients close → the HTTP server stops last.
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ from autoscaler.service.prometheus_reads import TimedQuerier, with_clock_note
 from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.settings import ServiceSettings
 from autoscaler.service.targets import Target
+from autoscaler.service.writes import SCALE_WRITE_GRACE_SECONDS
 
 log = structlog.get_logger("autoscaler.service")
 
@@ -147,6 +147,7 @@ class Service:
                     static_targets=self.static_targets,
                     metrics=self.metrics,
                     may_write=self._may_write,
+                    may_finish=lambda: self.elector is None or self.elector.is_leader,  # see writes.py
                     identity=self.identity,
                     on_targets=self.metrics.set_targets,
                     watch_silence=settings.kubernetes.watch_silence_seconds,
@@ -281,15 +282,15 @@ class Service:
         self.ready.clear()
         log.info("shutting down")
         assert self.manager is not None
-        try:
-            async with asyncio.timeout(SHUTDOWN_SECONDS):
+        try:  # a reconciler caught writing a scale may take its grace first (writes.py)
+            async with asyncio.timeout(SHUTDOWN_SECONDS + SCALE_WRITE_GRACE_SECONDS):
                 await self.manager.deactivate(shutting_down=True)
                 if elector_task is not None:
                     elector_task.cancel()  # the elector steps down and releases the lease
                     await asyncio.gather(elector_task, return_exceptions=True)
                 await self.manager.stop()
         except TimeoutError:
-            log.warning("shutdown took longer than expected", seconds=SHUTDOWN_SECONDS)
+            log.warning("shutdown took longer than expected", seconds=SHUTDOWN_SECONDS + SCALE_WRITE_GRACE_SECONDS)
         log.info("stopped")
 
     def stale_cache_limit(self) -> float:

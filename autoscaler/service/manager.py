@@ -73,6 +73,7 @@ class Manager:
         static_targets: list[Target] | None = None,
         metrics: MetricsSink | None = None,
         may_write: Callable[[], bool] = lambda: True,
+        may_finish: Callable[[], bool] | None = None,  # a scale write's own writes while stopping (writes.py)
         identity: str = "",
         on_targets: Callable[[int, int], None] | None = None,
         watch_silence: float = SILENCE_SECONDS,
@@ -104,6 +105,7 @@ class Manager:
             scales,
             EventRecorder(api, instance=event_instance(identity, self.sharding), on_dropped=sink.count_event_dropped),
             may_write=may_write,
+            may_finish=may_finish,
             static=self.static,
             target_problem=self.cluster.target_problem,
         )
@@ -282,9 +284,9 @@ class Manager:
             return
         state = last_status = None
         if running is not None:
+            await self._stop(key)  # first: a sync caught writing a scale finishes it (reconciler.py)
             handoff = running.reconciler.handoff()
             state, last_status = handoff.state, handoff.last_status
-            await self._stop(key)
         if not self._active:  # deactivated meanwhile (leadership lost, shutdown): no reconciler may start
             return
         if not target.valid:

@@ -11,6 +11,12 @@ never touches another.
 The read half of a sync (selector, pods, metrics → an observation) is :mod:`autoscaler.service.observe`;
 the report half (Events, the status written only when it changed, the log line, the gauges) is
 :mod:`autoscaler.service.report`. This module runs the ticks and carries one sync from one to the other.
+
+A scale write is never left unrecorded: before it is sent the status records it (``pendingScale``, one
+more status write per scale), and a reconciler stopped while a sync writes a scale (shutdown, a spec
+change) lets that sync finish the write and the status that records it, for
+:data:`SCALE_WRITE_GRACE_SECONDS` at most; a crash in between leaves the next sync the recorded intent to
+settle against the workload's count (:func:`~autoscaler.core.rescale.resolve_scale_intent`).
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ import structlog
 
 from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.hvpa.decision import HvpaState
+from autoscaler.core.observation import Observation
+from autoscaler.core.rescale import scale_intent
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
 from autoscaler.core.sync import (
@@ -49,7 +57,13 @@ from autoscaler.service.schedule import ConcurrencySlot, Schedule, TickTimers
 from autoscaler.service.status import restore_state
 from autoscaler.service.targets import Target
 from autoscaler.service.view import ClusterView
-from autoscaler.service.writes import ClusterWriter, LeadershipLost, TargetLeft, TargetWrites
+from autoscaler.service.writes import (
+    SCALE_WRITE_GRACE_SECONDS,
+    ClusterWriter,
+    LeadershipLost,
+    TargetLeft,
+    TargetWrites,
+)
 
 log = structlog.get_logger("autoscaler.reconciler")
 NO_HVPA = HvpaState()
@@ -210,23 +224,10 @@ class TargetReconciler:
                 )
                 hvpa_state = self._hvpa_state if self._hvpa_state is not None else self._restored_hvpa_state()
             plan = plan_sync(spec, inputs, SyncState(state, hvpa_state), self._context.settings, now)
-            results = await self._write(plan, scale)
-            outcome = settle(plan, results)
-            if self._context.recorder is not None:
-                self._context.recorder.record(target, plan, observation, results, outcome)
-            decision = outcome.decision
-            extra: dict[str, Any] = {}
-            if outcome.hvpa is not None:
-                self._hvpa_state = outcome.state.hvpa
-                extra["hvpa"] = hvpa_status(outcome.hvpa, self._hvpa_state)
-            await self._reporter.report(self._target, decision, now, extra)
-            self._writes.end(target)
-            self._state = outcome.state.target
-            self._syncs += 1
-            metrics.observe_reconcile(
-                target.namespace, target.name, time.monotonic() - started, *reconcile_result(decision)
-            )
-            return decision
+            if plan.scale_to is None or self._context.dry_run:
+                return await self._carry_out(plan, scale, observation, started)
+            # A scale to write: carried out in a task of its own, which a stop lets finish (see _finished).
+            return await self._finished(asyncio.ensure_future(self._carry_out(plan, scale, observation, started)))
         except (asyncio.CancelledError, LeadershipLost):
             raise
         # A name of its own, not the ``exc`` of the ScaleError clause above: compiled, one name is one typed
@@ -241,18 +242,69 @@ class TargetReconciler:
             )
             return None
 
+    async def _carry_out(self, plan: SyncPlan, scale: Scale, observation: Observation, started: float) -> Decision:
+        """A sync decided: its writes, their outcome recorded, the report; the state the next sync starts from."""
+        target, now = self._target, plan.now
+        results = await self._write(plan, scale)
+        outcome = settle(plan, results)
+        if self._context.recorder is not None:
+            self._context.recorder.record(target, plan, observation, results, outcome)
+        decision = outcome.decision
+        extra: dict[str, Any] = {}
+        if outcome.hvpa is not None:
+            self._hvpa_state = outcome.state.hvpa
+            extra["hvpa"] = hvpa_status(outcome.hvpa, self._hvpa_state)
+        await self._reporter.report(self._target, decision, now, extra)
+        self._writes.end(target)
+        self._state = outcome.state.target
+        self._syncs += 1
+        self._context.metrics.observe_reconcile(
+            target.namespace, target.name, time.monotonic() - started, *reconcile_result(decision)
+        )
+        return decision
+
+    async def _finished(self, writing: asyncio.Future[Decision]) -> Decision:
+        """``writing``'s decision. Stopped meanwhile (cancelled): no scale write is sent from then on, but
+        one sent is finished with the status that records it, for :data:`SCALE_WRITE_GRACE_SECONDS` at most
+        (at once when this instance may no longer write: nothing more would be written), then the stop goes on."""
+        try:
+            return await asyncio.shield(writing)
+        except asyncio.CancelledError:
+            self._writes.stop_scaling()
+            try:
+                if self._writes.may_write():
+                    log.info("stopping: the scale write in flight is finished first, and the status that records it")
+                    await asyncio.wait((writing,), timeout=SCALE_WRITE_GRACE_SECONDS)
+            finally:  # cancelled again while waiting, too
+                if not writing.done():
+                    # Cut short: the status holds the write as pending, and a sync reading it settles it.
+                    log.warning(
+                        "stopped before the scale write in flight was recorded", grace=SCALE_WRITE_GRACE_SECONDS
+                    )
+                    writing.cancel()
+                    self._state = None  # a successor restores from that status, the pending write included
+                elif not writing.cancelled() and writing.exception() is not None:
+                    # The stop ended it before its scale write (nothing more was written), or a bug did.
+                    self._state = None
+            raise
+
     def _restored_hvpa_state(self) -> HvpaState:
         """HVPA's state at this reconciler's first sync: what the last status kept."""
         saved = (self.last_status or {}).get("hvpa") or {}
         return restore_hvpa_state(saved.get("state"))
 
     async def _write(self, plan: SyncPlan, scale: Scale) -> WriteResults:
-        """Make the plan's writes: the scale, then (only if that went through) the VPA."""
+        """Make the plan's writes: the status that records the scale write, the scale, then (only if that
+        went through) the VPA."""
         if self._context.dry_run:
             return NOTHING_WRITTEN
         replicas = plan.scale_to
         if replicas is not None:
-            error = await self._writes.scale(self._target, replicas, plan.decision.current_replicas, scale)
+            decision = plan.decision
+            intent = scale_intent(decision, plan.now)
+            error = await self._reporter.record_scale_intent(self._target, decision, intent, plan.now)
+            if error is None:
+                error = await self._writes.scale(self._target, replicas, decision.current_replicas, scale)
             if error is not None:
                 return WriteResults(scale=False, scale_error=error, vpa=False)
         patch = plan.vpa_patch

@@ -25,10 +25,11 @@ import structlog
 from autoscaler.core import conditions as c
 from autoscaler.core.conditions import Condition
 from autoscaler.core.decision import Decision, Event
+from autoscaler.core.history import ScaleIntent
 from autoscaler.core.results import MetricOutcome
 from autoscaler.core.status import condition_json
 from autoscaler.service.metrics_sink import MetricsSink
-from autoscaler.service.status import seconds_time, status_document
+from autoscaler.service.status import PENDING_SCALE, scale_intent_document, seconds_time, status_document
 from autoscaler.service.status_digest import StatusDigest
 from autoscaler.service.targets import Target, compact_json
 from autoscaler.service.writes import TargetWrites
@@ -123,6 +124,23 @@ class SyncReporter:
             metrics=[(o.spec.name, _current_value(o), _target_value(o)) for o in decision.metrics],
         )
         metrics.set_target_conditions(target.namespace, target.name, _condition_states(decision.conditions))
+
+    async def record_scale_intent(
+        self, target: Target, decision: Decision, intent: ScaleIntent, now: float
+    ) -> str | None:
+        """Before ``decision``'s scale write: the status of the decision as made, with the write as
+        ``pendingScale`` (:mod:`autoscaler.service.status`), HVPA's section as it was. None once written,
+        else why not (the write is then not sent: a scale no status could record is not made)."""
+        last = self.last_status or {}
+        extra: dict[str, Any] = {"hvpa": last["hvpa"]} if "hvpa" in last else {}
+        if self._shard is not None:
+            extra["shard"] = self._shard
+        extra[PENDING_SCALE] = scale_intent_document(intent)
+        document = status_document(decision, generation=target.generation, now=now, extra=extra)
+        error = await self._writes.status_before_scale(target, document, self.last_status)
+        if error is None:
+            self._store(document)  # the next status written drops pendingScale (write_status nulls what it lacks)
+        return error
 
     async def report_unreadable(self, target: Target, conditions: Sequence[Condition], event: Event) -> None:
         """A sync that could not read the scale: its Event, and the last status with ``conditions``

@@ -11,6 +11,11 @@ recommended matters. The status therefore keeps one entry per count (the *closed
 exact) plus the count being recommended right now (*ongoing*): its end moves every sync, so it is not
 written each time; a restore treats it as recommended until the moment of the restore, which holds the
 windows at least as long as they would have held (never shorter).
+
+A scale write is recorded before it is sent: the status of the decision as made, with the write as
+``pendingScale`` (:func:`scale_intent_document`); the status written once the write is done drops it. A
+status read back with it tells the next sync a write whose outcome was never recorded
+(:func:`~autoscaler.core.rescale.resolve_scale_intent` settles it against the workload's count).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from autoscaler.core.conditions import Condition, set_condition
 from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.explain import explain_lines
 from autoscaler.core.gomath import MAX_INT32
-from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
+from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent, ScaleIntent
 from autoscaler.core.status import condition_json, metric_status
 from autoscaler.service.targets import Target, error_text
 from autoscaler.values.timestamps import parse_rfc3339, rfc3339
@@ -157,7 +162,33 @@ def restore_state(status: object, now: float) -> TargetState:
         conditions=restore_conditions(status.get("conditions")),
         desired_replicas=_count(status.get("desiredReplicas")),
         last_scale_time=parse_rfc3339(status.get("lastScaleTime")),
+        scale_intent=restore_scale_intent(status.get(PENDING_SCALE)),
     )
+
+
+PENDING_SCALE = "pendingScale"  # the status key of a scale write recorded before it is sent
+
+
+def scale_intent_document(intent: ScaleIntent) -> dict[str, Any]:
+    """``status.pendingScale``: the scale write about to be sent (its time as exact as the history's)."""
+    return {
+        "fromReplicas": intent.previous,
+        "toReplicas": intent.replicas,
+        "at": rfc3339(intent.at, fraction=True),
+        "reason": intent.reason,
+    }
+
+
+def restore_scale_intent(document: object) -> ScaleIntent | None:
+    """The scale write a status recorded before sending it; None for none (or one that cannot be read)."""
+    if not isinstance(document, Mapping):
+        return None
+    previous, replicas = _count(document.get("fromReplicas")), _count(document.get("toReplicas"))
+    at = parse_rfc3339(document.get("at"))
+    if previous is None or replicas is None or at is None or previous == replicas:
+        return None
+    reason = document.get("reason")
+    return ScaleIntent(previous, replicas, at, reason if isinstance(reason, str) else "")
 
 
 def status_document(

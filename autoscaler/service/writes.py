@@ -27,6 +27,9 @@ from autoscaler.service.targets import API_VERSION, KIND, TARGETS, Target
 from autoscaler.service.write_backoff import WriteBackoff
 
 log = structlog.get_logger("autoscaler.reconciler")
+# How long a stopped reconciler lets a sync caught writing a scale finish that write and the status that
+# records it (the shutdown's drain has its own budget besides: service/app.py).
+SCALE_WRITE_GRACE_SECONDS = 5.0
 
 
 class LeadershipLost(Exception):
@@ -42,7 +45,11 @@ class ClusterWriter(Protocol):
     """The service's writes to the cluster, for any target."""
 
     def may_write(self) -> bool:
-        """Leadership fencing: False once leadership may be lost."""
+        """Leadership fencing: False once leadership may be lost (or the service is shutting down)."""
+
+    def may_finish(self) -> bool:
+        """The fence of the writes that finish a scale write already sent (its status, its Events), which
+        a shutdown lets through: False once leadership may be lost."""
 
     def target_problem(self, target: Target) -> str | None:
         """Shard fencing: why ``target`` is not this instance's to write now, or None (it is)."""
@@ -75,11 +82,13 @@ class ApiWriter:
         may_write: Callable[[], bool],
         static: bool,
         target_problem: Callable[[Target], str | None] = lambda target: None,
+        may_finish: Callable[[], bool] | None = None,
     ) -> None:
         self._api = api
         self._scales = scales
         self._events = events
         self.may_write = may_write
+        self.may_finish = may_finish if may_finish is not None else may_write
         self.target_problem = target_problem
         self._static = static
         self.redaction = KnownSecrets()  # the service's own, once it has one (service/redaction.py)
@@ -128,13 +137,22 @@ class TargetWrites:
         self.horizontal = WriteBackoff(period)
         self.vpa_backoff = WriteBackoff(period)
         self._failed = False  # a write of the current sync failed
+        self._stopping = False  # see stop_scaling
+
+    def stop_scaling(self) -> None:
+        """The reconciler is stopping: no scale write is sent from now on. A sync whose scale write was
+        sent still writes the status that records it (the reconciler waits for it, bounded), fenced on
+        leadership alone (:meth:`ClusterWriter.may_finish`)."""
+        self._stopping = True
 
     def may_write(self) -> bool:
-        return self._writer.may_write()
+        """Whether this target's next write may go: once its reconciler is stopping (:meth:`stop_scaling`),
+        only the writes that finish a scale write already sent, which a shutdown lets through."""
+        return self._writer.may_finish() if self._stopping else self._writer.may_write()
 
     def fence(self, target: Target) -> None:
         """Checked right before every write: this instance leads, and the target is still its own."""
-        if not self._writer.may_write():
+        if not self.may_write():
             raise LeadershipLost
         problem = self._writer.target_problem(target)
         if problem is not None:
@@ -155,6 +173,8 @@ class TargetWrites:
 
     async def scale(self, target: Target, replicas: int, current: int, decided_on: Scale) -> str | None:
         """Set the scale; None when it was written, else why not (as the AbleToScale condition says it)."""
+        if self._stopping:
+            raise LeadershipLost  # stopping: the sync ends here, its intent recorded, its write not sent
         self.fence(target)
         try:
             await self._writer.write_scale(target, replicas, decided_on)
@@ -174,6 +194,19 @@ class TargetWrites:
             self._failure(target, "status", str(exc))
             return False
         return True
+
+    async def status_before_scale(
+        self, target: Target, document: Mapping[str, Any], previous: Mapping[str, Any] | None
+    ) -> str | None:
+        """Write the status that records a scale write before it is sent; None when written, else why not
+        (a failure backs off, as a failed scale write does)."""
+        self.fence(target)
+        try:
+            await self._writer.write_status(target, document, previous)
+        except KubeError as exc:
+            failure = self._failure(target, "status", str(exc))
+            return f"the status could not record the scale before it was written: {exc}; {failure}"
+        return None
 
     async def event(self, target: Target, type_: str, reason: str, message: str) -> None:
         self.fence(target)
