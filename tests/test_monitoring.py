@@ -84,6 +84,7 @@ def test_the_rules_alert_on_what_the_issue_asks() -> None:
     assert {
         "AutoscalerNoLeader",
         "AutoscalerCacheStale",
+        "AutoscalerCacheRelisting",
         "AutoscalerTargetMetricsFailing",
         "AutoscalerTargetAtMaxReplicas",
         "AutoscalerTargetLimited",

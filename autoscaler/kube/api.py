@@ -21,7 +21,9 @@ import orjson
 from aiohttp.http_exceptions import LineTooLong
 from kubernetes_asyncio.client import ApiClient
 
+from autoscaler.kube.bodies import cut_note, is_error, read_error_body
 from autoscaler.kube.jsondecode import tolerant_loads
+from autoscaler.values.clipping import clip
 from autoscaler.values.durations import parse_retry_after
 
 JSON_CONTENT = "application/json"
@@ -33,20 +35,26 @@ MAX_RETRY_AFTER = 10.0
 # and accepts request bodies of up to 3 MiB; aiohttp's line reader stops at 128 KiB by default, which a
 # pod with a large annotation passes (and that used to end the watch with an uncaught LineTooLong).
 MAX_EVENT_BYTES = 16 * 2**20
+# The most of an error's message kept (a :class:`KubeError`'s, and so every log line, probe, condition and
+# Event that repeats it): a Status from a real API server says what went wrong in far less.
+MESSAGE_LIMIT = 1024
+_EXCERPT = 300  # bytes shown of an error's body that is not a Status (an HTML page from a proxy, say)
 
 RequestObserver = Callable[[str, str, int, float], None]  # verb, resource, status code, seconds
 SILENT = "Silent"  # the reason of a watch that sent nothing for its idle timeout
 
 
 class KubeError(Exception):
-    """The API server answered with an error ``Status`` (or could not be reached: status 0)."""
+    """The API server answered with an error ``Status`` (or could not be reached: status 0). Its message
+    is cut to :data:`MESSAGE_LIMIT` characters (see :mod:`autoscaler.kube.bodies`)."""
 
     def __init__(self, status: int, reason: str, message: str) -> None:
         self.status = status
         self.retry_after: float | None = None
-        self.reason = reason
-        self.message = message
-        super().__init__(f"{status} {reason}: {message}" if status else message)
+        self.reason = clip(reason, 100)  # a Status' reason is one CamelCase word
+        self.message = clip(message, MESSAGE_LIMIT)
+        head = f"{status} {self.reason}" if self.reason else str(status)
+        super().__init__(f"{head}: {self.message}" if status else self.message)
 
     @property
     def conflict(self) -> bool:
@@ -174,7 +182,7 @@ class KubeApi:
             async with response:
                 status = response.status
                 retry_after = response.headers.get("Retry-After")
-                payload = await response.read()
+                payload, unread = await read_error_body(response) if is_error(status) else (await response.read(), 0)
         except TimeoutError as exc:
             raise KubeError(0, "Timeout", f"{method} {path}: no answer within {seconds or self.timeout:g}s") from exc
         except aiohttp.ClientError as exc:
@@ -182,8 +190,8 @@ class KubeApi:
         finally:
             if self._observe is not None:
                 self._observe(method.lower(), resource or path, status, time.monotonic() - started)
-        if not 200 <= status <= 299:
-            error = _error_from(status, payload, f"{method} {path}")
+        if is_error(status):
+            error = _error_from(status, payload, f"{method} {path}", unread)
             error.retry_after = parse_retry_after(retry_after)
             raise error
         return await _decode(payload, f"{method} {path}") if payload else None
@@ -241,7 +249,8 @@ class KubeApi:
             if self._observe is not None:
                 self._observe("watch", resource or path, response.status, time.monotonic() - started)
             if response.status != 200:
-                raise _error_from(response.status, await response.read(), f"watch {path}")
+                payload, unread = await read_error_body(response)
+                raise _error_from(response.status, payload, f"watch {path}", unread)
             while True:
                 try:
                     async with asyncio.timeout(idle):
@@ -289,12 +298,16 @@ async def _decode(payload: bytes, what: str) -> Any:
         raise KubeError(0, "Malformed", f"{what}: the answer is not JSON ({exc})") from None
 
 
-def _error_from(status: int, payload: bytes, what: str) -> KubeError:
+def _error_from(status: int, payload: bytes, what: str, unread: int = 0) -> KubeError:
+    """The error of an answer of ``status`` whose body is a ``Status`` or any other text: ``payload``, all
+    of it or (``unread`` bytes were left unread, see :mod:`.bodies`) its head, of which 300 bytes are shown."""
     try:
-        body = orjson.loads(payload)
+        body = orjson.loads(payload) if not unread else None
     except ValueError:
         body = None
     if isinstance(body, dict) and body.get("kind") == "Status":
         return KubeError(status, str(body.get("reason") or ""), str(body.get("message") or what))
-    text = payload[:300].decode("utf-8", "replace").strip()
-    return KubeError(status, "", f"{what}: {text or 'HTTP ' + str(status)}")
+    text = payload[:_EXCERPT].decode("utf-8", "replace").strip()
+    if not text:
+        return KubeError(status, "", f"{what}: HTTP {status}")
+    return KubeError(status, "", f"{what}: {text}{cut_note(unread, max(0, len(payload) - _EXCERPT))}")

@@ -18,6 +18,9 @@ worker thread — two thread hops and a file open per request, most of the cost 
 (``HTTPS_PROXY``/``HTTP_PROXY`` and ``NO_PROXY``, as client-go's ``ProxyFromEnvironment`` does; a
 kubeconfig's ``proxy-url`` wins) and gives the client a session that does not look again. ``~/.netrc``
 is not used: client-go never reads it, and the API server is authenticated by token or certificate.
+
+**Error bodies are read in part.** The same session reads at most 64 KiB of an error answer's body, for
+every request made through it, the generated API classes' included (:mod:`autoscaler.kube.bodies`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from yarl import URL
 
+from autoscaler.kube.bodies import CappedErrorResponse
 from autoscaler.values.fields import SpecError, type_name
 from autoscaler.values.yaml_files import load_yaml_file
 
@@ -170,7 +174,8 @@ def environment_proxy(server: str) -> str | None:
 
 def _environment_read_once(client: ApiClient) -> ApiClient:
     """``client`` with its proxy taken from the environment now, and a session that does not read the
-    environment (nor ``~/.netrc``) again on every request (see the module's docstring)."""
+    environment (nor ``~/.netrc``) again on every request, and reads error bodies only in part (see the
+    module's docstring)."""
     rest = client.rest_client
     host = client.configuration.host
     if not rest.proxy and host:
@@ -179,7 +184,10 @@ def _environment_read_once(client: ApiClient) -> ApiClient:
             rest.proxy = found
     trusting = rest.pool_manager
     rest.pool_manager = aiohttp.ClientSession(
-        connector=trusting.connector, trust_env=False, read_bufsize=READ_BUFFER_BYTES
+        connector=trusting.connector,
+        trust_env=False,
+        read_bufsize=READ_BUFFER_BYTES,
+        response_class=CappedErrorResponse,
     )
     trusting.detach()  # the connector (its TLS settings and pool) now belongs to the new session
     return client

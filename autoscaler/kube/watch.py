@@ -1,9 +1,14 @@
 """Watch-based caches: list once, then watch; a supervisor relists after any failure.
 
 The behaviour follows client-go's reflector: a watch asks for bookmarks and ends after a random
-5–10 minutes (the server closes it), after which it resumes from the last resourceVersion seen; a 410
-("too old resource version") relists at once; any other failure relists after a jittered backoff
-(0.8 s doubling to 30 s, reset after two healthy minutes). Steady state makes no LIST calls.
+5–10 minutes (the server closes it), after which it resumes from the last resourceVersion seen; any
+failure relists after a jittered backoff (0.8 s doubling to 30 s, reset after two quiet minutes:
+:mod:`autoscaler.kube.relists`). A 410 ("too old resource version") after a watch that followed the server
+relists at once; 410s in a row (every watch expiring as it opens) are failures like any other, so they
+back off too. Steady state makes no LIST calls.
+
+Relists are counted by reason; a cache that relists more than 5 times in a minute reports it
+(:meth:`WatchCache.relisting`, which ``/readyz`` reads) until it has followed the server for a minute.
 
 *Any* failure means every exception, not a list of expected ones: a stream cut mid-body, a reset, a
 timeout, a line that is not JSON, a bug in a trimmer. Only cancellation ends :meth:`WatchCache.run`.
@@ -36,8 +41,10 @@ from typing import Any, Generic, TypeVar
 
 import structlog
 
-from autoscaler.kube.api import SILENT, KubeApi, KubeError, ResourcePath
+from autoscaler.kube.api import MESSAGE_LIMIT, SILENT, KubeApi, KubeError, ResourcePath
 from autoscaler.kube.paging import list_pages
+from autoscaler.kube.relists import DISCOVERED, ERROR, EXPIRED, RelistBackoff, Relists
+from autoscaler.values.clipping import clip
 
 R = TypeVar("R")
 Key = tuple[str, str]
@@ -45,9 +52,6 @@ ChangeHandler = Callable[[Key, Any, Any], None]
 
 log = structlog.get_logger("autoscaler.kube.watch")
 
-BACKOFF_START = 0.8
-BACKOFF_MAX = 30.0
-HEALTHY_RESET = 120.0
 TRIM_SLICE = 50  # objects of a listed page trimmed between two turns of the loop (~2 ms of pods)
 SILENCE_SECONDS = 90.0  # the API server bookmarks an idle watch about once a minute
 
@@ -90,7 +94,10 @@ class WatchCache(Generic[R]):
         self.synced = asyncio.Event()
         self.resource_version = ""
         self.lists = 0  # LIST requests made, one per page (a steady state makes none)
-        self.relists = 0  # lists after the first
+        self.relist_counts = Relists()  # lists after the first, by reason
+        self.relist_cause = ""  # what made the cache list again last
+        self.backoff = RelistBackoff()
+        self._expired_in_a_row = 0  # 410s since a watch last followed the server
         self.incidents = 0  # times the cache stopped following the server
         self.last_error: str | None = None
         self.failing_since: float | None = None  # monotonic: last heard from the server, while failing
@@ -126,49 +133,81 @@ class WatchCache(Generic[R]):
     def values(self) -> Iterable[R]:
         return self.records.values()
 
+    @property
+    def relists(self) -> int:
+        """Lists after the first."""
+        return self.relist_counts.total
+
+    def relisting(self, cause_limit: int = MESSAGE_LIMIT) -> str | None:
+        """Why this cache relists too often (more than 5 times in a minute, and it has not followed the
+        server for a minute since), with the cause of its last relist cut to ``cause_limit``; or None."""
+        counts, now = self.relist_counts, time.monotonic()
+        if counts.last is None or not counts.too_often(now, self.following):
+            return None
+        return (
+            f"{self.name} relisted {counts.streak} times in {now - counts.streak_began:.0f}s, the last "
+            f"{now - counts.last:.0f}s ago ({clip(self.relist_cause, cause_limit)})"
+        )
+
     async def run(self) -> None:
         """List and watch until cancelled; nothing but cancellation ends it."""
-        backoff = BACKOFF_START
+        reason = ERROR  # why the next list is a relist (the first list is not one)
         while True:
             try:
                 async with self._list_slots or contextlib.nullcontext():
-                    await self._list()
-                healthy_since = time.monotonic()
+                    await self._list(reason)
                 while True:
                     await self._watch_once()
-                    if time.monotonic() - healthy_since > HEALTHY_RESET:
-                        backoff = BACKOFF_START
+                    self._expired_in_a_row = 0  # the watch ran to its end
             except asyncio.CancelledError:
                 raise
             except KubeError as exc:
-                if exc.gone:
-                    log.info("watch expired, relisting", resource=self.name)
-                    continue
-                self.unavailable = exc.not_found
-                if exc.not_found and self.optional:
-                    self._recovered()
-                    self.synced.set()
-                    log.info("resource not served: treated as empty", resource=self.name)
-                    await self._until_served()
-                    continue
-                self._failed(str(exc), backoff)
+                reason, wait = await self._after(exc)
             except Exception as exc:  # any failure relists; only cancellation ends the cache
-                self._failed(f"{type(exc).__name__}: {exc}", backoff)
-            await asyncio.sleep(backoff * (1 + random.random()))
-            backoff = min(BACKOFF_MAX, backoff * 2)
+                reason, self.relist_cause = ERROR, clip(f"{type(exc).__name__}: {exc}", MESSAGE_LIMIT)
+                wait = self._failed(self.relist_cause)
+            if wait:
+                await asyncio.sleep(wait)
 
-    def _failed(self, error: str, backoff: float) -> None:
-        self.last_error = error
+    async def _after(self, exc: KubeError) -> tuple[str, float]:
+        """What an error answer that ended a list or a watch means: why the next list is a relist, and the
+        seconds to wait before it (0: at once)."""
+        self.relist_cause = str(exc)
+        if exc.gone:
+            self._expired_in_a_row += 1
+            if self._expired_in_a_row == 1:  # normal expiry: the watch's resourceVersion was compacted
+                log.info("watch expired, relisting", resource=self.name)
+                return EXPIRED, 0.0
+            return EXPIRED, self._failed(f"{exc} ({self._expired_in_a_row} times in a row, each right after a list)")
+        self.unavailable = exc.not_found
+        if exc.not_found and self.optional:
+            self._recovered()
+            self.synced.set()
+            log.info("resource not served: treated as empty", resource=self.name)
+            await self._until_served()
+            self.relist_cause = "the resource is served now"
+            return DISCOVERED, 0.0
+        return ERROR, self._failed(str(exc))
+
+    def _failed(self, error: str) -> float:
+        """A failure: returns the backoff's wait before the next list. Logged once per incident, as a
+        warning (at debug while the cache relists too often: that was logged once, as a warning)."""
+        self.last_error = error = clip(error, MESSAGE_LIMIT)
+        wait = self.backoff.next_wait(time.monotonic())
+        retry_in = round(wait, 2)
         if self.failing_since is None:
             self.failing_since = self.last_heard if self.last_heard is not None else time.monotonic()
             self.incidents += 1
-            log.warning("watch failed", resource=self.name, error=error, retry_in=round(backoff, 2))
+            quiet = self.relist_counts.too_often_since is not None
+            (log.debug if quiet else log.warning)("watch failed", resource=self.name, error=error, retry_in=retry_in)
         else:
-            log.debug("watch still failing", resource=self.name, error=error, retry_in=round(backoff, 2))
+            log.debug("watch still failing", resource=self.name, error=error, retry_in=retry_in)
+        return wait
 
     def _recovered(self) -> None:
         if self.failing_since is not None:
-            log.info(
+            quiet = self.relist_counts.too_often_since is not None
+            (log.debug if quiet else log.info)(
                 "watch recovered", resource=self.name, stale_seconds=round(self.stale_for(), 2), error=self.last_error
             )
         self.failing_since = None
@@ -192,7 +231,7 @@ class WatchCache(Generic[R]):
             ):
                 return
 
-    async def _list(self) -> None:
+    async def _list(self, reason: str) -> None:
         """List in pages of ``page_size``: only one page of whole objects is ever in memory, not every pod
         of the cluster at once. Pages of 500, as client-go's reflector: a page of 500 decoded pods is ~15 MB
         of short-lived objects whose freed memory the allocator keeps (~4 MiB more RSS at 10,000 pods than
@@ -225,7 +264,7 @@ class WatchCache(Generic[R]):
                         fresh[key] = record
                 del body
         if self.synced.is_set():
-            self.relists += 1
+            self._relisted(reason)
         old = self.records
         self.records = fresh
         self.resource_version = version
@@ -242,6 +281,26 @@ class WatchCache(Generic[R]):
 
     def _asked(self) -> None:
         self.lists += 1
+
+    def _relisted(self, reason: str) -> None:
+        """Count a relist; log when it makes the cache one that relists too often (once, until it settles)."""
+        now = time.monotonic()
+        counts = self.relist_counts
+        if counts.record(now, reason, self.failing_since if self.failing_since is not None else now):
+            log.warning(
+                "watch relisting too often",
+                resource=self.name,
+                relists=counts.streak,
+                seconds=round(now - counts.streak_began, 1),
+                reason=reason,
+                error=self.relist_cause,
+            )
+
+    def _settle(self) -> None:
+        """A watch event while the cache relists too often: that is over once a minute has passed since the
+        last relist with the cache following the server."""
+        if self.relist_counts.settle(time.monotonic()):
+            log.info("watch relisting calmed down", resource=self.name)
 
     async def _watch_once(self) -> None:
         try:
@@ -262,6 +321,9 @@ class WatchCache(Generic[R]):
             idle_timeout=self.silence_seconds,
         ):
             self.last_heard = time.monotonic()
+            self._expired_in_a_row = 0
+            if self.relist_counts.too_often_since is not None:
+                self._settle()
             obj = event.get("object")
             if not isinstance(obj, Mapping):
                 raise KubeError(0, "Malformed", f"watch {self.name}: an event without an object")

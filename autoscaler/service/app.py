@@ -32,6 +32,7 @@ from autoscaler.prometheus.client import PrometheusClient
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import MetricsReader, OnReady
 from autoscaler.service import collector
+from autoscaler.service.cache_health import cache_readiness, cache_states
 from autoscaler.service.clock import ProcessClock, SkewMonitor
 from autoscaler.service.http import HttpServer, ReadinessCheck
 from autoscaler.service.logs import configure_logging, flush_logs, log_lines_dropped, redact_known_secrets
@@ -160,12 +161,7 @@ class Service:
                 self.http.redaction = manager.writer.redaction = prometheus.secrets
                 redact_known_secrets(prometheus.secrets)
                 self.metrics.watch_log_lines_dropped(log_lines_dropped)
-                self.metrics.watch_caches(
-                    lambda: [
-                        (c.resource.label, c.synced.is_set(), c.stale_for(), c.incidents, c.relists)
-                        for c in manager.caches
-                    ]
-                )
+                self.metrics.watch_caches(lambda: cache_states(manager.caches))
                 log.info(
                     "service starting",
                     identity=self.identity,
@@ -302,18 +298,7 @@ class Service:
         def caches() -> tuple[bool, str]:
             if self.manager is None:
                 return False, "starting"
-            pending = [c.name for c in self.manager.caches if not c.synced.is_set()]
-            if pending:
-                return False, f"waiting for {', '.join(pending)}"
-            limit = self.stale_cache_limit()
-            stale = [
-                f"{c.name} for {c.stale_for():.0f}s ({c.last_error})"
-                for c in self.manager.caches
-                if c.stale_for() > limit
-            ]
-            if stale:
-                return False, f"not following the API server: {'; '.join(stale)}"
-            return True, "synced"
+            return cache_readiness(self.manager.caches, self.stale_cache_limit())
 
         def leadership() -> tuple[bool, str]:
             if self.elector is None:

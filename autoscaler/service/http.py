@@ -15,7 +15,8 @@
 ============================  ====================================================================
 
 Bodies of the probes are JSON too (``{"ready": false, "checks": [{"name", "ok", "detail"}…]}``), so a
-human or ``kubectl get --raw`` can see which check failed. Exception text in a detail is redacted.
+human or ``kubectl get --raw`` can see which check failed. Exception text in a detail is redacted; a
+detail is cut to 4 KiB (a failing cache's error may be a server's megabytes).
 
 Who may ask: whoever reaches ``http.address``:``http.port`` (``0.0.0.0``: every interface), and with
 ``http.tokenFile`` only a request with its token, but for the probes (:mod:`autoscaler.service.http_auth`).
@@ -43,6 +44,7 @@ from autoscaler.service.logs import redact_text
 from autoscaler.service.metrics import ServiceMetrics
 from autoscaler.service.redaction import redacted_status
 from autoscaler.service.settings import HttpSettings
+from autoscaler.values.clipping import clip
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -51,6 +53,9 @@ CheckFunction = Callable[[], CheckResult | Awaitable[CheckResult]]
 # /api/targets' items in one turn of the event loop: at 10,000 targets, parsing and encoding every status
 # at once held the loop for the whole request.
 _ITEMS_PER_TURN = 100
+# The most of a check's detail a probe answers with: a detail may repeat a server's error (cut shorter where
+# it is made), and a probe is asked every few seconds.
+DETAIL_LIMIT = 4096
 
 
 class TargetStatuses(Protocol):
@@ -218,9 +223,9 @@ class HttpServer:
                     return False, f"timed out after {timeout:g}s"
                 result = future.result()
             ok, detail = result
-            return bool(ok), self.redaction.redact(str(detail))
+            return bool(ok), clip(self.redaction.redact(str(detail)), DETAIL_LIMIT)
         except Exception as exc:
-            return False, self.redaction.redact(redact_text(f"{type(exc).__name__}: {exc}"))
+            return False, clip(self.redaction.redact(redact_text(f"{type(exc).__name__}: {exc}")), DETAIL_LIMIT)
 
     def _forget_check(self, future: asyncio.Future[Any]) -> None:
         self._stray_checks.discard(future)

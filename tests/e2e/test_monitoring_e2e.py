@@ -98,6 +98,7 @@ async def test_every_rule_and_panel_expression_reads_the_running_service(
     quiet = {
         "alert AutoscalerNoLeader",
         "alert AutoscalerCacheStale",
+        "alert AutoscalerCacheRelisting",
         "alert AutoscalerTargetAtMaxReplicas",
         "alert AutoscalerTargetLimited",
         "alert AutoscalerTargetNotSynced",

@@ -14,6 +14,7 @@ from prometheus_client.samples import Sample
 
 from autoscaler.service.loop_health import monitor_event_loop_lag, track_gc_pauses
 from autoscaler.service.metrics import ServiceMetrics
+from autoscaler.service.metrics_caches import CacheState
 from autoscaler.service.metrics_targets import LIMIT_REASONS
 
 Labels = dict[str, str]
@@ -74,6 +75,7 @@ def test_families_follow_the_naming_conventions() -> None:
         "autoscaler_cache_stale_seconds": "gauge",
         "autoscaler_cache_watch_failures": "counter",
         "autoscaler_cache_relists": "counter",
+        "autoscaler_cache_relisting": "gauge",
         "autoscaler_event_loop_lag_seconds": "histogram",
         "autoscaler_clock_skew_seconds": "gauge",
         "autoscaler_prometheus_large_answers": "counter",
@@ -242,7 +244,11 @@ def test_process_gauges() -> None:
     metrics.set_targets(active=12, invalid=1)
     # two pod caches (two watched namespaces), one deployment cache not listed yet
     metrics.watch_caches(
-        lambda: [("pods", True, 0.0, 1, 2), ("pods", True, 12.5, 2, 1), ("deployments", False, 0.0, 0, 0)]
+        lambda: [
+            CacheState("pods", True, 0.0, 1, {"expired": 2}),
+            CacheState("pods", True, 12.5, 2, {"error": 1}, relisting=True),
+            CacheState("deployments", False, 0.0, 0, {}),
+        ]
     )
     assert value(metrics, "autoscaler_leader") == 1.0
     assert value(metrics, "autoscaler_targets", state="active") == 12.0
@@ -256,7 +262,14 @@ def test_process_gauges() -> None:
         (("resource", "deployments"),): 0.0,
     }
     assert series(metrics, "autoscaler_cache_watch_failures_total")[(("resource", "pods"),)] == 3
-    assert series(metrics, "autoscaler_cache_relists_total")[(("resource", "pods"),)] == 3
+    relists = series(metrics, "autoscaler_cache_relists_total")
+    assert relists[(("reason", "expired"), ("resource", "pods"))] == 2
+    assert relists[(("reason", "error"), ("resource", "pods"))] == 1
+    assert relists[(("reason", "discovered"), ("resource", "deployments"))] == 0  # every reason has a series
+    assert series(metrics, "autoscaler_cache_relisting") == {  # one pod cache relists too often
+        (("resource", "pods"),): 1.0,
+        (("resource", "deployments"),): 0.0,
+    }
     metrics.set_leader(False)
     assert value(metrics, "autoscaler_leader") == 0.0
 
