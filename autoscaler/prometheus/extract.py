@@ -7,7 +7,11 @@ The outcome of bad data is defined here, never a silent zero:
   exactly as upstream's metrics client does; an Object/External metric fails;
 * two series for one pod (one pod and container, for resources) fail the metric, naming the pod;
 * an empty result fails Object/External metrics; for per-pod metrics the caller turns "no pod has
-  a value" into a failure with a diagnostic (see :func:`no_value_failure`).
+  a value" into a failure with a diagnostic (see :func:`no_value_failure`);
+* a sample stamped far from its query's evaluation time fails the metric
+  (:mod:`autoscaler.prometheus.sample_times`).
+
+Object and External metrics' values are read in steps by :mod:`autoscaler.prometheus.value_readings`.
 
 Values are converted exactly from Prometheus' text (``"0.3"`` → 300 milli, rounded up like
 ``Quantity.MilliValue()``: :mod:`autoscaler.prometheus.sample_values`).
@@ -20,16 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from autoscaler.core.observation import (
-    ExternalReading,
     MetricFailure,
-    ObjectReading,
     PodsReading,
     PodUsage,
     ResourceReading,
     Sample,
 )
 from autoscaler.core.pod_columns import SampleColumns, UsageColumns
-from autoscaler.prometheus.results import InstantResult, Series, rows
+from autoscaler.prometheus.results import Series, rows
 from autoscaler.prometheus.sample_values import milli_or_none
 from autoscaler.prometheus.typed_series import series_decoding
 
@@ -130,47 +132,6 @@ def no_value_failure(pod_count: int, returned: int, matched: int, names: LabelNa
     else:
         reason = "every series for the target's pods is NaN or infinite"
     return MetricFailure(f"no usable sample for any of the target's {pod_count} pods: {reason}")
-
-
-_Values = tuple[list[tuple[Mapping[str, str], int]], float]
-
-
-def _scalar_values(result: InstantResult) -> _Values | MetricFailure:
-    if result.result_type == "scalar" and result.scalar is not None:
-        items: Sequence[Series] = (result.scalar,)
-    elif result.result_type == "vector":
-        items = result.vector
-    else:
-        return MetricFailure(f"the query returned a {result.result_type}; it must return an instant vector or a scalar")
-    if not items:
-        return MetricFailure("the query returned no series (an empty result; stale or absent data)")
-    values = []
-    # Vector order is not guaranteed by Prometheus: sort so equal results give equal readings.
-    for item in sorted(items, key=lambda s: sorted(s.labels.items())):
-        value = milli_or_none(item.value)
-        if value is None:
-            where = f"series {describe(item.labels)}" if item.labels else "the scalar"
-            return MetricFailure(f"{where} has value {item.value}, which is not a number the autoscaler can use")
-        values.append((item.labels, value))
-    return values, max(item.timestamp for item in items)
-
-
-def object_reading(result: InstantResult) -> ObjectReading | MetricFailure:
-    """One value; several series are summed, as upstream sums an External metric's series."""
-    parsed = _scalar_values(result)
-    if isinstance(parsed, MetricFailure):
-        return parsed
-    values, timestamp = parsed
-    return ObjectReading(value=sum(v for _, v in values), timestamp=timestamp)
-
-
-def external_reading(result: InstantResult) -> ExternalReading | MetricFailure:
-    """Every series' value; the engine sums them as upstream does."""
-    parsed = _scalar_values(result)
-    if isinstance(parsed, MetricFailure):
-        return parsed
-    values, timestamp = parsed
-    return ExternalReading(values=tuple(v for _, v in values), timestamp=timestamp)
 
 
 # Series (or wanted pods) handled per step of :func:`readings_in_steps`: a few milliseconds.

@@ -37,11 +37,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from autoscaler.core.observation import MetricFailure, MetricReading, PodsReading, ResourceReading
 from autoscaler.core.spec import MetricSourceType, MetricSpec
 from autoscaler.prometheus.errors import PrometheusError
-from autoscaler.prometheus.extract import LabelNames, PodReadings, external_reading, object_reading, readings_in_steps
+from autoscaler.prometheus.extract import LabelNames, PodReadings, readings_in_steps
 from autoscaler.prometheus.partial import other_warnings, partial_cause, shorten
 from autoscaler.prometheus.planning import Chunk, Member, PlannedQuery, PodGroup, PodGroups, QueryPlanner, ValueQueries
 from autoscaler.prometheus.queries import TargetQuery, Unplannable
-from autoscaler.prometheus.results import InstantResult
+from autoscaler.prometheus.results import InstantResult, emptied_in_steps
+from autoscaler.prometheus.sample_times import SampleTimes
 from autoscaler.prometheus.sending import (
     InstantQuerier,
     QuerySender,
@@ -52,7 +53,9 @@ from autoscaler.prometheus.sending import (
 from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.prometheus.splitting import checked, pod_reading, pods_filter, split
 from autoscaler.prometheus.templates import SCOPE_SLOT
-from autoscaler.prometheus.turns import in_turns
+from autoscaler.prometheus.turns import at_once, in_turns
+from autoscaler.prometheus.value_readings import STEP as VALUES_STEP
+from autoscaler.prometheus.value_readings import external_reading, object_reading, values_in_steps
 
 __all__ = ["MetricsReader", "OnReady"]
 
@@ -77,8 +80,11 @@ class MetricsReader:
         *,
         batch: bool = True,
         rng: Callable[[], float] = random.random,
+        sample_times: SampleTimes | None = None,
     ) -> None:
         self._settings = settings
+        # How old or far ahead a sample may be, and Prometheus' clock (a live query's evaluation time).
+        self._times = sample_times or SampleTimes(settings.max_sample_age_seconds)
         self._names = LabelNames(
             pod=settings.pod_label, container=settings.container_label, namespace=settings.namespace_label
         )
@@ -220,6 +226,7 @@ class MetricsReader:
         )
         if result is None:
             return
+        reference = self._times.evaluated_at(at)
         vector = result.vector
         fast: list[tuple[ResourceReading | PodsReading, int]] | None
         if result.sunk is not None:  # read as it was decoded, in the client's steps
@@ -240,7 +247,7 @@ class MetricsReader:
             )
         if fast is not None:
             for member, (found, matched) in zip(members, fast, strict=True):
-                _put(out, member, checked(found, member, returned, matched, self._names))
+                _put(out, member, self._timed(checked(found, member, returned, matched, self._names), reference))
             return
         buckets, ambiguous = split(vector, members, self._names)
         if ambiguous and len(chunk.namespaces) > 1 and SCOPE_SLOT in group.key_text:
@@ -259,7 +266,7 @@ class MetricsReader:
                     f"several namespaces; the query must keep the {self._names.namespace} label"
                 )
             else:
-                reading = pod_reading(group, member, buckets[index], returned, self._names)
+                reading = self._timed(pod_reading(group, member, buckets[index], returned, self._names), reference)
             _put(out, member, reading)
 
     async def _run_value_query(
@@ -277,9 +284,27 @@ class MetricsReader:
             return
         if not self._whole(result, query, members, out):
             return
+        reference = self._times.evaluated_at(at)
+        # An answer of 200,000 series is read in steps, with the loop's turns between, and its decoded series
+        # freed so too (see autoscaler.prometheus.value_readings); once for all the targets that asked it.
+        ordered = any(member.spec.type is MetricSourceType.EXTERNAL for member in members)
+        steps = values_in_steps(result, self._times, reference, ordered=ordered)
+        large = len(result.vector) > VALUES_STEP
+        values = await in_turns(steps) if large else at_once(steps)
         for member in members:
             external = member.spec.type is MetricSourceType.EXTERNAL
-            _put(out, member, external_reading(result) if external else object_reading(result))
+            _put(out, member, external_reading(values) if external else object_reading(values))
+        if large:
+            await in_turns(emptied_in_steps(result.vector))
+
+    def _timed(self, reading: MetricReading, reference: float) -> MetricReading:
+        """A per-pod ``reading``, or its failure when a pod's sample is stamped out of bounds around the
+        query's evaluation time ``reference`` (see :mod:`autoscaler.prometheus.sample_times`)."""
+        if isinstance(reading, (PodsReading, ResourceReading)):  # a tuple: what mypyc compiles best
+            failure = self._times.pods_failure(reading.pods, reference)
+            if failure is not None:
+                return failure
+        return reading
 
 
 def _put(out: Readings, member: Member, reading: MetricReading) -> None:

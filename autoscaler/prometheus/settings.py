@@ -14,6 +14,7 @@ Example (all keys but ``url`` optional)::
       targetConcurrency: 5          # one target's queries in flight at once (default: concurrency / 4)
       maxResponseBytes: 67108864    # a larger answer fails its query
       largeResponseBytes: 262144    # a larger answer is decoded in steps, the loop's turns between
+      maxSampleAgeSeconds: 300      # a sample older than this, for its query's time, fails its metric
       invalidQueryBackoffSeconds: 30       # a query rejected with 400/422 waits this long, doubling…
       invalidQueryBackoffMaxSeconds: 600   # …up to this
       denyPartialResponse: true     # ask Thanos / a VictoriaMetrics cluster to fail rather than answer partially
@@ -65,6 +66,9 @@ DEFAULT_LARGE_RESPONSE_BYTES = 256 * 2**10
 # A query Prometheus rejects as invalid (400/422) is sent again after this, doubling up to the maximum
 # (jittered): not every period, but a fixed template or a Prometheus upgrade is still noticed.
 DEFAULT_INVALID_QUERY_BACKOFF = 30.0
+# A sample stamped longer than this before its query's evaluation time fails its metric (see
+# prometheus/sample_times.py): a few scrape intervals, and ten times a VictoriaMetrics' 30 s latency offset.
+DEFAULT_MAX_SAMPLE_AGE = 300.0
 DEFAULT_INVALID_QUERY_BACKOFF_MAX = 600.0
 # The form fields that ask a backend to fail rather than answer without some of its stores: Thanos'
 # partial_response=false and a VictoriaMetrics cluster's deny_partial_response=1. Prometheus and a
@@ -102,6 +106,7 @@ class PrometheusSettings:
     compression: bool = False
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     large_response_bytes: int = DEFAULT_LARGE_RESPONSE_BYTES
+    max_sample_age_seconds: float = DEFAULT_MAX_SAMPLE_AGE
     # At most this many of one target's queries in flight at once (None: a quarter of ``concurrency``,
     # at least 1), so one target's many slow queries leave the other slots to the other targets.
     target_concurrency: int | None = None
@@ -144,6 +149,7 @@ class PrometheusSettings:
             "retries": self.retries,
             "cpu_rate_window": self.cpu_rate_window,
             "max_response_bytes": self.max_response_bytes,
+            "max_sample_age_seconds": self.max_sample_age_seconds,
             "target_concurrency": self.per_target_concurrency,
             "deny_partial_response": self.deny_partial_response,
         }
@@ -212,6 +218,7 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
     compression = obj.boolean("compression", default=False)
     max_response = obj.integer("maxResponseBytes", default=DEFAULT_MAX_RESPONSE_BYTES, minimum=4096, maximum=2**31)
     large_response = obj.integer("largeResponseBytes", default=DEFAULT_LARGE_RESPONSE_BYTES, minimum=0, maximum=2**31)
+    max_sample_age = obj.number("maxSampleAgeSeconds", default=DEFAULT_MAX_SAMPLE_AGE, minimum=1, maximum=31536000)
     target_concurrency = obj.integer("targetConcurrency", minimum=1, maximum=1000)
     if target_concurrency is not None and concurrency is not None and target_concurrency > concurrency:
         obj.error("targetConcurrency", f"must be at most concurrency ({concurrency})")
@@ -229,7 +236,7 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
     assert url is not None and timeout is not None and concurrency is not None and retries is not None
     assert window is not None and max_length is not None and max_response is not None
     assert large_response is not None and backoff is not None and backoff_max is not None
-    assert follow_redirects is not None
+    assert follow_redirects is not None and max_sample_age is not None
     return PrometheusSettings(
         url=url,
         bearer_token=token,
@@ -255,6 +262,7 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
         compression=bool(compression),
         max_response_bytes=max_response,
         large_response_bytes=large_response,
+        max_sample_age_seconds=max_sample_age,
         target_concurrency=target_concurrency,
         invalid_query_backoff_seconds=backoff,
         invalid_query_backoff_max_seconds=backoff_max,

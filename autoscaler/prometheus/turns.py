@@ -28,7 +28,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["collector_paused", "in_turns"]
+__all__ = ["at_once", "collector_paused", "in_turns"]
 
 
 @contextmanager
@@ -58,3 +58,14 @@ async def in_turns(steps: Generator[None, None, T]) -> T:
             result: T = done.value
             return result
         await asyncio.sleep(0)
+
+
+def at_once(steps: Generator[None, None, T]) -> T:
+    """The value ``steps`` returns, run to its end without a turn for the loop: for work known to be one step
+    (a small answer), where :func:`in_turns`' bookkeeping would cost more than the work."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: T = done.value
+            return result

@@ -39,7 +39,7 @@ from autoscaler.service.logs import configure_logging, flush_logs, log_lines_dro
 from autoscaler.service.loop_health import monitor_event_loop_lag, track_gc_pauses
 from autoscaler.service.manager import Manager
 from autoscaler.service.metrics import ServiceMetrics
-from autoscaler.service.prometheus_reads import TimedQuerier, with_clock_note
+from autoscaler.service.prometheus_reads import TimedQuerier, sample_times, with_clock_note
 from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.settings import ServiceSettings
 from autoscaler.service.targets import Target
@@ -119,7 +119,8 @@ class Service:
                 ) as prometheus,
             ):
                 self.querier = TimedQuerier(prometheus, self.metrics)
-                reader = MetricsReader(self.querier, settings.prometheus)
+                times = sample_times(settings, self.clock.now, self.prometheus_skew)  # a sample's bounds
+                reader = MetricsReader(self.querier, settings.prometheus, sample_times=times)
                 skew = self.prometheus_skew
 
                 async def read_many(

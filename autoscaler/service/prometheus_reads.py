@@ -1,18 +1,22 @@
 """How the service reads Prometheus: every query timed into its own metrics (and Prometheus' last answer
-remembered for /readyz), and the clock-skew note added to the failures a disagreement of clocks can explain."""
+remembered for /readyz), the clock-skew note added to the failures a disagreement of clocks can explain, and
+Prometheus' clock as the service reads it (what a sample's time is checked against)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from autoscaler.core.observation import MetricFailure, MetricReading
 from autoscaler.prometheus.client import PrometheusClient
 from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.partial import other_warnings
 from autoscaler.prometheus.results import InstantResult, SeriesFilter
+from autoscaler.prometheus.sample_times import SampleTimes
 from autoscaler.prometheus.slicing import SeriesSink
 from autoscaler.service.clock import SkewMonitor
 from autoscaler.service.metrics import ServiceMetrics
+from autoscaler.service.settings import ServiceSettings
 
 
 class TimedQuerier:
@@ -73,3 +77,27 @@ def with_clock_note(row: list[MetricReading], skew: SkewMonitor) -> list[MetricR
         else r
         for r in row
     ]
+
+
+class PeerClock:
+    """A peer's clock as this service reads it: its own clock (``own``) less the skew the peer's answers'
+    ``Date`` headers showed (none measured yet: its own)."""
+
+    __slots__ = ("_own", "_skew")
+
+    def __init__(self, own: Callable[[], float], skew: SkewMonitor) -> None:
+        self._own = own
+        self._skew = skew
+
+    def now(self) -> float:
+        skew = self._skew.skew
+        return self._own() - (skew if skew is not None else 0.0)
+
+
+def sample_times(settings: ServiceSettings, own: Callable[[], float], skew: SkewMonitor) -> SampleTimes:
+    """What the reader checks a sample's time against (see :mod:`autoscaler.prometheus.sample_times`): at most
+    ``prometheus.maxSampleAgeSeconds`` old and the clock-skew bound ahead of Prometheus' clock, read as this
+    service's clock (``own``) less the skew measured to Prometheus (``skew``)."""
+    return SampleTimes(
+        settings.prometheus.max_sample_age_seconds, settings.sync.clock_skew_warning_seconds, PeerClock(own, skew).now
+    )

@@ -19,14 +19,13 @@ from autoscaler.core.observation import (
 )
 from autoscaler.prometheus.extract import (
     LabelNames,
-    external_reading,
-    object_reading,
     pods_reading,
     readings_in_steps,
     resource_reading,
 )
 from autoscaler.prometheus.results import InstantResult, Series
 from autoscaler.prometheus.sample_values import milli_or_none, plain_milli, through_float
+from autoscaler.prometheus.value_readings import external_reading, object_reading, values_in_steps
 from autoscaler.values.quantity import milli_from_decimal_text
 from tests.prometheus.stepping import run_counting_turns, to_the_end
 
@@ -130,11 +129,11 @@ def test_pods_reading_skips_bad_values_and_series_without_the_pod_label() -> Non
 
 def test_object_and_external_from_a_scalar_and_a_vector() -> None:
     scalar = InstantResult("scalar", scalar=Series({}, 9.0, "1.5"))
-    assert object_reading(scalar) == ObjectReading(1500, 9.0)
+    assert object_reading(to_the_end(values_in_steps(scalar))) == ObjectReading(1500, 9.0)
     vector = InstantResult("vector", vector=(Series({"q": "b"}, 9.0, "2"), Series({"q": "a"}, 9.0, "0.001")))
-    assert external_reading(vector) == ExternalReading((1, 2000), 9.0)
-    assert object_reading(vector) == ObjectReading(2001, 9.0)
-    failure = external_reading(InstantResult("matrix"))
+    assert external_reading(to_the_end(values_in_steps(vector))) == ExternalReading((1, 2000), 9.0)
+    assert object_reading(to_the_end(values_in_steps(vector))) == ObjectReading(2001, 9.0)
+    failure = external_reading(to_the_end(values_in_steps(InstantResult("matrix"))))
     assert isinstance(failure, MetricFailure) and "returned a matrix" in failure.message
 
 

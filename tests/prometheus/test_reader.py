@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable
 from typing import cast
 
@@ -261,7 +262,8 @@ class SlowClient:
         try:
             if "slow" in promql:
                 await asyncio.sleep(self.delay)
-            return vector(series("4"))
+            # Stamped with the time it was evaluated at, as Prometheus does (a live query's: now).
+            return vector(Series({}, at if at is not None else time.time(), "4"))
         finally:
             self.in_flight -= 1
 
