@@ -1,4 +1,4 @@
-"""F53 (issue 37, item 8): samples stamped far from the time their query was evaluated at.
+"""F55 (issue 37, item 8): samples stamped far from the time their query was evaluated at.
 
 A misbehaving remote-read, federation or VictoriaMetrics staleness setting answers with samples a year old
 (or a year ahead), here of 0. Expected: the metric fails (a failed metric never votes for a scale-down),
