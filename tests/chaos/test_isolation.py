@@ -113,7 +113,11 @@ async def test_d5_f18_a_huge_answer_is_parsed_off_the_loop(
         began = monotonic()
         await wait_until(lambda: rule.hits >= 5, 30, "five huge answers")
         await wait_until(
-            lambda: "120000 series" in scaling_active(cluster, "big", "big").get("message", ""),
+            # (Not how many: a batched answer's count moves with every target it serves, issue 37 item 10.)
+            lambda: (
+                "none of the series it returned belongs to the target's pods"
+                in scaling_active(cluster, "big", "big").get("message", "")
+            ),
             10,
             "the big target's failure",
         )
