@@ -273,6 +273,15 @@ def test_pod_name_reaches_the_leader_identity() -> None:
     assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
 
 
+def test_the_service_knows_the_pod_its_own_events_are_about() -> None:
+    """A failing Prometheus is one Event on the service's Pod (service/backend_health.py), which the
+    downward API names: without them it would go on the Lease."""
+    for install in INSTALLS.values():
+        env = {e["name"]: e for e in service_container(install())["env"]}
+        assert env["POD_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+        assert env["POD_UID"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.uid"}}
+
+
 def test_settings_file_is_the_one_the_service_reads() -> None:
     for variant, install in INSTALLS.items():
         docs = install()

@@ -144,7 +144,8 @@ def compute_metric(
             return _object(spec, reading, scale, pods, tolerances, description)
         return _external(spec, reading, scale, pods, tolerances, description)
     except ReplicaCalculationError as exc:
-        return MetricOutcome(spec, description=description, error=str(exc), reason=reason)
+        backend = isinstance(reading, MetricFailure) and reading.backend
+        return MetricOutcome(spec, description=description, error=str(exc), reason=reason, backend_failure=backend)
 
 
 def _fetch_failed(prefix: str, reading: MetricReading) -> None:

@@ -127,6 +127,7 @@ class MetricOutcome:
     pod_result: PodMetricResult | None = None
     value_result: ValueResult | None = None
     skipped: bool = False  # not evaluated this sync (replicas outside [min, max], disabled)
+    backend_failure: bool = False  # failed because the backend did (MetricFailure.backend), not the query
 
     def __init__(
         self,
@@ -139,6 +140,7 @@ class MetricOutcome:
         pod_result: PodMetricResult | None = None,
         value_result: ValueResult | None = None,
         skipped: bool = False,
+        backend_failure: bool = False,
     ) -> None:
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "proposal", proposal)
@@ -149,6 +151,7 @@ class MetricOutcome:
         object.__setattr__(self, "pod_result", pod_result)
         object.__setattr__(self, "value_result", value_result)
         object.__setattr__(self, "skipped", skipped)
+        object.__setattr__(self, "backend_failure", backend_failure)
 
 
 @dataclass(frozen=True, slots=True, init=False)

@@ -48,6 +48,7 @@ from autoscaler.prometheus.sending import (
     QuerySender,
     StillRejected,
     failed_query_message,
+    is_backend_failure,
     shown_query,
 )
 from autoscaler.prometheus.settings import PrometheusSettings
@@ -172,7 +173,7 @@ class MetricsReader:
             _fail_all(members, still.message, out)
             return None
         except PrometheusError as error:
-            _fail_all(members, failed_query_message(error, query), out)
+            _fail_all(members, failed_query_message(error, query), out, backend=is_backend_failure(error))
             return None
         if not self._whole(result, query, members, out):
             return None
@@ -197,6 +198,7 @@ class MetricsReader:
                 f"partial answer from {self._settings.display_url}: {cause}; a metric read "
                 "from a partial answer cannot vote (no scale-down from it) until the answers are whole",
                 out,
+                backend=True,
             )
             return False
         for warning in other_warnings(result):
@@ -280,7 +282,7 @@ class MetricsReader:
             _fail_all(members, still.message, out)
             return
         except PrometheusError as error:
-            _fail_all(members, failed_query_message(error, query), out)
+            _fail_all(members, failed_query_message(error, query), out, backend=is_backend_failure(error))
             return
         if not self._whole(result, query, members, out):
             return
@@ -310,7 +312,7 @@ class MetricsReader:
 def _put(out: Readings, member: Member, reading: MetricReading) -> None:
     """``member``'s reading; a failure names the metric."""
     out[member.target_index][member.metric_index] = (
-        _failure(member.spec, reading.message) if isinstance(reading, MetricFailure) else reading
+        _failure(member.spec, reading.message, reading.backend) if isinstance(reading, MetricFailure) else reading
     )
 
 
@@ -349,10 +351,11 @@ class _Progress:
             self._on_ready(index, _complete(self._out[index]))
 
 
-def _failure(spec: MetricSpec, message: str) -> MetricFailure:
-    return MetricFailure(f'{spec.type.value} metric "{spec.name}": {message}')
+def _failure(spec: MetricSpec, message: str, backend: bool = False) -> MetricFailure:
+    return MetricFailure(f'{spec.type.value} metric "{spec.name}": {message}', backend)
 
 
-def _fail_all(members: Sequence[Member], message: str, out: Readings) -> None:
+def _fail_all(members: Sequence[Member], message: str, out: Readings, *, backend: bool = False) -> None:
+    """Every member fails with ``message``; ``backend``: because the backend did (see MetricFailure)."""
     for member in members:
-        out[member.target_index][member.metric_index] = _failure(member.spec, message)
+        out[member.target_index][member.metric_index] = _failure(member.spec, message, backend)

@@ -28,7 +28,14 @@ from typing import Protocol
 import structlog
 
 from autoscaler.core.conditions import steady_message
-from autoscaler.prometheus.errors import PrometheusBadQuery, PrometheusError, PrometheusTimeout
+from autoscaler.prometheus.errors import (
+    PrometheusBadQuery,
+    PrometheusError,
+    PrometheusHTTPError,
+    PrometheusPartialAnswer,
+    PrometheusTimeout,
+    PrometheusUnreachable,
+)
 from autoscaler.prometheus.results import InstantResult, SeriesFilter
 from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.prometheus.slicing import SeriesSink
@@ -238,6 +245,19 @@ def query_error_message(error: PrometheusError, query: str) -> str:
     if isinstance(error, PrometheusBadQuery):
         message += f"; query: {shown_query(query)}"
     return message
+
+
+def is_backend_failure(error: PrometheusError) -> bool:
+    """Whether ``error`` says the backend failed rather than the query: no answer in time, no connection,
+    a 5xx or a 429, a partial answer. A rejected query, an answer too large or not the API's, a redirect,
+    a 401/403/404 are the query's or the setup's: many targets failing so is no brownout of the backend."""
+    if isinstance(error, PrometheusTimeout | PrometheusUnreachable | PrometheusPartialAnswer):
+        return True
+    return (
+        isinstance(error, PrometheusHTTPError)
+        and not isinstance(error, PrometheusBadQuery)
+        and (error.status >= 500 or error.status == 429)
+    )
 
 
 def failed_query_message(error: PrometheusError, query: str) -> str:

@@ -32,6 +32,7 @@ from autoscaler.prometheus.client import PrometheusClient
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import MetricsReader, OnReady
 from autoscaler.service import collector
+from autoscaler.service.backend_health import BackendHealth
 from autoscaler.service.cache_health import cache_readiness, cache_states
 from autoscaler.service.clock import ProcessClock, SkewMonitor
 from autoscaler.service.http import HttpServer, ReadinessCheck
@@ -81,6 +82,7 @@ class Service:
         self.prometheus_skew = SkewMonitor(
             "prometheus", settings.sync.clock_skew_warning_seconds, self.metrics.set_clock_skew
         )
+        self.backend = BackendHealth.for_service(settings, self.metrics.registry)  # said once for all its targets
         self.manager: Manager | None = None
         self.elector: ElectionThread | None = None
         self.http: HttpServer | None = None
@@ -134,6 +136,9 @@ class Service:
                     return [with_clock_note(row, skew) for row in rows]
 
                 kube = KubeApi(api_client, observe=self.metrics.observe_kubernetes_request)
+                election = settings.leader_election
+                lease = lease_namespace(election.lease_namespace), settings.sharding.lease_name(election.lease_name)
+                self.backend.post_events_to(kube, self.identity, lease if election.enabled else None)
                 if self.record:
                     recorder = SyncRecorder(self.record, settings.controller)
                 self.manager = manager = Manager(
@@ -156,8 +161,10 @@ class Service:
                     recorder=recorder,
                     sharding=settings.sharding,
                     clock=self.clock.now,
+                    backend_health=self.backend,
                 )
                 self.http.targets = manager
+                self.http.backends = lambda: [self.backend.document()]
                 # One redaction, the client's (its settings' secrets, its token file's tokens), for every sink.
                 self.http.redaction = manager.writer.redaction = prometheus.secrets
                 redact_known_secrets(prometheus.secrets)
@@ -314,7 +321,8 @@ class Service:
             if querier is None:
                 return False, "starting"
             if querier.last_success is not None and time.monotonic() - querier.last_success < 60:
-                return True, "answered within the last minute"
+                degraded = self.backend.readiness_note()  # answering some targets, failing most
+                return True, "answered within the last minute" + (f"; {degraded}" if degraded else "")
             ok = await querier.client.ready()
             return ok, "ready" if ok else (querier.last_error or "not ready")
 

@@ -12,6 +12,8 @@
                               the event loop, gzipped when the scraper accepts it.
 ``GET /api/targets``          ``{"items": [{"namespace", "name", "status"}…]}`` (``?namespace=`` filters)
 ``GET /api/targets/{ns}/{n}`` ``{"namespace", "name", "status"}``, or 404
+``GET /api/backends``         ``{"items": [{"backend", "conditions"}…]}``: the Prometheus' condition
+                              ``PrometheusDegraded`` (:mod:`autoscaler.service.backend_health`)
 ============================  ====================================================================
 
 Bodies of the probes are JSON too (``{"ready": false, "checks": [{"name", "ok", "detail"}…]}``), so a
@@ -111,6 +113,7 @@ class HttpServer:
         self.readiness = tuple(readiness)
         self.liveness = tuple(liveness)
         self.targets: TargetStatuses = targets or StatusMap()  # the service sets its manager's once it has one
+        self.backends: Callable[[], list[dict[str, Any]]] = list  # each backend's document (the service sets it)
         self.redaction = KnownSecrets()  # likewise: its one redaction (service/redaction.py)
         self.check_timeout = check_timeout
         self.heartbeat_interval = heartbeat_interval
@@ -138,6 +141,7 @@ class HttpServer:
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/api/targets", self._targets)
         app.router.add_get("/api/targets/{namespace}/{name}", self._target)
+        app.router.add_get("/api/backends", self._backends)
         return app
 
     async def start(self) -> None:
@@ -269,6 +273,9 @@ class HttpServer:
         if document is None:
             return _json({"error": f"no target {key[0]}/{key[1]}"}, 404)
         return _json({"namespace": key[0], "name": key[1], "status": redacted_status(self.redaction, document)})
+
+    async def _backends(self, request: web.Request) -> web.Response:
+        return _json({"items": self.backends()})
 
 
 def _json(document: Any, status: int = 200) -> web.Response:

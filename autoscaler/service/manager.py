@@ -27,6 +27,7 @@ from autoscaler.kube.events import EventRecorder
 from autoscaler.kube.pods import PodIndex
 from autoscaler.kube.scale import ScaleAccess
 from autoscaler.kube.watch import SILENCE_SECONDS, Key, WatchCache
+from autoscaler.service.backend_health import BackendHealth
 from autoscaler.service.batcher import MetricsBatcher, ReadMany
 from autoscaler.service.caches import ClusterCaches
 from autoscaler.service.clock import ProcessClock
@@ -80,8 +81,10 @@ class Manager:
         recorder: SyncRecorder | None = None,
         sharding: ShardingSettings | None = None,
         clock: Callable[[], float] | None = None,
+        backend_health: BackendHealth | None = None,
     ) -> None:
-        """``clock``: decisions' "now" (Unix time that never steps); a :class:`ProcessClock` unless given."""
+        """``clock``: decisions' "now" (Unix time that never steps); a :class:`ProcessClock` unless given.
+        ``backend_health``: the Prometheus' health, which every reconciler reports to (backend_health.py)."""
         self.api = api
         self.namespaces = tuple(namespaces)
         self.static = static_targets is not None
@@ -120,6 +123,7 @@ class Manager:
             TickTimers(pacer),
             recorder=recorder,
             shard=self.sharding.shard,
+            backend=backend_health,
         )
         self.running: dict[Key, Running] = {}
         self.invalid: dict[Key, Target] = {}

@@ -48,6 +48,7 @@ from autoscaler.core.sync import (
     settle,
 )
 from autoscaler.kube.scale import Scale, ScaleError
+from autoscaler.service.backend_health import BackendHealth
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
 from autoscaler.service.metrics_sink import MetricsSink
 from autoscaler.service.observe import TargetObserver
@@ -84,6 +85,7 @@ class SyncContext:
     timers: TickTimers  # one loop timer per tick, its waits done through the pacer (service/schedule.py)
     recorder: SyncRecorder | None = None  # autoscaler run --record FILE
     shard: str | None = None  # the shard this instance serves (status.shard names it), None: unsharded
+    backend: BackendHealth | None = None  # the Prometheus' health and its budget of writes (backend_health.py)
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,7 @@ class TargetReconciler:
             dry_run=context.dry_run,
             shard=context.shard,
             last_status=last_status if last_status is not None else target.status,
+            backend=context.backend,
         )
         self._state = state
         self._hvpa_state: HvpaState | None = None

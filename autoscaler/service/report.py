@@ -28,6 +28,7 @@ from autoscaler.core.decision import Decision, Event
 from autoscaler.core.history import ScaleIntent
 from autoscaler.core.results import MetricOutcome
 from autoscaler.core.status import condition_json
+from autoscaler.service.backend_health import BackendHealth, backend_event
 from autoscaler.service.metrics_sink import MetricsSink
 from autoscaler.service.status import PENDING_SCALE, scale_intent_document, seconds_time, status_document
 from autoscaler.service.status_digest import StatusDigest
@@ -49,11 +50,16 @@ class SyncReporter:
         dry_run: bool,
         shard: str | None,
         last_status: Mapping[str, Any] | None,
+        backend: BackendHealth | None = None,
     ) -> None:
         self._writes = writes
         self._metrics = metrics
         self._dry_run = dry_run
         self._shard = shard  # the shard this instance serves (status.shard names it), None: unsharded
+        self._backend = backend  # the health of the Prometheus the target reads, and its budget of writes
+        # Whether what differs from the status last written is the backend's doing: it said the backend failed,
+        # or a write was held since (the conditions moved on from it: a new transition time at least).
+        self._backend_churn = False
         self._last_status_packed: bytes | None = None  # see last_status
         self._written: StatusDigest | None = None  # the digest of last_status
         self._store(last_status)
@@ -76,8 +82,14 @@ class SyncReporter:
         self._written = digest if digest is not None else StatusDigest.of_status(document)
 
     async def report(self, target: Target, decision: Decision, now: float, extra: dict[str, Any]) -> None:
-        """A decision's Events, status (``extra``: its sections besides the HPA's), log line and gauges."""
+        """A decision's Events, status (``extra``: its sections besides the HPA's), log line and gauges.
+        What only says that the backend failed (or no longer fails) goes within its budget
+        (:mod:`autoscaler.service.backend_health`)."""
+        backend = self._backend
+        backend_failed = await backend.observe_sync(target.key, decision) if backend is not None else False
         for event in decision.events:
+            if backend is not None and backend_failed and backend_event(event, decision) and not backend.admit_event():
+                continue
             await self._writes.event(target, event.type, event.reason, event.message)
         if self._dry_run:
             extra["dryRun"] = True
@@ -85,10 +97,20 @@ class SyncReporter:
             extra["shard"] = self._shard
         digest = StatusDigest.of_decision(decision, generation=target.generation, now=now, extra=extra)
         changed = digest.needs_write_after(self._written)
+        if (
+            changed
+            and backend is not None
+            and (backend_failed or self._backend_churn)
+            and digest.differs_only_in_scaling_activity(self._written)
+            and not backend.admit_status(failed=backend_failed)
+        ):
+            changed = False  # held: the status stays as written, and the next sync asks again
+            self._backend_churn = True
         if changed:
             document = status_document(decision, generation=target.generation, now=now, extra=extra)
             if await self._writes.status(target, document, self.last_status):
                 self._store(document, digest)
+                self._backend_churn = backend_failed
         limited = decision.limited_by
         # info, but debug when nothing changed and nothing is limited (docs/operations.md): a steady
         # service would otherwise log every target every period.

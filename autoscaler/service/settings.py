@@ -18,6 +18,7 @@ and start-up stops; secrets are never echoed. The file's layout (all optional bu
     sharding: {shard: null, labelKey: autoscaler.dev/shard}   # see docs/sharding.md
     logging: {format: auto, level: info}
     metrics: {perTargetSeriesLimit: 1000}
+    backendHealth: {degradedShare: 0.5, minimumTargets: 10, writesPerPeriod: 100, recoveryPeriods: 2}
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.settings_parse import SERVICE_SUFFIX, read_controller_settings
 from autoscaler.prometheus.settings import PrometheusSettings, read_prometheus_settings
+from autoscaler.service.backend_health import BackendHealthSettings, read_backend_health_settings
 from autoscaler.service.metrics_targets import DEFAULT_PER_TARGET_LIMIT
 from autoscaler.service.sharding import ShardingSettings, lease_name_problem, read_sharding_settings
 from autoscaler.values.fields import ErrorList, FieldError, Obj, SpecError
@@ -101,6 +103,7 @@ class ServiceSettings:
     logging: LoggingSettings = field(default_factory=LoggingSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     sharding: ShardingSettings = field(default_factory=ShardingSettings)
+    backend_health: BackendHealthSettings = field(default_factory=BackendHealthSettings)
 
 
 # Environment variables and the settings path each one sets. Values are YAML scalars
@@ -207,6 +210,7 @@ def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
     logging = _logging(root.obj("logging"))
     metrics = _metrics(root.obj("metrics"))
     sharding = read_sharding_settings(root.obj("sharding"))
+    backend_health = read_backend_health_settings(root.obj("backendHealth"))
     if sharding is not None and election is not None and election.enabled:
         problem = lease_name_problem(sharding, election.lease_name)
         if problem:
@@ -214,7 +218,7 @@ def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
     root.finish()
     if errors or prometheus is None:
         return None
-    assert None not in (kubernetes, sync, controller, http, election, logging, metrics, sharding)
+    assert None not in (kubernetes, sync, controller, http, election, logging, metrics, sharding, backend_health)
     return ServiceSettings(
         prometheus,
         kubernetes or KubernetesSettings(),
@@ -227,6 +231,7 @@ def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
         logging or LoggingSettings(),
         metrics or MetricsSettings(),
         sharding or ShardingSettings(),
+        backend_health or BackendHealthSettings(),
     )
 
 

@@ -38,6 +38,9 @@ _OWN_KEYS = frozenset(
     }
 )
 _ONGOING = "ongoing"
+_SCALING_ACTIVE = "ScalingActive"
+_ABLE_TO_SCALE = "AbleToScale"
+_TRUE = "True"
 _NONE: frozenset[Any] = frozenset()
 _AT = operator.attrgetter("at")
 
@@ -154,6 +157,28 @@ class StatusDigest(NamedTuple):
             not self.recommendations <= previous.recommendations
             or self._replace(recommendations=previous.recommendations) != previous
         )
+
+    def differs_only_in_scaling_activity(self, previous: StatusDigest | None) -> bool:
+        """Whether this digest differs from ``previous`` only where a metric failure (or its end) shows:
+        the ScalingActive condition, AbleToScale between two True reasons (SucceededGetScale while the
+        metrics fail, ReadyForNewScale when they are read), and the sync's error. Such a write only says
+        that the metrics could (not) be read; the backend's budget may hold it (service/backend_health.py)."""
+        if previous is None or self._replace(conditions=(), error=None) != previous._replace(conditions=(), error=None):
+            return False
+        mine, theirs = _by_type(self.conditions), _by_type(previous.conditions)
+        if mine.keys() != theirs.keys():
+            return False
+        for kind, condition in mine.items():
+            other = theirs[kind]
+            if condition == other or kind == _SCALING_ACTIVE:
+                continue
+            if not (kind == _ABLE_TO_SCALE and condition[1] == other[1] == _TRUE):
+                return False
+        return True
+
+
+def _by_type(conditions: tuple[Any, ...]) -> dict[Any, Any]:
+    return {condition[0]: condition for condition in conditions if isinstance(condition, tuple) and condition}
 
 
 def needs_write(previous: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
