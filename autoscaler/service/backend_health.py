@@ -7,7 +7,7 @@ targets, a brownout that flipped them each way was ~6,500 API writes a period. S
 
 * reports the backend once. It is *degraded* when, within a period, at least ``degradedShare`` of the
   targets that read from it (and ``minimumTargets`` at least) failed with such errors; healthy again after
-  ``recoveryPeriods`` periods in a row below that. Each change is one Event on the service's own object
+  ``recoveryPeriods`` periods in a row with less than half that share failing. Each change is one Event on the service's own object
   (its Pod, else its leader Lease), the ``PrometheusDegraded`` condition (``/readyz``'s detail,
   ``/api/backends``) and ``autoscaler_prometheus_backend_degraded``;
 * holds the per-target churn to a budget of ``writesPerPeriod`` a period (a token bucket). A status write
@@ -164,16 +164,19 @@ class BackendHealth:
         self.failed, self.read = failed, read
         self._window = {}
         self._window_end = now + self.period
-        failing = self._failing(failed, read)
         if not self.degraded:
-            return self._change(True, failed, read) if failing else None
-        self._healthy_periods = 0 if failing else self._healthy_periods + 1
+            return self._change(True, failed, read) if self._failing(failed, read) else None
+        # Healthy again only well below the share (half of it): a brownout that fails about that share of the
+        # targets must not turn the backend degraded and healthy again every other period, an Event each time.
+        still = self._failing(failed, read, self.settings.degraded_share / 2)
+        self._healthy_periods = 0 if still else self._healthy_periods + 1
         if self._healthy_periods >= self.settings.recovery_periods:
             return self._change(False, failed, read)
         return None
 
-    def _failing(self, failed: int, read: int) -> bool:
-        return failed >= self.settings.minimum_targets and failed >= self.settings.degraded_share * read
+    def _failing(self, failed: int, read: int, share: float | None = None) -> bool:
+        share = self.settings.degraded_share if share is None else share
+        return failed >= self.settings.minimum_targets and failed >= share * read
 
     def _change(self, degraded: bool, failed: int, read: int) -> BackendChange:
         self.degraded = degraded

@@ -76,6 +76,25 @@ def test_most_targets_failing_make_the_backend_degraded_at_once_and_it_recovers_
     assert not backend.degraded and backend.condition()["reason"] == "BackendAnswers"
 
 
+def test_a_brownout_near_the_share_keeps_the_backend_degraded() -> None:
+    """Healthy again only below half the share: 4 of 10 failing (under 0.5, over 0.25) period after period
+    keeps it degraded (it used to turn healthy and degraded again, an Event each time)."""
+    clock = Clock()
+    backend = health(clock)
+    for index in range(10):
+        backend.observe(("a", f"t{index}"), failed=index < 6)
+    assert backend.degraded
+    for _ in range(4):
+        clock.now += 15
+        for index in range(10):
+            assert backend.observe(("a", f"t{index}"), failed=index < 4) is None
+    assert backend.degraded
+    for _ in range(3):
+        clock.now += 15
+        changes = [backend.observe(("a", f"t{index}"), failed=index < 2) for index in range(10)]
+    assert not backend.degraded and sum(change is not None for change in changes) <= 1
+
+
 def test_one_failing_target_among_healthy_ones_never_degrades_the_backend() -> None:
     clock = Clock()
     backend = health(clock, minimum_targets=1, degraded_share=0.5)
