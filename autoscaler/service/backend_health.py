@@ -7,9 +7,9 @@ targets, a brownout that flipped them each way was ~6,500 API writes a period. S
 
 * reports the backend once. It is *degraded* when, within a period, at least ``degradedShare`` of the
   targets that read from it (and ``minimumTargets`` at least) failed with such errors; healthy again after
-  ``recoveryPeriods`` periods in a row with less than half that share failing. Each change is one Event on the service's own object
-  (its Pod, else its leader Lease), the ``PrometheusDegraded`` condition (``/readyz``'s detail,
-  ``/api/backends``) and ``autoscaler_prometheus_backend_degraded``;
+  ``recoveryPeriods`` periods in a row with less than half that share failing. Each change is one Event on
+  the service's own object (its Pod, else its leader Lease), the ``PrometheusDegraded`` condition
+  (``/readyz``'s detail, ``/api/backends``) and ``autoscaler_prometheus_backend_degraded``;
 * holds the per-target churn to a budget of ``writesPerPeriod`` a period (a token bucket). A status write
   that only says a backend failure (ScalingActive False for it, AbleToScale between two True reasons, the
   sync's error) and the Events of that failure spend a token each; without one they wait (the status for
