@@ -16,6 +16,7 @@ import aiohttp
 
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
 from kube_emulator import KubeEmulator
+from servicebench.brownout import BROWNOUT_WARNINGS, FaultyPrometheus, brownout
 from servicebench.cluster import (
     CPU_USAGE,
     CRD,
@@ -71,17 +72,27 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 emu.install_crd(CRD)
                 kubeconfig = emu.write_kubeconfig(workdir / "kubeconfig")
                 harness = Harness(args, emu, prom, session, workdir)
+                proxy = await FaultyPrometheus(prom.url).start() if args.brownout else None
+                harness.prometheus_url = proxy.url if proxy is not None else None
                 try:
-                    await measure(harness, kubeconfig, plan, others, pods_total, result)
+                    await measure(harness, kubeconfig, plan, others, pods_total, result, proxy)
                 finally:
                     await stop_all(harness.services)
+                    if proxy is not None:
+                        await proxy.stop()
         finally:
             await asyncio.to_thread(prom.close)
     return result
 
 
 async def measure(
-    h: Harness, kubeconfig: Path, plan: list[Workload], others: list[Workload], pods_total: int, result: dict[str, Any]
+    h: Harness,
+    kubeconfig: Path,
+    plan: list[Workload],
+    others: list[Workload],
+    pods_total: int,
+    result: dict[str, Any],
+    proxy: FaultyPrometheus | None = None,
 ) -> None:
     args = h.args
     # 1. idle: the same process set-up, no objects.
@@ -165,6 +176,11 @@ async def measure(
         cost, size, series, scrapes = await scrape_cost(h, service, steady.service_cpu / steady.seconds, args.period)
         entry["scrape"] = {"cpu_s": cost, "bytes": size, "series": series, "scrapes": scrapes}
     result["services"] = results
+    if proxy is not None:  # 3b. the backend fails a share of the queries for a few periods, then recovers
+        progress(
+            f"brownout: {args.brownout * 100:.0f} % of the queries answered 503 for {args.brownout_periods} periods"
+        )
+        result["brownout"] = await brownout(h, proxy, services, plan)
 
     # 4. checks: every target synced every period, nothing scaled, every target active with both metrics
     # read, no warning in a log, and every goal met.
@@ -193,6 +209,7 @@ async def measure(
             str(line.get("event"))
             for line in service.log_lines()
             if line.get("level") in ("warning", "error", "critical")
+            and not (args.brownout and line.get("event") in BROWNOUT_WARNINGS)
         )
         if warnings:
             problems.append(f"{service.name}: log warnings/errors: {dict(warnings.most_common(5))}")

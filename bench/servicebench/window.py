@@ -43,6 +43,7 @@ class Harness:
     session: aiohttp.ClientSession
     workdir: Path
     services: list[ServiceProcess] = field(default_factory=list)
+    prometheus_url: str | None = None  # where the services reach Prometheus (--brownout: through a proxy)
 
     async def text(self, url: str) -> str:
         async with self.session.get(url, timeout=aiohttp.ClientTimeout(total=30)) as response:
@@ -84,7 +85,7 @@ class Harness:
     def launch(
         self, name: str, kubeconfig: Path, shard: str | None = None, namespaces: list[str] | None = None
     ) -> ServiceProcess:
-        settings = service_settings(self.args, self.prom.url, kubeconfig)
+        settings = service_settings(self.args, self.prometheus_url or self.prom.url, kubeconfig)
         if shard is not None:
             settings["sharding"] = {"shard": shard}
         if namespaces is not None:
