@@ -15,7 +15,8 @@ the report half (Events, the status written only when it changed, the log line, 
 A scale write is never left unrecorded: before it is sent the status records it (``pendingScale``, one
 more status write per scale), and a reconciler stopped while a sync writes a scale (shutdown, a spec
 change) lets that sync finish the write and the status that records it, for
-:data:`SCALE_WRITE_GRACE_SECONDS` at most; a crash in between leaves the next sync the recorded intent to
+:data:`~autoscaler.service.writes.SCALE_WRITE_GRACE_SECONDS` at most
+(:mod:`autoscaler.service.scale_grace`); a crash in between leaves the next sync the recorded intent to
 settle against the workload's count (:func:`~autoscaler.core.rescale.resolve_scale_intent`).
 """
 
@@ -54,17 +55,12 @@ from autoscaler.service.metrics_sink import MetricsSink
 from autoscaler.service.observe import TargetObserver
 from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.report import SyncReporter, reconcile_result
+from autoscaler.service.scale_grace import finish_scale_write
 from autoscaler.service.schedule import ConcurrencySlot, Schedule, TickTimers
 from autoscaler.service.status import restore_state
 from autoscaler.service.targets import Target
 from autoscaler.service.view import ClusterView
-from autoscaler.service.writes import (
-    SCALE_WRITE_GRACE_SECONDS,
-    ClusterWriter,
-    LeadershipLost,
-    TargetLeft,
-    TargetWrites,
-)
+from autoscaler.service.writes import ClusterWriter, LeadershipLost, TargetLeft, TargetWrites
 
 log = structlog.get_logger("autoscaler.reconciler")
 NO_HVPA = HvpaState()
@@ -229,8 +225,9 @@ class TargetReconciler:
             plan = plan_sync(spec, inputs, SyncState(state, hvpa_state), self._context.settings, now)
             if plan.scale_to is None or self._context.dry_run:
                 return await self._carry_out(plan, scale, observation, started)
-            # A scale to write: carried out in a task of its own, which a stop lets finish (see _finished).
-            return await self._finished(asyncio.ensure_future(self._carry_out(plan, scale, observation, started)))
+            # A scale to write: carried out in a task of its own, which a stop lets finish.
+            writing = asyncio.ensure_future(self._carry_out(plan, scale, observation, started))
+            return await finish_scale_write(writing, self._writes, self._forget_state)
         except (asyncio.CancelledError, LeadershipLost):
             raise
         # A name of its own, not the ``exc`` of the ScaleError clause above: compiled, one name is one typed
@@ -266,30 +263,9 @@ class TargetReconciler:
         )
         return decision
 
-    async def _finished(self, writing: asyncio.Future[Decision]) -> Decision:
-        """``writing``'s decision. Stopped meanwhile (cancelled): no scale write is sent from then on, but
-        one sent is finished with the status that records it, for :data:`SCALE_WRITE_GRACE_SECONDS` at most
-        (at once when this instance may no longer write: nothing more would be written), then the stop goes on."""
-        try:
-            return await asyncio.shield(writing)
-        except asyncio.CancelledError:
-            self._writes.stop_scaling()
-            try:
-                if self._writes.may_write():
-                    log.info("stopping: the scale write in flight is finished first, and the status that records it")
-                    await asyncio.wait((writing,), timeout=SCALE_WRITE_GRACE_SECONDS)
-            finally:  # cancelled again while waiting, too
-                if not writing.done():
-                    # Cut short: the status holds the write as pending, and a sync reading it settles it.
-                    log.warning(
-                        "stopped before the scale write in flight was recorded", grace=SCALE_WRITE_GRACE_SECONDS
-                    )
-                    writing.cancel()
-                    self._state = None  # a successor restores from that status, the pending write included
-                elif not writing.cancelled() and writing.exception() is not None:
-                    # The stop ended it before its scale write (nothing more was written), or a bug did.
-                    self._state = None
-            raise
+    def _forget_state(self) -> None:
+        """The next sync restores its state from the status (a scale write's sync was cut short)."""
+        self._state = None
 
     def _restored_hvpa_state(self) -> HvpaState:
         """HVPA's state at this reconciler's first sync: what the last status kept."""
