@@ -266,6 +266,16 @@ POD_DISRUPTION_BUDGETS = ResourceType(
     short_names=("pdb",),
     has_status=True,
 )
+# The install's NetworkPolicy (manifests/networkpolicy.yaml): stored and served, never enforced.
+NETWORK_POLICIES = ResourceType(
+    group="networking.k8s.io",
+    version="v1",
+    plural="networkpolicies",
+    singular="networkpolicy",
+    kind="NetworkPolicy",
+    namespaced=True,
+    short_names=("netpol",),
+)
 SELF_SUBJECT_ACCESS_REVIEWS = ResourceType(
     group="authorization.k8s.io",
     version="v1",
@@ -308,6 +318,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ROLE_BINDINGS,
     CLUSTER_ROLE_BINDINGS,
     POD_DISRUPTION_BUDGETS,
+    NETWORK_POLICIES,
     SELF_SUBJECT_ACCESS_REVIEWS,
     CUSTOM_RESOURCE_DEFINITIONS,
 )

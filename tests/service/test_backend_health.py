@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from autoscaler.core.decision import Decision, Event
+from autoscaler.core.history import DecisionHistory
 from autoscaler.core.results import MetricOutcome
 from autoscaler.core.spec import MetricSourceType, MetricSpec, MetricTarget, MetricTargetType
 from autoscaler.kube.events import InvolvedObject
@@ -126,7 +127,7 @@ def test_which_events_only_say_the_backend_failed() -> None:
     query_failed = MetricOutcome(QUEUE, error="rejected the query", backend_failure=False)
 
     def decision(*outcomes: MetricOutcome) -> Decision:
-        return Decision(1, None, 1, False, "metrics-failed", "", outcomes, None, None, (), None, 1, None)  # type: ignore[arg-type]
+        return Decision(1, None, 1, False, "metrics-failed", "", outcomes, None, None, (), DecisionHistory(), 1, None)
 
     metric_event = Event("Warning", "FailedGetExternalMetric", backend_failed.error or "")
     all_failed = Event("Warning", "FailedComputeMetricsReplicas", "invalid metrics (1 invalid out of 1)…")
