@@ -85,6 +85,7 @@ def test_the_rules_alert_on_what_the_issue_asks() -> None:
         "AutoscalerNoLeader",
         "AutoscalerCacheStale",
         "AutoscalerCacheRelisting",
+        "AutoscalerPrometheusDegraded",
         "AutoscalerTargetMetricsFailing",
         "AutoscalerTargetAtMaxReplicas",
         "AutoscalerTargetLimited",

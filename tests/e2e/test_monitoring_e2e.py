@@ -99,6 +99,7 @@ async def test_every_rule_and_panel_expression_reads_the_running_service(
         "alert AutoscalerNoLeader",
         "alert AutoscalerCacheStale",
         "alert AutoscalerCacheRelisting",
+        "alert AutoscalerPrometheusDegraded",
         "alert AutoscalerTargetAtMaxReplicas",
         "alert AutoscalerTargetLimited",
         "alert AutoscalerTargetNotSynced",
