@@ -12,6 +12,7 @@ from typing import Any
 
 from autoscaler.core.hvpa.decision import HvpaDecision, HvpaState, VpaObservation
 from autoscaler.core.hvpa.explain import explain_hvpa, hvpa_json
+from autoscaler.core.hvpa.recommendation_window import Recommendation
 from autoscaler.core.hvpa.vpa import read_vpa_status
 from autoscaler.core.hvpa.vpa_patch import quantity_text
 from autoscaler.core.spec import TargetSpec
@@ -63,6 +64,17 @@ def hvpa_state_document(state: HvpaState) -> dict[str, Any]:
     }
     if state.last_applied is not None:
         doc["lastApplied"] = rfc3339(state.last_applied, fraction=True)
+    if state.history:  # stabilizationMode WindowMax: the proposals still inside the window
+        doc["recommendations"] = [
+            {
+                "time": rfc3339(s.at, fraction=True),
+                "container": s.container,
+                "resource": s.resource,
+                "replicas": s.replicas,
+                "request": quantity_text(s.resource, s.request),
+            }
+            for s in state.history
+        ]
     return doc
 
 
@@ -79,7 +91,31 @@ def restore_hvpa_state(document: object) -> HvpaState:
                 pins.setdefault(str(container), {})[str(resource)] = Quantity.parse(str(text)).value
             except QuantityError:
                 continue
-    return HvpaState(last_applied=parse_rfc3339(document.get("lastApplied")), pins=pins)
+    return HvpaState(
+        last_applied=parse_rfc3339(document.get("lastApplied")),
+        pins=pins,
+        history=_restore_recommendations(document.get("recommendations")),
+    )
+
+
+def _restore_recommendations(entries: object) -> tuple[Recommendation, ...]:
+    """The WindowMax history from status; an entry that does not read (edited by hand) is left out."""
+    history: list[Recommendation] = []
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, Mapping):
+            continue
+        at = parse_rfc3339(entry.get("time"))
+        container, resource, replicas = entry.get("container"), entry.get("resource"), entry.get("replicas")
+        if at is None or not isinstance(container, str) or not isinstance(resource, str):
+            continue
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
+            continue
+        try:
+            request = Quantity.parse(str(entry.get("request"))).value
+        except QuantityError:
+            continue
+        history.append(Recommendation(at, container, resource, replicas, request))
+    return tuple(history)
 
 
 def hvpa_status(decision: HvpaDecision, state: HvpaState) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from autoscaler.core.hvpa.intervals import (
     interval_at,
 )
 from autoscaler.core.hvpa.recommend import Pair, PairTotals, Sources, available_sources, clamp_to_policy, pair_totals
+from autoscaler.core.hvpa.recommendation_window import Recommendation, recorded, stabilize, window_max
 from autoscaler.core.hvpa.resources import Sizing, new_limit, proposed_value, round_request, round_up, size_pair
 from autoscaler.core.hvpa.spec import ContainerMode, ControlledValues, HvpaSpec
 from autoscaler.core.hvpa.vpa import VpaStatus
@@ -58,6 +59,7 @@ class HvpaState:
 
     last_applied: float | None = None  # when HVPA last applied a scaling (A27)
     pins: Pins = field(default_factory=dict)  # what it last pinned on the VPA (A21)
+    history: tuple[Recommendation, ...] = ()  # the recent per-pod proposals, for stabilizationMode WindowMax
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,7 @@ class PairOutcome:
     sizing: Sizing | None  # None without a recommendation: the pair is left as it is
     request: Fraction  # the per-pod request proposed (rounded)
     limit: Fraction | None  # the per-pod limit that goes with it (rounded); None: no limit
+    stabilized: str | None = None  # why the request is not the proposal: a WindowMax window held it
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +196,7 @@ def _decide(
     desired = current if postponed else proposal  # A14: hold the count while a pod would grow
 
     changes: list[PairChange] = []
+    proposals: list[Recommendation] = []
     for index, outcome in enumerate(pairs):
         total = outcome.totals.total
         if total is None:
@@ -212,6 +216,9 @@ def _decide(
             max_rule=inside,
         )
         rounded = round_request(pair.resource, sizing.per_pod, policy)
+        proposals.append(Recommendation(now, pair.container, pair.resource, desired, rounded))
+        windowed = stabilize(hvpa, state.history, proposals[-1], request, now)
+        rounded = windowed.request
         limit = new_limit(
             rounded,
             outcome.totals.current,
@@ -223,7 +230,9 @@ def _decide(
             rounded = min(rounded, limit)  # the limit stays; Kubernetes needs request ≤ limit
         elif limit is not None:
             limit = max(round_up(pair.resource, limit), rounded)
-        pairs[index] = PairOutcome(pair, outcome.totals, outcome.intervals, outcome.desired, sizing, rounded, limit)
+        pairs[index] = PairOutcome(
+            pair, outcome.totals, outcome.intervals, outcome.desired, sizing, rounded, limit, windowed.reason
+        )
         changes.append(PairChange(pair.label, pair.resource, current * request, desired * rounded, total))
 
     way = direction(current, desired, changes)
@@ -239,7 +248,7 @@ def _decide(
             f"hvpa.{key}",
             changes,
             now=now,
-            last_applied=state.last_applied,
+            last_applied=None if window_max(scale_type) else state.last_applied,  # the window replaces it
             clock=observation.clock,
             window=hvpa.maintenance_time_window,
         )
@@ -261,7 +270,9 @@ def _decide(
         needs_patch = applied and any(o.sizing is not None and o.request != o.totals.current.request for o in pairs)
     patch = merge_patch(hvpa, pins, vpa.container_policies, vpa.resource_version) if needs_patch else None
     new_state = HvpaState(
-        now if applied else state.last_applied, _merged(state.pins, pins) if patch is not None else state.pins
+        now if applied else state.last_applied,
+        _merged(state.pins, pins) if patch is not None else state.pins,
+        recorded(hvpa, state.history, proposals, now),
     )
     replicas = desired if applied else current
     return HvpaDecision(

@@ -126,7 +126,9 @@ def explain_hvpa(decision: HvpaDecision) -> list[str]:
             "HVPA per pod: "
             + "; ".join(
                 f"{o.pair.label} {amount_text(o.pair.resource, o.totals.current.request)} → "
-                f"{amount_text(o.pair.resource, o.request)} ({o.sizing.rule})"
+                f"{amount_text(o.pair.resource, o.request)} ({o.sizing.rule}"
+                + (f"; {o.stabilized}" if o.stabilized else "")
+                + ")"
                 for o in sized
                 if o.sizing
             )

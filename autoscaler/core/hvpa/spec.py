@@ -40,6 +40,13 @@ class UpdateMode(enum.StrEnum):
     MAINTENANCE_WINDOW = "MaintenanceWindow"
 
 
+class StabilizationMode(enum.StrEnum):
+    """What ``stabilizationDuration`` means for a direction's per-pod requests (docs/hvpa.md)."""
+
+    SINCE_LAST_SCALING = "SinceLastScaling"  # EP-0001: block while less than it since the last scaling
+    WINDOW_MAX = "WindowMax"  # as the HPA's windows: the extreme recommendation within it bounds the change
+
+
 class ContainerMode(enum.StrEnum):
     AUTO = "Auto"
     OFF = "Off"
@@ -101,6 +108,7 @@ class ScaleType:
     min_change: ResourceChangeParams = field(default_factory=dict)
     stabilization_seconds: Fraction = Fraction(0)
     stabilization_text: str = "0"
+    stabilization_mode: StabilizationMode = StabilizationMode.SINCE_LAST_SCALING
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from autoscaler.core.hvpa.spec import (
     ScaleType,
     ScalingInterval,
     Source,
+    StabilizationMode,
     UpdateMode,
 )
 from autoscaler.core.hvpa.windows import WindowTimeError, parse_time_of_day
@@ -189,10 +190,12 @@ def _scale_type(obj: Obj | None) -> ScaleType | None:
         else:
             if seconds < 0:
                 obj.error("stabilizationDuration", "must not be negative (A27)")
+    mode_text = obj.string("stabilizationMode", choices=[m.value for m in StabilizationMode])
+    stabilization_mode = StabilizationMode(mode_text) if mode_text else StabilizationMode.SINCE_LAST_SCALING
     obj.finish()
     if len(obj.errors.items) > errors_before or min_change is None:
         return None
-    return ScaleType(mode, min_change, seconds, duration_text or "0")
+    return ScaleType(mode, min_change, seconds, duration_text or "0", stabilization_mode)
 
 
 def _maintenance_window(obj: Obj | None) -> MaintenanceWindow | None:
