@@ -8,6 +8,7 @@ from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.hvpa.decision import HvpaDecision, VpaObservation
 from autoscaler.core.observation import Observation
 from autoscaler.core.sync import SyncInputs, SyncOutcome, SyncState, sync
+from autoscaler.simulate.hvpa_steps import carried_requests, closed_loop_pods, demand_vpa
 from autoscaler.simulate.scenario import Scenario, observation_for
 
 
@@ -50,9 +51,14 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
         if hvpa is not None:
             if hvpa.last_scale_time is not None:
                 state = replace(state, hvpa=replace(state.hvpa, last_applied=hvpa.last_scale_time))
-            inputs = SyncInputs(
-                observation, VpaObservation(hvpa.vpa) if hvpa.vpa is not None else None, clock=hvpa.clock
-            )
+            vpa = hvpa.vpa
+            if hvpa.demand is not None:  # a closed loop: the pods carry what the engine last applied
+                if not step.pods and results:
+                    last = results[-1]
+                    pods = closed_loop_pods(carried_requests(last.observation.pods, last.hvpa), replicas)
+                    observation = replace(observation, pods=pods)
+                vpa = demand_vpa(hvpa.demand, replicas)
+            inputs = SyncInputs(observation, VpaObservation(vpa) if vpa is not None else None, clock=hvpa.clock)
         outcome = sync(scenario.spec, inputs, state, scenario.settings, step.at)
         state = outcome.state
         replicas = outcome.decision.replicas
