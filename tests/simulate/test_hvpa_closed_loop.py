@@ -100,3 +100,17 @@ def test_demand_spreads_over_the_replicas_and_the_pods_follow_the_decision() -> 
     assert [c.requests for p in results[1].observation.pods for c in p.containers] == [
         {"cpu": 1500, "memory": 2**30 * 1000}
     ] * 2
+
+
+def test_a_step_up_settles_at_the_total_not_a_product() -> None:
+    # Gardener's multiplicative-interaction example: 1 pod of 1 core, then a steady 5 cores. The total is decided
+    # once and split over the pods (d × P = T, plus the base each new pod gets back, A13), so it settles at
+    # 3 × 1733m, not at 3 × 3 cores.
+    document = yaml.safe_load((SCENARIOS / "hvpa-noisy-load.yaml").read_text())
+    pod = {"name": "p0", "containers": [{"name": "main", "requests": {"cpu": "1"}}]}
+    document["steps"] = [{"at": 0, "replicas": 1, "pods": [pod], "demand": {"main": {"cpu": 1}}}] + [
+        {"at": 60 * minute, "demand": {"main": {"cpu": 5}}} for minute in range(1, 12)
+    ]
+    results = run_scenario(parse_scenario(document))
+    settled = [[p.containers[0].requests["cpu"] for p in r.observation.pods] for r in results[2:]]
+    assert settled == [[1733] * 3] * 10
