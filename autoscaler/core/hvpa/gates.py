@@ -6,7 +6,9 @@ do. The direction's ScaleType (``scaleUp`` or ``scaleDown``) gates the entire ac
 
 1. ``updatePolicy.updateMode: Off`` → ``UpdatePolicy``;
 2. less than ``stabilizationDuration`` since the last applied scaling (one timestamp for both
-   directions, A27) → ``StabilizationWindow``;
+   directions, A27) → ``StabilizationWindow``; only in ``stabilizationMode: SinceLastScaling`` — a
+   ``WindowMax`` direction has its window instead (:mod:`autoscaler.core.hvpa.recommendation_window`), and
+   the caller passes no ``last_applied``;
 3. ``updateMode: MaintenanceWindow`` while the clock is outside ``maintenanceTimeWindow`` (A19)
    → ``MaintenanceWindow``;
 4. every pair's recommendation T within its threshold of the current total c × req (A17): the
