@@ -1,5 +1,6 @@
-"""The watch caches the service keeps of the cluster: pods, Deployments and VPAs per watched scope (every
-namespace, or each listed one), and the targets themselves unless they come from a file."""
+"""The watch caches the service keeps of the cluster: pods, Deployments, VPAs and the other autoscalers (HPAs,
+KEDA ScaledObjects: :mod:`autoscaler.service.other_autoscalers`) per watched scope (every namespace, or each
+listed one), and the targets themselves unless they come from a file."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from autoscaler.kube.api import DEPLOYMENTS, PODS, VPAS, KubeApi, ResourcePath
+from autoscaler.core.other_autoscalers import OtherAutoscaler
+from autoscaler.kube.api import DEPLOYMENTS, HPAS, PODS, SCALED_OBJECTS, VPAS, KubeApi, ResourcePath
 from autoscaler.kube.records import PodRecord, WorkloadRecord, trim_deployment, trim_object, trim_pod
 from autoscaler.kube.watch import Key, WatchCache
+from autoscaler.service.other_autoscalers import trim_hpa, trim_scaled_object
 from autoscaler.service.scope import Scope, ScopedRetrim, ScopedTrim
 from autoscaler.service.sharding import ShardingSettings
 from autoscaler.service.targets import TARGETS, Target, target_from_object
@@ -124,6 +127,31 @@ class ClusterCaches:
             )
             for ns in scopes
         }
+        # Never two writers: a workload another autoscaler scales is not scaled here (issue 43). KEDA's CRD
+        # may be missing (most clusters): its cache is empty until it is served.
+        self.hpas: dict[str | None, WatchCache[OtherAutoscaler]] = {
+            ns: WatchCache(
+                api,
+                HPAS,
+                ScopedTrim(trim_hpa, _scope(HPAS, ns)),
+                namespace=ns,
+                silence_seconds=quiet,
+                list_slots=slots,
+            )
+            for ns in scopes
+        }
+        self.scaled_objects: dict[str | None, WatchCache[OtherAutoscaler]] = {
+            ns: WatchCache(
+                api,
+                SCALED_OBJECTS,
+                ScopedTrim(trim_scaled_object, _scope(SCALED_OBJECTS, ns)),
+                namespace=ns,
+                optional=True,
+                silence_seconds=quiet,
+                list_slots=slots,
+            )
+            for ns in scopes
+        }
         self.targets = (
             {}
             if on_target is None
@@ -140,7 +168,14 @@ class ClusterCaches:
 
     @property
     def all(self) -> list[WatchCache[Any]]:
-        return [*self.pods.values(), *self.deployments.values(), *self.vpas.values(), *self.targets.values()]
+        return [
+            *self.pods.values(),
+            *self.deployments.values(),
+            *self.vpas.values(),
+            *self.hpas.values(),
+            *self.scaled_objects.values(),
+            *self.targets.values(),
+        ]
 
     def deployment(self, namespace: str, name: str) -> WorkloadRecord | None:
         cache = self.deployments.get(self.scope(namespace))
@@ -150,14 +185,26 @@ class ClusterCaches:
         cache = self.vpas.get(self.scope(namespace))
         return cache.values() if cache is not None else ()
 
+    def other_autoscalers(self, namespace: str) -> list[OtherAutoscaler]:
+        """The HPAs and ScaledObjects the caches hold in ``namespace``'s scope."""
+        scope = self.scope(namespace)
+        found: list[OtherAutoscaler] = []
+        for cache in (self.hpas.get(scope), self.scaled_objects.get(scope)):
+            if cache is not None:
+                found.extend(cache.values())
+        return found
+
     def behind(self, namespace: str, *, vpas: bool) -> WatchCache[Any] | None:
-        """A cache holding ``namespace``'s pods, workloads or targets (and VPAs, with ``vpas``) that does
-        not follow the API server now, if one does not."""
+        """A cache holding ``namespace``'s pods, workloads, targets or other autoscalers (and VPAs, with
+        ``vpas``) that does not follow the API server now, if one does not: a broken HPA watch may hide the
+        HPA that now scales the workload."""
         scope = self.scope(namespace)
         caches: list[WatchCache[Any] | None] = [
             self.pods.get(scope),
             self.deployments.get(scope),
             self.targets.get(scope),
+            self.hpas.get(scope),
+            self.scaled_objects.get(scope),
         ]
         if vpas:
             caches.append(self.vpas.get(scope))

@@ -33,7 +33,7 @@ from autoscaler.service.metrics_targets import (
     TargetSeries,
 )
 
-RECONCILE_RESULTS = frozenset({"scaled", "unchanged", "error", "dry_run"})
+RECONCILE_RESULTS = frozenset({"scaled", "unchanged", "error", "dry_run", "held"})  # held: another autoscaler
 QUERY_OUTCOMES = frozenset({"ok", "empty", "partial", "error"})
 PROMETHEUS_ERROR_KINDS = frozenset(
     {"unreachable", "timeout", "http", "bad_query", "malformed", "too_large", "partial", "redirect"}
@@ -260,7 +260,7 @@ class ServiceMetrics:
     def observe_reconcile(
         self, namespace: str, name: str, seconds: float, result: str, error_reason: str | None = None
     ) -> None:
-        """One finished sync. ``result``: scaled | unchanged | error | dry_run. ``error_reason`` (for
+        """One finished sync. ``result``: scaled | unchanged | error | dry_run | held. ``error_reason`` (for
         ``error``) must come from a small set, e.g. the Prometheus error kind or ``FailedGetScale``."""
         result = _bounded(result, RECONCILE_RESULTS)
         self.reconcile_duration.observe(max(0.0, seconds))

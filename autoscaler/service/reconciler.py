@@ -33,6 +33,7 @@ import structlog
 from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.hvpa.decision import HvpaState
 from autoscaler.core.observation import Observation
+from autoscaler.core.other_autoscalers import held_for
 from autoscaler.core.rescale import scale_intent
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
@@ -91,6 +92,13 @@ class Handoff:
 
     state: TargetState | None
     last_status: Mapping[str, Any] | None
+
+
+def held_plan(plan: SyncPlan, other: str) -> SyncPlan:
+    """``plan`` held for ``other``, the autoscaler that scales the workload: see
+    :func:`~autoscaler.core.other_autoscalers.held_for`."""
+    decision = held_for(plan.decision, plan.state.target.conditions, other, plan.now)
+    return SyncPlan(plan.spec, plan.now, plan.state, decision, plan.hvpa)
 
 
 class TargetReconciler:
@@ -223,6 +231,10 @@ class TargetReconciler:
                 )
                 hvpa_state = self._hvpa_state if self._hvpa_state is not None else self._restored_hvpa_state()
             plan = plan_sync(spec, inputs, SyncState(state, hvpa_state), self._context.settings, now)
+            other = self._view.other_autoscaler(self._target)
+            if other is not None:  # never two writers: decided, reported, not written (issue 43)
+                plan = held_plan(plan, other)
+                return await self._carry_out(plan, scale, observation, started, held=True)
             if plan.scale_to is None or self._context.dry_run:
                 return await self._carry_out(plan, scale, observation, started)
             # A scale to write: carried out in a task of its own, which a stop lets finish.
@@ -242,10 +254,13 @@ class TargetReconciler:
             )
             return None
 
-    async def _carry_out(self, plan: SyncPlan, scale: Scale, observation: Observation, started: float) -> Decision:
-        """A sync decided: its writes, their outcome recorded, the report; the state the next sync starts from."""
+    async def _carry_out(
+        self, plan: SyncPlan, scale: Scale, observation: Observation, started: float, *, held: bool = False
+    ) -> Decision:
+        """A sync decided: its writes, their outcome recorded, the report; the state the next sync starts from.
+        ``held``: another autoscaler scales the workload, nothing is written but the report (a shadow)."""
         target, now = self._target, plan.now
-        results = await self._write(plan, scale)
+        results = NOTHING_WRITTEN if held else await self._write(plan, scale)
         outcome = settle(plan, results)
         if self._context.recorder is not None:
             self._context.recorder.record(target, plan, observation, results, outcome)
@@ -258,9 +273,8 @@ class TargetReconciler:
         self._writes.end(target)
         self._state = outcome.state.target
         self._syncs += 1
-        self._context.metrics.observe_reconcile(
-            target.namespace, target.name, time.monotonic() - started, *reconcile_result(decision)
-        )
+        result = ("held", None) if held else reconcile_result(decision)
+        self._context.metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started, *result)
         return decision
 
     def _forget_state(self) -> None:

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from autoscaler.core.observation import ContainerInfo, MetricReading
+from autoscaler.core.other_autoscalers import api_group, scaled_by
 from autoscaler.kube.labels import LabelSelector
 from autoscaler.kube.pods import PodIndex
 from autoscaler.kube.records import PodRecord
-from autoscaler.kube.scale import Scale
+from autoscaler.kube.scale import DEFAULT_API_VERSIONS, Scale
 from autoscaler.kube.watch import Key
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.service.batcher import MetricsBatcher
@@ -54,6 +55,10 @@ class ClusterView(Protocol):
 
     def find_vpa(self, target: Target) -> Mapping[str, Any] | None:
         """The VPA an HVPA target pins (None: none, or not an HVPA target)."""
+
+    def other_autoscaler(self, target: Target) -> str | None:
+        """The other autoscaler (an HPA, a KEDA ScaledObject) that scales the target's workload, as the
+        condition names it (``HorizontalPodAutoscaler shop/web``), or None."""
 
     def template_of(self, target: Target) -> Sequence[ContainerInfo]:
         """The containers of the workload's pod template (what HVPA sizes when no pod runs)."""
@@ -170,6 +175,13 @@ class CachedView:
         if target.spec is None or target.spec.hvpa is None:
             return None
         return find_vpa(self._caches.vpas_of(target.namespace), target.namespace, target.spec)
+
+    def other_autoscaler(self, target: Target) -> str | None:
+        if target.spec is None:
+            return None
+        ref = target.spec.scale_target_ref
+        group = api_group(ref.api_version or DEFAULT_API_VERSIONS.get(ref.kind, ""))
+        return scaled_by(target.namespace, group, ref.kind, ref.name, self._caches.other_autoscalers(target.namespace))
 
     def template_of(self, target: Target) -> list[ContainerInfo]:
         if target.spec is None:

@@ -31,6 +31,7 @@ from autoscaler.service.settings import load_service_settings
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.manifests import Doc, find, one, settings_text
 from tests.service.cluster import CRD, VPA_CRD, condition, deployment, eventually, replicas_of, status_of, vpa
+from tests.service.keda import SCALED_OBJECT_CRD
 
 NAMESPACE = "shop"  # where the workloads and targets live
 
@@ -153,6 +154,7 @@ async def service_from_manifests(
     ):
         emu.install_crd(CRD)
         emu.install_crd(VPA_CRD)
+        emu.install_crd(SCALED_OBJECT_CRD)  # watched (never two writers), none exists
         for namespace in find(manifests, "Namespace"):  # the Lease's namespace exists, as installed
             emu.create(namespace)
         config = tmp_path / "autoscaler.yaml"

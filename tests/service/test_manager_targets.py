@@ -253,7 +253,13 @@ async def test_standalone_targets_from_a_file(emu: KubeEmulator, tmp_path: Any) 
         await eventually(lambda: replicas_of(emu, "web") == 4, what="standalone scale")
         await eventually(lambda: manager.status_of(("default", "web")) is not None, what="in-memory status")
         assert manager.status_of(("default", "web"))["currentReplicas"] in (2, 4)  # type: ignore[index]
-        assert emu.events("default", involved_name="web", involved_kind="Deployment", reason="SuccessfulRescale")
+        # The Event follows the scale write (and the status that records it): waited for, not raced.
+        await eventually(
+            lambda: bool(
+                emu.events("default", involved_name="web", involved_kind="Deployment", reason="SuccessfulRescale")
+            ),
+            what="the SuccessfulRescale Event on the Deployment",
+        )
 
 
 def test_target_objects_parse_with_errors_kept() -> None:

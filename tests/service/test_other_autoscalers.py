@@ -1,0 +1,115 @@
+"""Never two writers (issue 43): a workload that an HPA or a KEDA ScaledObject scales is not scaled by its
+ScalingTarget too. The manager against the API emulator through the real client: the HPA and the
+ScaledObject are objects on the emulator, and what the service writes is what the emulator stored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autoscaler.core.other_autoscalers import OtherAutoscaler, scaled_by
+from autoscaler.service.other_autoscalers import trim_hpa, trim_scaled_object
+from kube_emulator import KubeEmulator
+from tests.service.cluster import FakeMetrics, condition, deployment, eventually, replicas_of, status_of, target
+from tests.service.keda import SCALED_OBJECT_CRD, hpa, scaled_object
+from tests.service.manager_setup import FAST_BEHAVIOR, running
+
+
+def active(emu: KubeEmulator, name: str = "web") -> dict[str, Any]:
+    return dict(condition(status_of(emu, name), "ScalingActive") or {})
+
+
+def scale_writes(emu: KubeEmulator, name: str = "web") -> list[int]:
+    """The replica counts of every stored version of the Deployment (a scale write makes a new one)."""
+    return [version["spec"]["replicas"] for version in emu.history("deployments", name, "default")]
+
+
+async def test_an_hpa_holds_the_target_until_it_is_deleted(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    emu.create(hpa("web", "web"))
+    emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
+    metrics = FakeMetrics()
+    metrics.set("queue", 60)  # 60 / 10 per pod: 6 replicas wanted
+    async with running(emu, metrics):
+        await eventually(lambda: active(emu).get("reason") == "AnotherAutoscaler", what="ScalingActive False")
+        reads = metrics.reads
+        await eventually(lambda: metrics.reads >= reads + 4, what="more syncs")
+        # No scale write while the HPA exists: the shadow decides (desiredReplicas) and writes nothing.
+        assert replicas_of(emu, "web") == 2 and set(scale_writes(emu)) == {2}
+        status = status_of(emu, "web")
+        assert active(emu)["status"] == "False"
+        assert "HorizontalPodAutoscaler default/web" in active(emu)["message"]
+        assert status["desiredReplicas"] == 6
+        assert status["lastDecision"]["explanation"]
+        events = emu.events("default", involved_name="web", reason="AnotherAutoscaler")
+        assert len(events) == 1 and "HorizontalPodAutoscaler default/web" in events[0]["message"]
+        # The cut-over: the HPA is deleted, the target takes over.
+        emu.delete("horizontalpodautoscalers", "web", "default")
+        await eventually(lambda: replicas_of(emu, "web") == 6, what="the target scales once the HPA is gone")
+        await eventually(lambda: active(emu).get("status") == "True", what="ScalingActive True again")
+
+
+async def test_a_keda_owned_hpa_is_attributed_to_its_scaled_object(emu: KubeEmulator) -> None:
+    emu.install_crd(SCALED_OBJECT_CRD)
+    emu.create(deployment("web", 2))
+    emu.create(scaled_object("web", "web"))
+    emu.create(hpa("keda-hpa-web", "web", owner="web"))
+    emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
+    metrics = FakeMetrics()
+    metrics.set("queue", 60)
+    async with running(emu, metrics):
+        await eventually(lambda: active(emu).get("reason") == "AnotherAutoscaler", what="ScalingActive False")
+        assert "ScaledObject default/web" in active(emu)["message"]
+        assert "keda-hpa-web" not in active(emu)["message"]
+        reads = metrics.reads
+        await eventually(lambda: metrics.reads >= reads + 3, what="more syncs")
+        assert set(scale_writes(emu)) == {2}
+        # KEDA deletes its HPA with the ScaledObject (garbage collection): both go, the target takes over.
+        emu.delete("scaledobjects.keda.sh", "web", "default")
+        reads = metrics.reads
+        await eventually(lambda: metrics.reads >= reads + 2, what="syncs after the ScaledObject went")
+        assert set(scale_writes(emu)) == {2}, "the HPA KEDA created still scales the workload"
+        emu.delete("horizontalpodautoscalers", "keda-hpa-web", "default")
+        await eventually(lambda: replicas_of(emu, "web") == 6, what="the target scales once both are gone")
+
+
+async def test_a_scaled_object_alone_holds_the_target(emu: KubeEmulator) -> None:
+    emu.install_crd(SCALED_OBJECT_CRD)
+    emu.create(deployment("web", 2))
+    emu.create(scaled_object("web", "web"))
+    emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
+    metrics = FakeMetrics()
+    metrics.set("queue", 60)
+    async with running(emu, metrics):
+        await eventually(lambda: "ScaledObject default/web" in active(emu).get("message", ""), what="held")
+        emu.delete("scaledobjects.keda.sh", "web", "default")
+        await eventually(lambda: replicas_of(emu, "web") == 6, what="the target scales once it is gone")
+
+
+async def test_without_the_keda_crd_targets_scale_and_other_workloads_hpas_do_not_matter(emu: KubeEmulator) -> None:
+    emu.create(deployment("web", 2))
+    emu.create(deployment("api", 2))
+    emu.create(hpa("api", "api"))  # another workload's HPA
+    emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
+    metrics = FakeMetrics()
+    metrics.set("queue", 60)
+    async with running(emu, metrics):
+        await eventually(lambda: replicas_of(emu, "web") == 6, what="scale-up with no ScaledObject CRD")
+        assert not emu.events("default", involved_name="web", reason="AnotherAutoscaler")
+
+
+def test_matching_by_group_kind_name_and_namespace() -> None:
+    others = [
+        trim_hpa(hpa("a", "web", namespace="shop")),
+        trim_scaled_object(scaled_object("b", "web", namespace="shop")),
+        trim_hpa(hpa("c", "web", namespace="other")),
+    ]
+    found = [o for o in others if isinstance(o, OtherAutoscaler)]
+    assert scaled_by("shop", "apps", "Deployment", "web", found) == "HorizontalPodAutoscaler shop/a"
+    assert scaled_by("shop", "apps", "StatefulSet", "web", found) is None
+    assert scaled_by("shop", "", "Deployment", "web", found) is None  # another group's Deployment
+    assert scaled_by("shop", "apps", "Deployment", "api", found) is None
+    assert scaled_by("else", "apps", "Deployment", "web", found) is None
+    assert scaled_by("shop", "apps", "Deployment", "web", found[1:2]) == "ScaledObject shop/b"
+    keda = trim_hpa(hpa("keda-hpa-b", "web", owner="b", namespace="shop"))
+    assert keda is not None and keda.description == "ScaledObject shop/b"
