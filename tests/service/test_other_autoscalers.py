@@ -12,7 +12,7 @@ from autoscaler.service.other_autoscalers import trim_hpa, trim_scaled_object
 from kube_emulator import KubeEmulator
 from tests.service.cluster import FakeMetrics, condition, deployment, eventually, replicas_of, status_of, target
 from tests.service.keda import SCALED_OBJECT_CRD, hpa, scaled_object
-from tests.service.manager_setup import FAST_BEHAVIOR, running
+from tests.service.manager_setup import FAST_BEHAVIOR, make_manager, running
 
 
 def active(emu: KubeEmulator, name: str = "web") -> dict[str, Any]:
@@ -113,3 +113,30 @@ def test_matching_by_group_kind_name_and_namespace() -> None:
     assert scaled_by("shop", "apps", "Deployment", "web", found[1:2]) == "ScaledObject shop/b"
     keda = trim_hpa(hpa("keda-hpa-b", "web", owner="b", namespace="shop"))
     assert keda is not None and keda.description == "ScaledObject shop/b"
+
+
+async def test_a_scaled_object_crd_installed_later_is_watched_from_then_on(emu: KubeEmulator) -> None:
+    """KEDA installed while the service runs: its ScaledObjects count from when discovery serves them (looked
+    for again every minute; a second here)."""
+    emu.create(deployment("web", 2))
+    emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
+    metrics = FakeMetrics()
+    metrics.set("queue", 30)
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, metrics)
+        for cache in manager.cluster.scaled_objects.values():
+            cache.recheck_seconds = 0.5
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: replicas_of(emu, "web") == 3, what="scale-up without KEDA's CRD")
+            emu.install_crd(SCALED_OBJECT_CRD)
+            emu.create(scaled_object("web", "web"))
+            await eventually(lambda: active(emu).get("reason") == "AnotherAutoscaler", what="held once KEDA is served")
+            assert "ScaledObject default/web" in active(emu)["message"]
+            metrics.set("queue", 60)
+            reads = metrics.reads
+            await eventually(lambda: metrics.reads >= reads + 3, what="more syncs")
+            assert replicas_of(emu, "web") == 3
+        finally:
+            await manager.stop()
