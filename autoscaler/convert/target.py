@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from autoscaler.convert.model import Conversion
+from autoscaler.core.other_autoscalers import TAKE_OVER_ANNOTATION
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.values.fields import ErrorList, SpecError
 
@@ -41,6 +42,12 @@ def finish_target(conversion: Conversion, spec: dict[str, Any]) -> None:
     conversion.target = {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {"name": origin.name, "namespace": origin.namespace},
+        # The cut-over agreed in advance: applied beside the HPA or ScaledObject it comes from, the target is a
+        # shadow, and takes over as soon as that object is deleted (docs/migrating.md).
+        "metadata": {
+            "name": origin.name,
+            "namespace": origin.namespace,
+            "annotations": {TAKE_OVER_ANNOTATION: "true"},
+        },
         "spec": spec,
     }

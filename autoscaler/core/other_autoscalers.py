@@ -6,6 +6,11 @@ the API group, the kind and the name, in the same namespace), and what a sync he
 sync still decides (its history and its proposal go on, ``explain`` shows what it would do: a shadow, as a
 dry run is), but writes no scale: ScalingActive False, reason ``AnotherAutoscaler``, its message naming the
 other object, and a Warning Event when the hold begins.
+
+The cut-over is a deliberate step: a target held so stays held once the other object is gone, until its
+annotation ``autoscaler.dev/take-over: "true"`` (which ``autoscaler convert`` writes) lets it scale; with
+the annotation it scales at its first sync after the other object is gone. A target that no other
+autoscaler ever held needs no annotation.
 """
 
 from __future__ import annotations
@@ -19,6 +24,11 @@ from autoscaler.core.decision import WARNING, Decision, Event
 
 ANOTHER_AUTOSCALER = "AnotherAutoscaler"  # ScalingActive's reason, the Event's reason, the metric's reason
 MSG_ANOTHER_AUTOSCALER = "{} scales this workload: no scale is written while it does (a shadow until the cut-over)"
+TAKE_OVER_ANNOTATION = "autoscaler.dev/take-over"  # "true": the cut-over is agreed (docs/migrating.md)
+MSG_AWAITING_CUT_OVER = (
+    f'the other autoscaler is gone; no scale is written until the annotation {TAKE_OVER_ANNOTATION}: "true" '
+    "on this target agrees to the cut-over"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +69,22 @@ def scaled_by(namespace: str, group: str, kind: str, name: str, others: Iterable
     return found[0] if found else None
 
 
-def held_for(decision: Decision, previous: tuple[Condition, ...], other: str, now: float) -> Decision:
-    """``decision`` as a sync held for ``other`` records it: its proposal kept (not written), ScalingActive
-    False with ``other`` named, and an Event when the hold begins or names another object (``previous``:
+def hold(other: str | None, previous: tuple[Condition, ...], take_over: bool) -> str | None:
+    """Why a sync writes no scale, or None (it may): ``other`` scales the workload now (its description,
+    None: none does), or one did (``previous``, the conditions the sync started from, say the target was
+    held) and ``take_over`` (the annotation) does not agree to the cut-over yet."""
+    if other is not None:
+        return MSG_ANOTHER_AUTOSCALER.format(other)
+    before = find_condition(previous, c.SCALING_ACTIVE)
+    if not take_over and before is not None and before.status == c.FALSE and before.reason == ANOTHER_AUTOSCALER:
+        return MSG_AWAITING_CUT_OVER
+    return None
+
+
+def held_for(decision: Decision, previous: tuple[Condition, ...], message: str, now: float) -> Decision:
+    """``decision`` as a sync held (:func:`hold`'s ``message``) records it: its proposal kept (not written),
+    ScalingActive False saying why, and an Event when the hold begins or its reason changes (``previous``:
     the conditions the sync started from)."""
-    message = MSG_ANOTHER_AUTOSCALER.format(other)
     conditions = set_condition(decision.conditions, c.SCALING_ACTIVE, c.FALSE, ANOTHER_AUTOSCALER, message, now)
     before = find_condition(previous, c.SCALING_ACTIVE)
     events = decision.events

@@ -33,7 +33,7 @@ import structlog
 from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.hvpa.decision import HvpaState
 from autoscaler.core.observation import Observation
-from autoscaler.core.other_autoscalers import held_for
+from autoscaler.core.other_autoscalers import held_for, hold
 from autoscaler.core.rescale import scale_intent
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
@@ -94,10 +94,10 @@ class Handoff:
     last_status: Mapping[str, Any] | None
 
 
-def held_plan(plan: SyncPlan, other: str) -> SyncPlan:
-    """``plan`` held for ``other``, the autoscaler that scales the workload: see
-    :func:`~autoscaler.core.other_autoscalers.held_for`."""
-    decision = held_for(plan.decision, plan.state.target.conditions, other, plan.now)
+def held_plan(plan: SyncPlan, message: str) -> SyncPlan:
+    """``plan`` held (another autoscaler scales the workload, or did and the cut-over is not agreed):
+    see :func:`~autoscaler.core.other_autoscalers.held_for`."""
+    decision = held_for(plan.decision, plan.state.target.conditions, message, plan.now)
     return SyncPlan(plan.spec, plan.now, plan.state, decision, plan.hvpa)
 
 
@@ -231,9 +231,9 @@ class TargetReconciler:
                 )
                 hvpa_state = self._hvpa_state if self._hvpa_state is not None else self._restored_hvpa_state()
             plan = plan_sync(spec, inputs, SyncState(state, hvpa_state), self._context.settings, now)
-            other = self._view.other_autoscaler(self._target)
-            if other is not None:  # never two writers: decided, reported, not written (issue 43)
-                plan = held_plan(plan, other)
+            held = hold(self._view.other_autoscaler(self._target), state.conditions, self._target.take_over)
+            if held is not None:  # never two writers: decided, reported, not written (issue 43)
+                plan = held_plan(plan, held)
                 return await self._carry_out(plan, scale, observation, started, held=True)
             if plan.scale_to is None or self._context.dry_run:
                 return await self._carry_out(plan, scale, observation, started)

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from autoscaler.core.other_autoscalers import TAKE_OVER_ANNOTATION
 from autoscaler.core.spec import TargetSpec
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.kube.api import ResourcePath
@@ -42,6 +43,9 @@ class Target:
     # parsed document. It takes part in equality: a status-only change (another leader's write) must
     # reach the manager, or a later leader would start from a history older than the server's (D3).
     status_json: str | None = field(default=None, repr=False)
+    # TAKE_OVER_ANNOTATION "true": the cut-over is agreed, the target scales as soon as the other autoscaler
+    # that held it is gone (service/other_autoscalers.py). An annotation: changing it restarts nothing.
+    take_over: bool = False
 
     @property
     def status(self) -> Mapping[str, Any] | None:
@@ -93,7 +97,11 @@ def target_from_object(
     ):
         status_problems = ErrorList()
         if check_document(status, "status", status_problems, level=2):
-            return replace(known, status_json=_compact(status) if isinstance(status, Mapping) else None)
+            return replace(
+                known,
+                status_json=_compact(status) if isinstance(status, Mapping) else None,
+                take_over=_takes_over(meta),
+            )
     problems = ErrorList()
     if raw_meta is not None and not isinstance(raw_meta, Mapping):
         problems.add("metadata", f"must be an object, not {type_name(raw_meta)}")
@@ -118,7 +126,13 @@ def target_from_object(
         # its text then only has to differ from any valid spec's.
         _canonical(raw_spec) if spec_fits else f"(invalid: {error_text(errors)})",
         _compact(status) if status_fits and isinstance(status, Mapping) else None,
+        _takes_over(meta),
     )
+
+
+def _takes_over(meta: Mapping[str, Any]) -> bool:
+    annotations = meta.get("annotations")
+    return isinstance(annotations, Mapping) and annotations.get(TAKE_OVER_ANNOTATION) == "true"
 
 
 def _text(value: object) -> str:

@@ -7,12 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from autoscaler.core.other_autoscalers import OtherAutoscaler, scaled_by
+from autoscaler.core.other_autoscalers import TAKE_OVER_ANNOTATION, OtherAutoscaler, scaled_by
 from autoscaler.service.other_autoscalers import trim_hpa, trim_scaled_object
 from kube_emulator import KubeEmulator
 from tests.service.cluster import FakeMetrics, condition, deployment, eventually, replicas_of, status_of, target
 from tests.service.keda import SCALED_OBJECT_CRD, hpa, scaled_object
 from tests.service.manager_setup import FAST_BEHAVIOR, make_manager, running
+
+
+def taking_over(obj: dict[str, Any]) -> dict[str, Any]:
+    """The target with the cut-over annotation (as ``autoscaler convert`` writes it)."""
+    obj["metadata"]["annotations"] = {TAKE_OVER_ANNOTATION: "true"}
+    return obj
 
 
 def active(emu: KubeEmulator, name: str = "web") -> dict[str, Any]:
@@ -43,9 +49,23 @@ async def test_an_hpa_holds_the_target_until_it_is_deleted(emu: KubeEmulator) ->
         assert status["lastDecision"]["explanation"]
         events = emu.events("default", involved_name="web", reason="AnotherAutoscaler")
         assert len(events) == 1 and "HorizontalPodAutoscaler default/web" in events[0]["message"]
-        # The cut-over: the HPA is deleted, the target takes over.
+        # The HPA is deleted, but the cut-over is not agreed: the target still writes nothing, and says why.
         emu.delete("horizontalpodautoscalers", "web", "default")
-        await eventually(lambda: replicas_of(emu, "web") == 6, what="the target scales once the HPA is gone")
+        await eventually(lambda: "annotation" in active(emu).get("message", ""), what="awaiting the cut-over")
+        reads = metrics.reads
+        await eventually(lambda: metrics.reads >= reads + 3, what="more syncs")
+        assert set(scale_writes(emu)) == {2}
+        assert len(emu.events("default", involved_name="web", reason="AnotherAutoscaler")) == 2
+        # The annotation agrees: the target takes over at its next sync, its history intact.
+        history = status_of(emu, "web")["history"]
+        emu.patch(
+            "scalingtargets.autoscaler.dev",
+            "web",
+            {"metadata": {"annotations": {TAKE_OVER_ANNOTATION: "true"}}},
+            namespace="default",
+        )
+        await eventually(lambda: replicas_of(emu, "web") == 6, what="the target scales once the cut-over is agreed")
+        assert history["recommendations"], "the shadow's decision history was recorded"
         await eventually(lambda: active(emu).get("status") == "True", what="ScalingActive True again")
 
 
@@ -54,7 +74,7 @@ async def test_a_keda_owned_hpa_is_attributed_to_its_scaled_object(emu: KubeEmul
     emu.create(deployment("web", 2))
     emu.create(scaled_object("web", "web"))
     emu.create(hpa("keda-hpa-web", "web", owner="web"))
-    emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
+    emu.create(taking_over(target("web", "web", behavior=FAST_BEHAVIOR)))
     metrics = FakeMetrics()
     metrics.set("queue", 60)
     async with running(emu, metrics):
@@ -77,7 +97,7 @@ async def test_a_scaled_object_alone_holds_the_target(emu: KubeEmulator) -> None
     emu.install_crd(SCALED_OBJECT_CRD)
     emu.create(deployment("web", 2))
     emu.create(scaled_object("web", "web"))
-    emu.create(target("web", "web", behavior=FAST_BEHAVIOR))
+    emu.create(taking_over(target("web", "web", behavior=FAST_BEHAVIOR)))
     metrics = FakeMetrics()
     metrics.set("queue", 60)
     async with running(emu, metrics):
