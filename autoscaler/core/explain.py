@@ -11,6 +11,7 @@ import math
 
 from autoscaler.core.behavior import Normalization, RateLimit
 from autoscaler.core.decision import BRANCHES, Decision
+from autoscaler.core.other_autoscalers import held_because
 from autoscaler.core.results import MetricOutcome, PodMetricResult, ValueResult
 from autoscaler.core.spec import MetricTargetType, PolicyType
 from autoscaler.values.quantity import format_milli
@@ -184,4 +185,7 @@ def explain_lines(decision: Decision, now: float) -> list[str]:
         )
     else:
         lines.append(f"Keep {decision.current_replicas} replicas.")
+    held = held_because(decision)
+    if held is not None:  # a shadow: what it would do, above, and why it is not done
+        lines.append(f"Not written: {held}.")
     return lines

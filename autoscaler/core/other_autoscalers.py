@@ -93,7 +93,8 @@ def held_for(decision: Decision, previous: tuple[Condition, ...], message: str, 
     return replace(decision, conditions=conditions, events=events, error=message)
 
 
-def is_held(decision: Decision) -> bool:
-    """Whether ``decision`` was held for another autoscaler (:func:`held_for`)."""
+def held_because(decision: Decision) -> str | None:
+    """Why ``decision`` was held (:func:`held_for`), or None: it was not."""
     active = find_condition(decision.conditions, c.SCALING_ACTIVE)
-    return active is not None and active.status == c.FALSE and active.reason == ANOTHER_AUTOSCALER
+    held = active is not None and active.status == c.FALSE and active.reason == ANOTHER_AUTOSCALER
+    return active.message if held and active is not None else None

@@ -46,7 +46,9 @@ async def test_an_hpa_holds_the_target_until_it_is_deleted(emu: KubeEmulator) ->
         assert active(emu)["status"] == "False"
         assert "HorizontalPodAutoscaler default/web" in active(emu)["message"]
         assert status["desiredReplicas"] == 6
-        assert status["lastDecision"]["explanation"]
+        explanation = status["lastDecision"]["explanation"]
+        assert any(line.startswith("Scale up 2 → 6") for line in explanation), explanation
+        assert any(line.startswith("Not written: HorizontalPodAutoscaler default/web") for line in explanation)
         events = emu.events("default", involved_name="web", reason="AnotherAutoscaler")
         assert len(events) == 1 and "HorizontalPodAutoscaler default/web" in events[0]["message"]
         # The HPA is deleted, but the cut-over is not agreed: the target still writes nothing, and says why.
