@@ -12,7 +12,7 @@ from autoscaler.core.other_autoscalers import OtherAutoscaler
 from autoscaler.kube.api import DEPLOYMENTS, HPAS, PODS, SCALED_OBJECTS, VPAS, KubeApi, ResourcePath
 from autoscaler.kube.records import PodRecord, WorkloadRecord, trim_deployment, trim_object, trim_pod
 from autoscaler.kube.watch import Key, WatchCache
-from autoscaler.service.other_autoscalers import trim_hpa, trim_scaled_object
+from autoscaler.service.other_autoscalers import AutoscalerIndex, trim_hpa, trim_scaled_object
 from autoscaler.service.scope import Scope, ScopedRetrim, ScopedTrim
 from autoscaler.service.sharding import ShardingSettings
 from autoscaler.service.targets import TARGETS, Target, target_from_object
@@ -129,12 +129,14 @@ class ClusterCaches:
         }
         # Never two writers: a workload another autoscaler scales is not scaled here (issue 43). KEDA's CRD
         # may be missing (most clusters): its cache is empty until it is served.
+        self.autoscalers = AutoscalerIndex()
         self.hpas: dict[str | None, WatchCache[OtherAutoscaler]] = {
             ns: WatchCache(
                 api,
                 HPAS,
                 ScopedTrim(trim_hpa, _scope(HPAS, ns)),
                 namespace=ns,
+                on_change=self.autoscalers.on_change,
                 silence_seconds=quiet,
                 list_slots=slots,
             )
@@ -146,6 +148,7 @@ class ClusterCaches:
                 SCALED_OBJECTS,
                 ScopedTrim(trim_scaled_object, _scope(SCALED_OBJECTS, ns)),
                 namespace=ns,
+                on_change=self.autoscalers.on_change,
                 optional=True,
                 silence_seconds=quiet,
                 list_slots=slots,
@@ -185,14 +188,9 @@ class ClusterCaches:
         cache = self.vpas.get(self.scope(namespace))
         return cache.values() if cache is not None else ()
 
-    def other_autoscalers(self, namespace: str) -> list[OtherAutoscaler]:
-        """The HPAs and ScaledObjects the caches hold in ``namespace``'s scope."""
-        scope = self.scope(namespace)
-        found: list[OtherAutoscaler] = []
-        for cache in (self.hpas.get(scope), self.scaled_objects.get(scope)):
-            if cache is not None:
-                found.extend(cache.values())
-        return found
+    def other_autoscalers(self, namespace: str, workload: str) -> list[OtherAutoscaler]:
+        """The HPAs and ScaledObjects the caches hold whose scaleTargetRef names ``workload``."""
+        return self.autoscalers.scaling(namespace, workload)
 
     def behind(self, namespace: str, *, vpas: bool) -> WatchCache[Any] | None:
         """A cache holding ``namespace``'s pods, workloads, targets or other autoscalers (and VPAs, with

@@ -181,7 +181,9 @@ class CachedView:
             return None
         ref = target.spec.scale_target_ref
         group = api_group(ref.api_version or DEFAULT_API_VERSIONS.get(ref.kind, ""))
-        return scaled_by(target.namespace, group, ref.kind, ref.name, self._caches.other_autoscalers(target.namespace))
+        return scaled_by(
+            target.namespace, group, ref.kind, ref.name, self._caches.other_autoscalers(target.namespace, ref.name)
+        )
 
     def template_of(self, target: Target) -> list[ContainerInfo]:
         if target.spec is None:

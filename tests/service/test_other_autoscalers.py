@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from autoscaler.core.other_autoscalers import TAKE_OVER_ANNOTATION, OtherAutoscaler, scaled_by
-from autoscaler.service.other_autoscalers import trim_hpa, trim_scaled_object
+from autoscaler.service.other_autoscalers import AutoscalerIndex, trim_hpa, trim_scaled_object
 from kube_emulator import KubeEmulator
 from tests.service.cluster import FakeMetrics, condition, deployment, eventually, replicas_of, status_of, target
 from tests.service.keda import SCALED_OBJECT_CRD, hpa, scaled_object
@@ -162,3 +162,17 @@ async def test_a_scaled_object_crd_installed_later_is_watched_from_then_on(emu: 
             assert replicas_of(emu, "web") == 3
         finally:
             await manager.stop()
+
+
+def test_the_index_follows_an_hpa_moved_to_another_workload_and_deleted() -> None:
+    index = AutoscalerIndex()
+    first, moved = trim_hpa(hpa("h", "web")), trim_hpa(hpa("h", "api"))
+    same_name = trim_scaled_object(scaled_object("h", "web"))
+    index.on_change(("default", "h"), None, first)
+    index.on_change(("default", "h"), None, same_name)  # another kind, the same name: both kept
+    assert sorted(o.kind for o in index.scaling("default", "web")) == ["HorizontalPodAutoscaler", "ScaledObject"]
+    index.on_change(("default", "h"), first, moved)
+    assert [o.kind for o in index.scaling("default", "web")] == ["ScaledObject"]
+    assert index.scaling("default", "api") == [moved]
+    index.on_change(("default", "h"), moved, None)
+    assert index.scaling("default", "api") == [] and index.scaling("other", "web") == []
