@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from autoscaler.core.other_autoscalers import OtherAutoscaler
 from autoscaler.kube.api import DEPLOYMENTS, HPAS, PODS, SCALED_OBJECTS, VPAS, KubeApi, ResourcePath
 from autoscaler.kube.records import PodRecord, WorkloadRecord, trim_deployment, trim_object, trim_pod
-from autoscaler.kube.watch import Key, WatchCache
+from autoscaler.kube.watch import ChangeHandler, Key, WatchCache
 from autoscaler.service.other_autoscalers import AutoscalerIndex, trim_hpa, trim_scaled_object
 from autoscaler.service.scope import Scope, ScopedRetrim, ScopedTrim
 from autoscaler.service.sharding import ShardingSettings
@@ -23,6 +23,7 @@ LISTS_AT_ONCE = 4
 
 PodHandler = Callable[[Key, PodRecord | None, PodRecord | None], None]
 TargetHandler = Callable[[Key, Target | None, Target | None], None]
+R = TypeVar("R")
 
 
 def trim_target(obj: Mapping[str, Any], known: Target | None = None) -> Target | None:
@@ -45,6 +46,33 @@ def retrim_target(known: Target, obj: Mapping[str, Any]) -> Target | None:
 def _scope(resource: ResourcePath, namespace: str | None, sharding: ShardingSettings | None = None) -> Scope:
     """What one cache (named as the watch cache names itself) may hold."""
     return Scope(f"{resource.label} in {namespace}" if namespace else resource.label, namespace, sharding)
+
+
+def _scoped_caches(
+    api: KubeApi,
+    resource: ResourcePath,
+    trim: Callable[[Mapping[str, Any]], R | None],
+    scopes: tuple[str | None, ...],
+    *,
+    silence_seconds: float,
+    list_slots: asyncio.Semaphore,
+    on_change: ChangeHandler | None = None,
+    optional: bool = False,
+) -> dict[str | None, WatchCache[R]]:
+    """One cache of ``resource`` per watched scope, each leaving out what is outside its scope."""
+    return {
+        ns: WatchCache(
+            api,
+            resource,
+            ScopedTrim(trim, _scope(resource, ns)),
+            namespace=ns,
+            on_change=on_change,
+            optional=optional,
+            silence_seconds=silence_seconds,
+            list_slots=list_slots,
+        )
+        for ns in scopes
+    }
 
 
 def _target_cache(
@@ -92,69 +120,32 @@ class ClusterCaches:
         # against 193 for one unsharded service of all 50; bench/service.py --shard-by namespace).
         slots = asyncio.Semaphore(LISTS_AT_ONCE)
         quiet = silence_seconds
-        self.pods = {
-            ns: WatchCache(
-                api,
-                PODS,
-                ScopedTrim(trim_pod, _scope(PODS, ns)),
-                namespace=ns,
-                on_change=on_pod,
-                silence_seconds=quiet,
-                list_slots=slots,
-            )
-            for ns in scopes
-        }
-        self.deployments: dict[str | None, WatchCache[WorkloadRecord]] = {
-            ns: WatchCache(
-                api,
-                DEPLOYMENTS,
-                ScopedTrim(trim_deployment, _scope(DEPLOYMENTS, ns)),
-                namespace=ns,
-                silence_seconds=quiet,
-                list_slots=slots,
-            )
-            for ns in scopes
-        }
-        self.vpas = {
-            ns: WatchCache(
-                api,
-                VPAS,
-                ScopedTrim(trim_object, _scope(VPAS, ns)),
-                namespace=ns,
-                optional=True,
-                silence_seconds=quiet,
-                list_slots=slots,
-            )
-            for ns in scopes
-        }
+        self.pods = _scoped_caches(
+            api, PODS, trim_pod, scopes, on_change=on_pod, silence_seconds=quiet, list_slots=slots
+        )
+        self.deployments = _scoped_caches(
+            api, DEPLOYMENTS, trim_deployment, scopes, silence_seconds=quiet, list_slots=slots
+        )
+        self.vpas = _scoped_caches(
+            api, VPAS, trim_object, scopes, optional=True, silence_seconds=quiet, list_slots=slots
+        )
         # Never two writers: a workload another autoscaler scales is not scaled here (issue 43). KEDA's CRD
         # may be missing (most clusters): its cache is empty until it is served.
         self.autoscalers = AutoscalerIndex()
-        self.hpas: dict[str | None, WatchCache[OtherAutoscaler]] = {
-            ns: WatchCache(
-                api,
-                HPAS,
-                ScopedTrim(trim_hpa, _scope(HPAS, ns)),
-                namespace=ns,
-                on_change=self.autoscalers.on_change,
-                silence_seconds=quiet,
-                list_slots=slots,
-            )
-            for ns in scopes
-        }
-        self.scaled_objects: dict[str | None, WatchCache[OtherAutoscaler]] = {
-            ns: WatchCache(
-                api,
-                SCALED_OBJECTS,
-                ScopedTrim(trim_scaled_object, _scope(SCALED_OBJECTS, ns)),
-                namespace=ns,
-                on_change=self.autoscalers.on_change,
-                optional=True,
-                silence_seconds=quiet,
-                list_slots=slots,
-            )
-            for ns in scopes
-        }
+        on_autoscaler = self.autoscalers.on_change
+        self.hpas = _scoped_caches(
+            api, HPAS, trim_hpa, scopes, on_change=on_autoscaler, silence_seconds=quiet, list_slots=slots
+        )
+        self.scaled_objects = _scoped_caches(
+            api,
+            SCALED_OBJECTS,
+            trim_scaled_object,
+            scopes,
+            on_change=on_autoscaler,
+            optional=True,
+            silence_seconds=quiet,
+            list_slots=slots,
+        )
         self.targets = (
             {}
             if on_target is None
