@@ -166,6 +166,21 @@ def _resource_name(obj: Obj) -> str | None:
     return name
 
 
+# A metric's ``backend``: the name of one of the service settings' prometheus.backends, or "default"
+# (prometheus.url itself). The names are the settings' to check (the core does not know them): here only
+# their form, a DNS-1123 label, as the settings require of a backend's name.
+BACKEND_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def read_backend(obj: Obj) -> str | None:
+    """A metric source's ``backend``: the named Prometheus it is read from (None: the default one)."""
+    name = obj.string("backend", non_empty=True)
+    if name is not None and not BACKEND_NAME.match(name):
+        obj.error("backend", f"must be a backend name of prometheus.backends (a DNS-1123 label), not {name!r}")
+        return None
+    return name
+
+
 def _query(obj: Obj, required: bool) -> str | None:
     query = obj.string("query", non_empty=True)
     if query is None and required and not obj.has("query"):
@@ -186,6 +201,7 @@ def _resource_source(obj: Obj, require_queries: bool, *, container: bool) -> Met
     )
     needs_query = require_queries and name is not None and name not in BUILTIN_QUERY_RESOURCES
     query = obj.string("query", non_empty=True)
+    backend = read_backend(obj)
     if query is None and needs_query and not obj.has("query"):
         obj.error(
             "query",
@@ -195,7 +211,7 @@ def _resource_source(obj: Obj, require_queries: bool, *, container: bool) -> Met
     obj.finish()
     if name is None or target is None or (container and container_name is None):
         return None
-    return MetricSpec(type=source, name=name, target=target, container=container_name, query=query)
+    return MetricSpec(type=source, name=name, target=target, container=container_name, query=query, backend=backend)
 
 
 def _metric_identifier(obj: Obj | None) -> tuple[str, Mapping[str, Any] | None] | None:
@@ -245,10 +261,13 @@ def _pods_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
     ident = _metric_identifier(obj.obj("metric", required=True))
     target = _target(obj.obj("target", required=True), (MetricTargetType.AVERAGE_VALUE,), MetricSourceType.PODS)
     query = _query(obj, require_queries)
+    backend = read_backend(obj)
     obj.finish()
     if ident is None or target is None:
         return None
-    return MetricSpec(type=MetricSourceType.PODS, name=ident[0], selector=ident[1], target=target, query=query)
+    return MetricSpec(
+        type=MetricSourceType.PODS, name=ident[0], selector=ident[1], target=target, query=query, backend=backend
+    )
 
 
 def _object_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
@@ -260,6 +279,7 @@ def _object_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
         MetricSourceType.OBJECT,
     )
     query = _query(obj, require_queries)
+    backend = read_backend(obj)
     obj.finish()
     if described is None or ident is None or target is None:
         return None
@@ -270,6 +290,7 @@ def _object_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
         target=target,
         described_object=described,
         query=query,
+        backend=backend,
     )
 
 
@@ -281,10 +302,13 @@ def _external_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
         MetricSourceType.EXTERNAL,
     )
     query = _query(obj, require_queries)
+    backend = read_backend(obj)
     obj.finish()
     if ident is None or target is None:
         return None
-    return MetricSpec(type=MetricSourceType.EXTERNAL, name=ident[0], selector=ident[1], target=target, query=query)
+    return MetricSpec(
+        type=MetricSourceType.EXTERNAL, name=ident[0], selector=ident[1], target=target, query=query, backend=backend
+    )
 
 
 _SOURCE_PARSERS: dict[MetricSourceType, Callable[[Obj, bool], MetricSpec | None]] = {

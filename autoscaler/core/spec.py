@@ -81,6 +81,9 @@ class MetricSpec:
     selector: Mapping[str, Any] | None = None
     described_object: CrossVersionObjectReference | None = None
     query: str | None = None
+    # The named Prometheus backend of the service settings (prometheus.backends) the query is sent to;
+    # None: the default one (prometheus.url). The core never reads it: the service routes by it.
+    backend: str | None = None
 
     @property
     def is_pod_metric(self) -> bool:

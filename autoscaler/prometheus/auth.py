@@ -1,6 +1,6 @@
 """Credentials and TLS for the Prometheus client.
 
-The bearer token file is checked at most once a second and re-read when its identity or
+The bearer token file (and a basic-auth password file) is checked at most once a second and re-read when its identity or
 modification time changes, so rotated tokens (projected service-account tokens, Vault agents)
 are picked up without a restart; a 401 forces a re-read at once. The check is one ``stat`` of a
 small local file (microseconds), cheap enough to run on the event loop; the TLS files are read
@@ -26,10 +26,19 @@ class PrometheusCredentialsError(PrometheusError):
 
 
 class BearerTokenFile:
-    """A token read from a file and re-read when the file changes."""
+    """A token (or a basic-auth password: ``what`` names it in errors) read from a file and re-read when the
+    file changes."""
 
-    def __init__(self, path: str, *, check_interval: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        check_interval: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        what: str = "bearer token file",
+    ) -> None:
         self.path = path
+        self._what = what
         self._check_interval = check_interval
         self._clock = clock
         self._token: str | None = None
@@ -60,7 +69,7 @@ class BearerTokenFile:
                 # Mid-rotation glitch: keep the token we have and look again next time.
                 return self._token
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise PrometheusCredentialsError(f"cannot read the bearer token file {self.path}: {reason}") from None
+            raise PrometheusCredentialsError(f"cannot read the {self._what} {self.path}: {reason}") from None
         return self._token
 
 
@@ -72,9 +81,16 @@ class Credentials:
     def __init__(self, settings: PrometheusSettings, secrets: KnownSecrets | None = None) -> None:
         self._static: dict[str, str] = dict(settings.headers)
         self._token_file = BearerTokenFile(settings.bearer_token_file) if settings.bearer_token_file else None
+        basic = settings.basic_auth
+        self._username = basic.username if basic is not None else ""
+        self._password_file = (
+            BearerTokenFile(basic.password_file, what="basic auth password file")
+            if basic is not None and basic.password_file is not None
+            else None
+        )
         if settings.bearer_token:
             self._static["Authorization"] = f"Bearer {settings.bearer_token}"
-        elif settings.basic_auth is not None:
+        elif settings.basic_auth is not None and self._password_file is None:
             self._static["Authorization"] = basic_authorization(
                 settings.basic_auth.username, settings.basic_auth.password
             )
@@ -83,11 +99,12 @@ class Credentials:
 
     @property
     def refreshable(self) -> bool:
-        return self._token_file is not None
+        return self._token_file is not None or self._password_file is not None
 
     def refresh(self) -> None:
-        if self._token_file is not None:
-            self._token_file.invalidate()
+        for source in (self._token_file, self._password_file):
+            if source is not None:
+                source.invalidate()
 
     def headers(self) -> dict[str, str]:
         headers = dict(self._static)
@@ -95,6 +112,12 @@ class Credentials:
             token = self._token_file.token()
             headers["Authorization"] = f"Bearer {token}"
             self.secrets.add(token)
+        elif self._password_file is not None:
+            password = self._password_file.token()
+            header = basic_authorization(self._username, password)
+            headers["Authorization"] = header
+            for secret in (password, header, header.removeprefix("Basic ")):
+                self.secrets.add(secret)
         return headers
 
     def redact(self, text: str) -> str:

@@ -30,9 +30,13 @@ HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 @dataclass(frozen=True, slots=True)
 class BasicAuth:
     username: str
-    password: str = field(repr=False)
+    password: str = field(default="", repr=False)
+    # Where the password is read from instead (re-read when the file changes, as bearerTokenFile is).
+    password_file: str | None = None
 
     def __repr__(self) -> str:
+        if self.password_file is not None:
+            return f"BasicAuth(username={self.username!r}, password_file={self.password_file!r})"
         return f"BasicAuth(username={self.username!r}, password={REDACTED!r})"
 
 
@@ -75,18 +79,25 @@ def read_secret_string(obj: Obj, key: str) -> str | None:
 
 
 def read_basic_auth(obj: Obj | None) -> BasicAuth | None:
-    """``basicAuth``: a username and a password (which may be empty, as upstream allows)."""
+    """``basicAuth``: a username and either a password (which may be empty, as upstream allows) or the file
+    it is read from (``passwordFile``)."""
     if obj is None:
         return None
     username = obj.string("username", required=True, non_empty=True)
-    password = obj.raw("password", required=True)
+    password_file = obj.string("passwordFile", non_empty=True)
+    password = obj.raw("password")
+    if password is None and password_file is None:
+        obj.error("password", "Required value: the password, or passwordFile (the file it is read from)")
     if password is not None and not isinstance(password, str):
         obj.error("password", f"must be a string, not {type_name(password)}")
         password = None
+    if password is not None and password_file is not None:
+        obj.error("passwordFile", "Forbidden: set either password or passwordFile, not both")
+        password = None
     obj.finish()
-    if username is None or password is None:
+    if username is None or (password is None and password_file is None):
         return None
-    return BasicAuth(username=username, password=password)
+    return BasicAuth(username=username, password=password or "", password_file=password_file)
 
 
 def read_string_map(obj: Obj, key: str, *, header_names: bool) -> dict[str, str] | None:

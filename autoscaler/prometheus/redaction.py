@@ -9,7 +9,8 @@ and every sink redacts with it:
 
 * ``bearerToken``, and each token read from ``bearerTokenFile`` (the client adds them as it reads them:
   a rotated token is known from its first use);
-* ``basicAuth.password``, and the ``Authorization`` value it makes (``Basic`` and its base64 text);
+* ``basicAuth.password`` (or each one read from ``basicAuth.passwordFile``), and the ``Authorization`` value
+  it makes (``Basic`` and its base64 text);
 * every value of ``headers`` and of ``queryParameters``, as written and as the form encodes it (an echo of
   the raw body shows ``a%2Bb`` for ``a+b``). The settings cannot tell an API key from a tenant name
   (``X-Scope-OrgID``), so every value of both maps is a secret: a tenant's name is redacted too.
@@ -47,7 +48,7 @@ def configured_secrets(settings: PrometheusSettings) -> list[str]:
     values: list[str] = []
     if settings.bearer_token:
         values += [settings.bearer_token]
-    if settings.basic_auth is not None:
+    if settings.basic_auth is not None and settings.basic_auth.password_file is None:
         header = basic_authorization(settings.basic_auth.username, settings.basic_auth.password)
         values += [settings.basic_auth.password, header, header.removeprefix("Basic ")]
     values += settings.headers.values()

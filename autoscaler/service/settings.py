@@ -32,6 +32,7 @@ from typing import Any
 
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.settings_parse import SERVICE_SUFFIX, read_controller_settings
+from autoscaler.prometheus.backends import read_backends, split_backends
 from autoscaler.prometheus.settings import PrometheusSettings, read_prometheus_settings
 from autoscaler.service.backend_health import BackendHealthSettings, read_backend_health_settings
 from autoscaler.service.metrics_targets import DEFAULT_PER_TARGET_LIMIT
@@ -104,6 +105,8 @@ class ServiceSettings:
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     sharding: ShardingSettings = field(default_factory=ShardingSettings)
     backend_health: BackendHealthSettings = field(default_factory=BackendHealthSettings)
+    # prometheus.backends: the named Prometheus backends besides the default one (prometheus/backends.py).
+    prometheus_backends: Mapping[str, PrometheusSettings] = field(default_factory=dict)
 
 
 # Environment variables and the settings path each one sets. Values are YAML scalars
@@ -192,8 +195,12 @@ def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
     if root is None:
         return None
     prometheus = None
+    backends: dict[str, PrometheusSettings] | None = {}
     if root.has("prometheus"):
-        prometheus = read_prometheus_settings(root.raw("prometheus"), "prometheus", errors)
+        default, named = split_backends(root.raw("prometheus"))
+        prometheus = read_prometheus_settings(default, "prometheus", errors)
+        if named is not None:
+            backends = read_backends(named, "prometheus.backends", errors)
     else:
         root.raw("prometheus")
         errors.add(
@@ -232,6 +239,7 @@ def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
         metrics or MetricsSettings(),
         sharding or ShardingSettings(),
         backend_health or BackendHealthSettings(),
+        backends or {},
     )
 
 

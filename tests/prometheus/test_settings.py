@@ -137,5 +137,5 @@ def test_required_url_and_types() -> None:
     assert errors_of({}) == ["prometheus.url: Required value"]
     assert errors_of("http://p") == ["prometheus: must be an object, not string"]
     assert errors_of({"url": "http://p", "basicAuth": {"username": "u"}}) == [
-        "prometheus.basicAuth.password: Required value"
+        "prometheus.basicAuth.password: Required value: the password, or passwordFile (the file it is read from)"
     ]
