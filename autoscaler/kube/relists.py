@@ -13,6 +13,9 @@ LIST whose resourceVersion expires at once, would otherwise relist for ever with
 state lasts until the cache has followed the server for a whole window after its last relist: once the
 backoff has grown to its cap, relists come less often than the limit, but the cache still does not follow.
 
+The numbers are client-go's and this service's defaults; :class:`RelistPolicy` carries them, and the service's
+``kubernetes.relists`` settings may change them (docs/configuration.md).
+
 Both are pure: the time is passed in (``time.monotonic()`` seconds), the randomness is a function.
 """
 
@@ -21,14 +24,17 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 
 __all__ = [
     "BACKOFF_CAP",
     "BACKOFF_START",
+    "DEFAULT_RELIST_POLICY",
     "HEALTHY_RESET",
     "RELIST_LIMIT",
     "RELIST_WINDOW",
     "RelistBackoff",
+    "RelistPolicy",
     "Relists",
 ]
 
@@ -45,6 +51,25 @@ EXPIRED = "expired"  # 410 Gone: the watch's (or a continued LIST's) resourceVer
 ERROR = "error"  # any other failure: a cut, a reset, a frozen watch, an error answer
 DISCOVERED = "discovered"  # an optional resource that was not served is served now (its CRD installed)
 REASONS = (EXPIRED, ERROR, DISCOVERED)
+
+
+@dataclass(frozen=True, slots=True)
+class RelistPolicy:
+    """A cache's backoff between failed attempts and when it relists too often (see the module)."""
+
+    backoff_start: float = BACKOFF_START  # the first wait's step (seconds)
+    backoff_cap: float = BACKOFF_CAP  # the step doubles up to this (seconds)
+    limit: int = RELIST_LIMIT  # more relists than this within ``window`` is too often
+    window: float = RELIST_WINDOW  # seconds; also how long it must follow the server again after that
+
+    def backoff(self) -> RelistBackoff:
+        return RelistBackoff(start=self.backoff_start, cap=self.backoff_cap)
+
+    def relists(self) -> Relists:
+        return Relists(self.limit, self.window)
+
+
+DEFAULT_RELIST_POLICY = RelistPolicy()
 
 
 class RelistBackoff:

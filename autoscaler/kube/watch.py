@@ -2,13 +2,14 @@
 
 The behaviour follows client-go's reflector: a watch asks for bookmarks and ends after a random
 5–10 minutes (the server closes it), after which it resumes from the last resourceVersion seen; any
-failure relists after a jittered backoff (0.8 s doubling to 30 s, reset after two quiet minutes:
+failure relists after a jittered backoff (by default 0.8 s doubling to 30 s, reset after two quiet minutes:
 :mod:`autoscaler.kube.relists`). A 410 ("too old resource version") after a watch that followed the server
 relists at once; 410s in a row (every watch expiring as it opens) are failures like any other, so they
 back off too. Steady state makes no LIST calls.
 
-Relists are counted by reason; a cache that relists more than 5 times in a minute reports it
-(:meth:`WatchCache.relisting`, which ``/readyz`` reads) until it has followed the server for a minute.
+Relists are counted by reason; a cache that relists more than 5 times in a minute (by default: the
+service's ``kubernetes.relists``) reports it (:meth:`WatchCache.relisting`, which ``/readyz`` reads) until it
+has followed the server for as long again (a minute).
 
 *Any* failure means every exception, not a list of expected ones: a stream cut mid-body, a reset, a
 timeout, a line that is not JSON, a bug in a trimmer. Only cancellation ends :meth:`WatchCache.run`.
@@ -43,7 +44,7 @@ import structlog
 
 from autoscaler.kube.api import MESSAGE_LIMIT, SILENT, KubeApi, KubeError, ResourcePath
 from autoscaler.kube.paging import list_pages
-from autoscaler.kube.relists import DISCOVERED, ERROR, EXPIRED, RelistBackoff, Relists
+from autoscaler.kube.relists import DEFAULT_RELIST_POLICY, DISCOVERED, ERROR, EXPIRED, RelistPolicy
 from autoscaler.values.clipping import clip
 
 R = TypeVar("R")
@@ -74,11 +75,13 @@ class WatchCache(Generic[R]):
         label_selector: str | None = None,
         retrim: Callable[[R, Mapping[str, Any]], R | None] | None = None,
         list_slots: asyncio.Semaphore | None = None,
+        relist_policy: RelistPolicy = DEFAULT_RELIST_POLICY,
     ) -> None:
         """``retrim(record, obj)``: the record of a new version of an object whose record is ``record``,
         when that can be had for less than a whole ``trim`` (a status write's echo need not parse the
         spec again). ``list_slots``: held for a whole LIST, shared by caches that should not all list at
-        once (their pages' decoded objects would all be in memory together)."""
+        once (their pages' decoded objects would all be in memory together). ``relist_policy``: the backoff
+        between failed attempts, and how many relists in how long are too often (``kubernetes.relists``)."""
         self.api = api
         self.resource = resource
         self.namespace = namespace
@@ -94,9 +97,9 @@ class WatchCache(Generic[R]):
         self.synced = asyncio.Event()
         self.resource_version = ""
         self.lists = 0  # LIST requests made, one per page (a steady state makes none)
-        self.relist_counts = Relists()  # lists after the first, by reason
+        self.relist_counts = relist_policy.relists()  # lists after the first, by reason
         self.relist_cause = ""  # what made the cache list again last
-        self.backoff = RelistBackoff()
+        self.backoff = relist_policy.backoff()
         self._expired_in_a_row = 0  # 410s since a watch last followed the server
         self.incidents = 0  # times the cache stopped following the server
         self.last_error: str | None = None
@@ -139,8 +142,8 @@ class WatchCache(Generic[R]):
         return self.relist_counts.total
 
     def relisting(self, cause_limit: int = MESSAGE_LIMIT) -> str | None:
-        """Why this cache relists too often (more than 5 times in a minute, and it has not followed the
-        server for a minute since), with the cause of its last relist cut to ``cause_limit``; or None."""
+        """Why this cache relists too often (by default more than 5 times in a minute, and it has not followed
+        the server for a minute since), with the cause of its last relist cut to ``cause_limit``; or None."""
         counts, now = self.relist_counts, time.monotonic()
         if counts.last is None or not counts.too_often(now, self.following):
             return None
@@ -297,7 +300,7 @@ class WatchCache(Generic[R]):
             )
 
     def _settle(self) -> None:
-        """A watch event while the cache relists too often: that is over once a minute has passed since the
+        """A watch event while the cache relists too often: that is over once a window has passed since the
         last relist with the cache following the server."""
         if self.relist_counts.settle(time.monotonic()):
             log.info("watch relisting calmed down", resource=self.name)

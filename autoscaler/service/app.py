@@ -158,6 +158,7 @@ class Service:
                     identity=self.identity,
                     on_targets=self.metrics.set_targets,
                     watch_silence=settings.kubernetes.watch_silence_seconds,
+                    relist_policy=settings.kubernetes.relists,
                     recorder=recorder,
                     sharding=settings.sharding,
                     clock=self.clock.now,

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from autoscaler.core.other_autoscalers import OtherAutoscaler
 from autoscaler.kube.api import DEPLOYMENTS, HPAS, PODS, SCALED_OBJECTS, VPAS, KubeApi, ResourcePath
 from autoscaler.kube.records import PodRecord, WorkloadRecord, trim_deployment, trim_object, trim_pod
+from autoscaler.kube.relists import DEFAULT_RELIST_POLICY, RelistPolicy
 from autoscaler.kube.watch import ChangeHandler, Key, WatchCache
 from autoscaler.service.other_autoscalers import AutoscalerIndex, trim_hpa, trim_scaled_object
 from autoscaler.service.scope import Scope, ScopedRetrim, ScopedTrim
@@ -56,6 +57,7 @@ def _scoped_caches(
     *,
     silence_seconds: float,
     list_slots: asyncio.Semaphore,
+    relist_policy: RelistPolicy,
     on_change: ChangeHandler | None = None,
     optional: bool = False,
 ) -> dict[str | None, WatchCache[R]]:
@@ -70,6 +72,7 @@ def _scoped_caches(
             optional=optional,
             silence_seconds=silence_seconds,
             list_slots=list_slots,
+            relist_policy=relist_policy,
         )
         for ns in scopes
     }
@@ -83,6 +86,7 @@ def _target_cache(
     *,
     silence_seconds: float,
     list_slots: asyncio.Semaphore,
+    relist_policy: RelistPolicy,
 ) -> WatchCache[Target]:
     scope = _scope(TARGETS, namespace, sharding)
     return WatchCache(
@@ -95,6 +99,7 @@ def _target_cache(
         label_selector=sharding.label_selector if sharding is not None else None,
         silence_seconds=silence_seconds,
         list_slots=list_slots,
+        relist_policy=relist_policy,
     )
 
 
@@ -108,33 +113,42 @@ class ClusterCaches:
         on_target: TargetHandler | None,
         silence_seconds: float,
         sharding: ShardingSettings | None = None,
+        relist_policy: RelistPolicy = DEFAULT_RELIST_POLICY,
     ) -> None:
         """``on_target`` None: targets come from a file, no target cache. ``sharding``: the targets this
         instance serves (its shard's label selector, see :mod:`autoscaler.service.sharding`); the workloads,
         pods and VPAs carry no shard label and are watched whole. Every cache leaves out what the API server
-        sends from outside its namespace or shard (:mod:`autoscaler.service.scope`)."""
+        sends from outside its namespace or shard (:mod:`autoscaler.service.scope`). ``relist_policy``: every
+        cache's backoff and relist limit (``kubernetes.relists``)."""
         self.namespaces = namespaces
         scopes: tuple[str | None, ...] = namespaces or (None,)
         # Caches per namespace (kubernetes.namespaces) would otherwise all list at once: two shards of 25
         # namespaces each held 100 LISTs' pages in memory together at start-up (RSS at ready 465-513 MiB
         # against 193 for one unsharded service of all 50; bench/service.py --shard-by namespace).
         slots = asyncio.Semaphore(LISTS_AT_ONCE)
-        quiet = silence_seconds
+        quiet, policy = silence_seconds, relist_policy
         self.pods = _scoped_caches(
-            api, PODS, trim_pod, scopes, on_change=on_pod, silence_seconds=quiet, list_slots=slots
+            api, PODS, trim_pod, scopes, on_change=on_pod, silence_seconds=quiet, list_slots=slots, relist_policy=policy
         )
         self.deployments = _scoped_caches(
-            api, DEPLOYMENTS, trim_deployment, scopes, silence_seconds=quiet, list_slots=slots
+            api, DEPLOYMENTS, trim_deployment, scopes, silence_seconds=quiet, list_slots=slots, relist_policy=policy
         )
         self.vpas = _scoped_caches(
-            api, VPAS, trim_object, scopes, optional=True, silence_seconds=quiet, list_slots=slots
+            api, VPAS, trim_object, scopes, optional=True, silence_seconds=quiet, list_slots=slots, relist_policy=policy
         )
         # Never two writers: a workload another autoscaler scales is not scaled here (issue 43). KEDA's CRD
         # may be missing (most clusters): its cache is empty until it is served.
         self.autoscalers = AutoscalerIndex()
         on_autoscaler = self.autoscalers.on_change
         self.hpas = _scoped_caches(
-            api, HPAS, trim_hpa, scopes, on_change=on_autoscaler, silence_seconds=quiet, list_slots=slots
+            api,
+            HPAS,
+            trim_hpa,
+            scopes,
+            on_change=on_autoscaler,
+            silence_seconds=quiet,
+            list_slots=slots,
+            relist_policy=policy,
         )
         self.scaled_objects = _scoped_caches(
             api,
@@ -145,12 +159,15 @@ class ClusterCaches:
             optional=True,
             silence_seconds=quiet,
             list_slots=slots,
+            relist_policy=policy,
         )
         self.targets = (
             {}
             if on_target is None
             else {
-                ns: _target_cache(api, ns, on_target, sharding, silence_seconds=quiet, list_slots=slots)
+                ns: _target_cache(
+                    api, ns, on_target, sharding, silence_seconds=quiet, list_slots=slots, relist_policy=policy
+                )
                 for ns in scopes
             }
         )

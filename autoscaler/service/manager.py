@@ -25,6 +25,7 @@ from autoscaler.core.settings import ControllerSettings
 from autoscaler.kube.api import KubeApi, KubeError
 from autoscaler.kube.events import EventRecorder
 from autoscaler.kube.pods import PodIndex
+from autoscaler.kube.relists import DEFAULT_RELIST_POLICY, RelistPolicy
 from autoscaler.kube.scale import ScaleAccess
 from autoscaler.kube.watch import SILENCE_SECONDS, Key, WatchCache
 from autoscaler.service.backend_health import BackendHealth
@@ -78,6 +79,7 @@ class Manager:
         identity: str = "",
         on_targets: Callable[[int, int], None] | None = None,
         watch_silence: float = SILENCE_SECONDS,
+        relist_policy: RelistPolicy = DEFAULT_RELIST_POLICY,
         recorder: SyncRecorder | None = None,
         sharding: ShardingSettings | None = None,
         clock: Callable[[], float] | None = None,
@@ -99,6 +101,7 @@ class Manager:
             on_target=None if self.static else self._target_event,
             silence_seconds=watch_silence,
             sharding=self.sharding,
+            relist_policy=relist_policy,
         )
         scales = ClusterScales(self.cluster.deployment, ScaleAccess(api))
         self.view = CachedView(self.cluster, self.pods, scales, self.batcher)

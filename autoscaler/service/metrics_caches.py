@@ -77,7 +77,7 @@ class CacheCollector:
         relisting_family = GaugeMetricFamily(
             "autoscaler_cache_relisting",
             "1 while the watch cache of a resource relists too often (more than 5 times in a minute, until "
-            "it has followed the server for a minute); /readyz fails meanwhile.",
+            "it has followed the server for a minute; kubernetes.relists); /readyz fails meanwhile.",
             labels=["resource"],
         )
         for resource, values in sorted(merged.items()):

@@ -6,7 +6,8 @@ and start-up stops; secrets are never echoed. The file's layout (all optional bu
 .. code-block:: yaml
 
     prometheus: {url: http://prometheus:9090, timeoutSeconds: 5}   # see docs/prometheus.md
-    kubernetes: {kubeconfig: null, context: null, namespaces: [], watchSilenceSeconds: 90}
+    kubernetes: {kubeconfig: null, context: null, namespaces: [], watchSilenceSeconds: 90,
+                 relists: {backoffStartSeconds: 0.8, backoffCapSeconds: 30, limit: 5, windowSeconds: 60}}
     sync: {periodSeconds: 15, jitter: 0.1, concurrency: 50, batchWindowSeconds: 1, clockSkewWarningSeconds: 10}
     controller: {tolerance: 0.1, cpuInitializationPeriodSeconds: 300,
                  initialReadinessDelaySeconds: 30, downscaleStabilizationWindowSeconds: 300}
@@ -32,10 +33,12 @@ from typing import Any
 
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.settings_parse import SERVICE_SUFFIX, read_controller_settings
+from autoscaler.kube.relists import DEFAULT_RELIST_POLICY, RelistPolicy
 from autoscaler.prometheus.backends import read_backends, split_backends
 from autoscaler.prometheus.settings import PrometheusSettings, read_prometheus_settings
 from autoscaler.service.backend_health import BackendHealthSettings, read_backend_health_settings
 from autoscaler.service.metrics_targets import DEFAULT_PER_TARGET_LIMIT
+from autoscaler.service.relist_settings import read_relist_settings
 from autoscaler.service.sharding import ShardingSettings, lease_name_problem, read_sharding_settings
 from autoscaler.values.fields import ErrorList, FieldError, Obj, SpecError
 from autoscaler.values.yaml_files import load_yaml_file, parse_yaml_text
@@ -49,6 +52,7 @@ class KubernetesSettings:
     # A watch that sent nothing (no event, no bookmark) for this long is presumed frozen and relisted,
     # once the server has shown it bookmarks idle watches (the API server does about once a minute).
     watch_silence_seconds: float = 90.0
+    relists: RelistPolicy = DEFAULT_RELIST_POLICY  # the caches' backoff, and a relist too often (relist_settings.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,10 +261,11 @@ def _kubernetes(obj: Obj | None) -> KubernetesSettings | None:
     silence = obj.number(
         "watchSilenceSeconds", default=KubernetesSettings().watch_silence_seconds, minimum=1, maximum=3600
     )
+    relists = read_relist_settings(obj.obj("relists"))
     obj.finish()
-    if silence is None:
+    if silence is None or relists is None:
         return None
-    return KubernetesSettings(kubeconfig, context, tuple(namespaces), silence)
+    return KubernetesSettings(kubeconfig, context, tuple(namespaces), silence, relists)
 
 
 def _sync(obj: Obj | None) -> SyncSettings | None:

@@ -1,10 +1,12 @@
 """F42: a watch that expires (410 Gone) every time it is opened must not become a LIST/WATCH hot loop.
 
 Promise: the first 410 after a healthy watch relists at once (a compacted resourceVersion is normal);
-410s in a row back off as client-go's reflector does (0.8 s doubling to 30 s, each wait jittered up to
-twice as long), so the LISTs over time stay within that schedule. Every relist is counted in
-``autoscaler_cache_relists_total{resource, reason}``, and a cache that relists more than 5 times in 60 s
-fails ``/readyz`` (``caches: … relisted …``) until it has followed the server for a minute again.
+410s in a row back off as client-go's reflector does (by default 0.8 s doubling to 30 s, each wait jittered
+up to twice as long), so the LISTs over time stay within that schedule. Every relist is counted in
+``autoscaler_cache_relists_total{resource, reason}``, and a cache that relists more than 5 times in a window
+(by default 60 s) fails ``/readyz`` (``caches: … relisted …``) until it has followed the server for a window
+again. The service here runs with a shorter backoff and window (``kubernetes.relists``), so the whole story
+takes seconds rather than minutes: the schedule the LISTs are held to is the one those settings make.
 
 Before the fix, every watch answered 410 made the pods cache relist at once, again and again: hundreds
 of LISTs a second, the CPU of a core, and ``/readyz`` green throughout.
@@ -25,8 +27,11 @@ from tests.service.cluster import deployment
 POD_WATCHES = requests_matching(r"/pods\?.*watch=true")
 WATCHES = requests_matching(r"watch=true")
 
-# client-go's reflector: 0.8 s, doubling, capped at 30 s; jitter 1.0 makes each wait 1–2 times its step.
-FIRST_STEP, CAP = 0.8, 30.0
+# The reflector's backoff, shortened (client-go's: 0.8 s doubling to 30 s); jitter 1.0 makes each wait 1–2
+# times its step. At the cap, 6 relists (more than the limit of 5) take at most 5 waits of 2 × CAP: within
+# the window, so the cache that never follows is reported whatever the jitter.
+FIRST_STEP, CAP, WINDOW = 0.2, 1.0, 15.0
+RELISTS = {"relists": {"backoffStartSeconds": FIRST_STEP, "backoffCapSeconds": CAP, "windowSeconds": WINDOW}}
 
 
 def most_relists(seconds: float) -> int:
@@ -60,7 +65,7 @@ async def test_a_watch_that_always_expires_backs_off_and_fails_readiness(
     await set_load(exporter, prometheus, 20)
     cluster.create(deployment("web", 2))
     cluster.create(target("web"))
-    service = await chaos.service("one")
+    service = await chaos.service("one", kubernetes=RELISTS)
     await wait_until(
         lambda: condition(cluster, "web", "ScalingActive").get("status") == "True", what="the first decision"
     )
@@ -74,8 +79,8 @@ async def test_a_watch_that_always_expires_backs_off_and_fails_readiness(
     began = loop.time()
     assert service.relay.cut(POD_WATCHES) >= 1  # the watch reopened after the cut meets the 410s
 
-    # ~20 s of 410s: the schedule's handful of LISTs, not a hot loop.
-    await asyncio.sleep(20)
+    # ~6 s of 410s, the backoff at its cap for most of them: the schedule's handful of LISTs, not a hot loop.
+    await asyncio.sleep(6)
     elapsed = loop.time() - began
     listed = cluster.requests.count("list", "pods") - listed_before
     assert listed <= most_relists(elapsed) + 1, (listed, elapsed)  # +1: a LIST in flight at the cut
@@ -93,7 +98,9 @@ async def test_a_watch_that_always_expires_backs_off_and_fails_readiness(
     await wait_until(lambda: service.events("watch relisting too often", resource="pods"), 10, "the log line")
 
     cluster.faults.remove(expiring)
-    await wait_until(lambda: _ready(service), seconds=150, what="/readyz to pass once the 410s stop")
+    # The relist after the 410s stop (at most 2 × CAP later), then a whole window of following: sooner than
+    # the default window of 60 s could end, so this also shows the service took the setting.
+    await wait_until(lambda: _ready(service), seconds=WINDOW + 30, what="/readyz to pass once the 410s stop")
     assert await service.metric("autoscaler_cache_synced", resource="pods") == 1
     assert not service.tracebacks()
 

@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from autoscaler.kube.api import DEPLOYMENTS, KubeApi
 from autoscaler.kube.records import trim_deployment
-from autoscaler.kube.relists import RelistBackoff, Relists
+from autoscaler.kube.relists import DEFAULT_RELIST_POLICY, RelistBackoff, RelistPolicy, Relists
 from autoscaler.kube.watch import WatchCache
 from autoscaler.service.cache_health import cache_readiness, cache_states
+from autoscaler.service.caches import ClusterCaches
+from autoscaler.service.settings import parse_service_settings
+from autoscaler.values.fields import SpecError
 from kube_emulator import KubeEmulator
 from tests.service.cluster import deployment, eventually
 
@@ -100,3 +105,40 @@ async def test_a_cache_whose_watches_always_expire_backs_off_reports_it_and_reco
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+
+
+def test_the_relist_settings_default_to_client_gos_backoff_and_five_relists_a_minute() -> None:
+    settings = parse_service_settings({"prometheus": {"url": "http://p:9090"}})
+    assert settings.kubernetes.relists == DEFAULT_RELIST_POLICY == RelistPolicy(0.8, 30.0, 5, 60.0)
+    backoff = DEFAULT_RELIST_POLICY.backoff()
+    assert (backoff.start, backoff.cap, backoff.factor, backoff.jitter) == (0.8, 30.0, 2.0, 1.0)
+
+
+def test_every_invalid_relist_setting_is_reported_with_its_path() -> None:
+    relists = {"backoffStartSeconds": 2, "backoffCapSeconds": 1, "limit": 0, "windowSeconds": "1m", "window": 5}
+    with pytest.raises(SpecError) as info:
+        parse_service_settings({"prometheus": {"url": "http://p:9090"}, "kubernetes": {"relists": relists}})
+    assert {str(e) for e in info.value.errors} == {
+        "kubernetes.relists.backoffCapSeconds: must be at least backoffStartSeconds (2)",
+        "kubernetes.relists.limit: must be between 1 and 1000",
+        "kubernetes.relists.windowSeconds: must be a number, not string",
+        'kubernetes.relists.window: unknown field (did you mean "windowSeconds"?)',
+    }
+
+
+async def test_the_relist_settings_reach_every_cache_of_the_service() -> None:
+    relists = {"backoffStartSeconds": 0.2, "backoffCapSeconds": 1, "limit": 3, "windowSeconds": 15}
+    settings = parse_service_settings({"prometheus": {"url": "http://p:9090"}, "kubernetes": {"relists": relists}})
+    async with KubeEmulator() as emu, emu.api_client() as api:
+        caches = ClusterCaches(
+            KubeApi(api),
+            ("a", "b"),
+            on_pod=lambda *_: None,
+            on_target=lambda *_: None,
+            silence_seconds=90.0,
+            relist_policy=settings.kubernetes.relists,
+        )
+        assert len(caches.all) == 12  # six kinds in each of two namespaces
+        for cache in caches.all:
+            assert (cache.backoff.start, cache.backoff.cap) == (0.2, 1.0), cache.name
+            assert (cache.relist_counts.limit, cache.relist_counts.window) == (3, 15.0), cache.name
