@@ -72,7 +72,8 @@ def add_parser(sub: Subcommands) -> None:
     parser.add_argument(
         "--step",
         metavar="DURATION",
-        help="the sync period replayed, a Prometheus duration (default: sync.periodSeconds of --config, else 15s)",
+        help="the sync period replayed, a Prometheus duration (default: the target's syncPeriodSeconds, else "
+        "sync.periodSeconds of --config, else 15s)",
     )
     parser.add_argument("--compare", metavar="OTHER.yaml", help="also replay this spec over the same history")
     parser.add_argument(
@@ -151,13 +152,19 @@ def read_settings(args: argparse.Namespace) -> ServiceSettings:
     return load_service_settings(args.config, flags=flags)
 
 
-def _options(args: argparse.Namespace, settings: ServiceSettings, now: float) -> BacktestOptions:
-    """Times, step and sizes from the command line; :class:`TimeError` if one is bad."""
+def _options(
+    args: argparse.Namespace, settings: ServiceSettings, now: float, own_period: int | None = None
+) -> BacktestOptions:
+    """Times, step and sizes from the command line; :class:`TimeError` if one is bad. ``own_period``: the
+    target's ``syncPeriodSeconds`` (the step without ``--step``, before the service's period)."""
     from autoscaler.backtest.replay import BacktestOptions
 
     start = parse_time(args.start, now)
     end = parse_time(args.end, now)
-    step = parse_step(args.step) if args.step else settings.sync.period_seconds
+    if args.step:
+        step = parse_step(args.step)
+    else:
+        step = float(own_period) if own_period is not None else settings.sync.period_seconds
     if end <= start:
         raise TimeError(f"--to ({args.end}) must be later than --from ({args.start})")
     if start > now:
@@ -243,7 +250,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
                 f"{ours.kind} {first.namespace}/{ours.name}: both must replay the same workload"
             )
     try:
-        options = _options(args, settings, time.time())
+        options = _options(args, settings, time.time(), targets[0].spec.sync_period_seconds)
     except TimeError as exc:
         return _fail(str(exc))
     prometheus = replace(settings.prometheus, timeout_seconds=args.timeout)

@@ -181,6 +181,23 @@ def read_backend(obj: Obj) -> str | None:
     return name
 
 
+def read_ignore_null_values(obj: Obj) -> bool:
+    """An Object or External source's ``ignoreNullValues`` (KEDA's): an empty answer or a NaN/infinite value
+    reads as 0 instead of failing the metric. False when absent (KEDA's default is true; ``convert`` writes
+    it)."""
+    return obj.boolean("ignoreNullValues", default=False) is True
+
+
+def forbid_value_only_fields(obj: Obj, source: MetricSourceType) -> None:
+    """A per-pod source's fields that only a one-value metric (Object, External) has: each is an error."""
+    if obj.has("ignoreNullValues"):
+        obj.mark_known("ignoreNullValues")
+        obj.error(
+            "ignoreNullValues",
+            f"Forbidden: only Object and External metrics (one value) read an empty answer as 0, not {source.value}",
+        )
+
+
 def _query(obj: Obj, required: bool) -> str | None:
     query = obj.string("query", non_empty=True)
     if query is None and required and not obj.has("query"):
@@ -202,6 +219,7 @@ def _resource_source(obj: Obj, require_queries: bool, *, container: bool) -> Met
     needs_query = require_queries and name is not None and name not in BUILTIN_QUERY_RESOURCES
     query = obj.string("query", non_empty=True)
     backend = read_backend(obj)
+    forbid_value_only_fields(obj, source)
     if query is None and needs_query and not obj.has("query"):
         obj.error(
             "query",
@@ -262,6 +280,7 @@ def _pods_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
     target = _target(obj.obj("target", required=True), (MetricTargetType.AVERAGE_VALUE,), MetricSourceType.PODS)
     query = _query(obj, require_queries)
     backend = read_backend(obj)
+    forbid_value_only_fields(obj, MetricSourceType.PODS)
     obj.finish()
     if ident is None or target is None:
         return None
@@ -280,6 +299,7 @@ def _object_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
     )
     query = _query(obj, require_queries)
     backend = read_backend(obj)
+    ignore_null_values = read_ignore_null_values(obj)
     obj.finish()
     if described is None or ident is None or target is None:
         return None
@@ -291,6 +311,7 @@ def _object_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
         described_object=described,
         query=query,
         backend=backend,
+        ignore_null_values=ignore_null_values,
     )
 
 
@@ -303,11 +324,18 @@ def _external_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
     )
     query = _query(obj, require_queries)
     backend = read_backend(obj)
+    ignore_null_values = read_ignore_null_values(obj)
     obj.finish()
     if ident is None or target is None:
         return None
     return MetricSpec(
-        type=MetricSourceType.EXTERNAL, name=ident[0], selector=ident[1], target=target, query=query, backend=backend
+        type=MetricSourceType.EXTERNAL,
+        name=ident[0],
+        selector=ident[1],
+        target=target,
+        query=query,
+        backend=backend,
+        ignore_null_values=ignore_null_values,
     )
 
 

@@ -84,6 +84,9 @@ class MetricSpec:
     # The named Prometheus backend of the service settings (prometheus.backends) the query is sent to;
     # None: the default one (prometheus.url). The core never reads it: the service routes by it.
     backend: str | None = None
+    # KEDA's ignoreNullValues (Object/External only): an empty answer, or a NaN or infinite value, reads as 0
+    # instead of failing the metric (autoscaler.prometheus.value_readings).
+    ignore_null_values: bool = False
 
     @property
     def is_pod_metric(self) -> bool:
@@ -151,6 +154,8 @@ class TargetSpec:
     behavior: Behavior | None = None
     # The optional ``hvpa`` section: combined horizontal and vertical scaling (autoscaler.core.hvpa).
     hvpa: HvpaSpec | None = None
+    # KEDA's pollingInterval: this target's sync period in seconds; None: the service's sync.periodSeconds.
+    sync_period_seconds: int | None = None
 
     @property
     def has_object_or_external_metric(self) -> bool:

@@ -28,6 +28,8 @@ from autoscaler.values.quantity import Quantity
 
 MAX_STABILIZATION_WINDOW_SECONDS = 3600
 MAX_PERIOD_SECONDS = 1800
+# A target's own sync period (KEDA's pollingInterval): at most an hour, as the service's sync.periodSeconds.
+MAX_SYNC_PERIOD_SECONDS = 3600
 
 
 def parse_target_spec(data: object, path: str = "spec", *, require_queries: bool = True) -> TargetSpec:
@@ -67,6 +69,7 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *, require_quer
             "must specify at least one Object or External metric to support scaling to zero replicas (minReplicas: 0)",
         )
     behavior = _behavior(obj.obj("behavior"))
+    sync_period = obj.integer("syncPeriodSeconds", minimum=1, maximum=MAX_SYNC_PERIOD_SECONDS)
     hvpa_obj = obj.obj("hvpa")
     hvpa = (
         read_hvpa_spec(hvpa_obj, spec_path=path, min_replicas=min_replicas, max_replicas=max_replicas, metrics=metrics)
@@ -84,6 +87,7 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *, require_quer
         metrics=metrics,
         behavior=behavior,
         hvpa=hvpa,
+        sync_period_seconds=sync_period,
     )
 
 

@@ -290,12 +290,21 @@ class MetricsReader:
         # An answer of 200,000 series is read in steps, with the loop's turns between, and its decoded series
         # freed so too (see autoscaler.prometheus.value_readings); once for all the targets that asked it.
         ordered = any(member.spec.type is MetricSourceType.EXTERNAL for member in members)
-        steps = values_in_steps(result, self._times, reference, ordered=ordered)
+        # ignoreNullValues: an empty or NaN answer reads as 0 for the metrics that say so. Read once for all,
+        # unless those that do and those that do not share the query and the answer is null for one of them.
+        lenient = [member.spec.ignore_null_values for member in members]
+        all_lenient = all(lenient)
+        steps = values_in_steps(result, self._times, reference, ordered=ordered, nulls_as_zero=all_lenient)
         large = len(result.vector) > VALUES_STEP
         values = await in_turns(steps) if large else at_once(steps)
-        for member in members:
+        as_zero = values
+        if isinstance(values, MetricFailure) and not all_lenient and any(lenient):
+            again = values_in_steps(result, self._times, reference, ordered=ordered, nulls_as_zero=True)
+            as_zero = await in_turns(again) if large else at_once(again)
+        for member, ignores_nulls in zip(members, lenient, strict=True):
+            read = as_zero if ignores_nulls else values
             external = member.spec.type is MetricSourceType.EXTERNAL
-            _put(out, member, external_reading(values) if external else object_reading(values))
+            _put(out, member, external_reading(read) if external else object_reading(read))
         if large:
             await in_turns(emptied_in_steps(result.vector))
 

@@ -5,7 +5,9 @@ series' value (the engine sums them as upstream does), in the order of their lab
 answers give equal readings whatever order Prometheus lists their series in. A value that is not a number
 (NaN, ±Inf) fails the metric, naming the series (the first by labels); so does an empty answer, an answer
 that is neither an instant vector nor a scalar, and a sample stamped out of bounds
-(:mod:`autoscaler.prometheus.sample_times`).
+(:mod:`autoscaler.prometheus.sample_times`). A metric with ``ignoreNullValues`` (KEDA's) reads what KEDA's
+Prometheus scaler reads as 0 as 0: an empty answer (one series of value 0, stamped at the evaluation time)
+and a NaN or infinite value (``nulls_as_zero``); anything else fails it all the same.
 
 Why in steps: an External query may select 200,000 series (27 MB). The answer is decoded a slice at a
 time already (:mod:`autoscaler.prometheus.slicing`); reading it in one go (the conversion of every value,
@@ -26,6 +28,7 @@ series deterministically takes one more pass over the answer, and no keys are so
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections.abc import Generator, Mapping, Sequence
 
@@ -35,7 +38,15 @@ from autoscaler.prometheus.results import InstantResult, Series, rows
 from autoscaler.prometheus.sample_times import SampleTimes
 from autoscaler.prometheus.sample_values import milli_or_none
 
-__all__ = ["STEP", "SeriesValues", "external_reading", "label_key", "object_reading", "values_in_steps"]
+__all__ = [
+    "STEP",
+    "SeriesValues",
+    "external_reading",
+    "is_null",
+    "label_key",
+    "object_reading",
+    "values_in_steps",
+]
 
 # Series handled per step: a few milliseconds of pure Python (a sort key is ~1.5 µs a series of 8 labels).
 STEP = 2000
@@ -71,11 +82,13 @@ def values_in_steps(
     *,
     ordered: bool = True,
     step: int = STEP,
+    nulls_as_zero: bool = False,
 ) -> Generator[None, None, SeriesValues | MetricFailure]:
     """The values of an Object/External metric's answer (``ordered``: in their label sets' order, as an
     External reading holds them), or why it cannot be read; with ``times``, a sample stamped out of its
-    bounds around ``reference`` (the query's evaluation time) fails it. A generator that yields every
-    ``step`` series (see the module's docstring)."""
+    bounds around ``reference`` (the query's evaluation time) fails it. ``nulls_as_zero`` (``ignoreNullValues``):
+    an empty answer is one value 0 at ``reference``, a NaN or infinite value is 0. A generator that yields
+    every ``step`` series (see the module's docstring)."""
     items: Sequence[Series]
     if result.result_type == "scalar" and result.scalar is not None:
         items = (result.scalar,)
@@ -85,6 +98,8 @@ def values_in_steps(
         return MetricFailure(f"the query returned a {result.result_type}; it must return an instant vector or a scalar")
     count = len(items)
     if not count:
+        if nulls_as_zero:  # KEDA: "the result is empty" is 0 with ignoreNullValues
+            return SeriesValues((0,), 0, reference)
         return MetricFailure("the query returned no series (an empty result; stale or absent data)")
     big = count > step  # a small answer is read in one step, as it was decoded
     values: list[int] = []
@@ -97,8 +112,10 @@ def values_in_steps(
         for _, timestamp, text in rows(items, start, start + step):
             value = milli_or_none(text)
             if value is None:
-                unusable = True
-                continue
+                if not (nulls_as_zero and is_null(text)):
+                    unusable = True
+                    continue
+                value = 0
             values.append(value)
             total += value
             if timestamp < oldest:
@@ -143,6 +160,15 @@ def values_in_steps(
         in_order.extend([value for _, value in bucket])
         filled[index] = []  # its keys freed in this step
     return SeriesValues(tuple(in_order), total, newest)
+
+
+def is_null(text: str) -> bool:
+    """Whether a sample's value is what KEDA's ``ignoreNullValues`` reads as 0: NaN or ±Inf."""
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return math.isnan(value) or math.isinf(value)
 
 
 def _first_time(items: Sequence[Series]) -> float:

@@ -117,7 +117,10 @@ class TargetReconciler:
         self._spec: TargetSpec = target.spec
         self._view = view
         self._context = context
-        self._writes = TargetWrites(writer, context.period, context.metrics)
+        # The target's own period (spec.syncPeriodSeconds, KEDA's pollingInterval), else the service's.
+        own = target.spec.sync_period_seconds
+        self._period: float | None = float(own) if own is not None else None
+        self._writes = TargetWrites(writer, self.period, context.metrics)
         self._observer = TargetObserver(view)
         self._reporter = SyncReporter(
             self._writes,
@@ -130,6 +133,11 @@ class TargetReconciler:
         self._state = state
         self._hvpa_state: HvpaState | None = None
         self._syncs = 0
+
+    @property
+    def period(self) -> float:
+        """How often this target syncs: its spec's ``syncPeriodSeconds``, else the service's period."""
+        return self._period if self._period is not None else self._context.period
 
     @property
     def syncs(self) -> int:
@@ -150,13 +158,13 @@ class TargetReconciler:
         return Handoff(self._state, self.last_status)
 
     async def run(self, first_delay: float | None = None) -> None:
-        """Sync on the namespace's ticks (see :class:`~autoscaler.service.schedule.Schedule`) until
-        cancelled; the first sync after ``first_delay`` seconds if given (a new target), else on the next
-        tick."""
-        schedule, metrics = self._context.schedule, self._context.metrics
+        """Sync on the namespace's ticks (see :class:`~autoscaler.service.schedule.Schedule`; of the target's
+        own period if it has one) until cancelled; the first sync after ``first_delay`` seconds if given (a
+        new target), else on the next tick."""
+        schedule, metrics, period = self._context.schedule, self._context.metrics, self._period
         namespace = self._target.namespace
         now = time.monotonic()
-        planned = now + first_delay if first_delay is not None else schedule.next_tick(namespace, now)
+        planned = now + first_delay if first_delay is not None else schedule.next_tick(namespace, now, period)
         # Bound for the task's life (its context is its own): bound and unbound around every sync, each
         # sync made new context mappings that its sleep's timer then held for a period, for the cyclic
         # collector to walk (BENCHMARKS.md, "Fewer objects per in-flight sync").
@@ -172,7 +180,7 @@ class TargetReconciler:
                 except LeadershipLost:
                     log.info("leadership lost: reconciler stops", namespace=namespace, name=self._target.name)
                     return
-            planned = schedule.after_sync(namespace, planned, time.monotonic())  # missed ticks are skipped
+            planned = schedule.after_sync(namespace, planned, time.monotonic(), period)  # missed ticks are skipped
 
     async def sync_once(self, now: float | None = None, *, slot: ConcurrencySlot | None = None) -> Decision | None:
         """One sync, its log lines naming the target. ``slot``: the concurrency slot this sync holds, given

@@ -42,6 +42,13 @@ class Schedule:
     jittered by up to ± ``jitter`` of the period (a hash of the namespace and the tick number), so
     namespaces still do not align, but a namespace's targets sync together and share one query per
     template. Ticks are a fixed grid, not a random walk, so the targets of a namespace stay together.
+
+    A target with a sync period of its own (``spec.syncPeriodSeconds``, KEDA's pollingInterval) syncs on a
+    grid of that period, drawn from its namespace's so that its syncs still fall in the same batches
+    (:meth:`next_tick` with ``period``): a multiple of the service's period takes every n-th tick of the
+    namespace; a period that divides it takes the namespace's ticks and n - 1 more evenly between each two;
+    any other period has a grid of its own, spread and jittered the same way (its syncs batch with those of
+    the namespace's targets of the same period).
     """
 
     def __init__(self, period: float, jitter: float, origin: float | None = None) -> None:
@@ -50,20 +57,51 @@ class Schedule:
         self.origin = time.monotonic() if origin is None else origin
         # A target that syncs off its grid (a new target, or one late behind an overload) waits at least
         # this long before the next grid tick, so it never syncs twice in quick succession.
-        self.min_gap = period * max(0.1, 1 - 2 * jitter) / 2
+        self.min_gap = self.gap_for(period)
+        self._own_grids: dict[float, Schedule] = {}  # periods neither a multiple nor a divisor of this one
+
+    def gap_for(self, period: float) -> float:
+        """The least time between two syncs of a target that syncs every ``period``."""
+        return period * max(0.1, 1 - 2 * self.jitter) / 2
 
     def tick(self, namespace: str, k: int) -> float:
         shift = self.jitter * _draw(namespace, k) if self.jitter else 0.0
         return self.origin + (k + _phase(namespace) + shift) * self.period
 
-    def next_tick(self, namespace: str, after: float) -> float:
-        """The first tick of ``namespace`` later than ``after``."""
+    def _next_index(self, namespace: str, after: float) -> int:
+        """The number of the first tick of ``namespace`` later than ``after`` (ticks only rise with it:
+        jitter is at most half a period)."""
         k = math.floor((after - self.origin) / self.period - _phase(namespace) - self.jitter) - 1
-        while (when := self.tick(namespace, k)) <= after:
+        while self.tick(namespace, k) <= after:
             k += 1
-        return when
+        return k
 
-    def after_sync(self, namespace: str, planned: float, now: float) -> float:
+    def next_tick(self, namespace: str, after: float, period: float | None = None) -> float:
+        """The first tick of ``namespace`` later than ``after``, on the grid of ``period`` (None: the
+        service's; see the class's docstring)."""
+        if period is None or period == self.period:
+            return self.tick(namespace, self._next_index(namespace, after))
+        multiple = period / self.period
+        if multiple > 1 and multiple.is_integer():  # every n-th tick of the namespace
+            every = int(multiple)
+            first = self._next_index(namespace, after)
+            return self.tick(namespace, -(-first // every) * every)
+        parts = self.period / period
+        if parts > 1 and parts.is_integer():  # the namespace's ticks, and n - 1 more evenly between each two
+            count = int(parts)
+            last = self._next_index(namespace, after) - 1  # the last tick at or before ``after``
+            start, end = self.tick(namespace, last), self.tick(namespace, last + 1)
+            for part in range(1, count):
+                when = start + part * (end - start) / count
+                if when > after:
+                    return when
+            return end
+        grid = self._own_grids.get(period)
+        if grid is None:
+            grid = self._own_grids[period] = Schedule(period, self.jitter, self.origin)
+        return grid.next_tick(namespace, after)
+
+    def after_sync(self, namespace: str, planned: float, now: float, period: float | None = None) -> float:
         """When a target of ``namespace`` syncs next, its sync planned for ``planned`` having ended at
         ``now``: its namespace's next tick, at least ``min_gap`` after ``planned``. A sync that ended past
         that tick (an overloaded service, a slow answer) skips it and waits for the first tick after
@@ -71,9 +109,11 @@ class Schedule:
         instead made one sync more per late target (two 5-7 s apart, once back on the grid) and took it
         out of its namespace's batch, just when the service had the least to spare (at 10,000 targets,
         50 % more syncs than a period holds for ~30 s after the first full pass; BENCHMARKS.md, "Where
-        the loop stalls, the syncs after the first pass, …")."""
-        planned_next = self.next_tick(namespace, planned + self.min_gap)
-        return planned_next if planned_next >= now else self.next_tick(namespace, now)
+        the loop stalls, the syncs after the first pass, …"). ``period``: the target's own sync period (None:
+        the service's)."""
+        gap = self.min_gap if period is None else self.gap_for(period)
+        planned_next = self.next_tick(namespace, planned + gap, period)
+        return planned_next if planned_next >= now else self.next_tick(namespace, now, period)
 
 
 class TickTimers:

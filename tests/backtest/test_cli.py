@@ -272,6 +272,10 @@ def test_settings_file_gives_prometheus_step_and_controller(
     default = re.search(r"Scale events: (\d+)", capsys.readouterr().out)
     assert tolerant is not None and default is not None
     assert int(tolerant.group(1)) < int(default.group(1))  # the controller's tolerance reached the engine
+    # The target's own sync period (syncPeriodSeconds, KEDA's pollingInterval) is the step before the service's.
+    own = write_target(tmp_path, "own.yaml", {**hd.WEB_SPEC, "syncPeriodSeconds": 45})
+    assert backtest(str(own), "--config", str(config), "--from", FROM, "--to", TO) == 0
+    assert "a sync every 45s: 14 syncs" in capsys.readouterr().out
     broken = tmp_path / "tls.yaml"
     broken.write_text("prometheus: {url: 'https://127.0.0.1:9', tls: {caFile: /nonexistent/ca.crt}}\n")
     assert backtest(str(path), "--config", str(broken), "--from", FROM, "--to", TO) == 1

@@ -214,6 +214,32 @@ async def test_nan_or_inf_external_fails(client: PrometheusClient, backend: str)
         assert isinstance(failure, MetricFailure) and text in failure.message
 
 
+async def test_ignore_null_values_reads_an_empty_nan_or_inf_answer_as_zero(client: PrometheusClient) -> None:
+    """KEDA's ignoreNullValues: what KEDA's Prometheus scaler reads as 0 reads 0 (an empty answer, NaN, ±Inf;
+    VictoriaMetrics leaves the NaN out: empty, 0 all the same); a metric without it that shares the empty
+    query still fails, and an answer that is not a value (a range vector) fails either way."""
+    lenient = [
+        replace(sc.external_metric("no_such_metric"), ignore_null_values=True),
+        replace(sc.external_metric("nan_gauge"), ignore_null_values=True),
+        replace(sc.external_metric("scalar(nan_gauge)"), ignore_null_values=True),
+        replace(sc.object_metric("inf_gauge"), ignore_null_values=True),
+        replace(sc.external_metric("queue_depth"), ignore_null_values=True),
+        replace(sc.external_metric("queue_depth[1m]"), ignore_null_values=True),
+    ]
+    strict = sc.external_metric("no_such_metric", name="strict")
+    at = now()
+    empty, nan, scalar_nan, inf, values, matrix, failed = (await reader(client).read([sc.web([*lenient, strict])], at))[
+        0
+    ]
+    for reading in (empty, nan, scalar_nan):
+        assert isinstance(reading, ExternalReading) and reading.values == (0,), reading
+    assert isinstance(inf, ObjectReading) and inf.value == 0
+    assert isinstance(values, ExternalReading) and sorted(values.values) == [8500, 42000]
+    assert isinstance(matrix, MetricFailure) and "it must return an instant vector or a scalar" in matrix.message
+    assert isinstance(failed, MetricFailure) and "the query returned no series" in failed.message
+    assert abs(empty.timestamp - at) < 1  # an empty answer is stamped at the query's evaluation time
+
+
 async def test_stale_series_make_the_pod_missing(
     client: PrometheusClient, exporter: MetricsExporter, live_prometheus: PrometheusSandbox
 ) -> None:

@@ -135,3 +135,20 @@ async def test_the_reader_reads_a_large_external_answer_with_the_loops_turns_bet
     assert rows[0][0] == rows[1][0] == ExternalReading((1,) * count, 1000.0)
     assert rows[0][1] == ObjectReading(count, 1000.0)
     assert len(client.queries) == 1 and len(answer) == 0  # asked once for both targets, and freed in steps
+
+
+def test_nulls_as_zero_reads_what_keda_reads_as_zero_and_nothing_else() -> None:
+    """ignoreNullValues: NaN and ±Inf are 0 among the other series' values (in their place), an empty answer is
+    one 0 at the evaluation time; a value that does not parse, or a range vector, still fails."""
+    series = [Series({"queue": "c"}, 9.0, "NaN"), Series({"queue": "a"}, 8.0, "2"), Series({"queue": "b"}, 7.0, "-Inf")]
+    read = to_the_end(values_in_steps(InstantResult("vector", vector=Vector.of(series)), nulls_as_zero=True, step=2))
+    assert isinstance(read, SeriesValues) and (read.ordered, read.total, read.timestamp) == ((2000, 0, 0), 2000, 9.0)
+    assert isinstance(to_the_end(values_in_steps(InstantResult("vector", vector=Vector.of(series)))), MetricFailure)
+    empty = to_the_end(values_in_steps(InstantResult("vector", vector=Vector.of([])), None, 42.0, nulls_as_zero=True))
+    assert isinstance(empty, SeriesValues) and (empty.ordered, empty.total, empty.timestamp) == ((0,), 0, 42.0)
+    garbage = [Series({"queue": "a"}, 8.0, "twelve")]
+    assert isinstance(
+        to_the_end(values_in_steps(InstantResult("vector", vector=Vector.of(garbage)), nulls_as_zero=True)),
+        MetricFailure,
+    )
+    assert isinstance(to_the_end(values_in_steps(InstantResult("matrix"), nulls_as_zero=True)), MetricFailure)
