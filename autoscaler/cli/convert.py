@@ -1,10 +1,11 @@
 """``autoscaler convert``: read, convert, write, and with ``--compare`` backtest beside the old autoscaler
 (docs/migrating.md).
 
-Exit codes: 0 when everything converted (and, with ``--compare``, agreed); 2 for invalid input —
-an unreadable file, an object or adapter configuration that does not convert, and with
-``--strict`` anything not converted; 1 when ``--compare`` flags a target or cannot read the history.
-An object that fails never stops the others: every convertible one is still written.
+Exit codes (docs/migrating.md), the first that applies: 2 for invalid input — an unreadable file, an object
+or adapter configuration that does not convert, and with ``--strict`` anything not converted; 1 when
+``--compare`` flags a target or cannot read the history; 3 when, without ``--strict``, something was not
+converted (the targets are written without it, each loss named on stderr); 0 when everything converted (and,
+with ``--compare``, agreed). An object that fails never stops the others: every convertible one is still written.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from autoscaler.cli.backtest import read_settings  # --compare is a backtest, with its settings
 from autoscaler.cli.errors import EXIT_FAILED, EXIT_INVALID, EXIT_OK, fail, say
+from autoscaler.convert.keda_auth import DEFAULT_KEDA_NAMESPACE
+from autoscaler.convert.keda_backends import DEFAULT_MOUNT_DIR
 from autoscaler.values.fields import SpecError
 
 if TYPE_CHECKING:  # the conversions, and the Prometheus client, load only when the command runs
@@ -31,6 +34,7 @@ if TYPE_CHECKING:  # the conversions, and the Prometheus client, load only when 
 
 DEFAULT_AGREEMENT = 90.0
 EXIT_DISAGREES = EXIT_FAILED  # --compare flags a target
+EXIT_LOSSES = 3  # without --strict: written, but something did not carry over (never a silent 0)
 HPA_SYNC_PERIOD = "15s"  # the controller's --horizontal-pod-autoscaler-sync-period default
 
 
@@ -68,7 +72,31 @@ def add_parser(sub: Subcommands) -> None:
         "--adapter-config", metavar="FILE", help="prometheus-adapter's configuration: its config file, or its ConfigMap"
     )
     parser.add_argument("--output-dir", metavar="DIR", help="write one file per target here instead of stdout")
-    parser.add_argument("--strict", action="store_true", help="anything that does not convert is an error (exit 2)")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="anything that does not convert is an error: that object is not written (exit 2; without it, exit 3)",
+    )
+    keda = parser.add_argument_group("KEDA's prometheus triggers (their backends and credentials)")
+    keda.add_argument(
+        "--backends-file",
+        metavar="FILE",
+        help="write the prometheus.backends settings fragment here (default with --output-dir: "
+        "DIR/autoscaler-backends.yaml; else a comment block on stdout)",
+    )
+    keda.add_argument(
+        "--secrets-dir",
+        default=DEFAULT_MOUNT_DIR,
+        metavar="DIR",
+        help=f"where the service's pod mounts the Secret keys the backends read (default {DEFAULT_MOUNT_DIR})",
+    )
+    keda.add_argument(
+        "--keda-namespace",
+        default=DEFAULT_KEDA_NAMESPACE,
+        metavar="NAMESPACE",
+        help="KEDA's own namespace, where a ClusterTriggerAuthentication's Secrets are "
+        f"(KEDA_CLUSTER_OBJECT_NAMESPACE; default {DEFAULT_KEDA_NAMESPACE})",
+    )
     compare = parser.add_argument_group("proof before cut-over (--compare)")
     compare.add_argument(
         "--compare",
@@ -188,6 +216,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         except PlotError as exc:
             return _fail(str(exc))
     inputs = Inputs()
+    inputs.auths.keda_namespace = args.keda_namespace
+    inputs.auths.searched = "the input files" + (" or the cluster" if args.from_cluster else "")
     problems = _read_files([*args.files, *([args.adapter_config] if args.adapter_config else [])], inputs)
     if args.from_cluster:
         cluster_problem = _read_cluster(args, inputs)
@@ -214,15 +244,48 @@ def cmd_convert(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr)
         failed = failed or conversion.target is None or (args.strict and bool(conversion.losses))
     written = [c for c in conversions if c.target is not None and not (args.strict and c.losses)]
+    lost = [c for c in written if c.losses]
     if not conversions and not problems:
         say("convert", "no HPA or ScaledObject found")
     adapter_source = adapter.source if adapter is not None else None
-    _write(written, adapter_source, args.output_dir, to_stdout=not args.compare)
+    backends = _backends_text(args, inputs, written)
+    _write(written, adapter_source, args.output_dir, to_stdout=not args.compare, backends=backends)
     code = EXIT_INVALID if failed or problems else EXIT_OK
     if args.compare and written:
         compared = _compare(args, written)
         code = code or compared
+    if lost and not code:
+        say("convert", f"{len(lost)} target(s) written without what did not convert (see the warnings): exit code 3")
+        code = EXIT_LOSSES
     return code
+
+
+def _backends_text(args: argparse.Namespace, inputs: Inputs, written: list[Conversion]) -> str | None:
+    """The backends fragment, written to its file (None then), or returned for stdout; what to mount is said
+    on stderr either way."""
+    from autoscaler.convert.backends_file import FILE_NAME, mount_lines, render_backends
+
+    inputs.backends.keep(
+        {
+            str(metric["external"]["backend"])
+            for conversion in written
+            for metric in (conversion.target or {}).get("spec", {}).get("metrics", [])
+            if "backend" in metric.get("external", {})
+        }
+    )
+    if not inputs.backends.backends:
+        return None
+    text = render_backends(inputs.backends, args.secrets_dir)
+    for line in mount_lines(inputs.backends, args.secrets_dir):
+        say("convert", line)
+    path = args.backends_file or (str(Path(args.output_dir) / FILE_NAME) if args.output_dir else None)
+    if path is None:
+        say("convert", "the targets read from prometheus.backends: the fragment is on stdout, in a comment block")
+        return text
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text, encoding="utf-8")
+    say("convert", f"wrote {path}: merge its prometheus.backends into the service's settings")
+    return None
 
 
 def _known_series(args: argparse.Namespace, inputs: Inputs, adapter: AdapterConfig) -> frozenset[str] | None:
@@ -251,9 +314,17 @@ def _known_series(args: argparse.Namespace, inputs: Inputs, adapter: AdapterConf
 
 
 def _write(
-    conversions: list[Conversion], adapter_source: str | None, directory: str | None, *, to_stdout: bool
+    conversions: list[Conversion],
+    adapter_source: str | None,
+    directory: str | None,
+    *,
+    to_stdout: bool,
+    backends: str | None = None,
 ) -> None:
-    from autoscaler.convert.output import file_name, render_all, render_target
+    from autoscaler.convert.output import comment_block, file_name, render_all, render_target
+
+    if backends and to_stdout:  # a comment, so that stdout stays a stream of objects kubectl applies
+        sys.stdout.write(comment_block(backends))
 
     if directory:
         out = Path(directory)

@@ -1,4 +1,5 @@
-"""``--from-cluster``: the HPAs, ScaledObjects and prometheus-adapter ConfigMap a cluster holds, read
+"""``--from-cluster``: the HPAs, ScaledObjects (with KEDA's TriggerAuthentications) and prometheus-adapter
+ConfigMap a cluster holds, read
 through the kubeconfig with the project's Kubernetes client (every call with a timeout)."""
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from autoscaler.kube.client import make_api_client
 
 HPAS = ResourcePath("autoscaling", "v2", "horizontalpodautoscalers")
 SCALED_OBJECTS = ResourcePath("keda.sh", "v1alpha1", "scaledobjects")
+TRIGGER_AUTHENTICATIONS = ResourcePath("keda.sh", "v1alpha1", "triggerauthentications")
+CLUSTER_TRIGGER_AUTHENTICATIONS = ResourcePath("keda.sh", "v1alpha1", "clustertriggerauthentications")
 CONFIGMAPS = ResourcePath("", "v1", "configmaps")
 # How prometheus-adapter's Helm chart and manifests label the adapter's objects.
 ADAPTER_LABEL = "app.kubernetes.io/name=prometheus-adapter"
@@ -62,6 +65,7 @@ async def read_cluster(query: ClusterQuery, request_seconds: float = 15.0) -> Cl
                 api, SCALED_OBJECTS, query.namespace, query.selector, "ScaledObject", "keda.sh/v1alpha1"
             ):
                 documents.append((item, "cluster"))
+            documents.extend(await _trigger_authentications(api, query.namespace, notes))
         except KubeError as exc:
             if not exc.not_found:
                 raise
@@ -70,6 +74,24 @@ async def read_cluster(query: ClusterQuery, request_seconds: float = 15.0) -> Cl
             documents.extend(await _adapter_configmaps(api, query.adapter_configmap, notes))
         notes.append(f"read {len(documents)} object(s) from {where}")
     return ClusterObjects(documents, notes)
+
+
+async def _trigger_authentications(
+    api: KubeApi, namespace: str | None, notes: list[str]
+) -> list[tuple[dict[str, Any], str]]:
+    """The (Cluster)TriggerAuthentications the ScaledObjects may name: their Secret names and keys, never a
+    Secret itself. One that cannot be listed leaves its references unresolved (each reported per trigger)."""
+    found: list[tuple[dict[str, Any], str]] = []
+    for path, scope, kind in (
+        (TRIGGER_AUTHENTICATIONS, namespace, "TriggerAuthentication"),
+        (CLUSTER_TRIGGER_AUTHENTICATIONS, None, "ClusterTriggerAuthentication"),
+    ):
+        try:
+            found.extend((item, "cluster") for item in await _list(api, path, scope, None, kind, "keda.sh/v1alpha1"))
+        except KubeError as exc:
+            if not exc.not_found:
+                notes.append(f"listing {path.label} failed ({exc}): the triggers naming one are converted without it")
+    return found
 
 
 async def _adapter_configmaps(

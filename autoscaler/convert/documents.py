@@ -1,4 +1,5 @@
-"""Sorting the input: HPAs, ScaledObjects and the adapter's configuration, from files or the cluster.
+"""Sorting the input: HPAs, ScaledObjects (with the TriggerAuthentications they name) and the adapter's
+configuration, from files or the cluster.
 
 Every document of every file is looked at (``List`` objects are opened); an HPA that KEDA made for a
 ScaledObject is skipped, since the ScaledObject is converted instead. Anything else is named on
@@ -20,6 +21,8 @@ from autoscaler.convert.adapter_config import (
 )
 from autoscaler.convert.hpa import convert_hpa
 from autoscaler.convert.keda import convert_scaled_object
+from autoscaler.convert.keda_auth import AUTH_KINDS, AuthIndex
+from autoscaler.convert.keda_backends import BackendRegistry
 from autoscaler.convert.model import Conversion
 from autoscaler.values.fields import ErrorList
 
@@ -29,6 +32,8 @@ class Inputs:
     objects: list[tuple[Mapping[str, Any], str]] = field(default_factory=list)  # (document, source)
     adapters: list[tuple[AdapterConfig | None, str, list[str]]] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    auths: AuthIndex = field(default_factory=AuthIndex)  # KEDA's (Cluster)TriggerAuthentications
+    backends: BackendRegistry = field(default_factory=BackendRegistry)  # what the prometheus triggers read
 
 
 def _flatten(document: object) -> Iterable[object]:
@@ -84,10 +89,12 @@ def sort_documents(documents: Iterable[tuple[object, str]], inputs: Inputs) -> N
                     inputs.objects.append((document, source))
             elif isinstance(document, Mapping) and document.get("kind") == "ScaledObject":
                 inputs.objects.append((document, source))
+            elif isinstance(document, Mapping) and document.get("kind") in AUTH_KINDS:
+                inputs.auths.add(document)
             else:
                 inputs.ignored.append(
-                    f"{source}: {_describe(document)}: neither an HPA, a ScaledObject nor "
-                    "prometheus-adapter's configuration: ignored"
+                    f"{source}: {_describe(document)}: neither an HPA, a ScaledObject, a "
+                    "(Cluster)TriggerAuthentication nor prometheus-adapter's configuration: ignored"
                 )
 
 
@@ -97,7 +104,7 @@ def convert_all(
     conversions = []
     for document, source in inputs.objects:
         if document.get("kind") == "ScaledObject":
-            conversions.append(convert_scaled_object(document, source))
+            conversions.append(convert_scaled_object(document, source, inputs.auths, inputs.backends))
         else:
             conversions.append(convert_hpa(document, source, adapter, known_series))
     return conversions

@@ -1,48 +1,31 @@
-"""KEDA ``ScaledObject`` (``keda.sh/v1alpha1``) → ScalingTarget.
+"""KEDA ``ScaledObject`` (``keda.sh/v1alpha1``) → ScalingTarget, with no loss for what this autoscaler has.
 
-KEDA drives an HPA it makes itself (``keda-hpa-<name>``): each ``prometheus`` trigger is an External
-metric ``s<index>-prometheus`` whose value is the trigger's query, with the ``threshold`` as its
-AverageValue (or Value) target; ``cpu``/``memory`` triggers are Resource (or ContainerResource)
-metrics; ``advanced.horizontalPodAutoscalerConfig.behavior`` is the HPA's behavior; the HPA's
-``minReplicas`` is ``minReplicaCount`` (at least 1), ``maxReplicas`` ``maxReplicaCount`` (100).
-KEDA itself moves the workload between 0 and 1 replicas (activation); here that is ``minReplicas:
-0`` with the External metric, as upstream's HPAScaleToZero does. Everything else KEDA does on its
-own is reported per field, never silently dropped.
+KEDA drives an HPA it makes itself (``keda-hpa-<name>``): each ``prometheus`` trigger is an External metric
+(:mod:`autoscaler.convert.keda_prometheus`, read from a named backend: :mod:`autoscaler.convert.keda_backends`,
+its credentials from the TriggerAuthentication: :mod:`autoscaler.convert.keda_auth`); ``cpu``/``memory``
+triggers are Resource (or ContainerResource) metrics; ``advanced.horizontalPodAutoscalerConfig.behavior`` is the
+HPA's behavior; the HPA's ``minReplicas`` is ``minReplicaCount`` (at least 1), ``maxReplicas``
+``maxReplicaCount`` (100). What KEDA does beside the HPA — the activation phase, fallback, pause, the composite
+metric, the polling interval — is :mod:`autoscaler.convert.keda_scaling`. Anything else is reported per field,
+never silently dropped.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
 
+from autoscaler.convert import keda_scaling
+from autoscaler.convert.keda_auth import AuthIndex, resolve
+from autoscaler.convert.keda_backends import BackendRegistry
+from autoscaler.convert.keda_prometheus import PrometheusMetric, prometheus_metric
+from autoscaler.convert.keda_values import milli_quantity
 from autoscaler.convert.model import Conversion, Origin
 from autoscaler.convert.target import finish_target, metadata_of
 from autoscaler.values.fields import ErrorList
 
 API_VERSION = "keda.sh/v1alpha1"
-KEDA_MIN_REPLICAS = 1  # the HPA KEDA makes never goes below 1; KEDA itself scales 1 ↔ 0
-DEFAULT_MAX_REPLICAS = 100
-PAUSE_ANNOTATIONS = (
-    "autoscaling.keda.sh/paused",
-    "autoscaling.keda.sh/paused-replicas",
-    "autoscaling.keda.sh/paused-scale-in",
-    "autoscaling.keda.sh/paused-scale-out",
-)
-# prometheus trigger metadata this converter reads or explains (KEDA's pkg/scalers/prometheus_scaler.go).
-PROMETHEUS_METADATA = (
-    "serverAddress",
-    "query",
-    "threshold",
-    "activationThreshold",
-    "ignoreNullValues",
-    "timeout",
-    "namespace",
-    "customHeaders",
-    "queryParameters",
-    "unsafeSsl",
-)
 SPEC_FIELDS = (
     "scaleTargetRef",
     "pollingInterval",
@@ -55,6 +38,7 @@ SPEC_FIELDS = (
     "triggers",
     "fallback",
 )
+TRIGGER_FIELDS = ("type", "name", "metadata", "metricType", "authenticationRef", "useCachedMetrics")
 
 
 def hpa_name(document: Mapping[str, Any]) -> str:
@@ -65,7 +49,16 @@ def hpa_name(document: Mapping[str, Any]) -> str:
     return name if isinstance(name, str) and name else f"keda-hpa-{(document.get('metadata') or {}).get('name')}"
 
 
-def convert_scaled_object(document: Mapping[str, Any], source: str) -> Conversion:
+def convert_scaled_object(
+    document: Mapping[str, Any],
+    source: str,
+    auths: AuthIndex | None = None,
+    registry: BackendRegistry | None = None,
+) -> Conversion:
+    """``auths``: the TriggerAuthentications the input holds; ``registry``: the run's backends (each
+    prometheus trigger is given one of them)."""
+    auths = auths if auths is not None else AuthIndex()
+    registry = registry if registry is not None else BackendRegistry()
     errors = ErrorList()
     namespace, name = metadata_of(document, errors)
     conversion = Conversion(Origin("ScaledObject", namespace, name, source), old_hpa=hpa_name(document))
@@ -75,49 +68,91 @@ def convert_scaled_object(document: Mapping[str, Any], source: str) -> Conversio
         conversion.errors.append("spec: Required value")
         return conversion
     annotations = (document.get("metadata") or {}).get("annotations") or {}
-    for key in PAUSE_ANNOTATIONS:
-        if key in annotations:
-            conversion.lost(
-                f"metadata.annotations[{key!r}]",
-                "KEDA's pause is not converted: the converted target scales (delete or do not apply it to pause)",
-            )
+    pause_annotations = keda_scaling.pause(annotations, conversion)
     for key in spec:
         if key not in SPEC_FIELDS:
             conversion.lost(f"spec.{key}", "a field this converter does not know: not converted")
     ref = _scale_target_ref(spec.get("scaleTargetRef"), conversion)
-    metrics = []
     triggers = spec.get("triggers")
     if not isinstance(triggers, list) or not triggers:
         conversion.errors.append("spec.triggers: Required value: at least one trigger")
         triggers = []
-    scale_to_zero_triggers = []
+    metrics: list[dict[str, Any]] = []
+    prometheus: list[PrometheusMetric] = []
     for index, trigger in enumerate(triggers):
         path = f"spec.triggers[{index}]"
-        if not isinstance(trigger, Mapping):
-            conversion.errors.append(f"{path}: must be an object")
+        if not isinstance(trigger, Mapping) or not isinstance(trigger.get("metadata") or {}, Mapping):
+            conversion.errors.append(f"{path}: must be an object with a metadata object")
             continue
-        metric = _trigger(trigger, index, path, conversion)
-        if metric is not None:
-            metrics.append(metric)
-            if metric["type"] == "External":
-                scale_to_zero_triggers.append((path, trigger))
+        if not _known_trigger(trigger, path, conversion):
+            continue
+        if trigger["type"] == "prometheus":
+            auth = (
+                resolve(trigger["authenticationRef"], namespace, auths, f"{path}.authenticationRef", conversion)
+                if trigger.get("authenticationRef") is not None
+                else None
+            )
+            converted = prometheus_metric(trigger, index, auth, registry, conversion.origin.label, conversion)
+            if converted is not None:
+                prometheus.append(converted)
+                metrics.append(converted.metric)
+        else:
+            resource = _resource(str(trigger["type"]), trigger, trigger.get("metadata") or {}, path, conversion)
+            if resource is not None:
+                metrics.append(resource)
     if conversion.errors:
         return conversion
     if not metrics:
         conversion.errors.append("spec.triggers: no trigger could be converted (see the notes)")
         return conversion
-    target: dict[str, Any] = {
-        "scaleTargetRef": ref,
-        "minReplicas": 1,
-        "maxReplicas": DEFAULT_MAX_REPLICAS,
-        "metrics": metrics,
-    }
-    _replicas(spec, target, scale_to_zero_triggers, conversion)
-    _advanced(spec.get("advanced"), target, conversion)
-    _keda_only(spec, target["minReplicas"] == 0, conversion)
+    target: dict[str, Any] = {"scaleTargetRef": ref, "minReplicas": 1, "maxReplicas": 100, "metrics": metrics}
+    advanced = spec.get("advanced")
+    has_composite = _advanced(advanced, target, conversion)
+    has_activation = keda_scaling.replicas(spec, target, len(prometheus), conversion)
+    _activation_thresholds(prometheus, has_activation and not has_composite, has_composite, conversion)
+    keda_scaling.polling(spec, target, conversion)
+    if spec.get("fallback") is not None and not prometheus:
+        conversion.errors.append(
+            "spec.fallback: needs a trigger other than cpu or memory (KEDA refuses the fallback without one)"
+        )
+    keda_scaling.fallback(spec.get("fallback"), target, conversion)
     if not conversion.errors:
-        finish_target(conversion, target)
+        finish_target(conversion, target, pause_annotations)
     return conversion
+
+
+def _known_trigger(trigger: Mapping[str, Any], path: str, conversion: Conversion) -> bool:
+    kind = trigger.get("type")
+    if kind not in ("prometheus", "cpu", "memory"):
+        conversion.lost(path, f"a {kind!r} trigger: only prometheus, cpu and memory triggers convert")
+        return False
+    for key in trigger:
+        if key == "useCachedMetrics" and trigger[key]:
+            conversion.changed(f"{path}.useCachedMetrics", "no cache: every sync queries Prometheus (batched)")
+        elif key == "authenticationRef" and kind != "prometheus":
+            conversion.changed(f"{path}.authenticationRef", f"not used by a {kind} trigger, in KEDA as here")
+        elif key not in TRIGGER_FIELDS:
+            conversion.lost(f"{path}.{key}", "unknown field: not converted")
+    return True
+
+
+def _activation_thresholds(
+    prometheus: list[PrometheusMetric], written: bool, composite: bool, conversion: Conversion
+) -> None:
+    """Each trigger's activationThreshold: on its metric with the activation phase; otherwise it decides
+    nothing, in KEDA as here (without scale to zero; with scalingModifiers, activationTarget decides)."""
+    for converted in prometheus:
+        threshold = converted.activation_threshold
+        if threshold is None:
+            continue
+        where = f"{converted.path}.metadata.activationThreshold"
+        if written:
+            if threshold != 0:
+                converted.metric["external"]["activationThreshold"] = milli_quantity(threshold)
+        elif composite:
+            conversion.changed(where, "ignored with scalingModifiers, in KEDA as here: its activationTarget decides")
+        elif threshold != 0:
+            conversion.changed(where, "decides nothing without scale to zero or idle replicas, in KEDA as here")
 
 
 def _scale_target_ref(raw: object, conversion: Conversion) -> dict[str, Any]:
@@ -137,125 +172,6 @@ def _scale_target_ref(raw: object, conversion: Conversion) -> dict[str, Any]:
         "kind": raw.get("kind") or "Deployment",
         "name": raw["name"],
     }
-
-
-def _trigger(trigger: Mapping[str, Any], index: int, path: str, conversion: Conversion) -> dict[str, Any] | None:
-    kind = trigger.get("type")
-    metadata = trigger.get("metadata") or {}
-    if not isinstance(metadata, Mapping):
-        conversion.errors.append(f"{path}.metadata: must be an object")
-        return None
-    if kind not in ("prometheus", "cpu", "memory"):
-        conversion.lost(path, f"a {kind!r} trigger: only prometheus, cpu and memory triggers convert")
-        return None
-    for key in trigger:
-        if key == "useCachedMetrics" and trigger[key]:
-            conversion.changed(f"{path}.useCachedMetrics", "no cache: every sync queries Prometheus (batched)")
-        elif key not in ("type", "name", "metadata", "metricType", "authenticationRef", "useCachedMetrics"):
-            conversion.lost(f"{path}.{key}", "unknown field: not converted")
-    auth = trigger.get("authenticationRef")
-    if isinstance(auth, Mapping):
-        conversion.changed(
-            f"{path}.authenticationRef",
-            f"{auth.get('kind') or 'TriggerAuthentication'} {auth.get('name')!r} is named, not "
-            "resolved: credentials for Prometheus go in the autoscaler's prometheus settings "
-            "(bearerTokenFile, basicAuth, tls), once for every target",
-        )
-    if kind == "prometheus":
-        return _prometheus(trigger, metadata, index, path, conversion)
-    return _resource(kind, trigger, metadata, path, conversion)
-
-
-def _number_text(value: object, where: str, conversion: Conversion) -> Decimal | None:
-    try:
-        number = Decimal(str(value).strip())
-    except InvalidOperation:
-        conversion.errors.append(f"{where}: {value!r} is not a number")
-        return None
-    if not number.is_finite():
-        conversion.errors.append(f"{where}: {value!r} is not a finite number")
-        return None
-    return number
-
-
-def _threshold_quantity(number: Decimal) -> str:
-    """KEDA's target quantity: the value at milli precision (``fmt.Sprintf("%.3f")``), as text."""
-    rounded = number.quantize(Decimal("0.001"), rounding=ROUND_HALF_EVEN)
-    text = format(rounded, "f")
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def _prometheus(
-    trigger: Mapping[str, Any], metadata: Mapping[str, Any], index: int, path: str, conversion: Conversion
-) -> dict[str, Any] | None:
-    meta_path = f"{path}.metadata"
-    for key in ("serverAddress", "query", "threshold"):
-        if not metadata.get(key):
-            conversion.errors.append(f"{meta_path}.{key}: Required value")
-    metric_type = trigger.get("metricType") or "AverageValue"
-    if metric_type not in ("AverageValue", "Value"):
-        conversion.errors.append(
-            f"{path}.metricType: {metric_type!r}: a prometheus trigger takes AverageValue or "
-            "Value (KEDA refuses Utilization for it)"
-        )
-    threshold = (
-        _number_text(metadata.get("threshold"), f"{meta_path}.threshold", conversion)
-        if metadata.get("threshold")
-        else None
-    )
-    if threshold is not None and threshold <= 0:
-        conversion.errors.append(f"{meta_path}.threshold: must be greater than 0")
-    activation = metadata.get("activationThreshold")
-    if activation is not None:
-        _number_text(activation, f"{meta_path}.activationThreshold", conversion)
-    for key in metadata:
-        if key not in PROMETHEUS_METADATA:
-            conversion.lost(
-                f"{meta_path}.{key}",
-                "not converted (authentication modes, cloud identities and "
-                "*FromEnv values have no per-target equivalent here)",
-            )
-    _prometheus_notes(metadata, meta_path, conversion)
-    if conversion.errors or threshold is None:
-        return None
-    key = "averageValue" if metric_type == "AverageValue" else "value"
-    return {
-        "type": "External",
-        "external": {
-            "metric": {"name": f"s{index}-prometheus"},
-            "target": {"type": metric_type, key: _threshold_quantity(threshold)},
-            "query": str(metadata["query"]),
-        },
-    }
-
-
-def _prometheus_notes(metadata: Mapping[str, Any], path: str, conversion: Conversion) -> None:
-    conversion.changed(
-        f"{path}.serverAddress",
-        f"KEDA asked {metadata.get('serverAddress')}; this autoscaler reads "
-        "every metric from its settings' prometheus.url",
-    )
-    if str(metadata.get("ignoreNullValues", "true")).lower() in ("true", "1", "t"):
-        conversion.changed(
-            f"{path}.ignoreNullValues",
-            "an empty result or NaN: KEDA read 0; here the metric fails and does not vote (never a "
-            "scale-down on missing data). Write the query as `(…) or vector(0)` to read 0 as KEDA did",
-        )
-    conversion.changed(f"{path}.query", "several series: KEDA refused them; here their values are summed")
-    if metadata.get("timeout"):
-        conversion.changed(f"{path}.timeout", "one deadline for every query: prometheus.timeoutSeconds")
-    hints = {
-        "namespace": "prometheus.queryParameters: {namespace: …}",
-        "customHeaders": "prometheus.headers",
-        "queryParameters": "prometheus.queryParameters",
-        "unsafeSsl": "prometheus.tls.insecureSkipVerify",
-    }
-    for key, setting in hints.items():
-        if metadata.get(key) and not (key == "unsafeSsl" and str(metadata[key]).lower() == "false"):
-            conversion.lost(
-                f"{path}.{key}",
-                f"per-trigger {key} is not converted: the autoscaler's settings have one for all targets ({setting})",
-            )
 
 
 def _resource(
@@ -292,66 +208,11 @@ def _resource(
     return {"type": "Resource", "resource": {"name": kind, "target": target}}
 
 
-def _integer(spec: Mapping[str, Any], key: str, conversion: Conversion) -> int | None:
-    value = spec.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        conversion.errors.append(f"spec.{key}: must be a non-negative integer")
-        return None
-    return value
-
-
-def _replicas(
-    spec: Mapping[str, Any],
-    target: dict[str, Any],
-    external: list[tuple[str, Mapping[str, Any]]],
-    conversion: Conversion,
-) -> None:
-    minimum = _integer(spec, "minReplicaCount", conversion) or 0
-    maximum = _integer(spec, "maxReplicaCount", conversion)
-    idle = _integer(spec, "idleReplicaCount", conversion)
-    target["maxReplicas"] = DEFAULT_MAX_REPLICAS if maximum is None else maximum
-    scale_to_zero = minimum == 0 or idle == 0
-    if idle is not None and idle != 0:
-        conversion.lost("spec.idleReplicaCount", f"{idle} while idle is not converted (only 0 is: scale to zero)")
-    if not scale_to_zero:
-        target["minReplicas"] = max(minimum, KEDA_MIN_REPLICAS)
-        return
-    if not external:
-        target["minReplicas"] = max(minimum, KEDA_MIN_REPLICAS)
-        conversion.lost(
-            "spec.minReplicaCount" if idle is None else "spec.idleReplicaCount",
-            "scale to zero needs a prometheus trigger (an External metric); with cpu/memory only, "
-            f"minReplicas is {target['minReplicas']}",
-        )
-        return
-    target["minReplicas"] = 0
-    where = "spec.idleReplicaCount" if idle == 0 else "spec.minReplicaCount"
-    conversion.changed(
-        where,
-        "scale to zero: minReplicas 0 with the External metric(s). KEDA moved the workload "
-        "0 → 1 when a trigger became active and 1 → 0 after cooldownPeriod without one; here "
-        "the HPA algorithm goes to 0 when the External value is 0 (after the scale-down "
-        "stabilization window) and up as soon as it is not",
-    )
-    if idle == 0 and minimum > 1:
-        conversion.lost(
-            "spec.minReplicaCount",
-            f"{minimum} while active is not converted: with idleReplicaCount 0 the target's floor is 0",
-        )
-    for path, trigger in external:
-        activation = (trigger.get("metadata") or {}).get("activationThreshold")
-        if activation is not None and Decimal(str(activation)) != 0:
-            conversion.lost(
-                f"{path}.metadata.activationThreshold",
-                f"{activation}: KEDA woke the workload from zero only above it; here any value above 0 does",
-            )
-
-
-def _advanced(raw: object, target: dict[str, Any], conversion: Conversion) -> None:
+def _advanced(raw: object, target: dict[str, Any], conversion: Conversion) -> bool:
+    """``advanced``; True when it has a composite metric."""
     if not isinstance(raw, Mapping):
-        return
+        return False
+    has_composite = False
     for key, value in raw.items():
         path = f"spec.advanced.{key}"
         if key == "horizontalPodAutoscalerConfig" and isinstance(value, Mapping):
@@ -360,40 +221,15 @@ def _advanced(raw: object, target: dict[str, Any], conversion: Conversion) -> No
                     target["behavior"] = copy.deepcopy(value["behavior"])
                 elif inner != "name":
                     conversion.lost(f"{path}.{inner}", "unknown field: not converted")
-        elif key == "scalingModifiers" and value:
-            conversion.lost(
-                path,
-                "KEDA's composite metric (formula over the triggers) is not converted: the "
-                "triggers are separate metrics here, and the largest proposal wins, as in an HPA",
-            )
-        elif key == "restoreToOriginalReplicaCount" and value:
-            conversion.lost(path, "when the target is deleted the workload keeps its current count")
-        elif key not in ("scalingModifiers", "restoreToOriginalReplicaCount", "horizontalPodAutoscalerConfig"):
-            conversion.lost(path, "unknown field: not converted")
-
-
-def _keda_only(spec: Mapping[str, Any], scale_to_zero: bool, conversion: Conversion) -> None:
-    if spec.get("pollingInterval") is not None:
-        conversion.lost(
-            "spec.pollingInterval",
-            f"{spec['pollingInterval']} s: KEDA's own polling (activation, "
-            "cached metrics) is not converted; targets sync every "
-            "sync.periodSeconds of the autoscaler's settings",
-        )
-    if spec.get("cooldownPeriod") is not None:
-        if scale_to_zero:
-            conversion.lost(
-                "spec.cooldownPeriod",
-                f"{spec['cooldownPeriod']} s before 1 → 0 is not converted: the "
-                "scale-down stabilization window (behavior.scaleDown) governs it",
-            )
+        elif key == "scalingModifiers":
+            has_composite = keda_scaling.composite(value, target, conversion)
+        elif key == "restoreToOriginalReplicaCount":
+            if value:
+                conversion.lost(
+                    path,
+                    "KEDA reset the workload's replicas when the ScaledObject was deleted; deleting a ScalingTarget "
+                    "leaves them as they are (and the cut-over deletes the ScaledObject: set it false first)",
+                )
         else:
-            conversion.changed("spec.cooldownPeriod", "no effect without scale to zero, in KEDA as here")
-    if spec.get("initialCooldownPeriod"):
-        conversion.lost("spec.initialCooldownPeriod", "KEDA's delay after creation is not converted")
-    if spec.get("fallback") is not None:
-        conversion.lost(
-            "spec.fallback",
-            "KEDA's fallback replicas on failing triggers are not converted: a failed "
-            "metric does not vote here, and never causes a scale-down",
-        )
+            conversion.lost(path, "unknown field: not converted")
+    return has_composite

@@ -13,6 +13,16 @@ def _comment(text: str) -> list[str]:
     return [f"# {line}".rstrip() for line in text.splitlines() or [""]]
 
 
+def comment_block(text: str) -> str:
+    """``text`` (the backends fragment) as YAML comments, under a line that says how to take it out."""
+    lines = [
+        "# ---- The service's settings fragment these targets need (use --backends-file FILE to write it as a",
+        "# ---- file; here each of its lines is commented out so that this stream stays objects to apply):",
+        *(f"#   {line}".rstrip() for line in text.splitlines()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def header(conversion: Conversion, adapter_source: str | None) -> list[str]:
     origin = conversion.origin
     lines = [f"Converted by `autoscaler convert` from {origin.label} ({origin.source})."]
@@ -48,10 +58,13 @@ def file_name(conversion: Conversion) -> str:
 
 
 def stderr_lines(conversion: Conversion, *, strict: bool) -> list[str]:
-    """What stderr says about one object: its errors, and each note (a loss is an error with --strict)."""
+    """What stderr says about one object: its errors, and every note — each change (where or how a metric is
+    read, what decides differently) and each loss (an error with --strict)."""
     label = f"{conversion.origin.source}: {conversion.origin.label}"
     lines = [f"{label}: error: {error}" for error in conversion.errors]
     for note in conversion.notes:
         if note.kind is NoteKind.LOST:
             lines.append(f"{label}: {'error' if strict else 'warning'}: not converted: {note}")
+        else:
+            lines.append(f"{label}: changed: {note}")
     return lines

@@ -30,9 +30,10 @@ def metadata_of(document: Mapping[str, Any], errors: ErrorList) -> tuple[str, st
     return (namespace if isinstance(namespace, str) and namespace else DEFAULT_NAMESPACE), name
 
 
-def finish_target(conversion: Conversion, spec: dict[str, Any]) -> None:
-    """Wrap ``spec`` in a ScalingTarget and check it as ``autoscaler run`` will: a converted target
-    that this project would refuse is an error of the conversion, never output."""
+def finish_target(conversion: Conversion, spec: dict[str, Any], annotations: Mapping[str, str] | None = None) -> None:
+    """Wrap ``spec`` in a ScalingTarget (with ``annotations`` besides the take-over one) and check it as
+    ``autoscaler run`` will: a converted target that this project would refuse is an error of the
+    conversion, never output."""
     try:
         parse_target_spec(spec, "spec", require_queries=True)
     except SpecError as exc:
@@ -47,7 +48,7 @@ def finish_target(conversion: Conversion, spec: dict[str, Any]) -> None:
         "metadata": {
             "name": origin.name,
             "namespace": origin.namespace,
-            "annotations": {TAKE_OVER_ANNOTATION: "true"},
+            "annotations": {TAKE_OVER_ANNOTATION: "true", **(annotations or {})},
         },
         "spec": spec,
     }

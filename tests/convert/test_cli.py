@@ -24,7 +24,8 @@ def convert(*args: str) -> int:
 
 
 def test_files_to_stdout_each_a_valid_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert convert(str(HPAS), str(SCALED_OBJECTS), "--adapter-config", str(ADAPTER_CONFIG)) == 0
+    # shop/api's kafka trigger does not convert: written without it, exit code 3 (never a silent 0)
+    assert convert(str(HPAS), str(SCALED_OBJECTS), "--adapter-config", str(ADAPTER_CONFIG)) == 3
     captured = capsys.readouterr()
     written = documents(captured.out)
     assert [(d["metadata"]["namespace"], d["metadata"]["name"]) for d in written] == [
@@ -36,7 +37,15 @@ def test_files_to_stdout_each_a_valid_target(tmp_path: Path, capsys: pytest.Capt
     for index, document in enumerate(written):
         load_written(tmp_path, document, f"{index}.yaml")
     assert "# Converted by `autoscaler convert` from HorizontalPodAutoscaler shop/web" in captured.out
-    assert "#   - spec.pollingInterval: 10 s: KEDA's own polling" in captured.out
+    assert "#   - spec.pollingInterval: syncPeriodSeconds 10" in captured.out
+    # the backends fragment rides along as a comment, so the stream stays objects kubectl applies
+    assert "#       prometheus-monitoring:\n#         url: http://prometheus.monitoring:9090" in captured.out
+    # a change of where a metric is read is on stderr too
+    assert (
+        "ScaledObject jobs/worker: changed: spec.triggers[0]: read from backend 'prometheus-monitoring' "
+        "(http://prometheus.monitoring:9090)"
+    ) in captured.err
+    assert "1 target(s) written without what did not convert" in captured.err
     # every loss is on stderr too, per object and field
     assert (
         "ScaledObject shop/api: warning: not converted: spec.triggers[3]: a 'kafka' trigger: only "
@@ -48,11 +57,27 @@ def test_output_dir_and_strict(tmp_path: Path, capsys: pytest.CaptureFixture[str
     out = tmp_path / "targets"
     assert convert(str(SCALED_OBJECTS), "--output-dir", str(out), "--strict") == 2
     err = capsys.readouterr().err
-    assert "ScaledObject shop/api: error: not converted: spec.fallback" in err
-    # Only what converted without loss is written.
-    assert sorted(p.name for p in out.iterdir()) == []
-    assert convert(str(SCALED_OBJECTS), "--output-dir", str(out)) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["jobs.keda-worker.yaml", "shop.keda-api.yaml"]
+    assert "ScaledObject shop/api: error: not converted: spec.triggers[3]: a 'kafka' trigger" in err
+    # Only what converted without loss is written, with the backends it reads from and what to mount.
+    assert sorted(p.name for p in out.iterdir()) == ["autoscaler-backends.yaml", "jobs.keda-worker.yaml"]
+    assert "mount Secret jobs/prom-token key 'token' at /etc/autoscaler/keda/secret/jobs/prom-token/token" in err
+    backends = yaml.safe_load((out / "autoscaler-backends.yaml").read_text())
+    assert backends == {
+        "prometheus": {
+            "backends": {
+                "prometheus-monitoring": {
+                    "url": "http://prometheus.monitoring:9090",
+                    "bearerTokenFile": "/etc/autoscaler/keda/secret/jobs/prom-token/token",
+                }
+            }
+        }
+    }
+    assert convert(str(SCALED_OBJECTS), "--output-dir", str(out)) == 3
+    assert sorted(p.name for p in out.iterdir()) == [
+        "autoscaler-backends.yaml",
+        "jobs.keda-worker.yaml",
+        "shop.keda-api.yaml",
+    ]
     load_written(tmp_path, yaml.safe_load((out / "jobs.keda-worker.yaml").read_text()))
 
 
@@ -87,7 +112,7 @@ def test_invalid_objects_exit_2_and_do_not_stop_the_others(tmp_path: Path, capsy
         "`minReplicas`"
     ) in captured.err
     assert f"{bad}: ScaledObject n/y: error: spec.triggers[0].metadata.threshold: Required value" in captured.err
-    assert f"{bad}: Service s: neither an HPA, a ScaledObject nor prometheus-adapter's configuration" in captured.err
+    assert f"{bad}: Service s: neither an HPA, a ScaledObject, a (Cluster)TriggerAuthentication nor" in captured.err
     # web keeps its cpu metric; its custom metrics, without the adapter's configuration, are warned about
     assert [d["metadata"]["name"] for d in documents(captured.out)] == ["web", "api"]
     assert (
@@ -148,7 +173,7 @@ def test_prometheus_is_asked_which_series_exist(
     series_prometheus: PrometheusSandbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The fixture's series are from 2023: none had a sample within the last hour.
-    assert convert(str(HPAS), "--adapter-config", str(ADAPTER_CONFIG), "--prometheus", series_prometheus.url) == 0
+    assert convert(str(HPAS), "--adapter-config", str(ADAPTER_CONFIG), "--prometheus", series_prometheus.url) == 3
     err = capsys.readouterr().err
     assert (
         "HorizontalPodAutoscaler shop/web: warning: not converted: spec.metrics[1]: Pods metric not converted: "
@@ -182,6 +207,22 @@ SCALED_OBJECT_CRD: dict[str, Any] = {
 }
 
 
+TRIGGER_AUTHENTICATION_CRD: dict[str, Any] = {
+    **SCALED_OBJECT_CRD,
+    "metadata": {"name": "triggerauthentications.keda.sh"},
+    "spec": {
+        **SCALED_OBJECT_CRD["spec"],
+        "names": {
+            "plural": "triggerauthentications",
+            "singular": "triggerauthentication",
+            "kind": "TriggerAuthentication",
+            "listKind": "TriggerAuthenticationList",
+            "shortNames": ["ta"],
+        },
+    },
+}
+
+
 def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
     binary = shutil.which("kubectl")
     assert binary is not None
@@ -201,6 +242,7 @@ def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
 async def test_from_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     async with KubeEmulator() as emu:
         emu.install_crd(SCALED_OBJECT_CRD)
+        emu.install_crd(TRIGGER_AUTHENTICATION_CRD)  # not ClusterTriggerAuthentication's: its absence is fine
         config = emu.write_kubeconfig(tmp_path / "kubeconfig")
         hpas = [d for d in documents(HPAS.read_text()) if d["apiVersion"] == "autoscaling/v2"]
         hpas[0]["metadata"]["labels"] = {"team": "storefront"}
@@ -240,7 +282,7 @@ async def test_from_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         await asyncio.to_thread(setup)
         code = await asyncio.to_thread(convert, "--from-cluster", "--kubeconfig", str(config))
         captured = capsys.readouterr()
-        assert code == 0, captured.err
+        assert code == 3, captured.err  # shop/api's kafka trigger
         written = documents(captured.out)
         assert sorted((d["metadata"]["namespace"], d["metadata"]["name"]) for d in written) == [
             ("jobs", "worker"),
@@ -253,8 +295,10 @@ async def test_from_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         assert "HorizontalPodAutoscaler keda-hpa-worker: made by KEDA for a ScaledObject" in captured.err
         # namespace and label filters
         code = await asyncio.to_thread(convert, "--from-cluster", "--kubeconfig", str(config), "-n", "jobs")
-        assert code == 0
-        assert [d["metadata"]["name"] for d in documents(capsys.readouterr().out)] == ["worker"]
+        captured = capsys.readouterr()
+        assert code == 0, captured.err  # its TriggerAuthentication read from the cluster: nothing lost
+        assert [d["metadata"]["name"] for d in documents(captured.out)] == ["worker"]
+        assert "#         bearerTokenFile: /etc/autoscaler/keda/secret/jobs/prom-token/token" in captured.out
         code = await asyncio.to_thread(convert, "--from-cluster", "--kubeconfig", str(config), "-l", "team=storefront")
         assert code == 0
         assert [d["metadata"]["name"] for d in documents(capsys.readouterr().out)] == ["web"]
@@ -270,6 +314,6 @@ async def test_from_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
             str(ADAPTER_CONFIG),
         )
         captured = capsys.readouterr()
-        assert code == 0, captured.err
+        assert code == 3, captured.err  # shop/api's kafka trigger
         assert "found prometheus-adapter's ConfigMap" not in captured.err
         assert sorted(d["metadata"]["name"] for d in documents(captured.out)) == ["api", "web"]

@@ -7,7 +7,6 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from autoscaler.convert.adapter_config import read_adapter_config
@@ -171,83 +170,6 @@ def test_invalid_hpa_errors_name_its_fields() -> None:
     )
     unsupported = convert_hpa({**hpa("web"), "apiVersion": "autoscaling/v2beta1"}, "x", None)
     assert unsupported.errors and unsupported.errors[0].startswith("apiVersion:")
-
-
-def test_keda_scale_to_zero(tmp_path: Path) -> None:
-    conversion = convert_scaled_object(scaled_object("worker"), "so.yaml")
-    spec = converted(conversion, tmp_path)
-    assert spec["minReplicas"] == 0 and spec["maxReplicas"] == 30
-    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "worker"}
-    assert spec["metrics"] == [
-        {
-            "type": "External",
-            "external": {
-                "metric": {"name": "s0-prometheus"},
-                "target": {"type": "AverageValue", "averageValue": "25"},
-                "query": 'sum(queue_messages_ready{queue="jobs"})',
-            },
-        }
-    ]
-    found = notes(conversion)
-    assert found["spec.cooldownPeriod"].startswith("not converted")
-    assert "'prom-auth' is named, not resolved" in found["spec.triggers[0].authenticationRef"]
-    assert "or vector(0)" in found["spec.triggers[0].metadata.ignoreNullValues"]
-    assert conversion.old_hpa == "keda-hpa-worker"
-
-
-def test_keda_every_trigger_form(tmp_path: Path) -> None:
-    conversion = convert_scaled_object(scaled_object("api"), "so.yaml")
-    spec = converted(conversion, tmp_path)
-    assert spec["minReplicas"] == 2 and spec["maxReplicas"] == 12
-    assert spec["behavior"] == scaled_object("api")["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
-    assert [m["type"] for m in spec["metrics"]] == ["Resource", "ContainerResource", "External"]
-    assert spec["metrics"][1]["containerResource"] == {
-        "name": "memory",
-        "container": "app",
-        "target": {"type": "AverageValue", "averageValue": "512Mi"},
-    }
-    assert spec["metrics"][2]["external"]["target"] == {"type": "Value", "value": "150.5"}
-    assert spec["metrics"][2]["external"]["metric"]["name"] == "s2-prometheus"
-    assert {n.path for n in conversion.losses} == {"spec.triggers[3]", "spec.pollingInterval", "spec.fallback"}
-    assert conversion.old_hpa == "api-hpa"
-
-
-@pytest.mark.parametrize(
-    ("change", "path", "words"),
-    [
-        ({"idleReplicaCount": 0, "minReplicaCount": 3}, "spec.minReplicaCount", "3 while active"),
-        (
-            {"advanced": {"scalingModifiers": {"formula": "s0 + s1", "target": "5"}}},
-            "spec.advanced.scalingModifiers",
-            "composite metric",
-        ),
-        ({"initialCooldownPeriod": 30}, "spec.initialCooldownPeriod", "after creation"),
-        ({"idleReplicaCount": 1, "minReplicaCount": 2}, "spec.idleReplicaCount", "1 while idle"),
-    ],
-)
-def test_keda_fields_that_do_not_translate_are_reported(
-    change: dict[str, Any], path: str, words: str, tmp_path: Path
-) -> None:
-    source = copy.deepcopy(scaled_object("worker"))
-    source["spec"].update(change)
-    conversion = convert_scaled_object(source, "so.yaml")
-    converted(conversion, tmp_path)
-    assert any(n.path == path and words in n.message for n in conversion.losses), conversion.notes
-
-
-def test_keda_activation_threshold_and_cpu_only_scale_to_zero(tmp_path: Path) -> None:
-    source = copy.deepcopy(scaled_object("worker"))
-    source["spec"]["triggers"][0]["metadata"]["activationThreshold"] = "5"
-    conversion = convert_scaled_object(source, "so.yaml")
-    converted(conversion, tmp_path)
-    assert any(n.path == "spec.triggers[0].metadata.activationThreshold" for n in conversion.losses)
-    cpu_only = copy.deepcopy(scaled_object("worker"))
-    cpu_only["spec"]["triggers"] = [{"type": "cpu", "metricType": "Utilization", "metadata": {"value": "50"}}]
-    conversion = convert_scaled_object(cpu_only, "so.yaml")
-    assert converted(conversion, tmp_path)["minReplicas"] == 1
-    assert any(
-        n.path == "spec.minReplicaCount" and "needs a prometheus trigger" in n.message for n in conversion.losses
-    )
 
 
 def test_keda_invalid_input_errors_name_the_field() -> None:
