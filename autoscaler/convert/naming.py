@@ -3,9 +3,10 @@ metric name, and which Prometheus label stands for a Kubernetes resource.
 
 The adapter learns series names by asking Prometheus (``seriesQuery``) and maps each forward
 (``name.matches`` → ``name.as``). Without asking, the converter finds the series behind an API name
-by candidates — the metric name written in ``seriesQuery``, the API name itself, and the inverse of
-a ``^prefix(.*)suffix$`` → ``…$1…`` pattern — and keeps a candidate only if the rule's forward
-mapping, filters and ``seriesQuery`` name matchers give back exactly that API name.
+by candidates — the metric name written in ``seriesQuery``, the API name itself, and the rule's naming
+run backwards (:mod:`autoscaler.convert.naming_inverse`: literal text around capture groups, ``(.*)`` or an
+alternation such as ``(live|peak)``) — and keeps a candidate only if the rule's forward mapping, filters
+and ``seriesQuery`` name matchers give back exactly that API name.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 
 from autoscaler.convert.adapter_config import DiscoveryRule, GroupResource, ResourceMapping
 from autoscaler.convert.gotemplate import TemplateProblem, render
+from autoscaler.convert.naming_inverse import inverse_candidates
 
 # kind → (resource, group) for kinds an HPA's describedObject commonly names; others are guessed
 # the way Kubernetes names resources (lower-case, plural).
@@ -39,8 +41,6 @@ _KINDS = {
 _PLURAL_EXCEPTIONS = {"ingress": "ingresses", "endpoints": "endpoints"}
 _NAME_IN_QUERY = re.compile(r"^\s*([A-Za-z_:][A-Za-z0-9_:]*)\s*(\{.*\})?\s*$", re.S)
 _MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
-_PREFIX_SUFFIX = re.compile(r"^\^?((?:[^\\()\[\].*+?{}|^$]|\\.)*)\((\.\*|\.\+)\)((?:[^\\()\[\].*+?{}|^$]|\\.)*)\$?$")
-_AS_ONE_GROUP = re.compile(r"^((?:[^$]|\$\$)*)\$(?:1|\{1\})((?:[^$]|\$\$)*)$")
 _ESCAPED = re.compile(r"\\(.)")
 
 
@@ -223,13 +223,8 @@ def _candidates(rule: DiscoveryRule, metric: str) -> Iterator[str]:
         if op == "=":
             yield value
     yield metric
-    shape = _PREFIX_SUFFIX.match(rule.name_matches or "")
-    template = _AS_ONE_GROUP.match(name_as(rule))
-    if shape is not None and template is not None:
-        prefix, suffix = _ESCAPED.sub(r"\1", shape.group(1)), _ESCAPED.sub(r"\1", shape.group(3))
-        before, after = template.group(1).replace("$$", "$"), template.group(2).replace("$$", "$")
-        if metric.startswith(before) and metric.endswith(after) and len(metric) >= len(before) + len(after):
-            yield prefix + metric[len(before) : len(metric) - len(after)] + suffix
+    if rule.name_matches:  # the naming run backwards: ^http_(.*)_total$, ^jvm_threads_(live|peak)_threads$
+        yield from inverse_candidates(rule.name_matches, name_as(rule), metric)
     literal = _literal(rule.name_matches)
     if literal is not None:
         yield literal

@@ -43,6 +43,14 @@ CPU = [
     ({"namespace": "shop", "pod": "web-2", "container": "app"}, 0.5),
     ({"namespace": "other", "pod": "web-2", "container": "app"}, 3.0),
 ]
+# jvm_threads_live_threads / jvm_threads_peak_threads: the adapter serves them as jvm_threads_live and
+# jvm_threads_peak through an alternation capture (tests/convert/test_alternation.py).
+JVM_THREADS = [
+    ({"namespace": "shop", "pod": "web-1"}, "live", "17"),
+    ({"namespace": "shop", "pod": "web-2"}, "live", "23"),
+    ({"namespace": "shop", "pod": "web-1"}, "peak", "40"),
+    ({"namespace": "shop", "pod": "web-2"}, "peak", "44"),
+]
 MEMORY = [
     ({"namespace": "shop", "pod": "web-1", "container": "app"}, "104857600"),
     ({"namespace": "shop", "pod": "web-2", "container": "app"}, "209715200"),
@@ -70,6 +78,8 @@ def add_series(history: OpenMetricsHistory) -> None:
         ):
             for labels, value in gauges:
                 history.add(family, labels, at, value)
+        for labels, kind, value in JVM_THREADS:
+            history.add(f"jvm_threads_{kind}_threads", labels, at, value)
 
 
 def backfill_text(*more: Callable[[OpenMetricsHistory], None]) -> str:
