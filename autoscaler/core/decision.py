@@ -85,6 +85,7 @@ class Decision:
     error: str | None = None  # the sync's error (a metric failed, or the scale could not be written)
     applied: bool | None = None  # after apply_scale_result: whether the scale write succeeded
     previous_desired_replicas: int | None = None  # status.desiredReplicas before this sync
+    notes: tuple[str, ...] = ()  # sentences explain shows before the metrics' (the composite's, core/composite)
 
     def __init__(
         self,
@@ -105,6 +106,7 @@ class Decision:
         error: str | None = None,
         applied: bool | None = None,
         previous_desired_replicas: int | None = None,
+        notes: tuple[str, ...] = (),
     ) -> None:
         object.__setattr__(self, "current_replicas", current_replicas)
         object.__setattr__(self, "desired_replicas", desired_replicas)
@@ -123,6 +125,7 @@ class Decision:
         object.__setattr__(self, "error", error)
         object.__setattr__(self, "applied", applied)
         object.__setattr__(self, "previous_desired_replicas", previous_desired_replicas)
+        object.__setattr__(self, "notes", notes)
 
     @property
     def limited_by(self) -> str | None:

@@ -154,6 +154,7 @@ def explain_lines(decision: Decision, now: float) -> list[str]:
         )
         if decision.branch == "selector" and decision.error:
             lines.append(f"Error: {decision.error}.")
+    lines.extend(decision.notes)
     for outcome in decision.metrics:
         if not outcome.skipped:
             lines.append(metric_line(outcome))

@@ -143,6 +143,24 @@ def default_metrics() -> tuple[MetricSpec, ...]:
     )
 
 
+# KEDA's name for the composite metric (``CompositeMetricName``).
+DEFAULT_COMPOSITE_NAME = "composite-metric"
+
+
+@dataclass(frozen=True, slots=True)
+class CompositeSpec:
+    """``spec.composite`` (KEDA's ``advanced.scalingModifiers``): one metric computed by a CEL ``formula``
+    over the target's External metrics (its variables, by metric name), scaled on in their place with
+    ``target``. ``activation_target``: the target is active when the formula's value is strictly greater
+    (None: KEDA's default, 0). The formula is validated when the spec is parsed and compiled once per
+    formula (autoscaler.core.composite_spec); autoscaler.core.composite evaluates it each sync."""
+
+    formula: str
+    target: MetricTarget
+    name: str = DEFAULT_COMPOSITE_NAME
+    activation_target: Quantity | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class TargetSpec:
     """A parsed, defaulted and valid target spec."""
@@ -154,6 +172,8 @@ class TargetSpec:
     behavior: Behavior | None = None
     # The optional ``hvpa`` section: combined horizontal and vertical scaling (autoscaler.core.hvpa).
     hvpa: HvpaSpec | None = None
+    # KEDA's scalingModifiers: a formula over the External metrics (autoscaler.core.composite).
+    composite: CompositeSpec | None = None
     # KEDA's pollingInterval: this target's sync period in seconds; None: the service's sync.periodSeconds.
     sync_period_seconds: int | None = None
 

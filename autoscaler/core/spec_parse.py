@@ -9,6 +9,7 @@ defaults). The metric sources are :mod:`autoscaler.core.metric_spec_parse`, the 
 
 from __future__ import annotations
 
+from autoscaler.core.composite_spec import read_composite
 from autoscaler.core.gomath import MAX_INT32
 from autoscaler.core.hvpa.spec_parse import read_hvpa_spec
 from autoscaler.core.metric_spec_parse import read_metrics, read_object_reference
@@ -69,6 +70,7 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *, require_quer
             "must specify at least one Object or External metric to support scaling to zero replicas (minReplicas: 0)",
         )
     behavior = _behavior(obj.obj("behavior"))
+    composite = read_composite(obj, metrics)
     sync_period = obj.integer("syncPeriodSeconds", minimum=1, maximum=MAX_SYNC_PERIOD_SECONDS)
     hvpa_obj = obj.obj("hvpa")
     hvpa = (
@@ -87,6 +89,7 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *, require_quer
         metrics=metrics,
         behavior=behavior,
         hvpa=hvpa,
+        composite=composite,
         sync_period_seconds=sync_period,
     )
 

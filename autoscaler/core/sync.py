@@ -9,7 +9,9 @@ whether the writes are real:
    writer stopped mid-write), settled against the count observed
    (:func:`~autoscaler.core.rescale.resolve_scale_intent`); then the HPA engine's decision
    (:func:`~autoscaler.core.decision.decide`, or
-   :func:`~autoscaler.core.hvpa.hpa_link.hpa_off_decision` when HVPA leaves the HPA out), then, for a
+   :func:`~autoscaler.core.hvpa.hpa_link.hpa_off_decision` when HVPA leaves the HPA out; with
+   ``spec.composite`` it sees the composite metric in place of its External inputs:
+   :func:`~autoscaler.core.composite.apply_composite`), then, for a
    target with ``hvpa``, HVPA's decision and the replica count it sets
    (:func:`~autoscaler.core.hvpa.hpa_link.adopt_hvpa`). The plan says which writes to make: the scale
    (``scale_to``) and the VPA (``vpa_patch``).
@@ -29,6 +31,7 @@ from fractions import Fraction
 from typing import Any
 
 from autoscaler.core import conditions as c
+from autoscaler.core.composite import apply_composite
 from autoscaler.core.conditions import set_condition
 from autoscaler.core.decision import WARNING, Decision, Event, TargetState, decide
 from autoscaler.core.explain import explain_lines
@@ -166,8 +169,13 @@ def plan_sync(
     if state.target.scale_intent is not None:
         target, landed = resolve_scale_intent(state.target, spec, observation.scale.spec_replicas)
         state = SyncState(target, state.hvpa)
+    # The composite metric: its External inputs → one reading. What decide sees (and the steps after it that
+    # read metrics: the composite stands for its inputs) is decided_spec with decided's readings.
+    decided_spec, decided, composite_notes = apply_composite(spec, observation)
     if reads_metrics(spec):
-        decision = decide(spec, observation, state.target, settings, now)
+        decision = decide(decided_spec, decided, state.target, settings, now)
+        if composite_notes:
+            decision = replace(decision, notes=(*composite_notes, *decision.notes))
     else:
         decision = hpa_off_decision(spec, observation.scale.spec_replicas, state.target, now)
     if landed is not None:  # the Event the writer of that scale could not post: first among this sync's
