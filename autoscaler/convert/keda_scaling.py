@@ -13,6 +13,7 @@ from typing import Any
 
 from autoscaler.convert.keda_values import annotation_bool, milli_quantity, number
 from autoscaler.convert.model import Conversion
+from autoscaler.core.composite_keda import keda_formula_to_cel
 from autoscaler.core.pause_spec import (
     PAUSED_ANNOTATION,
     PAUSED_REPLICAS_ANNOTATION,
@@ -182,9 +183,15 @@ def composite(raw: object, target: dict[str, Any], conversion: Conversion) -> bo
     if metric_type not in ("AverageValue", "Value"):
         conversion.errors.append(f"{path}.metricType: {metric_type!r}: must be AverageValue or Value")
         return False
+    converted = keda_formula_to_cel(formula.strip())
+    if converted.cel is None:
+        conversion.errors.append(f"{path}.formula: {converted.problem}")
+        return False
+    if converted.cel != formula.strip():
+        conversion.changed(f"{path}.formula", f"written as the composite's CEL: {converted.cel}")
     key = "averageValue" if metric_type == "AverageValue" else "value"
     out: dict[str, Any] = {
-        "formula": formula.strip(),
+        "formula": converted.cel,
         "target": {"type": metric_type, key: milli_quantity(value, truncate=True)},
         "name": "composite-metric",
     }

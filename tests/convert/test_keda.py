@@ -175,14 +175,34 @@ def test_scaling_modifiers_become_the_composite_metric(tmp_path: Path) -> None:
     assert conversion.losses == []
 
 
-def test_a_formula_this_project_cannot_read_is_an_error() -> None:
+def test_kedas_formula_syntax_is_written_as_cel(tmp_path: Path) -> None:
     document = queue_worker(minReplicaCount=1)
-    document["spec"]["advanced"] = {"scalingModifiers": {"formula": "queue +* 2", "target": "5"}}
+    document["spec"]["advanced"] = {
+        "scalingModifiers": {"formula": "queue > 10 and not (queue ** 2 < 5) ? queue : 0", "target": "5"}
+    }
+    conversion, _ = run(document)
+    formula = spec_of(conversion, tmp_path)["composite"]["formula"]
+    assert "and" not in formula and "**" not in formula and "pow(queue, 2)" in formula
+    assert (
+        note(conversion, "spec.advanced.scalingModifiers.formula")
+        == f"changed: written as the composite's CEL: {formula}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("formula", "error"),
+    [
+        ("queue ?? 5", "spec.advanced.scalingModifiers.formula: "),  # no nil here: fallback says what to do
+        ("queue +* 2", "spec.advanced.scalingModifiers.formula: "),
+        ("other + 1", "converted spec.composite.formula: "),  # not a trigger's name
+    ],
+)
+def test_a_formula_without_an_equivalent_is_an_error(formula: str, error: str) -> None:
+    document = queue_worker(minReplicaCount=1)
+    document["spec"]["advanced"] = {"scalingModifiers": {"formula": formula, "target": "5"}}
     conversion, _ = run(document)
     assert conversion.target is None
-    assert any(e.startswith("converted spec.composite.formula: syntax error") for e in conversion.errors), (
-        conversion.errors
-    )
+    assert any(e.startswith(error) for e in conversion.errors), conversion.errors
 
 
 def test_every_trigger_form_and_what_is_not_converted(tmp_path: Path) -> None:
