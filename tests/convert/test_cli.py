@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from autoscaler.cli import main
+from autoscaler.service.settings import parse_service_settings
 from autoscaler_sandbox import PrometheusSandbox
 from kube_emulator import KubeEmulator
 from tests.convert.helpers import ADAPTER_CONFIG, HPAS, SCALED_OBJECTS, documents, load_written
@@ -72,6 +73,11 @@ def test_output_dir_and_strict(tmp_path: Path, capsys: pytest.CaptureFixture[str
             }
         }
     }
+    # merged into the service's settings as the file says, it is what `autoscaler run` reads
+    settings = parse_service_settings({"prometheus": {"url": "http://prometheus:9090", **backends["prometheus"]}})
+    assert settings.prometheus_backends["prometheus-monitoring"].bearer_token_file == (
+        "/etc/autoscaler/keda/secret/jobs/prom-token/token"
+    )
     assert convert(str(SCALED_OBJECTS), "--output-dir", str(out)) == 3
     assert sorted(p.name for p in out.iterdir()) == [
         "autoscaler-backends.yaml",
@@ -317,3 +323,17 @@ async def test_from_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         assert code == 3, captured.err  # shop/api's kafka trigger
         assert "found prometheus-adapter's ConfigMap" not in captured.err
         assert sorted(d["metadata"]["name"] for d in documents(captured.out)) == ["api", "web"]
+
+
+def test_exit_codes_are_the_documented_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/migrating.md's table lists 2, 1, 3 and 0; each but 1 (tests/convert/test_compare.py) is made here."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "migrating.md").read_text()
+    table = doc[doc.index("Exit codes, the first that applies") :].split("\n\n")[1]
+    assert [line.split("|")[1].strip() for line in table.splitlines()[2:]] == ["**2**", "**1**", "**3**", "**0**"]
+    everything = documents(SCALED_OBJECTS.read_text())
+    lossless = tmp_path / "worker.yaml"  # the worker and its TriggerAuthentication: nothing lost
+    lossless.write_text(yaml.safe_dump_all([d for d in everything if d["metadata"]["name"] != "api"]))
+    assert convert(str(lossless), "--strict") == 0
+    assert convert(str(SCALED_OBJECTS)) == 3  # the kafka trigger, dropped
+    assert "written without what did not convert (see the warnings): exit code 3" in capsys.readouterr().err
+    assert convert(str(SCALED_OBJECTS), "--strict") == 2
