@@ -67,8 +67,16 @@ class KnownSecrets:
 
     def __init__(self, settings: Iterable[PrometheusSettings] = ()) -> None:
         self._values: tuple[str, ...] = ()
+        self._public: frozenset[str] = frozenset()  # see publish
         for one in settings:
             self.learn(one)
+
+    def publish(self, values: Iterable[str]) -> None:
+        """Never redact ``values``: the names of the Prometheus backends, which messages name ("backend tenant-b:
+        …") and which a tenant header's value may equal, but which are no secret (the settings and the service's
+        metrics show them)."""
+        self._public = self._public | frozenset(values)
+        self._values = tuple(value for value in self._values if value not in self._public)
 
     def __bool__(self) -> bool:
         return bool(self._values)
@@ -80,7 +88,7 @@ class KnownSecrets:
 
     def add(self, value: str) -> None:
         """Add one value (a token read from a file); one too short or already known is left out."""
-        if not is_secret_shaped(value) or value in self._values:
+        if not is_secret_shaped(value) or value in self._values or value in self._public:
             return
         # Longest first: a secret that contains another is replaced whole, not around the shorter one.
         self._values = tuple(sorted((*self._values, value), key=len, reverse=True))

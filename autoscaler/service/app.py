@@ -17,22 +17,21 @@ import gc
 import os
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
 
 from autoscaler import native
-from autoscaler.core.observation import MetricReading
 from autoscaler.kube.api import KubeApi
 from autoscaler.kube.client import make_api_client
 from autoscaler.kube.election_thread import ElectionThread
 from autoscaler.kube.lease import default_identity
-from autoscaler.prometheus.client import PrometheusClient
-from autoscaler.prometheus.queries import TargetQuery
-from autoscaler.prometheus.reader import MetricsReader, OnReady
+from autoscaler.prometheus.backends import DEFAULT_BACKEND
+from autoscaler.prometheus.redaction import KnownSecrets
 from autoscaler.service import collector
-from autoscaler.service.backend_health import BackendHealth
+from autoscaler.service.backend_healths import BackendHealths
+from autoscaler.service.backends import Backend, BackendRouter, open_backends
 from autoscaler.service.cache_health import cache_readiness, cache_states
 from autoscaler.service.clock import ProcessClock, SkewMonitor
 from autoscaler.service.http import HttpServer, ReadinessCheck
@@ -40,7 +39,6 @@ from autoscaler.service.logs import configure_logging, flush_logs, log_lines_dro
 from autoscaler.service.loop_health import monitor_event_loop_lag, track_gc_pauses
 from autoscaler.service.manager import Manager
 from autoscaler.service.metrics import ServiceMetrics
-from autoscaler.service.prometheus_reads import TimedQuerier, sample_times, with_clock_note
 from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.settings import ServiceSettings
 from autoscaler.service.targets import Target
@@ -82,11 +80,12 @@ class Service:
         self.prometheus_skew = SkewMonitor(
             "prometheus", settings.sync.clock_skew_warning_seconds, self.metrics.set_clock_skew
         )
-        self.backend = BackendHealth.for_service(settings, self.metrics.registry)  # said once for all its targets
+        # Each Prometheus backend's health, said once for all the targets that read from it.
+        self.backend = BackendHealths.for_service(settings, self.metrics.registry)
         self.manager: Manager | None = None
         self.elector: ElectionThread | None = None
         self.http: HttpServer | None = None
-        self.querier: TimedQuerier | None = None
+        self.router: BackendRouter | None = None  # each metric read from its backend (service/backends.py)
         self.ready = asyncio.Event()
         self._stopping = False
         self._freezer: asyncio.Task[None] | None = None
@@ -114,27 +113,14 @@ class Service:
             api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
             # The collector is held off until the caches sync (service/collector.py), and runs again at the end.
             self._quiet = asyncio.create_task(collector.quiet_until_synced(), name="gc-quiet-start")
-            async with (
-                api_client,
-                PrometheusClient(
-                    settings.prometheus, observe_server_time=self.prometheus_skew.observe, clock=self.clock.now
-                ) as prometheus,
-            ):
-                self.querier = TimedQuerier(prometheus, self.metrics)
-                times = sample_times(settings, self.clock.now, self.prometheus_skew)  # a sample's bounds
-                reader = MetricsReader(self.querier, settings.prometheus, sample_times=times)
-                skew = self.prometheus_skew
-
-                async def read_many(
-                    queries: Sequence[TargetQuery], at: float | None, *, on_ready: OnReady | None = None
-                ) -> list[list[MetricReading]]:
-                    def ready(index: int, row: list[MetricReading]) -> None:
-                        if on_ready is not None:
-                            on_ready(index, with_clock_note(row, skew))
-
-                    rows = await reader.read(queries, at, ready)
-                    return [with_clock_note(row, skew) for row in rows]
-
+            # One redaction, every client's (their settings' secrets, their files' tokens), for every sink.
+            secrets = KnownSecrets()
+            async with api_client, contextlib.AsyncExitStack() as clients:
+                backends = await open_backends(
+                    settings, self.metrics, self.clock.now, self.prometheus_skew, secrets, clients
+                )
+                self.router = router = BackendRouter(backends)
+                read_many = router.read
                 kube = KubeApi(api_client, observe=self.metrics.observe_kubernetes_request)
                 election = settings.leader_election
                 lease = lease_namespace(election.lease_namespace), settings.sharding.lease_name(election.lease_name)
@@ -165,10 +151,9 @@ class Service:
                     backend_health=self.backend,
                 )
                 self.http.targets = manager
-                self.http.backends = lambda: [self.backend.document()]
-                # One redaction, the client's (its settings' secrets, its token file's tokens), for every sink.
-                self.http.redaction = manager.writer.redaction = prometheus.secrets
-                redact_known_secrets(prometheus.secrets)
+                self.http.backends = self.backend.documents
+                self.http.redaction = manager.writer.redaction = secrets
+                redact_known_secrets(secrets)
                 self.metrics.watch_log_lines_dropped(log_lines_dropped)
                 self.metrics.watch_caches(lambda: cache_states(manager.caches))
                 log.info(
@@ -317,21 +302,31 @@ class Service:
                 return True, "leading"
             return (holder is not None, f"standby (leader: {holder})" if holder else "no leader known yet")
 
-        async def prometheus() -> tuple[bool, str]:
-            querier = self.querier
-            if querier is None:
-                return False, "starting"
-            if querier.last_success is not None and time.monotonic() - querier.last_success < 60:
-                degraded = self.backend.readiness_note()  # answering some targets, failing most
-                return True, "answered within the last minute" + (f"; {degraded}" if degraded else "")
-            ok = await querier.client.ready()
-            return ok, "ready" if ok else (querier.last_error or "not ready")
-
         return [
             ReadinessCheck("caches", caches),
             ReadinessCheck("leadership", leadership),
-            ReadinessCheck("prometheus", prometheus),
+            # One check a backend: "prometheus" the default one, "prometheus:<name>" each of prometheus.backends.
+            *(
+                ReadinessCheck(
+                    "prometheus" if name == DEFAULT_BACKEND else f"prometheus:{name}", self._backend_check(name)
+                )
+                for name in self.backend.healths
+            ),
         ]
+
+    def _backend_check(self, name: str) -> Callable[[], Awaitable[tuple[bool, str]]]:
+        """``/readyz``'s check of the backend ``name``: it answers (within the last minute, or now), and whether
+        it is degraded (answering some targets, failing most)."""
+
+        async def check() -> tuple[bool, str]:
+            backend: Backend | None = self.router.backends.get(name) if self.router is not None else None
+            if backend is None:
+                return False, "starting"
+            ok, detail = await backend.readiness()
+            degraded = self.backend.healths[name].readiness_note() if ok else None
+            return ok, detail + (f"; {degraded}" if degraded else "")
+
+        return check
 
     def _liveness(self) -> list[ReadinessCheck]:
         def watches() -> tuple[bool, str]:

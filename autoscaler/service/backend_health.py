@@ -37,6 +37,7 @@ from autoscaler.core.decision import Decision, Event
 from autoscaler.core.metrics import FAILURE_REASONS
 from autoscaler.kube.api import KubeApi
 from autoscaler.kube.events import EventRecorder, InvolvedObject
+from autoscaler.prometheus.backends import DEFAULT_BACKEND
 from autoscaler.service.metrics_backends import HELD_KINDS, BackendCollector, BackendState
 from autoscaler.values.fields import Obj
 from autoscaler.values.timestamps import rfc3339
@@ -49,7 +50,7 @@ log = structlog.get_logger("autoscaler.backend")
 CONDITION = "PrometheusDegraded"
 RECOVERED = "PrometheusRecovered"
 _FAILED_EVENT_REASONS = frozenset(FAILURE_REASONS.values())
-_ALL_FAILED = "FailedComputeMetricsReplicas"
+ALL_FAILED_REASON = _ALL_FAILED = "FailedComputeMetricsReplicas"  # every metric failed: the target's Event
 
 Key = tuple[str, str]
 EventPoster = Callable[[str, str, str], Awaitable[None]]  # (type, reason, message)
@@ -99,10 +100,13 @@ class BackendHealth:
         settings: BackendHealthSettings,
         period: float,
         *,
+        name: str = DEFAULT_BACKEND,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
+        """``backend``: its URL; ``name``: its name in the settings (prometheus.backends, or default)."""
         self.backend = backend
+        self.name = name
         self.settings = settings
         self.period = period
         self.degraded = False
@@ -120,7 +124,8 @@ class BackendHealth:
 
     @classmethod
     def for_service(cls, settings: ServiceSettings, registry: CollectorRegistry) -> BackendHealth:
-        """The health of the service's Prometheus, in the service's metrics (``registry``)."""
+        """The health of the service's default Prometheus, in the service's metrics (``registry``); each
+        backend's: :class:`autoscaler.service.backend_healths.BackendHealths`."""
         health = cls(settings.prometheus.display_url, settings.backend_health, settings.sync.period_seconds)
         registry.register(BackendCollector(lambda: [health.state()]))
         return health
@@ -142,7 +147,11 @@ class BackendHealth:
         logged and posted as its Event before this returns."""
         if not any(not outcome.skipped for outcome in decision.metrics):
             return False  # nothing was read: says nothing of the backend
-        failed = any(outcome.backend_failure for outcome in decision.metrics)
+        return await self.observe_read(key, failed=any(outcome.backend_failure for outcome in decision.metrics))
+
+    async def observe_read(self, key: Key, *, failed: bool) -> bool:
+        """Count one target's sync that read from the backend (``failed``: the backend failed it), announcing
+        a change of the backend's state; ``failed``."""
         change = self.observe(key, failed=failed)
         if change is not None:
             await self._announce(change)
@@ -221,12 +230,13 @@ class BackendHealth:
 
     def state(self) -> BackendState:
         """What the service's metrics say of the backend (:mod:`autoscaler.service.metrics_backends`)."""
-        return self.backend, self.degraded, dict(self.held)
+        return self.backend, self.name, self.degraded, dict(self.held)
 
     def document(self) -> dict[str, Any]:
         """What ``/api/backends`` shows of the backend: its condition, the last period's counts, the writes held."""
         return {
             "backend": self.backend,
+            "name": self.name,
             "conditions": [self.condition()],
             "targetsFailed": self.failed,
             "targetsRead": self.read,
@@ -247,14 +257,21 @@ class BackendHealth:
         """What ``/readyz``'s Prometheus check adds while the backend is degraded."""
         return f"{CONDITION}: {self._message()}" if self.degraded else None
 
+    @property
+    def described(self) -> str:
+        """How messages name the backend: by its URL, and its name when it is a named one."""
+        if self.name == DEFAULT_BACKEND:
+            return f"Prometheus at {self.backend}"
+        return f"Prometheus backend {self.name} at {self.backend}"
+
     def _message(self) -> str:
         if not self.degraded:
             return (
-                f"Prometheus at {self.backend} answers its targets ({self.failed} of the {self.read} that read "
+                f"{self.described} answers its targets ({self.failed} of the {self.read} that read "
                 "from it in the last period failed with its errors)"
             )
         return (
-            f"{self.failed} of the {self.read} targets that read from Prometheus at {self.backend} in a period "
+            f"{self.failed} of the {self.read} targets that read from {self.described} in a period "
             "failed with its errors (no answer in time, no connection, 5xx, partial answers): their status "
             f"writes for it are limited to {self.settings.writes_per_period} a period and their Events replaced "
             "by this one until it answers again"
@@ -262,15 +279,18 @@ class BackendHealth:
 
     async def _announce(self, change: BackendChange) -> None:
         if change.degraded:
-            log.warning("Prometheus degraded", backend=self.backend, failed=change.failed, targets=change.read)
+            log.warning(
+                "Prometheus degraded", backend=self.backend, name=self.name, failed=change.failed, targets=change.read
+            )
             event = ("Warning", CONDITION, self._message())
         else:
-            log.info("Prometheus recovered", backend=self.backend, failed=change.failed, targets=change.read)
+            log.info(
+                "Prometheus recovered", backend=self.backend, name=self.name, failed=change.failed, targets=change.read
+            )
             event = (
                 "Normal",
                 RECOVERED,
-                f"Prometheus at {self.backend} answers again: each target's status is written as it is from its "
-                "next sync",
+                f"{self.described} answers again: each target's status is written as it is from its next sync",
             )
         if self._post is not None:
             await self._post(*event)

@@ -12,8 +12,8 @@
                               the event loop, gzipped when the scraper accepts it.
 ``GET /api/targets``          ``{"items": [{"namespace", "name", "status"}…]}`` (``?namespace=`` filters)
 ``GET /api/targets/{ns}/{n}`` ``{"namespace", "name", "status"}``, or 404
-``GET /api/backends``         ``{"items": [{"backend", "conditions"}…]}``: the Prometheus' condition
-                              ``PrometheusDegraded`` (:mod:`autoscaler.service.backend_health`)
+``GET /api/backends``         ``{"items": [{"backend", "name", "conditions"}…]}``: each Prometheus backend's
+                              condition ``PrometheusDegraded`` (:mod:`autoscaler.service.backend_health`)
 ============================  ====================================================================
 
 Bodies of the probes are JSON too (``{"ready": false, "checks": [{"name", "ok", "detail"}…]}``), so a

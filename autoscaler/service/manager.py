@@ -28,7 +28,7 @@ from autoscaler.kube.pods import PodIndex
 from autoscaler.kube.relists import DEFAULT_RELIST_POLICY, RelistPolicy
 from autoscaler.kube.scale import ScaleAccess
 from autoscaler.kube.watch import SILENCE_SECONDS, Key, WatchCache
-from autoscaler.service.backend_health import BackendHealth
+from autoscaler.service.backend_healths import BackendHealths
 from autoscaler.service.batcher import MetricsBatcher, ReadMany
 from autoscaler.service.caches import ClusterCaches
 from autoscaler.service.clock import ProcessClock
@@ -83,10 +83,10 @@ class Manager:
         recorder: SyncRecorder | None = None,
         sharding: ShardingSettings | None = None,
         clock: Callable[[], float] | None = None,
-        backend_health: BackendHealth | None = None,
+        backend_health: BackendHealths | None = None,
     ) -> None:
         """``clock``: decisions' "now" (Unix time that never steps); a :class:`ProcessClock` unless given.
-        ``backend_health``: the Prometheus' health, which every reconciler reports to (backend_health.py)."""
+        ``backend_health``: each Prometheus backend's health, which every reconciler reports to (backend_healths.py)."""
         self.api = api
         self.namespaces = tuple(namespaces)
         self.static = static_targets is not None

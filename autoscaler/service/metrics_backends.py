@@ -7,12 +7,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 HELD_KINDS = ("status", "event")
-BackendState = tuple[str, bool, Mapping[str, int]]  # backend (its URL), degraded, writes held by kind
+# backend (its URL), its name (prometheus.backends, or default), degraded, writes held by kind
+BackendState = tuple[str, str, bool, Mapping[str, int]]
 
 
 class BackendCollector:
     """``autoscaler_prometheus_backend_degraded`` and ``autoscaler_prometheus_backend_held_writes_total``
-    of each backend (:mod:`autoscaler.service.backend_health`), labelled with its URL (no credentials)."""
+    of each backend (:mod:`autoscaler.service.backend_health`), labelled with its URL (no credentials) and its
+    name (two backends may share a URL: a Mimir's tenants, told apart by a header)."""
 
     def __init__(self, source: Callable[[], Iterable[BackendState]]) -> None:
         self._source = source
@@ -25,16 +27,16 @@ class BackendCollector:
             "autoscaler_prometheus_backend_degraded",
             "1 while the backend fails most of the targets that read from it (backendHealth.degradedShare of "
             "them in a period): their status writes for it are held to backendHealth.writesPerPeriod a period.",
-            labels=["backend"],
+            labels=["backend", "name"],
         )
         held_family = CounterMetricFamily(
             "autoscaler_prometheus_backend_held_writes",
             "Per-target status writes and Events that only said the backend failed (or no longer fails) and "
             "were not made: past the budget, or an Event the backend's own Event stands for.",
-            labels=["backend", "kind"],
+            labels=["backend", "name", "kind"],
         )
-        for backend, degraded, held in self._source():
-            degraded_family.add_metric([backend], 1.0 if degraded else 0.0)
+        for backend, name, degraded, held in self._source():
+            degraded_family.add_metric([backend, name], 1.0 if degraded else 0.0)
             for kind in HELD_KINDS:
-                held_family.add_metric([backend, kind], held.get(kind, 0))
+                held_family.add_metric([backend, name, kind], held.get(kind, 0))
         yield from (degraded_family, held_family)

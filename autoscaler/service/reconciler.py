@@ -50,7 +50,7 @@ from autoscaler.core.sync import (
     settle,
 )
 from autoscaler.kube.scale import Scale, ScaleError
-from autoscaler.service.backend_health import BackendHealth
+from autoscaler.service.backend_healths import BackendHealths
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
 from autoscaler.service.metrics_sink import MetricsSink
 from autoscaler.service.observe import TargetObserver
@@ -82,7 +82,7 @@ class SyncContext:
     timers: TickTimers  # one loop timer per tick, its waits done through the pacer (service/schedule.py)
     recorder: SyncRecorder | None = None  # autoscaler run --record FILE
     shard: str | None = None  # the shard this instance serves (status.shard names it), None: unsharded
-    backend: BackendHealth | None = None  # the Prometheus' health and its budget of writes (backend_health.py)
+    backend: BackendHealths | None = None  # each Prometheus' health and its budget of writes (backend_healths.py)
 
 
 @dataclass(frozen=True)

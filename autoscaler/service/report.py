@@ -28,7 +28,8 @@ from autoscaler.core.decision import Decision, Event
 from autoscaler.core.history import ScaleIntent
 from autoscaler.core.results import MetricOutcome
 from autoscaler.core.status import condition_json
-from autoscaler.service.backend_health import BackendHealth, backend_event
+from autoscaler.service.backend_health import backend_event
+from autoscaler.service.backend_healths import BackendHealths
 from autoscaler.service.metrics_sink import MetricsSink
 from autoscaler.service.status import PENDING_SCALE, scale_intent_document, seconds_time, status_document
 from autoscaler.service.status_digest import StatusDigest
@@ -50,13 +51,13 @@ class SyncReporter:
         dry_run: bool,
         shard: str | None,
         last_status: Mapping[str, Any] | None,
-        backend: BackendHealth | None = None,
+        backend: BackendHealths | None = None,
     ) -> None:
         self._writes = writes
         self._metrics = metrics
         self._dry_run = dry_run
         self._shard = shard  # the shard this instance serves (status.shard names it), None: unsharded
-        self._backend = backend  # the health of the Prometheus the target reads, and its budget of writes
+        self._backend = backend  # the health of the Prometheus backends the target reads, and their budgets of writes
         # Whether what differs from the status last written is the backend's doing: it said the backend failed,
         # or a write was held since (the conditions moved on from it: a new transition time at least).
         self._backend_churn = False
@@ -88,7 +89,12 @@ class SyncReporter:
         backend = self._backend
         backend_failed = await backend.observe_sync(target.key, decision) if backend is not None else False
         for event in decision.events:
-            if backend is not None and backend_failed and backend_event(event, decision) and not backend.admit_event():
+            if (
+                backend is not None
+                and backend_failed
+                and backend_event(event, decision)
+                and not backend.admit_event(event, decision)
+            ):
                 continue
             await self._writes.event(target, event.type, event.reason, event.message)
         if self._dry_run:
@@ -102,7 +108,7 @@ class SyncReporter:
             and backend is not None
             and (backend_failed or self._backend_churn)
             and digest.differs_only_in_scaling_activity(self._written)
-            and not backend.admit_status(failed=backend_failed)
+            and not backend.admit_status(decision, failed=backend_failed)
         ):
             changed = False  # held: the status stays as written, and the next sync asks again
             self._backend_churn = True

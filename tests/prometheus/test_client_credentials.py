@@ -107,7 +107,11 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if REQUIRE_SERVERS:
             pytest.fail("openssl is not installed and AUTOSCALER_REQUIRE_SERVERS=1 forbids skipping the TLS tests")
         pytest.skip("openssl is not installed")
-    directory = tmp_path_factory.mktemp("pki")
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+def make_pki(directory: Path) -> Path:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate in ``directory`` (openssl, EC keys)."""
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     _openssl(
         "req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=test-ca", cwd=directory
