@@ -60,6 +60,11 @@ def replicas(spec: Mapping[str, Any], target: dict[str, Any], wakers: int, conve
     target["minReplicas"] = max(minimum or 0, 1)
     if idle is None and minimum:  # no activation phase: KEDA's HPA alone, from minReplicaCount up
         _cooldowns_without_activation(spec, conversion)
+        conversion.changed(
+            "spec.minReplicaCount",
+            f"a workload someone scales to 0 by hand: KEDA set it back to {minimum}; here it stays at 0 until "
+            "scaled up by hand (upstream's rule, the ScaledToZero condition), as under any HPA",
+        )
         return False
     if not wakers:  # KEDA's webhook refuses cpu/memory-only with minReplicaCount 0
         conversion.errors.append(

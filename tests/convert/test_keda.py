@@ -58,6 +58,8 @@ def test_min_and_idle_replica_counts(
     assert spec["minReplicas"] == min_replicas
     assert spec.get("activation") == activation
     assert conversion.losses == []
+    if activation is None:  # KEDA set a workload scaled to 0 by hand back to minReplicaCount; an HPA does not
+        assert "stays at 0 until scaled up by hand" in note(conversion, "spec.minReplicaCount")
 
 
 @pytest.mark.parametrize(
