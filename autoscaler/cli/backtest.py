@@ -212,6 +212,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     from autoscaler.backtest.replay import BacktestError
     from autoscaler.backtest.target import load_target
     from autoscaler.plot.output import PlotError, check_outputs
+    from autoscaler.prometheus.backends import one_backend
 
     try:
         check_outputs(args.plot)
@@ -253,7 +254,13 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         options = _options(args, settings, time.time(), targets[0].spec.sync_period_seconds)
     except TimeError as exc:
         return _fail(str(exc))
-    prometheus = replace(settings.prometheus, timeout_seconds=args.timeout)
+    # The replay reads one Prometheus: the backend the targets' metrics name (prometheus.backends), if one.
+    backend = one_backend(
+        settings.prometheus, settings.prometheus_backends, (m for t in targets for m in t.spec.metrics)
+    )
+    if isinstance(backend, str):
+        return _fail(f"{backend} (--config's prometheus.backends)")
+    prometheus = replace(backend, timeout_seconds=args.timeout)
     labels = _labels(targets)
     progress = Progress(
         math.floor((options.end - options.start) / options.step) + 1, enabled=False if args.no_progress else None

@@ -25,9 +25,10 @@ and re-read when they change: a target never holds one, it only names the backen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from autoscaler.core.metric_spec_parse import BACKEND_NAME
+from autoscaler.core.spec import MetricSpec
 from autoscaler.prometheus.settings import PrometheusSettings, read_prometheus_settings
 from autoscaler.values.fields import ErrorList, Obj
 
@@ -79,3 +80,22 @@ def all_backends(default: PrometheusSettings, named: Mapping[str, PrometheusSett
 def backend_of(name: str | None) -> str:
     """The backend a metric's ``backend`` field names (None: the default one)."""
     return name if name is not None else DEFAULT_BACKEND
+
+
+def one_backend(
+    default: PrometheusSettings, named: Mapping[str, PrometheusSettings], metrics: Iterable[MetricSpec]
+) -> PrometheusSettings | str:
+    """The one backend every metric of ``metrics`` is read from, for a tool that replays a single Prometheus
+    (``autoscaler backtest``); else why it cannot be one (a metric never silently reads another backend)."""
+    wanted = {backend_of(metric.backend): metric for metric in metrics}
+    if len(wanted) > 1:
+        listed = ", ".join(f'{metric.type.value} metric "{metric.name}" from {name}' for name, metric in wanted.items())
+        return f"the metrics read from more than one Prometheus backend ({listed}); a replay reads one"
+    name = next(iter(wanted), DEFAULT_BACKEND)
+    if name == DEFAULT_BACKEND:
+        return default
+    settings = named.get(name)
+    if settings is None:
+        known = ", ".join(all_backends(default, named))
+        return f"the metrics read from backend {name}, which the settings do not have ({known}; prometheus.backends)"
+    return settings
