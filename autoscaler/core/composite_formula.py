@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -279,7 +280,7 @@ class CompiledFormula:
         context = {name: celtypes.DoubleType(values[name]) for name in self.variables}
         try:
             result = self.runner.evaluate(context)
-        except (CELEvalError, ArithmeticError, ValueError, TypeError) as exc:
+        except (CELEvalError, ArithmeticError, ValueError, TypeError, RecursionError) as exc:
             raise FormulaError(f"the formula could not be evaluated: {exc.args[0] if exc.args else exc}") from exc
         if isinstance(result, bool | celtypes.BoolType):
             raise FormulaError(f"the formula gave a boolean ({str(bool(result)).lower()}), not a number")
@@ -293,9 +294,38 @@ class CompiledFormula:
         return value
 
 
+# A formula is a line or a few, not a program: these bounds keep its check and its evaluation (both walk the
+# tree recursively) far from Python's recursion limit. ~10 tree levels make one level of parentheses.
+MAX_FORMULA_LENGTH = 4096
+MAX_TREE_DEPTH = 400
+
+
+def _environment() -> celpy.Environment:
+    """A cel-python environment. Making one sets the process's recursion limit to 2500: a higher limit set by
+    someone else is kept."""
+    limit = sys.getrecursionlimit()
+    environment = celpy.Environment()
+    sys.setrecursionlimit(max(limit, sys.getrecursionlimit()))
+    return environment
+
+
+def _depth(tree: Tree) -> int:
+    """The tree's depth, walked without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(node, lark.Tree):
+            stack.extend((child, depth + 1) for child in node.children if child is not None)
+    return deepest
+
+
 def _parse(formula: str) -> Tree:
+    if len(formula) > MAX_FORMULA_LENGTH:
+        raise FormulaProblem(f"the formula is {len(formula)} characters long: at most {MAX_FORMULA_LENGTH}")
     try:
-        return celpy.Environment().compile(formula)
+        tree = _environment().compile(formula)
     except CELParseError as exc:
         line = exc.line or 1
         column = exc.column or 1
@@ -304,6 +334,13 @@ def _parse(formula: str) -> Tree:
         ) from exc
     except (lark.exceptions.LarkError, RecursionError) as exc:
         raise FormulaProblem(f"syntax error: {exc}") from exc
+    depth = _depth(tree)
+    if depth > MAX_TREE_DEPTH:
+        raise FormulaProblem(
+            f"the formula is nested too deeply: its parse tree is {depth} levels deep, at most {MAX_TREE_DEPTH} "
+            "(about 35 levels of parentheses, or 190 operations in a row)"
+        )
+    return tree
 
 
 @functools.lru_cache(maxsize=1024)
@@ -313,14 +350,11 @@ def compile_formula(formula: str, variables: frozenset[str]) -> CompiledFormula:
     sync. Raises :class:`FormulaProblem`."""
     tree = _parse(formula)
     checker = _Checker(formula, variables)
-    try:
-        kind = checker.kind(tree)
-    except RecursionError as exc:
-        raise FormulaProblem("the formula is nested too deeply") from exc
+    kind = checker.kind(tree)
     if kind != _NUMBER:
         raise FormulaProblem(
             f"the formula must compute a number, not a {kind} (a comparison is a condition: use it in c ? a : b)"
         )
     _double_literals(tree)
-    runner = celpy.Environment().program(tree, functions=BOUND)
+    runner = _environment().program(tree, functions=BOUND)
     return CompiledFormula(formula, tuple(checker.used), runner)

@@ -350,3 +350,12 @@ def test_a_failed_input_never_scales_down() -> None:
     assert outcome.decision.replicas == 5
     assert not outcome.decision.scale
     assert "input queue_a failed: timeout" in (outcome.decision.error or "")
+
+
+def test_a_formula_is_bounded_in_length_and_depth() -> None:
+    assert problem_of("trig_one + " * 400 + "1") == "the formula is 4401 characters long: at most 4096"
+    assert problem_of("(" * 40 + "trig_one" + ")" * 40).startswith(
+        "the formula is nested too deeply: its parse tree is 411 levels deep, at most 400"
+    )
+    deep_but_allowed = "(" * 35 + " + ".join(["trig_one"] * 3) + ")" * 35
+    assert value_of(deep_but_allowed, trig_one=1) == 3
