@@ -14,20 +14,15 @@ from typing import Any
 from autoscaler.convert.keda_values import annotation_bool, milli_quantity, number
 from autoscaler.convert.model import Conversion
 from autoscaler.core.composite_keda import keda_formula_to_cel
-from autoscaler.core.pause_spec import (
-    PAUSED_ANNOTATION,
-    PAUSED_REPLICAS_ANNOTATION,
-    PAUSED_SCALE_IN_ANNOTATION,
-    PAUSED_SCALE_OUT_ANNOTATION,
-)
 
 DEFAULT_MAX_REPLICAS = 100  # KEDA's defaultHPAMaxReplicas
 FALLBACK_BEHAVIORS = ("static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower")
+# KEDA's pause annotations and the target's own (the names issue 36 fixed; read by core/pause_spec.py).
 KEDA_PAUSE = {
-    "autoscaling.keda.sh/paused": PAUSED_ANNOTATION,
-    "autoscaling.keda.sh/paused-replicas": PAUSED_REPLICAS_ANNOTATION,
-    "autoscaling.keda.sh/paused-scale-in": PAUSED_SCALE_IN_ANNOTATION,
-    "autoscaling.keda.sh/paused-scale-out": PAUSED_SCALE_OUT_ANNOTATION,
+    "autoscaling.keda.sh/paused": "autoscaler.dev/paused",
+    "autoscaling.keda.sh/paused-replicas": "autoscaler.dev/paused-replicas",
+    "autoscaling.keda.sh/paused-scale-in": "autoscaler.dev/paused-scale-in",
+    "autoscaling.keda.sh/paused-scale-out": "autoscaler.dev/paused-scale-out",
 }
 MAX_INT32 = 2**31 - 1
 
