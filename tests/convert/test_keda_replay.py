@@ -106,3 +106,38 @@ def test_the_composite_metric_of_scaling_modifiers(tmp_path: Path) -> None:
 
     # (30 + 10) / 2 = 20 -> 2; (100 + 60) / 2 = 80 -> 8, limited to max(2 x 2, 4) = 4; then 8
     assert replay(spec, [both(0, "30", "10", replicas=1), both(15, "100", "60"), both(30, "100", "60")]) == [2, 4, 8]
+
+
+def test_paused_replicas_then_resumed(tmp_path: Path) -> None:
+    """KEDA's paused-replicas: scaled to that count and held whatever the metric says; removed, the HPA resumes."""
+    document = queue_worker(minReplicaCount=1)
+    document["metadata"]["annotations"] = {"autoscaling.keda.sh/paused-replicas": "3"}
+    conversion, _ = run(document)
+    spec = spec_of(conversion, tmp_path)
+    assert conversion.target is not None
+    paused = conversion.target["metadata"]["annotations"]  # the target's own, as it is applied
+    steps = [queue(0, "200", replicas=1, annotations=paused), queue(15, "200"), queue(30, "200", annotations={})]
+    steps += [queue(45, "200")]
+    assert replay(spec, steps) == [
+        3,  # paused at 3: scaled to it
+        3,  # held, though 200 / 25 asks for 8
+        6,  # resumed: the HPA, limited to max(2 x 3, 4)
+        8,
+    ]
+
+
+def test_paused_scale_in_holds_the_count_and_keeps_it_from_idling(tmp_path: Path) -> None:
+    """KEDA's paused-scale-in: the HPA scales out but not in, and KEDA does not scale to idle."""
+    document = queue_worker(cooldownPeriod=0)
+    document["metadata"]["annotations"] = {"autoscaling.keda.sh/paused-scale-in": "true"}
+    conversion, _ = run(document)
+    spec = spec_of(conversion, tmp_path)
+    assert conversion.target is not None
+    paused = conversion.target["metadata"]["annotations"]
+    steps = [queue(0, "100", replicas=2, annotations=paused), queue(15, "0"), queue(400, "0"), queue(415, "50")]
+    assert replay(spec, steps) == [
+        4,  # 100 / 25: scaling out is not paused
+        4,  # inactive, cooled down at once (cooldownPeriod 0): scaling in to idle is paused
+        4,  # past the HPA's window too: still no scale-in
+        4,  # 50 / 25 = 2: a scale-in, held
+    ]
