@@ -108,7 +108,7 @@ def convert_scaled_object(
     target: dict[str, Any] = {"scaleTargetRef": ref, "minReplicas": 1, "maxReplicas": 100, "metrics": metrics}
     advanced = spec.get("advanced")
     has_composite = _advanced(advanced, target, conversion)
-    has_activation = keda_scaling.replicas(spec, target, len(prometheus), conversion)
+    has_activation = keda_scaling.replicas(spec, target, len(prometheus), conversion, composite=has_composite)
     _activation_thresholds(prometheus, has_activation and not has_composite, has_composite, conversion)
     keda_scaling.polling(spec, target, conversion)
     if spec.get("fallback") is not None and not prometheus:

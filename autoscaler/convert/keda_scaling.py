@@ -37,9 +37,12 @@ def integer(spec: Mapping[str, Any], key: str, conversion: Conversion, minimum: 
     return value
 
 
-def replicas(spec: Mapping[str, Any], target: dict[str, Any], wakers: int, conversion: Conversion) -> bool:
+def replicas(
+    spec: Mapping[str, Any], target: dict[str, Any], wakers: int, conversion: Conversion, *, composite: bool = False
+) -> bool:
     """``minReplicas``, ``maxReplicas`` and ``activation``; True when the target has the activation phase.
-    ``wakers``: how many metrics can make it active (External ones, or the composite)."""
+    ``wakers``: how many metrics can make it active (External ones); ``composite``: the composite metric's value
+    decides activity instead."""
     minimum = integer(spec, "minReplicaCount", conversion)
     maximum = integer(spec, "maxReplicaCount", conversion, minimum=1)
     idle = integer(spec, "idleReplicaCount", conversion)
@@ -75,10 +78,13 @@ def replicas(spec: Mapping[str, Any], target: dict[str, Any], wakers: int, conve
     if initial is not None:
         activation["initialCooldownSeconds"] = initial
     target["activation"] = activation
+    trigger, threshold = (
+        ("the composite value", "activationTarget") if composite else ("a metric", "its activationThreshold")
+    )
     conversion.changed(
         "spec.idleReplicaCount" if idle is not None else "spec.minReplicaCount",
-        f"KEDA's activation phase: spec.activation (idle at {idle or 0}; active when a metric is strictly above "
-        f"its activationThreshold, then at least minReplicas {target['minReplicas']}; back to idle "
+        f"KEDA's activation phase: spec.activation (idle at {idle or 0}; active when {trigger} is strictly above "
+        f"{threshold}, then at least minReplicas {target['minReplicas']}; back to idle "
         f"{cooldown if cooldown is not None else 300} s after the last active sync). It wakes the workload from "
         "idle whoever scaled it there, as KEDA does",
     )
