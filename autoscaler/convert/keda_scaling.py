@@ -50,7 +50,9 @@ def replicas(
     # KEDA's CheckReplicaCountBoundsAreValid: the floor is 0 when minReplicaCount is absent, else max(it, 1).
     floor = 0 if minimum is None else max(minimum, 1)
     if floor > target["maxReplicas"]:
-        conversion.errors.append(f"spec.minReplicaCount: {minimum} must not exceed maxReplicaCount ({maximum})")
+        conversion.errors.append(
+            f"spec.minReplicaCount: {minimum} must not exceed maxReplicaCount ({target['maxReplicas']})"
+        )
     if idle is not None and idle >= floor:
         conversion.errors.append(
             f"spec.idleReplicaCount: {idle} must be less than minReplicaCount ({minimum or 0}; KEDA refuses it)"
