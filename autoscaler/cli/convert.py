@@ -5,25 +5,23 @@ Exit codes (docs/migrating.md), the first that applies: 2 for invalid input — 
 or adapter configuration that does not convert, and with ``--strict`` anything not converted; 1 when
 ``--compare`` flags a target or cannot read the history; 3 when, without ``--strict``, something was not
 converted (the targets are written without it, each loss named on stderr); 0 when everything converted (and,
-with ``--compare``, agreed). An object that fails never stops the others: every convertible one is still written.
+with ``--compare``, agreed). An object that fails never stops the others: every convertible one is still written,
+and with ``--compare`` a target that cannot be compared is reported by name while the others still compare
+(:mod:`autoscaler.cli.convert_compare`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import math
 import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from autoscaler.cli.backtest import read_settings  # --compare is a backtest, with its settings
-from autoscaler.cli.errors import EXIT_FAILED, EXIT_INVALID, EXIT_OK, fail, say
-from autoscaler.convert.keda_auth import DEFAULT_KEDA_NAMESPACE
-from autoscaler.convert.keda_backends import DEFAULT_MOUNT_DIR
+from autoscaler.cli.errors import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_INVALID, EXIT_OK, fail, say
 from autoscaler.values.fields import SpecError
 
 if TYPE_CHECKING:  # the conversions, and the Prometheus client, load only when the command runs
@@ -33,9 +31,10 @@ if TYPE_CHECKING:  # the conversions, and the Prometheus client, load only when 
     from autoscaler.convert.model import Conversion
 
 DEFAULT_AGREEMENT = 90.0
-EXIT_DISAGREES = EXIT_FAILED  # --compare flags a target
-EXIT_LOSSES = 3  # without --strict: written, but something did not carry over (never a silent 0)
-HPA_SYNC_PERIOD = "15s"  # the controller's --horizontal-pod-autoscaler-sync-period default
+# The KEDA options' defaults, written out so that building the parser loads no conversion code (the convert
+# modules' own DEFAULT_MOUNT_DIR and DEFAULT_KEDA_NAMESPACE; tests/convert/test_cli.py checks they agree).
+DEFAULT_SECRETS_DIR = "/etc/autoscaler/keda"
+DEFAULT_KEDA_NAMESPACE = "keda"
 
 
 def add_parser(sub: Subcommands) -> None:
@@ -86,9 +85,9 @@ def add_parser(sub: Subcommands) -> None:
     )
     keda.add_argument(
         "--secrets-dir",
-        default=DEFAULT_MOUNT_DIR,
+        default=DEFAULT_SECRETS_DIR,
         metavar="DIR",
-        help=f"where the service's pod mounts the Secret keys the backends read (default {DEFAULT_MOUNT_DIR})",
+        help=f"where the service's pod mounts the Secret keys the backends read (default {DEFAULT_SECRETS_DIR})",
     )
     keda.add_argument(
         "--keda-namespace",
@@ -111,7 +110,11 @@ def add_parser(sub: Subcommands) -> None:
     )
     compare.add_argument("--from", dest="start", metavar="T1", help="start: -7d, RFC 3339, a date, Unix seconds")
     compare.add_argument("--to", dest="end", default="now", metavar="T2", help="end (default now)")
-    compare.add_argument("--step", metavar="DURATION", help="the sync period replayed (default: the HPA's 15s)")
+    compare.add_argument(
+        "--step",
+        metavar="DURATION",
+        help="the sync period replayed (default: the target's syncPeriodSeconds, else the HPA's 15s)",
+    )
     compare.add_argument(
         "--config",
         metavar="SETTINGS.yaml",
@@ -252,11 +255,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
     _write(written, adapter_source, args.output_dir, to_stdout=not args.compare, backends=backends)
     code = EXIT_INVALID if failed or problems else EXIT_OK
     if args.compare and written:
-        compared = _compare(args, written)
+        from autoscaler.cli.convert_compare import run_compare
+
+        compared = run_compare(args, written)
         code = code or compared
     if lost and not code:
         say("convert", f"{len(lost)} target(s) written without what did not convert (see the warnings): exit code 3")
-        code = EXIT_LOSSES
+        code = EXIT_INCOMPLETE
     return code
 
 
@@ -335,65 +340,3 @@ def _write(
             print(f"wrote {path}", file=sys.stderr)
     elif to_stdout and conversions:
         sys.stdout.write(render_all(conversions, adapter_source))
-
-
-def _compare(args: argparse.Namespace, conversions: list[Conversion]) -> int:
-    from autoscaler.backtest.replay import BacktestError, BacktestOptions
-    from autoscaler.cli.times import TimeError, parse_step, parse_time
-
-    try:
-        settings = read_settings(args)
-    except SpecError as exc:
-        return _fail("settings: " + "; ".join(str(e) for e in exc.errors))
-    now = time.time()
-    try:
-        start, end = parse_time(args.start, now), parse_time(args.end, now)
-        step = parse_step(args.step or HPA_SYNC_PERIOD)
-    except TimeError as exc:
-        return _fail(str(exc))
-    if end <= start or start > now:
-        return _fail(f"--from {args.start} → --to {args.end}: not a range of past time")
-    threshold = args.agreement / 100
-    if not 0 <= threshold <= 1 or math.isnan(threshold):
-        return _fail("--agreement is a percentage between 0 and 100")
-    options = BacktestOptions(start=start, end=end, step=step, keep_records=bool(args.plot_dir))
-    try:
-        comparisons = asyncio.run(_compare_all(settings, conversions, options))
-    except BacktestError as exc:
-        return fail("convert --compare", str(exc), exc.exit_code)
-    return _report(args, comparisons, threshold)
-
-
-async def _compare_all(settings: Any, conversions: list[Conversion], options: Any) -> list[Any]:
-    from autoscaler.backtest.replay import BacktestError
-    from autoscaler.convert.compare import compare
-    from autoscaler.prometheus.client import PrometheusClient
-    from autoscaler.prometheus.errors import PrometheusError
-
-    try:
-        async with PrometheusClient(settings.prometheus) as client:
-            return [await compare(client, settings.prometheus, settings.controller, c, options) for c in conversions]
-    except PrometheusError as error:
-        raise BacktestError(f"reading the history failed: {error}", 2 if error.kind == "bad_query" else 1) from None
-
-
-def _report(args: argparse.Namespace, comparisons: list[Any], threshold: float) -> int:
-    from autoscaler.convert.compare import comparison_json, render, write_plot
-    from autoscaler.convert.output import file_name
-
-    if args.output == "json":
-        print(
-            json.dumps(
-                {"targets": [comparison_json(c, threshold) for c in comparisons], "agreementThreshold": threshold},
-                indent=2,
-            )
-        )
-    else:
-        print("\n\n".join(render(c, threshold) for c in comparisons))
-    if args.plot_dir:
-        directory = Path(args.plot_dir)
-        directory.mkdir(parents=True, exist_ok=True)
-        for comparison in comparisons:
-            write_plot(comparison, [str(directory / file_name(comparison.conversion).replace(".yaml", ".png"))])
-    flagged = [c for c in comparisons if c.agreement.flagged(threshold)]
-    return EXIT_DISAGREES if flagged else EXIT_OK

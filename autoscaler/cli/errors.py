@@ -13,6 +13,7 @@ from autoscaler.values.fields import SpecError, problem_report
 EXIT_OK = 0
 EXIT_FAILED = 1  # the input was good, the work failed: history that cannot be read, a plot not written
 EXIT_INVALID = 2  # bad input: a file, a flag, a setting, a time (argparse's own code for a bad command line)
+EXIT_INCOMPLETE = 3  # done in part: what could not be is named on stderr (convert without --strict lost something)
 EXIT_BROKEN_PIPE = 1  # Python's own exit code on EPIPE
 EXIT_INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as a shell reports it
 

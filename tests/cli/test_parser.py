@@ -99,7 +99,14 @@ def test_exit_codes_are_defined_once() -> None:
     }
     assert defined == {
         f"autoscaler/cli/errors.py: {name}"
-        for name in ("EXIT_OK", "EXIT_FAILED", "EXIT_INVALID", "EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED")
+        for name in (
+            "EXIT_OK",
+            "EXIT_FAILED",
+            "EXIT_INVALID",
+            "EXIT_INCOMPLETE",
+            "EXIT_BROKEN_PIPE",
+            "EXIT_INTERRUPTED",
+        )
     }
 
 

@@ -337,3 +337,12 @@ def test_exit_codes_are_the_documented_ones(tmp_path: Path, capsys: pytest.Captu
     assert convert(str(SCALED_OBJECTS)) == 3  # the kafka trigger, dropped
     assert "written without what did not convert (see the warnings): exit code 3" in capsys.readouterr().err
     assert convert(str(SCALED_OBJECTS), "--strict") == 2
+
+
+def test_the_keda_options_defaults_are_the_converters() -> None:
+    from autoscaler.cli import build_parser
+    from autoscaler.convert.keda_auth import DEFAULT_KEDA_NAMESPACE
+    from autoscaler.convert.keda_backends import DEFAULT_MOUNT_DIR
+
+    args = build_parser().parse_args(["convert", "so.yaml"])
+    assert (args.secrets_dir, args.keda_namespace) == (DEFAULT_MOUNT_DIR, DEFAULT_KEDA_NAMESPACE)
