@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.chaos.promproxy import PrometheusProxy
 from tests.chaos.relay import TcpRelay
@@ -29,6 +29,7 @@ from tests.chaos.service import ServiceProcess, libfaketime
 from tests.chaos.timeline import Timeline
 from tests.guard import Guard, missing_binaries
 from tests.service.cluster import CRD
+from tests.warm_prometheus import Scraped
 
 _guard = Guard(
     {
@@ -49,19 +50,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="module")
-def exporter() -> Iterator[MetricsExporter]:
-    with MetricsExporter() as running:
-        yield running
+def exporter(scraped: Scraped) -> MetricsExporter:
+    return scraped.exporter
 
 
 @pytest.fixture(scope="module")
-def prometheus(exporter: MetricsExporter) -> Iterator[PrometheusSandbox]:
+def prometheus(scraped: Scraped) -> PrometheusSandbox:
+    """The module's own Prometheus, scraping its exporter every second; started while the module before ran,
+    it has its first samples already (tests/warm_prometheus.py)."""
     _guard.require("prometheus")
-    exporter.set("queue_depth", {"queue": "jobs"}, 0)
-    sandbox = PrometheusSandbox(scrape_targets=[ScrapeTarget(exporter.address)], scrape_interval=1.0)
-    with sandbox:
-        sandbox.wait_for('queue_depth{queue="jobs"}', timeout=30)
-        yield sandbox
+    assert scraped.prometheus is not None
+    scraped.prometheus.wait_for('queue_depth{queue="jobs"}', timeout=30)
+    return scraped.prometheus
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.guard import Guard, missing_binaries
 from tests.service.cluster import CRD
 from tests.victoriametrics import BINARY, PACKAGE, VictoriaMetricsSandbox
+from tests.warm_prometheus import Scraped
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,19 +34,18 @@ pytest_runtest_setup, pytest_runtest_logreport, pytest_deselected, pytest_sessio
 
 
 @pytest.fixture(scope="module")
-def exporter() -> Iterator[MetricsExporter]:
-    with MetricsExporter() as running:
-        yield running
+def exporter(scraped: Scraped) -> MetricsExporter:
+    return scraped.exporter
 
 
 @pytest.fixture(scope="module")
-def prometheus(exporter: MetricsExporter) -> Iterator[PrometheusSandbox]:
+def prometheus(scraped: Scraped) -> PrometheusSandbox:
+    """The module's own Prometheus, scraping its exporter every second; started while the module before ran,
+    it has its first samples already (tests/warm_prometheus.py)."""
     _guard.require("prometheus")
-    exporter.set("queue_depth", {"queue": "jobs"}, 0)
-    sandbox = PrometheusSandbox(scrape_targets=[ScrapeTarget(exporter.address)], scrape_interval=1.0)
-    with sandbox:
-        sandbox.wait_for('queue_depth{queue="jobs"}', timeout=30)
-        yield sandbox
+    assert scraped.prometheus is not None
+    scraped.prometheus.wait_for('queue_depth{queue="jobs"}', timeout=30)
+    return scraped.prometheus
 
 
 @pytest.fixture(scope="module")
