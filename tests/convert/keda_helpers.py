@@ -4,8 +4,11 @@ converting and checking an object the way ``autoscaler convert`` and then ``auto
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from autoscaler.convert.keda import convert_scaled_object
 from autoscaler.convert.keda_auth import AuthIndex
@@ -14,6 +17,9 @@ from autoscaler.convert.model import Conversion
 from autoscaler.prometheus.backends import read_backends
 from autoscaler.values.fields import ErrorList
 from tests.convert.helpers import SCALED_OBJECTS, documents, load_written
+from tests.schemas import crd_version_schema, custom_resource_errors
+
+CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd.yaml"
 
 SECRETS = f"{DEFAULT_MOUNT_DIR}/secret"
 
@@ -58,10 +64,20 @@ def run(
     return convert_scaled_object(document, "so.yaml", index, registry), registry
 
 
+@functools.cache
+def target_schema() -> dict[str, Any]:
+    """The ScalingTarget CRD's schema (manifests/crd.yaml), which the API server holds a target to."""
+    crd = next(d for d in yaml.safe_load_all(CRD.read_text()) if d and d["spec"]["names"]["kind"] == "ScalingTarget")
+    return crd_version_schema(crd, "v1alpha1")
+
+
 def spec_of(conversion: Conversion, tmp_path: Path) -> dict[str, Any]:
+    """The converted spec, after checking the target as `kubectl apply` (the CRD's schema: nothing refused,
+    nothing pruned) and `autoscaler run` (the project's own validation, queries required) read it."""
     assert conversion.errors == []
     assert conversion.target is not None
-    load_written(tmp_path, conversion.target)  # the project's own validation, queries required
+    assert custom_resource_errors(conversion.target, target_schema()) == []
+    load_written(tmp_path, conversion.target)
     spec: dict[str, Any] = conversion.target["spec"]
     return spec
 
