@@ -13,7 +13,9 @@ import os
 import ssl
 import time
 from collections.abc import Callable
+from typing import Protocol
 
+from autoscaler.prometheus.connection_settings import SecretRef
 from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.redaction import KnownSecrets, basic_authorization
 from autoscaler.prometheus.settings import PrometheusSettings
@@ -73,47 +75,96 @@ class BearerTokenFile:
         return self._token
 
 
+class SecretSource(Protocol):
+    """Where the values of Secret references come from (the service's :class:`~autoscaler.service.secret_refs.
+    SecretStore`, which reads them through the API)."""
+
+    def value(self, ref: SecretRef) -> str:
+        """The key's value as last read; raises :class:`PrometheusCredentialsError` saying why there is none."""
+        ...
+
+    async def reread(self, ref: SecretRef) -> None:
+        """Read the Secret again now (after a 401: it may have been rotated)."""
+        ...
+
+
+class SecretValue:
+    """One Secret reference's value, as a credential source like :class:`BearerTokenFile`."""
+
+    def __init__(self, ref: SecretRef, source: SecretSource | None) -> None:
+        self.ref = ref
+        self._source = source
+
+    def token(self) -> str:
+        if self._source is None:
+            raise PrometheusCredentialsError(
+                f"{self.ref} is read through the Kubernetes API by autoscaler run only: here, name a file instead"
+            )
+        return self._source.value(self.ref)
+
+    def invalidate(self) -> None:
+        pass  # see reread
+
+    async def reread(self) -> None:
+        if self._source is not None:
+            await self._source.reread(self.ref)
+
+
+CredentialSource = BearerTokenFile | SecretValue
+
+
 class Credentials:
     """The Authorization and custom headers for each request, and the secrets to redact: ``secrets``, when
     given, is the service's one :class:`KnownSecrets` (every sink redacts with it), to which this adds the
-    settings' values and each token read from the file."""
+    settings' values and each token or password read from a file or a Secret. ``secret_source``: where Secret
+    references are read (none: a reference fails the request, saying so)."""
 
-    def __init__(self, settings: PrometheusSettings, secrets: KnownSecrets | None = None) -> None:
+    def __init__(
+        self,
+        settings: PrometheusSettings,
+        secrets: KnownSecrets | None = None,
+        secret_source: SecretSource | None = None,
+    ) -> None:
         self._static: dict[str, str] = dict(settings.headers)
-        self._token_file = BearerTokenFile(settings.bearer_token_file) if settings.bearer_token_file else None
+        self._bearer: CredentialSource | None = None
+        if settings.bearer_token_file:
+            self._bearer = BearerTokenFile(settings.bearer_token_file)
+        elif settings.bearer_token_secret is not None:
+            self._bearer = SecretValue(settings.bearer_token_secret, secret_source)
         basic = settings.basic_auth
         self._username = basic.username if basic is not None else ""
-        self._password_file = (
-            BearerTokenFile(basic.password_file, what="basic auth password file")
-            if basic is not None and basic.password_file is not None
-            else None
-        )
+        self._password: CredentialSource | None = None
+        if basic is not None and basic.password_file is not None:
+            self._password = BearerTokenFile(basic.password_file, what="basic auth password file")
+        elif basic is not None and basic.password_secret is not None:
+            self._password = SecretValue(basic.password_secret, secret_source)
         if settings.bearer_token:
             self._static["Authorization"] = f"Bearer {settings.bearer_token}"
-        elif settings.basic_auth is not None and self._password_file is None:
-            self._static["Authorization"] = basic_authorization(
-                settings.basic_auth.username, settings.basic_auth.password
-            )
+        elif basic is not None and self._password is None:
+            self._static["Authorization"] = basic_authorization(basic.username, basic.password)
         self.secrets = secrets if secrets is not None else KnownSecrets()
         self.secrets.learn(settings)
 
     @property
     def refreshable(self) -> bool:
-        return self._token_file is not None or self._password_file is not None
+        return self._bearer is not None or self._password is not None
 
-    def refresh(self) -> None:
-        for source in (self._token_file, self._password_file):
+    async def refresh(self) -> None:
+        """Read the credential again (after a 401): a file at its next use, a Secret now."""
+        for source in (self._bearer, self._password):
             if source is not None:
                 source.invalidate()
+                if isinstance(source, SecretValue):
+                    await source.reread()
 
     def headers(self) -> dict[str, str]:
         headers = dict(self._static)
-        if self._token_file is not None:
-            token = self._token_file.token()
+        if self._bearer is not None:
+            token = self._bearer.token()
             headers["Authorization"] = f"Bearer {token}"
             self.secrets.add(token)
-        elif self._password_file is not None:
-            password = self._password_file.token()
+        elif self._password is not None:
+            password = self._password.token()
             header = basic_authorization(self._username, password)
             headers["Authorization"] = header
             for secret in (password, header, header.removeprefix("Basic ")):

@@ -44,7 +44,7 @@ from urllib.parse import urlencode
 import aiohttp
 
 from autoscaler.prometheus.answers import Answers, Retry
-from autoscaler.prometheus.auth import Credentials, build_ssl_context
+from autoscaler.prometheus.auth import Credentials, SecretSource, build_ssl_context
 from autoscaler.prometheus.errors import (
     PrometheusError,
     PrometheusHTTPError,
@@ -102,12 +102,14 @@ class PrometheusClient:
         observe_server_time: ServerTimeObserver | None = None,
         clock: Callable[[], float] | None = None,
         secrets: KnownSecrets | None = None,
+        secret_source: SecretSource | None = None,
     ) -> None:
         """``secrets``: the service's one redaction, which learns this client's secrets (its own otherwise);
-        every text this client makes is redacted with it (:attr:`secrets`)."""
+        every text this client makes is redacted with it (:attr:`secrets`). ``secret_source``: where the
+        settings' Secret references are read (the service's SecretStore)."""
         self.settings = settings
         self.stats = ClientStats()
-        self._credentials = Credentials(settings, secrets)
+        self._credentials = Credentials(settings, secrets, secret_source)
         self.secrets = self._credentials.secrets
         self._redirects = Redirects(settings.url, settings.follow_redirects)
         self._answers = Answers(settings, self._credentials.redact)
@@ -278,7 +280,7 @@ class PrometheusClient:
                 ):
                     # The token may have rotated under us: re-read it once and try again now.
                     refreshed_credentials = True
-                    self._credentials.refresh()
+                    await self._credentials.refresh()
                     continue
                 if isinstance(error, PrometheusHTTPError) and error.status == 401:
                     raise error

@@ -28,16 +28,59 @@ HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 
 @dataclass(frozen=True, slots=True)
+class SecretRef:
+    """A key of a Kubernetes Secret (``{namespace, name, key}``): a credential the service reads through the API
+    (and again every minute, and at once after a 401), never held in the settings."""
+
+    namespace: str
+    name: str
+    key: str
+
+    def __str__(self) -> str:
+        return f"Secret {self.namespace}/{self.name} (key {self.key})"
+
+
+@dataclass(frozen=True, slots=True)
 class BasicAuth:
     username: str
     password: str = field(default="", repr=False)
     # Where the password is read from instead (re-read when the file changes, as bearerTokenFile is).
     password_file: str | None = None
+    password_secret: SecretRef | None = None  # or from this key of a Secret, read through the API
 
     def __repr__(self) -> str:
         if self.password_file is not None:
             return f"BasicAuth(username={self.username!r}, password_file={self.password_file!r})"
+        if self.password_secret is not None:
+            return f"BasicAuth(username={self.username!r}, password_secret={self.password_secret!r})"
         return f"BasicAuth(username={self.username!r}, password={REDACTED!r})"
+
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+_SECRET_KEY = re.compile(r"^[-._a-zA-Z0-9]{1,253}$")
+
+
+def read_secret_ref(obj: Obj | None) -> SecretRef | None:
+    """``{namespace, name, key}`` of a Secret (``bearerTokenSecret``, ``basicAuth.passwordSecret``)."""
+    if obj is None:
+        return None
+    namespace = obj.string("namespace", required=True, non_empty=True)
+    name = obj.string("name", required=True, non_empty=True)
+    key = obj.string("key", required=True, non_empty=True)
+    valid = True
+    for field_name, value, pattern, what in (
+        ("namespace", namespace, _DNS1123_LABEL, "a namespace name (a DNS-1123 label)"),
+        ("name", name, _DNS1123_SUBDOMAIN, "a Secret's name (a DNS-1123 subdomain)"),
+        ("key", key, _SECRET_KEY, "a Secret's key (letters, digits, '-', '_', '.')"),
+    ):
+        if value is not None and not pattern.match(value):
+            obj.error(field_name, f"must be {what}, not {value!r}")
+            valid = False
+    obj.finish()
+    if namespace is None or name is None or key is None or not valid:
+        return None
+    return SecretRef(namespace, name, key)
 
 
 def read_url(obj: Obj) -> str | None:
@@ -79,25 +122,28 @@ def read_secret_string(obj: Obj, key: str) -> str | None:
 
 
 def read_basic_auth(obj: Obj | None) -> BasicAuth | None:
-    """``basicAuth``: a username and either a password (which may be empty, as upstream allows) or the file
-    it is read from (``passwordFile``)."""
+    """``basicAuth``: a username and one of a password (which may be empty, as upstream allows), the file it is
+    read from (``passwordFile``) or the Secret's key it is read from (``passwordSecret``)."""
     if obj is None:
         return None
     username = obj.string("username", required=True, non_empty=True)
     password_file = obj.string("passwordFile", non_empty=True)
+    password_secret = read_secret_ref(obj.obj("passwordSecret"))
     password = obj.raw("password")
-    if password is None and password_file is None:
-        obj.error("password", "Required value: the password, or passwordFile (the file it is read from)")
+    if password is None and password_file is None and not obj.has("passwordSecret"):
+        obj.error("password", "Required value: the password, or passwordFile or passwordSecret (where it is read)")
     if password is not None and not isinstance(password, str):
         obj.error("password", f"must be a string, not {type_name(password)}")
         password = None
-    if password is not None and password_file is not None:
-        obj.error("passwordFile", "Forbidden: set either password or passwordFile, not both")
+    if sum(x is not None for x in (password, password_file)) + obj.has("passwordSecret") > 1:
+        obj.error("passwordFile", "Forbidden: set one of password, passwordFile and passwordSecret")
         password = None
     obj.finish()
-    if username is None or (password is None and password_file is None):
+    if username is None or (password is None and password_file is None and password_secret is None):
         return None
-    return BasicAuth(username=username, password=password or "", password_file=password_file)
+    return BasicAuth(
+        username=username, password=password or "", password_file=password_file, password_secret=password_secret
+    )
 
 
 def read_string_map(obj: Obj, key: str, *, header_names: bool) -> dict[str, str] | None:

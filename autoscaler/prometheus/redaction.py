@@ -48,9 +48,10 @@ def configured_secrets(settings: PrometheusSettings) -> list[str]:
     values: list[str] = []
     if settings.bearer_token:
         values += [settings.bearer_token]
-    if settings.basic_auth is not None and settings.basic_auth.password_file is None:
-        header = basic_authorization(settings.basic_auth.username, settings.basic_auth.password)
-        values += [settings.basic_auth.password, header, header.removeprefix("Basic ")]
+    basic = settings.basic_auth
+    if basic is not None and basic.password_file is None and basic.password_secret is None:
+        header = basic_authorization(basic.username, basic.password)
+        values += [basic.password, header, header.removeprefix("Basic ")]
     values += settings.headers.values()
     for value in settings.query_parameters.values():
         values += [value, quote_plus(value)]

@@ -35,7 +35,9 @@ from autoscaler.prometheus.connection_settings import (
     FOLLOW_NEVER,
     FOLLOW_REDIRECTS,
     REDACTED,
+    SecretRef,
     read_basic_auth,
+    read_secret_ref,
     read_secret_string,
     read_string_map,
     read_tls,
@@ -81,6 +83,7 @@ class PrometheusSettings:
     url: str
     bearer_token: str | None = None
     bearer_token_file: str | None = None
+    bearer_token_secret: SecretRef | None = None  # read by the service through the API (service/secret_refs.py)
     basic_auth: BasicAuth | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     query_parameters: Mapping[str, str] = field(default_factory=dict)
@@ -132,7 +135,7 @@ class PrometheusSettings:
         return max(1, self.concurrency // 4)
 
     def __repr__(self) -> str:
-        shown = {
+        shown: dict[str, object] = {
             "url": self.url,
             "bearer_token": REDACTED if self.bearer_token else None,
             "bearer_token_file": self.bearer_token_file,
@@ -153,6 +156,8 @@ class PrometheusSettings:
             "target_concurrency": self.per_target_concurrency,
             "deny_partial_response": self.deny_partial_response,
         }
+        if self.bearer_token_secret is not None:  # a reference, no secret (absent when unset: reprs stay as they were)
+            shown["bearer_token_secret"] = self.bearer_token_secret
         return "PrometheusSettings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
     __str__ = __repr__
@@ -185,16 +190,17 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
     url = read_url(obj)
     token = read_secret_string(obj, "bearerToken")
     token_file = obj.string("bearerTokenFile", non_empty=True)
-    if token is not None and token_file is not None:
-        obj.error("bearerTokenFile", "Forbidden: set either bearerToken or bearerTokenFile, not both")
+    token_secret = read_secret_ref(obj.obj("bearerTokenSecret"))
+    if (token is not None) + (token_file is not None) + obj.has("bearerTokenSecret") > 1:
+        obj.error("bearerTokenFile", "Forbidden: set one of bearerToken, bearerTokenFile and bearerTokenSecret")
     basic = read_basic_auth(obj.obj("basicAuth"))
-    if basic is not None and (token is not None or token_file is not None):
+    if basic is not None and (token is not None or token_file is not None or token_secret is not None):
         obj.error("basicAuth", "Forbidden: basic auth and a bearer token both set the Authorization header")
     headers = read_string_map(obj, "headers", header_names=True)
     if (
         headers
         and any(name.lower() == "authorization" for name in headers)
-        and (basic is not None or token is not None or token_file is not None)
+        and (basic is not None or token is not None or token_file is not None or token_secret is not None)
     ):
         obj.error("headers", "Forbidden: an Authorization header conflicts with bearerToken/basicAuth")
     query_parameters = read_string_map(obj, "queryParameters", header_names=False)
@@ -241,6 +247,7 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
         url=url,
         bearer_token=token,
         bearer_token_file=token_file,
+        bearer_token_secret=token_secret,
         basic_auth=basic,
         headers=headers or {},
         query_parameters=query_parameters or {},

@@ -116,12 +116,12 @@ class Service:
             # One redaction, every client's (their settings' secrets, their files' tokens), for every sink.
             secrets = KnownSecrets()
             async with api_client, contextlib.AsyncExitStack() as clients:
+                kube = KubeApi(api_client, observe=self.metrics.observe_kubernetes_request)
                 backends = await open_backends(
-                    settings, self.metrics, self.clock.now, self.prometheus_skew, secrets, clients
+                    settings, self.metrics, self.clock.now, self.prometheus_skew, secrets, clients, kube
                 )
                 self.router = router = BackendRouter(backends)
                 read_many = router.read
-                kube = KubeApi(api_client, observe=self.metrics.observe_kubernetes_request)
                 election = settings.leader_election
                 lease = lease_namespace(election.lease_namespace), settings.sharding.lease_name(election.lease_name)
                 self.backend.post_events_to(kube, self.identity, lease if election.enabled else None)

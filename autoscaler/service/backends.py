@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from autoscaler.core.observation import MetricFailure, MetricReading
 from autoscaler.core.spec import MetricSpec
+from autoscaler.kube.api import KubeApi
 from autoscaler.prometheus.backends import DEFAULT_BACKEND, all_backends, backend_of
 from autoscaler.prometheus.client import PrometheusClient
 from autoscaler.prometheus.queries import TargetQuery
@@ -34,6 +35,7 @@ from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.service.clock import SkewMonitor
 from autoscaler.service.metrics import ServiceMetrics
 from autoscaler.service.prometheus_reads import PeerClock, TimedQuerier, with_clock_note
+from autoscaler.service.secret_refs import SecretStore, secret_refs
 from autoscaler.service.settings import ServiceSettings
 
 
@@ -74,19 +76,32 @@ async def open_backends(
     default_skew: SkewMonitor,
     secrets: KnownSecrets,
     stack: AsyncExitStack,
+    kube: KubeApi | None = None,
 ) -> dict[str, Backend]:
     """A started :class:`Backend` for each of ``settings``' backends (the default one first), each client
     closed by ``stack``. ``default_skew``: the default backend's (the service's ``prometheus`` clock peer);
-    every client's secrets go to ``secrets``, the service's one redaction."""
+    every client's secrets go to ``secrets``, the service's one redaction. The settings' Secret references
+    are read through ``kube`` (service/secret_refs.py: once before this returns, then every minute)."""
     backends: dict[str, Backend] = {}
     configured = all_backends(settings.prometheus, settings.prometheus_backends)
+    store: SecretStore | None = None
+    if (refs := secret_refs(configured.values())) and kube is not None:
+        store = SecretStore(kube, refs, secrets)
+        await store.start()
+        stack.push_async_callback(store.stop)
     secrets.publish(configured)  # a tenant header may equal its backend's name: "backend tenant-b:" stays legible
     for name, backend_settings in configured.items():
         skew = default_skew
         if name != DEFAULT_BACKEND:  # its skew is said in its metrics' messages; the gauge is the default's
             skew = SkewMonitor(f"Prometheus backend {name}", settings.sync.clock_skew_warning_seconds)
         client = await stack.enter_async_context(
-            PrometheusClient(backend_settings, observe_server_time=skew.observe, clock=clock, secrets=secrets)
+            PrometheusClient(
+                backend_settings,
+                observe_server_time=skew.observe,
+                clock=clock,
+                secrets=secrets,
+                secret_source=store,
+            )
         )
         querier = TimedQuerier(client, metrics)
         times = SampleTimes(

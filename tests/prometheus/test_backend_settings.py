@@ -10,6 +10,7 @@ import pytest
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.prometheus.auth import Credentials, PrometheusCredentialsError
 from autoscaler.prometheus.backends import DEFAULT_BACKEND, all_backends
+from autoscaler.prometheus.connection_settings import SecretRef
 from autoscaler.prometheus.redaction import KnownSecrets, basic_authorization
 from autoscaler.prometheus.settings import BasicAuth, PrometheusSettings
 from autoscaler.service.settings import parse_service_settings
@@ -77,10 +78,11 @@ def test_every_problem_of_the_backends_is_reported_with_its_path() -> None:
         "prometheus.backends.Tenant_B: must be a backend name: a DNS-1123 label (lowercase letters, digits, '-'; "
         "at most 63)",
         "prometheus.backends.nested.backends: unknown field",
-        "prometheus.backends.both.basicAuth.passwordFile: Forbidden: set either password or passwordFile, not both",
+        "prometheus.backends.both.basicAuth.passwordFile: Forbidden: set one of password, passwordFile and "
+        "passwordSecret",
         "prometheus.backends.neither.url: Required value",
-        "prometheus.backends.neither.basicAuth.password: Required value: the password, or passwordFile (the file it "
-        "is read from)",
+        "prometheus.backends.neither.basicAuth.password: Required value: the password, or passwordFile or "
+        "passwordSecret (where it is read)",
         "prometheus.backends.inline.url: Forbidden: credentials in the URL; use basicAuth or bearerTokenFile",
     ]
     assert errors_of({"prometheus": {"url": "http://p", "backends": ["a"]}}) == [
@@ -125,7 +127,7 @@ def test_a_metric_names_its_backend() -> None:
     ]
 
 
-def test_the_basic_auth_password_is_read_from_its_file_and_redacted(tmp_path: Path) -> None:
+async def test_the_basic_auth_password_is_read_from_its_file_and_redacted(tmp_path: Path) -> None:
     password_file = tmp_path / "password"
     password_file.write_text("first-secret\n")
     secrets = KnownSecrets()
@@ -135,8 +137,50 @@ def test_the_basic_auth_password_is_read_from_its_file_and_redacted(tmp_path: Pa
     assert credentials.headers()["Authorization"] == basic_authorization("autoscaler", "first-secret")
     assert secrets.redact("echo first-secret") == "echo <redacted>"
     password_file.write_text("second-secret\n")
-    credentials.refresh()  # what a 401 does: the file is read again at once
+    await credentials.refresh()  # what a 401 does: the file is read again at once
     assert credentials.headers()["Authorization"] == basic_authorization("autoscaler", "second-secret")
     missing = PrometheusSettings(url="http://p", basic_auth=BasicAuth("u", password_file=str(tmp_path / "absent")))
     with pytest.raises(PrometheusCredentialsError, match=r"cannot read the basic auth password file .*absent"):
         Credentials(missing).headers()
+
+
+def test_credentials_by_secret_reference() -> None:
+    settings = parse_service_settings(
+        {
+            "prometheus": {
+                "url": "http://prometheus:9090",
+                "bearerTokenSecret": {"namespace": "monitoring", "name": "prom-token", "key": "token"},
+                "backends": {
+                    "tenant-b": {
+                        "url": "http://mimir:8080",
+                        "basicAuth": {
+                            "username": "autoscaler",
+                            "passwordSecret": {"namespace": "tenant-b", "name": "mimir", "key": "password"},
+                        },
+                    }
+                },
+            }
+        }
+    )
+    assert settings.prometheus.bearer_token_secret == SecretRef("monitoring", "prom-token", "token")
+    assert "SecretRef(namespace='monitoring', name='prom-token', key='token')" in repr(settings.prometheus)
+    basic = settings.prometheus_backends["tenant-b"].basic_auth
+    assert basic is not None and basic.password_secret == SecretRef("tenant-b", "mimir", "password")
+    assert errors_of(
+        {
+            "prometheus": {
+                "url": "http://p",
+                "bearerTokenFile": "/t",
+                "bearerTokenSecret": {"namespace": "Mon", "name": "x_y", "key": "a/b"},
+            }
+        }
+    ) == [
+        "prometheus.bearerTokenSecret.namespace: must be a namespace name (a DNS-1123 label), not 'Mon'",
+        "prometheus.bearerTokenSecret.name: must be a Secret's name (a DNS-1123 subdomain), not 'x_y'",
+        "prometheus.bearerTokenSecret.key: must be a Secret's key (letters, digits, '-', '_', '.'), not 'a/b'",
+        "prometheus.bearerTokenFile: Forbidden: set one of bearerToken, bearerTokenFile and bearerTokenSecret",
+    ]
+    assert errors_of({"prometheus": {"url": "http://p", "bearerTokenSecret": {"name": "x"}}}) == [
+        "prometheus.bearerTokenSecret.namespace: Required value",
+        "prometheus.bearerTokenSecret.key: Required value",
+    ]

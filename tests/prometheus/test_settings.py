@@ -94,7 +94,7 @@ def test_every_problem_is_reported_with_its_path() -> None:
         }
     ) == [
         "prometheus.url: must be an http:// or https:// URL with a host, not 'ftp://x'",
-        "prometheus.bearerTokenFile: Forbidden: set either bearerToken or bearerTokenFile, not both",
+        "prometheus.bearerTokenFile: Forbidden: set one of bearerToken, bearerTokenFile and bearerTokenSecret",
         "prometheus.headers.Bad Header: must be a valid HTTP header name",
         "prometheus.headers.X-Ok: must be a string, not integer",
         "prometheus.queryParameters.time: Forbidden: set by the client for every query",
@@ -137,5 +137,6 @@ def test_required_url_and_types() -> None:
     assert errors_of({}) == ["prometheus.url: Required value"]
     assert errors_of("http://p") == ["prometheus: must be an object, not string"]
     assert errors_of({"url": "http://p", "basicAuth": {"username": "u"}}) == [
-        "prometheus.basicAuth.password: Required value: the password, or passwordFile (the file it is read from)"
+        "prometheus.basicAuth.password: Required value: the password, or passwordFile or passwordSecret "
+        "(where it is read)"
     ]
