@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from autoscaler.core import conditions as c
 from autoscaler.core.gomath import MAX_INT32, MIN_INT32, clamp_int32, trunc_to_int32
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
-from autoscaler.core.spec import Behavior, PolicyType, ScalingPolicy, ScalingRules, SelectPolicy
+from autoscaler.core.settings import ControllerSettings, Tolerances
+from autoscaler.core.spec import Behavior, PolicyType, ScalingPolicy, ScalingRules, SelectPolicy, TargetSpec
 
 LEGACY_SCALE_UP_FACTOR = 2.0
 LEGACY_SCALE_UP_MINIMUM = 4.0
@@ -292,3 +293,18 @@ def _apply_rate_limits(
             return bound, reason, rate
         return desired, "DesiredWithinRange", rate
     return desired, "DesiredWithinRange", None
+
+
+def tolerances_for(spec: TargetSpec, settings: ControllerSettings) -> Tolerances:
+    """``tolerancesForHpa``: the controller's tolerances, overridden per direction by ``behavior``."""
+    tolerances = settings.tolerances
+    if spec.behavior is None:
+        return tolerances
+    up = spec.behavior.scale_up.tolerance
+    down = spec.behavior.scale_down.tolerance
+    if up is None and down is None:
+        return tolerances  # the common case: no new record a sync
+    return Tolerances(
+        scale_down=down.as_float() if down is not None else tolerances.scale_down,
+        scale_up=up.as_float() if up is not None else tolerances.scale_up,
+    )

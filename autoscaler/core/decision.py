@@ -13,13 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autoscaler.core import conditions as c
-from autoscaler.core.behavior import Normalization, normalize_legacy, normalize_with_behavior
+from autoscaler.core.behavior import Normalization, normalize_legacy, normalize_with_behavior, tolerances_for
 from autoscaler.core.conditions import Condition, find_condition, set_condition
 from autoscaler.core.history import DecisionHistory, ScaleIntent, with_initial_recommendation
+from autoscaler.core.metric_health import MetricHealth
 from autoscaler.core.metrics import combine_metrics, compute_metric
 from autoscaler.core.observation import Observation
 from autoscaler.core.results import MetricOutcome, MetricsOutcome
-from autoscaler.core.settings import ControllerSettings, Tolerances
+from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
 from autoscaler.values.frozen import quick_init
 
@@ -50,6 +51,7 @@ class TargetState:
     desired_replicas: int | None = None  # status.desiredReplicas as last written
     last_scale_time: float | None = None
     scale_intent: ScaleIntent | None = None
+    metric_health: tuple[MetricHealth, ...] = ()  # with spec.fallback: each metric's failures (core/metric_health.py)
 
     def __init__(
         self,
@@ -58,12 +60,14 @@ class TargetState:
         desired_replicas: int | None = None,
         last_scale_time: float | None = None,
         scale_intent: ScaleIntent | None = None,
+        metric_health: tuple[MetricHealth, ...] = (),
     ) -> None:
         object.__setattr__(self, "history", history)
         object.__setattr__(self, "conditions", conditions)
         object.__setattr__(self, "desired_replicas", desired_replicas)
         object.__setattr__(self, "last_scale_time", last_scale_time)
         object.__setattr__(self, "scale_intent", scale_intent)
+        object.__setattr__(self, "metric_health", metric_health)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -86,6 +90,7 @@ class Decision:
     applied: bool | None = None  # after apply_scale_result: whether the scale write succeeded
     previous_desired_replicas: int | None = None  # status.desiredReplicas before this sync
     notes: tuple[str, ...] = ()  # sentences explain shows before the metrics' (the composite's, core/composite)
+    metric_health: tuple[MetricHealth, ...] = ()  # with spec.fallback: each metric's health after this sync
 
     def __init__(
         self,
@@ -107,6 +112,7 @@ class Decision:
         applied: bool | None = None,
         previous_desired_replicas: int | None = None,
         notes: tuple[str, ...] = (),
+        metric_health: tuple[MetricHealth, ...] = (),
     ) -> None:
         object.__setattr__(self, "current_replicas", current_replicas)
         object.__setattr__(self, "desired_replicas", desired_replicas)
@@ -126,6 +132,7 @@ class Decision:
         object.__setattr__(self, "applied", applied)
         object.__setattr__(self, "previous_desired_replicas", previous_desired_replicas)
         object.__setattr__(self, "notes", notes)
+        object.__setattr__(self, "metric_health", metric_health)
 
     @property
     def limited_by(self) -> str | None:
@@ -148,21 +155,6 @@ BRANCHES = {
     "metrics": "metrics computed",
     "hvpa-only": "the HPA is not an HVPA source (hvpa.sources): no metric is read",
 }
-
-
-def tolerances_for(spec: TargetSpec, settings: ControllerSettings) -> Tolerances:
-    """``tolerancesForHpa``: the controller's tolerances, overridden per direction by ``behavior``."""
-    tolerances = settings.tolerances
-    if spec.behavior is None:
-        return tolerances
-    up = spec.behavior.scale_up.tolerance
-    down = spec.behavior.scale_down.tolerance
-    if up is None and down is None:
-        return tolerances  # the common case: no new record a sync
-    return Tolerances(
-        scale_down=down.as_float() if down is not None else tolerances.scale_down,
-        scale_up=up.as_float() if up is not None else tolerances.scale_up,
-    )
 
 
 def decide(

@@ -25,6 +25,7 @@ _RULES = {
     "rebalanced-count-flip": "the count would move against the ratio, keep the current count",
     "from-zero": "scaling from zero: ceil(ratio), no tolerance",
     "usage-over-target": "ceil(total ÷ per-pod target)",
+    "fallback": "the fallback's replicas (spec.fallback)",
 }
 
 
@@ -70,6 +71,8 @@ def metric_line(outcome: MetricOutcome) -> str:
             parts.append(f"average {milli_text(current.average_value)}")
         if current.value is not None:
             parts.append(f"value {milli_text(current.value)}")
+    else:  # a metric standing for spec.fallback's replicas (autoscaler.core.fallback)
+        parts.append("not read")
     text = f"{label}: {', '.join(parts)} against {target_text(outcome)}"
     if outcome.pod_result is not None:
         text += _pod_detail(outcome.pod_result)

@@ -15,6 +15,7 @@ from autoscaler.core.conditions import steady_message
 from autoscaler.core.gomath import saturating_sum_int64
 from autoscaler.core.observation import (
     ExternalReading,
+    FallbackReading,
     MetricFailure,
     MetricReading,
     ObjectReading,
@@ -32,7 +33,7 @@ from autoscaler.core.replicas import (
     resource_replicas,
     usage_ratio_replicas,
 )
-from autoscaler.core.results import MetricOutcome, MetricsOutcome, MetricValue
+from autoscaler.core.results import MetricOutcome, MetricsOutcome, MetricValue, ValueResult
 from autoscaler.core.settings import ControllerSettings, Tolerances
 from autoscaler.core.spec import RESOURCE_METRIC_TYPES, MetricSourceType, MetricSpec, MetricTargetType
 
@@ -134,6 +135,8 @@ def compute_metric(
     """``computeReplicasForMetric``: one metric's proposal, or its failure."""
     description = metric_description(spec)
     reason = FAILURE_REASONS[spec.type]
+    if isinstance(reading, FallbackReading):
+        return _fallback(spec, reading, scale, tolerances, description)
     try:
         kind = spec.type
         if kind in RESOURCE_METRIC_TYPES:
@@ -146,6 +149,18 @@ def compute_metric(
     except ReplicaCalculationError as exc:
         backend = isinstance(reading, MetricFailure) and reading.backend
         return MetricOutcome(spec, description=description, error=str(exc), reason=reason, backend_failure=backend)
+
+
+def _fallback(
+    spec: MetricSpec, reading: FallbackReading, scale: ScaleInfo, tolerances: Tolerances, description: str
+) -> MetricOutcome:
+    """A pod metric standing for ``reading.replicas`` (``spec.fallback``): proposed as an External AverageValue
+    metric whose value is KEDA's fallback value (replicas × its target), so the tolerance applies against
+    ``status.replicas`` as it does there. No current value: the metric was not read."""
+    result = per_pod_replicas(scale.status_replicas, reading.replicas * 1000, 1000, tolerances)
+    if result.rule != "within-tolerance":
+        result = ValueResult(result.replicas, result.ratio, result.usage, None, "fallback")
+    return MetricOutcome(spec, result.replicas, None, description, value_result=result, backend_failure=reading.backend)
 
 
 def _fetch_failed(prefix: str, reading: MetricReading) -> None:

@@ -136,7 +136,17 @@ class MetricFailure:
     backend: bool = False
 
 
-MetricReading = ResourceReading | PodsReading | ObjectReading | ExternalReading | MetricFailure
+@dataclass(frozen=True, slots=True)
+class FallbackReading:
+    """No reader makes one: a Pods, Resource or ContainerResource metric that failed long enough for the
+    target's ``spec.fallback`` stands for ``replicas`` in the sync's decision (autoscaler.core.fallback).
+    ``backend``: the failure it stands in for was the backend's (:class:`MetricFailure`)."""
+
+    replicas: int
+    backend: bool = False
+
+
+MetricReading = ResourceReading | PodsReading | ObjectReading | ExternalReading | MetricFailure | FallbackReading
 
 
 @dataclass(frozen=True, slots=True, init=False)

@@ -91,7 +91,12 @@ def state_before_write(decision: Decision, intent: ScaleIntent) -> TargetState:
     """What a status written before the scale write holds: the decision as made (its history with this
     sync's recommendation, its conditions), its write not yet recorded, and the write as ``intent``."""
     return TargetState(
-        decision.history, decision.conditions, decision.status_desired_replicas, decision.last_scale_time, intent
+        decision.history,
+        decision.conditions,
+        decision.status_desired_replicas,
+        decision.last_scale_time,
+        intent,
+        metric_health=decision.metric_health,
     )
 
 
@@ -121,5 +126,5 @@ def resolve_scale_intent(state: TargetState, spec: TargetSpec, current: int) -> 
         intent.at,
     )
     conditions = _rescaled_conditions(state.conditions, spec, intent.previous, intent.replicas, intent.at)
-    landed = TargetState(history, conditions, intent.replicas, intent.at)
+    landed = TargetState(history, conditions, intent.replicas, intent.at, metric_health=state.metric_health)
     return landed, _rescaled_event(intent.replicas, intent.reason) if current == intent.replicas else None

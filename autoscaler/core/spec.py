@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from autoscaler.core.fallback_spec import FallbackSpec
 from autoscaler.core.hvpa.spec import HvpaSpec
 from autoscaler.values.quantity import Quantity
 
@@ -176,6 +177,8 @@ class TargetSpec:
     composite: CompositeSpec | None = None
     # KEDA's pollingInterval: this target's sync period in seconds; None: the service's sync.periodSeconds.
     sync_period_seconds: int | None = None
+    # KEDA's fallback: the count a failed metric stands for once it failed long enough (autoscaler.core.fallback).
+    fallback: FallbackSpec | None = None
 
     @property
     def has_object_or_external_metric(self) -> bool:

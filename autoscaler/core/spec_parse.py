@@ -10,6 +10,7 @@ defaults). The metric sources are :mod:`autoscaler.core.metric_spec_parse`, the 
 from __future__ import annotations
 
 from autoscaler.core.composite_spec import read_composite
+from autoscaler.core.fallback_spec import read_fallback
 from autoscaler.core.gomath import MAX_INT32
 from autoscaler.core.hvpa.spec_parse import read_hvpa_spec
 from autoscaler.core.metric_spec_parse import read_metrics, read_object_reference
@@ -72,6 +73,8 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *, require_quer
     behavior = _behavior(obj.obj("behavior"))
     composite = read_composite(obj, metrics)
     sync_period = obj.integer("syncPeriodSeconds", minimum=1, maximum=MAX_SYNC_PERIOD_SECONDS)
+    fallback_obj = obj.obj("fallback")
+    fallback = read_fallback(fallback_obj) if fallback_obj is not None else None
     hvpa_obj = obj.obj("hvpa")
     hvpa = (
         read_hvpa_spec(hvpa_obj, spec_path=path, min_replicas=min_replicas, max_replicas=max_replicas, metrics=metrics)
@@ -91,6 +94,7 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *, require_quer
         hvpa=hvpa,
         composite=composite,
         sync_period_seconds=sync_period,
+        fallback=fallback,
     )
 
 

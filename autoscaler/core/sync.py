@@ -35,6 +35,7 @@ from autoscaler.core.composite import apply_composite
 from autoscaler.core.conditions import set_condition
 from autoscaler.core.decision import WARNING, Decision, Event, TargetState, decide
 from autoscaler.core.explain import explain_lines
+from autoscaler.core.fallback import fallback_readings, record_fallback
 from autoscaler.core.hvpa.decision import HvpaDecision, HvpaObservation, HvpaState, VpaObservation, decide_hvpa
 from autoscaler.core.hvpa.explain import explain_hvpa
 from autoscaler.core.hvpa.hpa_link import adopt_hvpa, hpa_off_decision
@@ -173,9 +174,18 @@ def plan_sync(
     # read metrics: the composite stands for its inputs) is decided_spec with decided's readings.
     decided_spec, decided, composite_notes = apply_composite(spec, observation)
     if reads_metrics(spec):
-        decision = decide(decided_spec, decided, state.target, settings, now)
+        # A failed reading past spec.fallback's threshold stands for the fallback count (autoscaler.core.fallback).
+        fallback = (
+            fallback_readings(decided_spec, decided, state.target.metric_health, now)
+            if spec.fallback is not None
+            else None
+        )
+        decide_reads = decided if fallback is None else fallback.observation
+        decision = decide(decided_spec, decide_reads, state.target, settings, now)
         if composite_notes:
             decision = replace(decision, notes=(*composite_notes, *decision.notes))
+        if fallback is not None or state.target.metric_health:
+            decision = record_fallback(decided_spec, decision, state.target.metric_health, fallback, now)
     else:
         decision = hpa_off_decision(spec, observation.scale.spec_replicas, state.target, now)
     if landed is not None:  # the Event the writer of that scale could not post: first among this sync's
@@ -199,7 +209,11 @@ def settle(plan: SyncPlan, results: WriteResults) -> SyncOutcome:
     if plan.hvpa is not None and decision.applied is not False and results.vpa:
         hvpa_state = plan.hvpa.state
     target = TargetState(
-        decision.history, decision.conditions, decision.status_desired_replicas, decision.last_scale_time
+        decision.history,
+        decision.conditions,
+        decision.status_desired_replicas,
+        decision.last_scale_time,
+        metric_health=decision.metric_health,
     )
     return SyncOutcome(plan.now, decision, plan.hvpa, SyncState(target, hvpa_state))
 

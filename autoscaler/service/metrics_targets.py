@@ -178,7 +178,13 @@ _PER_TARGET_FAMILIES = (
         "The delay before the next write of a target whose writes keep failing "
         "(path horizontal: scale and status; vpa); 0 once a write succeeds.",
     ),
+    (
+        "autoscaler_target_fallback_active",
+        _GAUGE,
+        "1 while a failed metric of a target with spec.fallback stands for its fallback replicas, else 0.",
+    ),
 )
+FALLBACK_CONDITION = "Fallback"  # autoscaler_target_fallback_active is this condition's (core/fallback.py)
 
 
 def render_per_target(targets: list[tuple[tuple[str, str], TargetSeries]], *, openmetrics: bool) -> str:
@@ -187,7 +193,7 @@ def render_per_target(targets: list[tuple[tuple[str, str], TargetSeries]], *, op
     here because its general path costs ~15 µs a sample, 230 ms of CPU for the ~15,000 series of
     1,000 targets. Each target's label pairs are escaped once, not once per sample."""
     lines: list[list[str]] = [[] for _ in _PER_TARGET_FAMILIES]
-    current, desired, final, limited, values, goals, events, conditions, last_sync, backoff = lines
+    current, desired, final, limited, values, goals, events, conditions, last_sync, backoff, fallback = lines
     go = _go_float
     for (namespace, name), series in targets:
         # Labels in the order prometheus-client writes them: sorted by name.
@@ -211,6 +217,9 @@ def render_per_target(targets: list[tuple[tuple[str, str], TargetSeries]], *, op
             last_sync.append(f"{{{pair}}} {go(series.last_sync)}")
         for path, seconds in series.write_backoff.items():
             backoff.append(f'{{{pair},path="{_escape(path)}"}} {go(seconds)}')
+        falling_back = series.conditions.get(FALLBACK_CONDITION)  # only targets with spec.fallback carry it
+        if falling_back is not None:
+            fallback.append(f"{{{pair}}} {go(falling_back)}")
     out: list[str] = []
     for (family_name, kind, documentation), samples in zip(_PER_TARGET_FAMILIES, lines, strict=True):
         sample_name = family_name + "_total" if kind == _COUNTER else family_name

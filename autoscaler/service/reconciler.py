@@ -52,6 +52,7 @@ from autoscaler.core.sync import (
 from autoscaler.kube.scale import Scale, ScaleError
 from autoscaler.service.backend_healths import BackendHealths
 from autoscaler.service.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
+from autoscaler.service.metric_health import fallback_status
 from autoscaler.service.metrics_sink import MetricsSink
 from autoscaler.service.observe import TargetObserver
 from autoscaler.service.recorder import SyncRecorder
@@ -273,7 +274,7 @@ class TargetReconciler:
         if self._context.recorder is not None:
             self._context.recorder.record(target, plan, observation, results, outcome)
         decision = outcome.decision
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = fallback_status(decision)
         if outcome.hvpa is not None:
             self._hvpa_state = outcome.state.hvpa
             extra["hvpa"] = hvpa_status(outcome.hvpa, self._hvpa_state)

@@ -32,6 +32,7 @@ from autoscaler.core.explain import explain_lines
 from autoscaler.core.gomath import MAX_INT32
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent, ScaleIntent
 from autoscaler.core.status import condition_json, metric_status
+from autoscaler.service.metric_health import METRIC_HEALTH, restore_metric_health
 from autoscaler.service.targets import Target, error_text
 from autoscaler.values.timestamps import parse_rfc3339, rfc3339
 
@@ -163,6 +164,7 @@ def restore_state(status: object, now: float) -> TargetState:
         desired_replicas=_count(status.get("desiredReplicas")),
         last_scale_time=parse_rfc3339(status.get("lastScaleTime")),
         scale_intent=restore_scale_intent(status.get(PENDING_SCALE)),
+        metric_health=restore_metric_health(status.get(METRIC_HEALTH)),
     )
 
 

@@ -69,6 +69,20 @@ class ClusterWriter(Protocol):
         """Merge-patch the VPA ``name`` in the target's namespace; raises :class:`KubeError`."""
 
 
+def status_patch(previous: Mapping[str, Any], document: Mapping[str, Any]) -> dict[str, Any]:
+    """The merge patch that makes ``previous`` (the status last written) ``document``: a key ``document``
+    lacks is nulled, at any depth (a merge patch merges objects key by key, so a key dropped inside one —
+    ``status.metricHealth``'s ``since`` once its metric answers — would otherwise stay)."""
+    patch: dict[str, Any] = {key: None for key in previous if key not in document}
+    for key, value in document.items():
+        before = previous.get(key)
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            patch[key] = status_patch(before, value)
+        else:
+            patch[key] = value
+    return patch
+
+
 class ApiWriter:
     """:class:`ClusterWriter` through the Kubernetes API. Targets from a file (``static``) have no
     object in the cluster: their status is not written, and their Events go to the scaled workload."""
@@ -102,7 +116,7 @@ class ApiWriter:
         if self._static:
             return
         document = redacted_status(self.redaction, document)
-        body = {"status": {**{k: None for k in (previous or {}) if k not in document}, **document}}
+        body = {"status": status_patch(previous or {}, document)}
         try:
             await self._api.merge_patch(
                 TARGETS.item(target.namespace, target.name, "status"), body, resource="scalingtargets/status"

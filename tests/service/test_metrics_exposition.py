@@ -101,6 +101,11 @@ def oracle(targets: list[Told], *, openmetrics_format: bool) -> str:
         "(path horizontal: scale and status; vpa); 0 once a write succeeds.",
         labels=[*labels, "path"],
     )
+    fallback = GaugeMetricFamily(
+        "autoscaler_target_fallback_active",
+        "1 while a failed metric of a target with spec.fallback stands for its fallback replicas, else 0.",
+        labels=labels,
+    )
     for t in sorted(targets, key=lambda t: (t.namespace, t.name)):
         pair = [t.namespace, t.name]
         for family, replicas in zip(replica_families, t.replicas, strict=True):
@@ -124,7 +129,9 @@ def oracle(targets: list[Told], *, openmetrics_format: bool) -> str:
             last_sync.add_metric(pair, NOW)
         for path, seconds in t.backoff.items():
             backoff.add_metric([*pair, path], seconds)
-    families = Families([*replica_families, limited, values, goals, events, conditions, last_sync, backoff])
+        if "Fallback" in t.conditions:
+            fallback.add_metric(pair, 1 if t.conditions["Fallback"] else 0)
+    families = Families([*replica_families, limited, values, goals, events, conditions, last_sync, backoff, fallback])
     registry = CollectorRegistry(auto_describe=False)
     registry.register(families)  # type: ignore[arg-type]
     if openmetrics_format:
@@ -139,10 +146,11 @@ def per_target_section(metrics: ServiceMetrics, accept: str = "") -> str:
 
 TARGETS = [
     Told("shop", "web", limited="ScaleUpLimit", metrics=[("cpu", 61.0, 60.0), ("rps", None, 10.5)],
-         conditions={"AbleToScale": True, "ScalingActive": True, "ScalingLimited": True}, scaled=["up", "up", "down"]),
+         conditions={"AbleToScale": True, "ScalingActive": True, "ScalingLimited": True, "Fallback": True},
+         scaled=["up", "up", "down"]),
     Told("shop", "api", replicas=(1_500_000, None, 12), limited="SomethingNew",
          metrics=[('qu"o\\te\nd', 0.000012, 1e21)], backoff={"horizontal": 8.0, "vpa": 0.0}, synced=False),
-    Told("a-ns", "z", replicas=(None, None, None), conditions={"ScalingActive": False}),
+    Told("a-ns", "z", replicas=(None, None, None), conditions={"ScalingActive": False, "Fallback": False}),
 ]  # fmt: skip
 
 
