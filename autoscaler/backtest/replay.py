@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from autoscaler.backtest.compare import Divergence
+from autoscaler.backtest.hints import BACKTEST_HINTS, OptionHints
 from autoscaler.backtest.history import (
     FetchStats,
     Grid,
@@ -49,6 +50,11 @@ class BacktestError(Exception):
         self.exit_code = exit_code
 
 
+class NoHistoryAtStart(BacktestError):
+    """The workload's replicas at --from are nowhere in the history (bad input for ``backtest``, which can
+    be told them; for ``convert --compare``, a target without recorded history, exit code 1)."""
+
+
 @dataclass(frozen=True)
 class BacktestOptions:
     start: float
@@ -62,6 +68,7 @@ class BacktestOptions:
     pods_query: str | None = None
     replicas_query: str | None = None
     keep_records: bool = False  # keep one small record per sync (for plots)
+    hints: OptionHints = BACKTEST_HINTS  # what its messages tell the user to do (the command's options)
 
 
 # Called with each run's label and each sync's result (what ``simulate`` produces for a step) and
@@ -105,6 +112,7 @@ class Run:
         self.workload = SimulatedWorkload(f"{target.spec.scale_target_ref.name}-backtest-", options.pod_startup)
         self.state = SyncState()
         self.replicas: int | None = options.initial_replicas
+        self.hints = options.hints
         self.report = ReportBuilder(
             label, target.source, target.namespace, target.name, target.spec, options.start, options.end, options.step
         )
@@ -112,7 +120,7 @@ class Run:
 
     def step(self, real: RealWorkload, readings: Sequence[MetricReading], now: float) -> None:
         if self.replicas is None:
-            self.replicas = _initial_replicas(real)
+            self.replicas = _initial_replicas(real, self.hints)
         observation = self.workload.observe(real, readings, self.replicas, now, self.selector)
         # The wall clock HVPA's maintenance windows read is the sync's own time (Unix seconds here).
         outcome = sync(self.target.spec, SyncInputs(observation, clock=now), self.state, self.settings, now)
@@ -128,16 +136,16 @@ class Run:
         self.replicas = decision.replicas
 
 
-def _initial_replicas(real: RealWorkload) -> int:
+def _initial_replicas(real: RealWorkload, hints: OptionHints) -> int:
     for known in (real.spec_replicas, real.replicas):
         if known is not None:
             return known
     live = sum(1 for p in real.pods if is_live(p))
     if live:
         return live
-    raise BacktestError(
+    raise NoHistoryAtStart(
         "cannot tell how many replicas the workload had at --from: Prometheus has neither its "
-        "replicas (kube-state-metrics) nor any of its pods then; pass --initial-replicas",
+        f"replicas (kube-state-metrics) nor any of its pods then; {hints.initial_replicas}",
         2,
     )
 
@@ -148,7 +156,9 @@ def _target_query(target: BacktestTarget, selector: str, pods: Sequence[str]) ->
     )
 
 
-def plan_problems(reader: MetricsReader, target: BacktestTarget, selector: str | None) -> list[str]:
+def plan_problems(
+    reader: MetricsReader, target: BacktestTarget, selector: str | None, hints: OptionHints = BACKTEST_HINTS
+) -> list[str]:
     """Why a metric of ``target`` cannot be read at all (bad template, a selector that is not known)."""
     problems = []
     with_selector = reader.planned_queries(_target_query(target, "backtest=selector", ()))
@@ -159,7 +169,7 @@ def plan_problems(reader: MetricsReader, target: BacktestTarget, selector: str |
         elif selector is None and planned.text != other.text:
             problems.append(
                 f'{target.source}: {spec.type.value} metric "{spec.name}": its query uses <<selector>>, '
-                "which needs the scale's selector: pass --selector (e.g. --selector app=web)"
+                f"which needs the scale's selector: {hints.selector}"
             )
     return problems
 
@@ -209,7 +219,7 @@ async def run_backtest(
     grid = Grid.between(options.start, options.end, options.step)
     history = HistoryClient(client, max_points=options.max_points)
     reader = MetricsReader(history, prometheus, batch=True)
-    problems = [p for t in targets for p in plan_problems(reader, t, options.selector)]
+    problems = [p for t in targets for p in plan_problems(reader, t, options.selector, options.hints)]
     if problems:
         raise BacktestError("\n".join(problems), 2)
     selector = options.selector or f"{ref.kind}/{ref.name}"  # the engine needs one; queries do not use it
@@ -266,7 +276,7 @@ async def run_backtest(
             pending.cancel()
         if progress is not None:
             progress.finish()
-    notes = workload.notes(f"{ref.kind} {first.namespace}/{ref.name}")
+    notes = workload.notes(f"{ref.kind} {first.namespace}/{ref.name}", options.hints.replicas_query)
     for target in targets:
         if target.spec.hvpa is not None and Source.VPA in target.spec.hvpa.sources:
             notes.append(

@@ -222,8 +222,9 @@ class WorkloadHistory:
             if name not in values:
                 self.missing[fact] += 1
 
-    def notes(self, kind_and_name: str) -> list[str]:
-        """What was missing, and what was assumed instead."""
+    def notes(self, kind_and_name: str, replicas_hint: str = "see --replicas-query") -> list[str]:
+        """What was missing, and what was assumed instead (``replicas_hint``: what to do when the replicas
+        have no series, in the running command's words)."""
         notes = []
         if self.syncs and self.syncs_without_pods == self.syncs:
             notes.append(
@@ -246,7 +247,7 @@ class WorkloadHistory:
         if self.missing["replicas"]:
             what = (
                 self.queries.status_replicas
-                or "the workload's replicas (no kube-state-metrics series for this kind; see --replicas-query)"
+                or f"the workload's replicas (no kube-state-metrics series for this kind; {replicas_hint})"
             )
             scope = (
                 "at any sync"

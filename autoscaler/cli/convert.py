@@ -90,6 +90,13 @@ def add_parser(sub: Subcommands) -> None:
         help=f"where the service's pod mounts the Secret keys the backends read (default {DEFAULT_SECRETS_DIR})",
     )
     keda.add_argument(
+        "--credentials",
+        choices=("secret", "file"),
+        default="secret",
+        help="a bearer token as a Secret reference the service reads through the API (secret, the default), or "
+        "as a file under --secrets-dir; TLS keys and ConfigMap values are files either way",
+    )
+    keda.add_argument(
         "--keda-namespace",
         default=DEFAULT_KEDA_NAMESPACE,
         metavar="NAMESPACE",
@@ -268,7 +275,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def _backends_text(args: argparse.Namespace, inputs: Inputs, written: list[Conversion]) -> str | None:
     """The backends fragment, written to its file (None then), or returned for stdout; what to mount is said
     on stderr either way."""
-    from autoscaler.convert.backends_file import FILE_NAME, mount_lines, render_backends
+    from autoscaler.convert.backends_file import FILE_NAME, credential_lines, render_backends
 
     inputs.backends.keep(
         {
@@ -280,8 +287,9 @@ def _backends_text(args: argparse.Namespace, inputs: Inputs, written: list[Conve
     )
     if not inputs.backends.backends:
         return None
-    text = render_backends(inputs.backends, args.secrets_dir)
-    for line in mount_lines(inputs.backends, args.secrets_dir):
+    secret_refs = args.credentials == "secret"
+    text = render_backends(inputs.backends, args.secrets_dir, secret_refs)
+    for line in credential_lines(inputs.backends, args.secrets_dir, secret_refs):
         say("convert", line)
     path = args.backends_file or (str(Path(args.output_dir) / FILE_NAME) if args.output_dir else None)
     if path is None:
