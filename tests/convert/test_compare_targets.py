@@ -16,7 +16,7 @@ import yaml
 
 from autoscaler.backtest.replay import BacktestOptions
 from autoscaler.cli import build_parser, main
-from autoscaler.convert.compare import compare, render
+from autoscaler.convert.compare import Comparison, compare, render
 from autoscaler.convert.model import Conversion, Origin
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.prometheus import PrometheusClient, PrometheusSettings
@@ -33,9 +33,9 @@ BACKTEST_COMMAND = re.compile(r"autoscaler backtest[^`]*")
 
 def options_of(command: str) -> set[str]:
     parser = build_parser()
-    subparsers = next(a for a in parser._actions if a.choices and command in a.choices)  # type: ignore[operator]
-    assert subparsers.choices is not None
-    return set(subparsers.choices[command]._option_string_actions)  # type: ignore[index]
+    subparsers = next(a for a in parser._actions if isinstance(a.choices, dict) and command in a.choices)
+    assert isinstance(subparsers.choices, dict)
+    return set(subparsers.choices[command]._option_string_actions)
 
 
 def suggested(text: str, own: set[str], backtest: set[str]) -> set[str]:
@@ -113,7 +113,7 @@ def test_a_target_without_history_is_named_and_the_others_still_compare(
     assert not suggested(captured.out + captured.err, options_of("convert"), options_of("backtest"))
 
 
-UNREAD = {
+UNREAD: dict[str, Any] = {
     "type": "External",
     "external": {
         "metric": {"name": "queue"},
@@ -175,5 +175,6 @@ async def test_a_target_with_its_own_sync_period_replays_at_it_unless_step_is_gi
     options = BacktestOptions(start=hd.T0, end=hd.T0 + (hd.SYNCS - 1) * hd.STEP, step=hd.STEP)
     (own,) = await _compare_all(settings, [conversion], options, own_step=True)
     (given,) = await _compare_all(settings, [conversion], options, own_step=False)
+    assert isinstance(own, Comparison) and isinstance(given, Comparison)
     assert own.result.runs[0].report.step == 30 and own.agreement.compared == 20
     assert given.result.runs[0].report.step == hd.STEP
