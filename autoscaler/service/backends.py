@@ -27,16 +27,46 @@ from autoscaler.core.spec import MetricSpec
 from autoscaler.kube.api import KubeApi
 from autoscaler.prometheus.backends import DEFAULT_BACKEND, all_backends, backend_of
 from autoscaler.prometheus.client import PrometheusClient
+from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import MetricsReader, OnReady
 from autoscaler.prometheus.redaction import KnownSecrets
+from autoscaler.prometheus.results import InstantResult, SeriesFilter
 from autoscaler.prometheus.sample_times import SampleTimes
 from autoscaler.prometheus.settings import PrometheusSettings
+from autoscaler.prometheus.slicing import SeriesSink
 from autoscaler.service.clock import SkewMonitor
 from autoscaler.service.metrics import ServiceMetrics
+from autoscaler.service.metrics_backends import QUERY_OUTCOMES, BackendQueriesCollector
 from autoscaler.service.prometheus_reads import PeerClock, TimedQuerier, with_clock_note
 from autoscaler.service.secret_refs import SecretStore, secret_refs
 from autoscaler.service.settings import ServiceSettings
+
+
+class CountingQuerier:
+    """A backend's :class:`TimedQuerier` (which times every query into the service's metrics, all backends
+    together), counting this backend's queries answered and failed (``autoscaler_prometheus_backend_queries_total``)."""
+
+    def __init__(self, inner: TimedQuerier) -> None:
+        self.inner = inner
+        self.counts = dict.fromkeys(QUERY_OUTCOMES, 0)
+
+    async def query(
+        self,
+        promql: str,
+        at: float | None,
+        *,
+        deadline: float | None = None,
+        keep: SeriesFilter | None = None,
+        sink: SeriesSink | None = None,
+    ) -> InstantResult:
+        try:
+            result = await self.inner.query(promql, at, deadline=deadline, keep=keep, sink=sink)
+        except PrometheusError:
+            self.counts["error"] += 1
+            raise
+        self.counts["answered"] += 1
+        return result
 
 
 @dataclass(eq=False)
@@ -49,6 +79,7 @@ class Backend:
     querier: TimedQuerier
     reader: MetricsReader
     skew: SkewMonitor
+    counted: CountingQuerier
 
     def failure(self, reading: MetricReading) -> MetricReading:
         """``reading``, a failure naming this backend when it is a named one."""
@@ -104,13 +135,15 @@ async def open_backends(
             )
         )
         querier = TimedQuerier(client, metrics)
+        counted = CountingQuerier(querier)
         times = SampleTimes(
             backend_settings.max_sample_age_seconds,
             settings.sync.clock_skew_warning_seconds,
             PeerClock(clock, skew).now,
         )
-        reader = MetricsReader(querier, backend_settings, sample_times=times)
-        backends[name] = Backend(name, backend_settings, client, querier, reader, skew)
+        reader = MetricsReader(counted, backend_settings, sample_times=times)
+        backends[name] = Backend(name, backend_settings, client, querier, reader, skew, counted)
+    metrics.registry.register(BackendQueriesCollector(lambda: [(n, b.counted.counts) for n, b in backends.items()]))
     return backends
 
 

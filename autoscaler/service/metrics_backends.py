@@ -40,3 +40,29 @@ class BackendCollector:
             for kind in HELD_KINDS:
                 held_family.add_metric([backend, name, kind], held.get(kind, 0))
         yield from (degraded_family, held_family)
+
+
+QUERY_OUTCOMES = ("answered", "error")
+QueryCounts = tuple[str, Mapping[str, int]]  # a backend's name, its queries by outcome
+
+
+class BackendQueriesCollector:
+    """``autoscaler_prometheus_backend_queries_total{name, outcome}``: each backend's queries, answered or failed
+    (``autoscaler_prometheus_queries_total`` and its duration histogram count every backend's together)."""
+
+    def __init__(self, source: Callable[[], Iterable[QueryCounts]]) -> None:
+        self._source = source
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "autoscaler_prometheus_backend_queries",
+            "Queries sent to each Prometheus backend (name: default, or its name in prometheus.backends), by outcome.",
+            labels=["name", "outcome"],
+        )
+        for name, counts in self._source():
+            for outcome in QUERY_OUTCOMES:
+                family.add_metric([name, outcome], counts.get(outcome, 0))
+        yield family

@@ -106,4 +106,6 @@ async def test_a_target_reads_one_metric_from_each_of_two_prometheus_servers(
         "autoscaler_prometheus_backend_degraded", backend=second_prometheus.url, name="second"
     )
     assert degraded == 0
+    answered = await instance.metric("autoscaler_prometheus_backend_queries_total", name="second", outcome="answered")
+    assert answered is not None and answered > 0
     assert "second-backend-token" not in instance.log.read_text()

@@ -242,6 +242,12 @@ async def test_a_wrong_credential_fails_only_its_backends_metrics(
             "bearer, wrong (prometheus.backends)"
         )
         assert _values([rows[0][0]]) == [5.0] and _values(rows[1]) == [8.0]
+        counts = {name: backend.counted.counts for name, backend in router.backends.items()}
+        assert counts == {
+            "default": {"answered": 1, "error": 0},
+            "bearer": {"answered": 1, "error": 0},
+            "wrong": {"answered": 0, "error": 1},
+        }
         ok, detail = await router.backends["wrong"].readiness()
         assert not ok and "401" in detail
         assert (await router.backends["bearer"].readiness())[0]
