@@ -11,7 +11,7 @@ from autoscaler.values.yaml_files import dump_yaml
 FILE_NAME = "autoscaler-backends.yaml"
 
 
-def render_backends(registry: BackendRegistry, mount_dir: str) -> str:
+def render_backends(registry: BackendRegistry, mount_dir: str, secret_refs: bool = False) -> str:
     lines = [
         "# prometheus.backends for the autoscaler's settings, made by `autoscaler convert` from the KEDA triggers'",
         "# serverAddress, namespace, customHeaders, queryParameters, unsafeSsl, timeout and authenticationRef.",
@@ -19,16 +19,28 @@ def render_backends(registry: BackendRegistry, mount_dir: str) -> str:
     ]
     for name, users in sorted(registry.users.items()):
         lines.append(f"#   {name}: read by {', '.join(users)}")
-    mounts = registry.mounts(mount_dir)
+    reads = registry.secret_reads(secret_refs)
+    if reads:
+        lines += [
+            "# The service reads these Secret keys through the API: grant it get on each Secret (a Role in the",
+            "# Secret's namespace bound to its ServiceAccount; docs/prometheus.md shows one).",
+        ]
+        lines += [f"#   {reference}" for reference in reads]
+    mounts = registry.mounts(mount_dir, secret_refs)
     if mounts:
         lines += [
             "# Each credential is a file: mount each key at its path in the autoscaler's pod (a pod mounts",
             "# Secrets and ConfigMaps of its own namespace only: copy those of other namespaces there first).",
         ]
         lines += [f"#   {path}  <-  {reference}" for path, reference in mounts]
-    return "\n".join(lines) + "\n" + dump_yaml(registry.fragment(mount_dir))
+    return "\n".join(lines) + "\n" + dump_yaml(registry.fragment(mount_dir, secret_refs))
 
 
-def mount_lines(registry: BackendRegistry, mount_dir: str) -> list[str]:
-    """One line per credential file for stderr: where it is read, and what must be mounted there."""
-    return [f"mount {reference} at {path}" for path, reference in registry.mounts(mount_dir)]
+def credential_lines(registry: BackendRegistry, mount_dir: str, secret_refs: bool = False) -> list[str]:
+    """One line per credential for stderr: what the service must be allowed to read, or have mounted where."""
+    lines = [
+        f"grant the service get on {reference} (read through the API)"
+        for reference in registry.secret_reads(secret_refs)
+    ]
+    lines += [f"mount {reference} at {path}" for path, reference in registry.mounts(mount_dir, secret_refs)]
+    return lines

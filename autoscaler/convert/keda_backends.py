@@ -52,11 +52,15 @@ class Backend:
         )
         return [(name, ref) for name, ref in fields if ref is not None]
 
-    def settings(self, mount_dir: str) -> dict[str, Any]:
-        """The backend as the service's settings write it."""
+    def settings(self, mount_dir: str, secret_refs: bool = False) -> dict[str, Any]:
+        """The backend as the service's settings write it: each credential a file under ``mount_dir``, or with
+        ``secret_refs`` the bearer token a Secret reference the service reads through the API."""
         out: dict[str, Any] = {"url": self.url}
-        if self.bearer_token:
-            out["bearerTokenFile"] = mounted_path(self.bearer_token, mount_dir)
+        token = self.bearer_token
+        if token and secret_refs and token.kind == "Secret":
+            out["bearerTokenSecret"] = {"namespace": token.namespace, "name": token.name, "key": token.key}
+        elif token:
+            out["bearerTokenFile"] = mounted_path(token, mount_dir)
         # basicAuth takes its username as text: one a Secret holds is left to the operator (reported as lost).
         tls: dict[str, Any] = {}
         for key, ref in (("caFile", self.ca), ("certFile", self.cert), ("keyFile", self.key)):
@@ -102,15 +106,28 @@ class BackendRegistry:
         self.backends = {backend: name for backend, name in self.backends.items() if name in names}
         self.users = {name: users for name, users in self.users.items() if name in names}
 
-    def fragment(self, mount_dir: str) -> dict[str, Any]:
+    def fragment(self, mount_dir: str, secret_refs: bool = False) -> dict[str, Any]:
         """``prometheus.backends`` of the service's settings, in name order."""
         by_name = sorted((name, backend) for backend, name in self.backends.items())
-        return {"prometheus": {"backends": {name: backend.settings(mount_dir) for name, backend in by_name}}}
+        backends = {name: backend.settings(mount_dir, secret_refs) for name, backend in by_name}
+        return {"prometheus": {"backends": backends}}
 
-    def mounts(self, mount_dir: str) -> list[tuple[str, Reference]]:
+    def mounts(self, mount_dir: str, secret_refs: bool = False) -> list[tuple[str, Reference]]:
         """Every credential file the backends read, with the key it must be mounted from (each once)."""
-        found = {mounted_path(ref, mount_dir): ref for backend in self.backends for _, ref in backend.references()}
+        read = set(self.secret_reads(secret_refs))
+        found = {
+            mounted_path(ref, mount_dir): ref
+            for backend in self.backends
+            for _, ref in backend.references()
+            if ref not in read
+        }
         return sorted(found.items())
+
+    def secret_reads(self, secret_refs: bool) -> list[Reference]:
+        """The Secret keys the service reads through the API (with ``secret_refs``: the bearer tokens)."""
+        if not secret_refs:
+            return []
+        return sorted({b.bearer_token for b in self.backends if b.bearer_token and b.bearer_token.kind == "Secret"})
 
 
 def _base_name(url: str) -> str:
@@ -229,7 +246,12 @@ def _credentials(
         elif mode == "basic":
             username = need("username")
             if username:
-                password = f", passwordFile: <where {refs['password']} is mounted>" if "password" in refs else ""
+                secret = refs.get("password")
+                password = (
+                    f", passwordSecret: {{namespace: {secret.namespace}, name: {secret.name}, key: {secret.key}}}"
+                    if secret is not None and secret.kind == "Secret"
+                    else ""
+                )
                 conversion.lost(
                     where,
                     f"basic: the username is {username}, and the converter reads no Secret's value: add "

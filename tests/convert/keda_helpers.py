@@ -82,8 +82,9 @@ def spec_of(conversion: Conversion, tmp_path: Path) -> dict[str, Any]:
     return spec
 
 
-def backends_of(registry: BackendRegistry) -> dict[str, Any]:
-    fragment: dict[str, Any] = registry.fragment(DEFAULT_MOUNT_DIR)["prometheus"]["backends"]
+def backends_of(registry: BackendRegistry, *, secret_refs: bool = False) -> dict[str, Any]:
+    """The backends fragment, after checking it with the service's own settings parser."""
+    fragment: dict[str, Any] = registry.fragment(DEFAULT_MOUNT_DIR, secret_refs)["prometheus"]["backends"]
     errors = ErrorList()
     assert read_backends(fragment, "prometheus.backends", errors) is not None, [str(e) for e in errors.items]
     return fragment

@@ -59,23 +59,27 @@ def test_output_dir_and_strict(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert convert(str(SCALED_OBJECTS), "--output-dir", str(out), "--strict") == 2
     err = capsys.readouterr().err
     assert "ScaledObject shop/api: error: not converted: spec.triggers[3]: a 'kafka' trigger" in err
-    # Only what converted without loss is written, with the backends it reads from and what to mount.
+    # Only what converted without loss is written, with the backends it reads from and what the service needs.
     assert sorted(p.name for p in out.iterdir()) == ["autoscaler-backends.yaml", "jobs.keda-worker.yaml"]
-    assert "mount Secret jobs/prom-token key 'token' at /etc/autoscaler/keda/secret/jobs/prom-token/token" in err
+    assert "grant the service get on Secret jobs/prom-token key 'token' (read through the API)" in err
     backends = yaml.safe_load((out / "autoscaler-backends.yaml").read_text())
+    token = {"namespace": "jobs", "name": "prom-token", "key": "token"}  # a reference: never the token
     assert backends == {
         "prometheus": {
             "backends": {
-                "prometheus-monitoring": {
-                    "url": "http://prometheus.monitoring:9090",
-                    "bearerTokenFile": "/etc/autoscaler/keda/secret/jobs/prom-token/token",
-                }
+                "prometheus-monitoring": {"url": "http://prometheus.monitoring:9090", "bearerTokenSecret": token}
             }
         }
     }
     # merged into the service's settings as the file says, it is what `autoscaler run` reads
     settings = parse_service_settings({"prometheus": {"url": "http://prometheus:9090", **backends["prometheus"]}})
-    assert settings.prometheus_backends["prometheus-monitoring"].bearer_token_file == (
+    assert settings.prometheus_backends["prometheus-monitoring"].bearer_token_secret is not None
+    # or as a file the service's pod mounts
+    assert convert(str(SCALED_OBJECTS), "--output-dir", str(out), "--strict", "--credentials", "file") == 2
+    err = capsys.readouterr().err
+    assert "mount Secret jobs/prom-token key 'token' at /etc/autoscaler/keda/secret/jobs/prom-token/token" in err
+    backends = yaml.safe_load((out / "autoscaler-backends.yaml").read_text())
+    assert backends["prometheus"]["backends"]["prometheus-monitoring"]["bearerTokenFile"] == (
         "/etc/autoscaler/keda/secret/jobs/prom-token/token"
     )
     assert convert(str(SCALED_OBJECTS), "--output-dir", str(out)) == 3
@@ -304,7 +308,7 @@ async def test_from_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         captured = capsys.readouterr()
         assert code == 0, captured.err  # its TriggerAuthentication read from the cluster: nothing lost
         assert [d["metadata"]["name"] for d in documents(captured.out)] == ["worker"]
-        assert "#         bearerTokenFile: /etc/autoscaler/keda/secret/jobs/prom-token/token" in captured.out
+        assert "#         bearerTokenSecret:\n#           namespace: jobs\n#           name: prom-token" in captured.out
         code = await asyncio.to_thread(convert, "--from-cluster", "--kubeconfig", str(config), "-l", "team=storefront")
         assert code == 0
         assert [d["metadata"]["name"] for d in documents(capsys.readouterr().out)] == ["web"]

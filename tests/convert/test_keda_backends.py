@@ -104,6 +104,15 @@ def test_trigger_authentication_bearer_and_tls_by_reference(tmp_path: Path) -> N
         "Secret jobs/prom-client key 'tls.key'",
         "Secret jobs/prom-token key 'token'",
     ]
+    # with Secret references (convert's default), the token is read through the API; TLS stays files
+    by_reference = backends_of(registry, secret_refs=True)["prometheus-monitoring"]
+    assert by_reference["bearerTokenSecret"] == {"namespace": "jobs", "name": "prom-token", "key": "token"}
+    assert (
+        "bearerTokenFile" not in by_reference
+        and by_reference["tls"] == backends_of(registry)["prometheus-monitoring"]["tls"]
+    )
+    assert [str(ref) for ref in registry.secret_reads(True)] == ["Secret jobs/prom-token key 'token'"]
+    assert "Secret jobs/prom-token key 'token'" not in [str(ref) for _, ref in registry.mounts(DEFAULT_MOUNT_DIR, True)]
 
 
 def test_cluster_trigger_authentication_secrets_are_in_kedas_namespace(tmp_path: Path) -> None:
