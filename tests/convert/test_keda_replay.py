@@ -141,3 +141,11 @@ def test_paused_scale_in_holds_the_count_and_keeps_it_from_idling(tmp_path: Path
         4,  # past the HPA's window too: still no scale-in
         4,  # 50 / 25 = 2: a scale-in, held
     ]
+
+
+def test_fallback_does_not_wake_an_idle_workload(tmp_path: Path) -> None:
+    """At 0 KEDA's HPA is disabled, so a failing trigger's fallback never applies there; running, it does."""
+    spec = spec_of(run(queue_worker(fallback={"failureThreshold": 1, "replicas": 3}))[0], tmp_path)
+    failing = [queue(at, None) for at in (15, 30, 45)]
+    assert replay(spec, [queue(0, "0", replicas=0), *failing]) == [0, 0, 0, 0]
+    assert replay(spec, [queue(0, "50", replicas=2), *failing]) == [2, 2, 3, 3]  # more than 1 failure: 3
