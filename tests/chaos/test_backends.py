@@ -14,31 +14,40 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
+from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
 from kube_emulator import KubeEmulator
 from tests.chaos.conftest import Chaos
 from tests.chaos.service import wait_until
 from tests.chaos.watch import scaling_active
 from tests.chaos.world import queue_metric, replicas_of, set_load, target
 from tests.service.cluster import deployment
+from tests.warm_prometheus import Scraped, WarmPrometheus
 
 BACKLOG = 'sum(backlog{queue="b"})'
 
 
 @pytest.fixture(scope="module")
-def second_exporter() -> Iterator[MetricsExporter]:
-    with MetricsExporter() as running:
-        running.set("backlog", {"queue": "b"}, 0)
-        yield running
+def second(warm_prometheus: WarmPrometheus) -> Iterator[Scraped]:
+    """Another exporter and the Prometheus scraping it alone (taken warm: tests/warm_prometheus.py): ``backlog``
+    is in this one only."""
+    taken = warm_prometheus.take()
+    try:
+        yield taken
+    finally:
+        taken.close()
 
 
 @pytest.fixture(scope="module")
-def second_prometheus(second_exporter: MetricsExporter) -> Iterator[PrometheusSandbox]:
-    """Another Prometheus, scraping only the second exporter: ``backlog`` is in this one alone."""
-    sandbox = PrometheusSandbox(scrape_targets=[ScrapeTarget(second_exporter.address)], scrape_interval=1.0)
-    with sandbox:
-        sandbox.wait_for('backlog{queue="b"}', timeout=30)
-        yield sandbox
+def second_exporter(second: Scraped) -> MetricsExporter:
+    second.exporter.set("backlog", {"queue": "b"}, 0)
+    return second.exporter
+
+
+@pytest.fixture(scope="module")
+def second_prometheus(second: Scraped, second_exporter: MetricsExporter) -> PrometheusSandbox:
+    assert second.prometheus is not None, "the prometheus binary is missing"
+    second.prometheus.wait_for('backlog{queue="b"}', timeout=30)
+    return second.prometheus
 
 
 def _metric(query: str, name: str, backend: str | None) -> dict[str, object]:
