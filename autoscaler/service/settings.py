@@ -6,6 +6,7 @@ and start-up stops; secrets are never echoed. The file's layout (all optional bu
 .. code-block:: yaml
 
     prometheus: {url: http://prometheus:9090, timeoutSeconds: 5}   # see docs/prometheus.md
+    # prometheus.backends: {tenant-b: {url: …, headers: …, basicAuth: …}}: named backends a metric may name
     kubernetes: {kubeconfig: null, context: null, namespaces: [], watchSilenceSeconds: 90,
                  relists: {backoffStartSeconds: 0.8, backoffCapSeconds: 30, limit: 5, windowSeconds: 60}}
     sync: {periodSeconds: 15, jitter: 0.1, concurrency: 50, batchWindowSeconds: 1, clockSkewWarningSeconds: 10}
