@@ -36,6 +36,7 @@ from autoscaler.core.observation import (
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.status import condition_json, history_json
 from autoscaler.core.sync import SyncOutcome, SyncPlan, WriteResults
+from autoscaler.simulate.health_status import METRIC_HEALTH_KEY, metric_health_json
 
 
 class RecordingError(ValueError):
@@ -78,12 +79,15 @@ def settings_document(settings: ControllerSettings) -> dict[str, Any]:
 
 def state_document(state: TargetState) -> dict[str, Any]:
     """The scenario's ``history`` and ``status`` for a target in ``state``."""
-    return {
+    document = {
         "history": history_json(state.history, _same) if state.history is not None else None,
         "conditions": [condition_json(c, _same) for c in state.conditions],
         "desiredReplicas": state.desired_replicas,
         "lastScaleTime": state.last_scale_time,
     }
+    if state.metric_health:  # spec.fallback's (a key only then: the recordings of other targets are as they were)
+        document[METRIC_HEALTH_KEY] = metric_health_json(state.metric_health)
+    return document
 
 
 def decision_document(decision: Decision) -> dict[str, Any]:
@@ -273,7 +277,7 @@ def scenario_from_recording(lines: Sequence[Mapping[str, Any]], target: str) -> 
         scenario["history"] = state["history"]
     status = {
         key: state[key]
-        for key in ("conditions", "desiredReplicas", "lastScaleTime")
+        for key in ("conditions", "desiredReplicas", "lastScaleTime", METRIC_HEALTH_KEY)
         if state.get(key) is not None and state.get(key) != []
     }
     if status:

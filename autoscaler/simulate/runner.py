@@ -38,7 +38,13 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
     what HVPA reads.
     """
     state = SyncState(
-        TargetState(scenario.history, scenario.conditions, scenario.desired_replicas, scenario.last_scale_time)
+        TargetState(
+            scenario.history,
+            scenario.conditions,
+            scenario.desired_replicas,
+            scenario.last_scale_time,
+            metric_health=scenario.metric_health,
+        )
     )
     replicas = 0
     results: list[StepResult] = []

@@ -14,6 +14,7 @@ from typing import Any
 
 from autoscaler.core.conditions import Condition
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
+from autoscaler.core.metric_health import MetricHealth
 from autoscaler.core.observation import (
     DEFAULT_SAMPLE_WINDOW,
     ConditionStatus,
@@ -35,6 +36,7 @@ from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.settings_parse import SCENARIO_SUFFIX, read_controller_settings
 from autoscaler.core.spec import MetricSourceType, MetricSpec, TargetSpec
 from autoscaler.core.spec_parse import read_target_spec
+from autoscaler.simulate.health_status import read_metric_health
 from autoscaler.simulate.hvpa_steps import HVPA_STEP_KEYS, ClockCarry, HvpaStepInput, read_hvpa_step
 from autoscaler.simulate.observed import OBSERVED_STEP_KEYS, ObservedInputs, read_observed
 from autoscaler.values.fields import ErrorList, Obj, to_quantity
@@ -84,6 +86,7 @@ class Scenario:
     raw: Mapping[str, Any]
     desired_replicas: int | None = None  # status.desiredReplicas before the first step
     last_scale_time: float | None = None  # status.lastScaleTime before the first step
+    metric_health: tuple[MetricHealth, ...] = ()  # status.metricHealth before the first step (spec.fallback)
 
 
 # Step keys owned by extensions (the HVPA engine); parsed there, accepted here.
@@ -107,7 +110,9 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
     spec = read_target_spec(raw_spec, "spec", errors, require_queries=False) if raw_spec is not None else None
     settings = read_controller_settings(root.obj("settings"), suffix=SCENARIO_SUFFIX)
     history = _history(root.obj("history"))
-    conditions, desired, last_scale = _status(root.obj("status"))
+    status = root.obj("status")
+    metric_health = read_metric_health(status, MAX_TIME)  # first: _status refuses the keys it does not read
+    conditions, desired, last_scale = _status(status)
     steps: list[ScenarioStep] = []
     raw_steps = root.value.get("steps")
     clock = ClockCarry()
@@ -125,7 +130,8 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
         _check_step_order(steps, errors)
     if errors or spec is None or settings is None:
         return None
-    return Scenario(spec, settings, history, conditions, tuple(steps), dict(root.value), desired, last_scale)
+    scenario = Scenario(spec, settings, history, conditions, tuple(steps), dict(root.value), desired, last_scale)
+    return replace(scenario, metric_health=metric_health) if metric_health else scenario
 
 
 def _check_step_order(steps: list[ScenarioStep], errors: ErrorList) -> None:
