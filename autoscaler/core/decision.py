@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autoscaler.core import conditions as c
+from autoscaler.core.activation_outcome import ActivationOutcome
 from autoscaler.core.behavior import Normalization, normalize_legacy, normalize_with_behavior, tolerances_for
 from autoscaler.core.conditions import Condition, find_condition, set_condition
 from autoscaler.core.history import DecisionHistory, ScaleIntent, with_initial_recommendation
@@ -44,13 +45,16 @@ class TargetState:
 
     ``scale_intent``: a scale write a status recorded before it was sent, whose outcome no status told
     (the writer stopped mid-write); the next sync settles it against the count it reads
-    (:func:`~autoscaler.core.rescale.resolve_scale_intent`). None in any state a sync leaves."""
+    (:func:`~autoscaler.core.rescale.resolve_scale_intent`). None in any state a sync leaves.
+    ``last_active_time``: with ``spec.activation``, the last sync a metric was above its activation
+    threshold (KEDA's ``status.lastActiveTime``); the cooldown to idle counts from it."""
 
     history: DecisionHistory | None = None
     conditions: tuple[Condition, ...] = ()
     desired_replicas: int | None = None  # status.desiredReplicas as last written
     last_scale_time: float | None = None
     scale_intent: ScaleIntent | None = None
+    last_active_time: float | None = None
     metric_health: tuple[MetricHealth, ...] = ()  # with spec.fallback: each metric's failures (core/metric_health.py)
 
     def __init__(
@@ -60,6 +64,7 @@ class TargetState:
         desired_replicas: int | None = None,
         last_scale_time: float | None = None,
         scale_intent: ScaleIntent | None = None,
+        last_active_time: float | None = None,
         metric_health: tuple[MetricHealth, ...] = (),
     ) -> None:
         object.__setattr__(self, "history", history)
@@ -67,6 +72,7 @@ class TargetState:
         object.__setattr__(self, "desired_replicas", desired_replicas)
         object.__setattr__(self, "last_scale_time", last_scale_time)
         object.__setattr__(self, "scale_intent", scale_intent)
+        object.__setattr__(self, "last_active_time", last_active_time)
         object.__setattr__(self, "metric_health", metric_health)
 
 
@@ -90,6 +96,7 @@ class Decision:
     applied: bool | None = None  # after apply_scale_result: whether the scale write succeeded
     previous_desired_replicas: int | None = None  # status.desiredReplicas before this sync
     notes: tuple[str, ...] = ()  # sentences explain shows before the metrics' (the composite's, core/composite)
+    activation: ActivationOutcome | None = None  # with spec.activation: what its step found and did
     metric_health: tuple[MetricHealth, ...] = ()  # with spec.fallback: each metric's health after this sync
 
     def __init__(
@@ -112,6 +119,7 @@ class Decision:
         applied: bool | None = None,
         previous_desired_replicas: int | None = None,
         notes: tuple[str, ...] = (),
+        activation: ActivationOutcome | None = None,
         metric_health: tuple[MetricHealth, ...] = (),
     ) -> None:
         object.__setattr__(self, "current_replicas", current_replicas)
@@ -132,6 +140,7 @@ class Decision:
         object.__setattr__(self, "applied", applied)
         object.__setattr__(self, "previous_desired_replicas", previous_desired_replicas)
         object.__setattr__(self, "notes", notes)
+        object.__setattr__(self, "activation", activation)
         object.__setattr__(self, "metric_health", metric_health)
 
     @property
@@ -144,17 +153,6 @@ class Decision:
         if norm.limited:
             return norm.limit_reason
         return norm.able_reason if norm.stabilized != norm.proposal else None
-
-
-BRANCHES = {
-    "disabled": "the target has 0 replicas: scaling is disabled",
-    "above-max": "current replicas above maxReplicas",
-    "below-min": "current replicas below minReplicas",
-    "selector": "the scale's selector cannot be used",
-    "metrics-failed": "no usable metric proposal",
-    "metrics": "metrics computed",
-    "hvpa-only": "the HPA is not an HVPA source (hvpa.sources): no metric is read",
-}
 
 
 def decide(

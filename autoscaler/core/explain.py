@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 
+from autoscaler.core.activation import activation_lines
 from autoscaler.core.behavior import Normalization, RateLimit
-from autoscaler.core.decision import BRANCHES, Decision
+from autoscaler.core.branches import BRANCHES
+from autoscaler.core.decision import Decision
 from autoscaler.core.other_autoscalers import held_because
 from autoscaler.core.results import MetricOutcome, PodMetricResult, ValueResult
 from autoscaler.core.spec import MetricTargetType, PolicyType
@@ -181,6 +183,8 @@ def explain_lines(decision: Decision, now: float) -> list[str]:
                 lines.append(f"{combined.invalid} metric(s) failed; scaling up is still allowed, scaling down is not.")
     if decision.normalization is not None:
         lines.extend(normalization_lines(decision.normalization, now))
+    if decision.activation is not None:
+        lines.extend(activation_lines(decision.activation, decision.current_replicas, now))
     if decision.scale:
         verb = "Scale up" if decision.replicas > decision.current_replicas else "Scale down"
         applied = "" if decision.applied is None else (" (applied)" if decision.applied else " (write FAILED)")

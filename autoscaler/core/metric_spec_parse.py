@@ -196,6 +196,13 @@ def forbid_value_only_fields(obj: Obj, source: MetricSourceType) -> None:
             "ignoreNullValues",
             f"Forbidden: only Object and External metrics (one value) read an empty answer as 0, not {source.value}",
         )
+    if obj.has("activationThreshold"):
+        obj.mark_known("activationThreshold")
+        obj.error(
+            "activationThreshold",
+            f"Forbidden: only Object and External metrics can make a target active (spec.activation), not "
+            f"{source.value}: per-pod metrics have no value while no pod runs",
+        )
 
 
 def _query(obj: Obj, required: bool) -> str | None:
@@ -300,6 +307,7 @@ def _object_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
     query = _query(obj, require_queries)
     backend = read_backend(obj)
     ignore_null_values = read_ignore_null_values(obj)
+    activation_threshold = obj.quantity("activationThreshold")
     obj.finish()
     if described is None or ident is None or target is None:
         return None
@@ -312,6 +320,7 @@ def _object_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
         query=query,
         backend=backend,
         ignore_null_values=ignore_null_values,
+        activation_threshold=activation_threshold,
     )
 
 
@@ -325,6 +334,7 @@ def _external_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
     query = _query(obj, require_queries)
     backend = read_backend(obj)
     ignore_null_values = read_ignore_null_values(obj)
+    activation_threshold = obj.quantity("activationThreshold")
     obj.finish()
     if ident is None or target is None:
         return None
@@ -336,6 +346,7 @@ def _external_source(obj: Obj, require_queries: bool) -> MetricSpec | None:
         query=query,
         backend=backend,
         ignore_null_values=ignore_null_values,
+        activation_threshold=activation_threshold,
     )
 
 

@@ -73,7 +73,9 @@ def _rescaled_conditions(
         conditions, c.ABLE_TO_SCALE, c.TRUE, "SucceededRescale", c.MSG_SUCCEEDED_RESCALE.format(replicas), now
     )
     # Set on every rescale (upstream master, HPAScaleToZero on) so that it is never stale.
-    if previous > 0 and replicas == 0 and spec.min_replicas == 0 and spec.has_object_or_external_metric:
+    # With activation, a scale to 0 is the step to idle (autoscaler.core.activation), whatever minReplicas is.
+    to_zero_allowed = spec.min_replicas == 0 or spec.activation is not None
+    if previous > 0 and replicas == 0 and to_zero_allowed and spec.has_object_or_external_metric:
         return set_condition(conditions, c.SCALED_TO_ZERO, c.TRUE, "ScaledToZero", c.MSG_SCALED_TO_ZERO, now)
     return set_condition(conditions, c.SCALED_TO_ZERO, c.FALSE, "NotScaledToZero", c.MSG_NOT_SCALED_TO_ZERO, now)
 
@@ -96,6 +98,7 @@ def state_before_write(decision: Decision, intent: ScaleIntent) -> TargetState:
         decision.status_desired_replicas,
         decision.last_scale_time,
         intent,
+        last_active_time=decision.activation.last_active_time if decision.activation is not None else None,
         metric_health=decision.metric_health,
     )
 
@@ -126,5 +129,12 @@ def resolve_scale_intent(state: TargetState, spec: TargetSpec, current: int) -> 
         intent.at,
     )
     conditions = _rescaled_conditions(state.conditions, spec, intent.previous, intent.replicas, intent.at)
-    landed = TargetState(history, conditions, intent.replicas, intent.at, metric_health=state.metric_health)
+    landed = TargetState(
+        history,
+        conditions,
+        intent.replicas,
+        intent.at,
+        last_active_time=state.last_active_time,
+        metric_health=state.metric_health,
+    )
     return landed, _rescaled_event(intent.replicas, intent.reason) if current == intent.replicas else None

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from autoscaler.core.activation_spec import ActivationSpec
 from autoscaler.core.fallback_spec import FallbackSpec
 from autoscaler.core.hvpa.spec import HvpaSpec
 from autoscaler.values.quantity import Quantity
@@ -88,6 +89,9 @@ class MetricSpec:
     # KEDA's ignoreNullValues (Object/External only): an empty answer, or a NaN or infinite value, reads as 0
     # instead of failing the metric (autoscaler.prometheus.value_readings).
     ignore_null_values: bool = False
+    # KEDA's activationThreshold (Object/External only, with spec.activation): the metric makes the target
+    # active while its value is strictly greater (None: 0). autoscaler.core.activation reads it.
+    activation_threshold: Quantity | None = None
 
     @property
     def is_pod_metric(self) -> bool:
@@ -177,6 +181,8 @@ class TargetSpec:
     composite: CompositeSpec | None = None
     # KEDA's pollingInterval: this target's sync period in seconds; None: the service's sync.periodSeconds.
     sync_period_seconds: int | None = None
+    # KEDA's activation phase: idle <-> active by activation thresholds and a cooldown (autoscaler.core.activation).
+    activation: ActivationSpec | None = None
     # KEDA's fallback: the count a failed metric stands for once it failed long enough (autoscaler.core.fallback).
     fallback: FallbackSpec | None = None
 

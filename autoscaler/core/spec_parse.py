@@ -9,6 +9,7 @@ defaults). The metric sources are :mod:`autoscaler.core.metric_spec_parse`, the 
 
 from __future__ import annotations
 
+from autoscaler.core.activation_spec import read_activation
 from autoscaler.core.composite_spec import read_composite
 from autoscaler.core.fallback_spec import read_fallback
 from autoscaler.core.gomath import MAX_INT32
@@ -73,6 +74,7 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *, require_quer
     behavior = _behavior(obj.obj("behavior"))
     composite = read_composite(obj, metrics)
     sync_period = obj.integer("syncPeriodSeconds", minimum=1, maximum=MAX_SYNC_PERIOD_SECONDS)
+    activation = read_activation(obj, min_replicas=min_replicas, metrics=metrics)
     fallback_obj = obj.obj("fallback")
     fallback = read_fallback(fallback_obj) if fallback_obj is not None else None
     hvpa_obj = obj.obj("hvpa")
@@ -93,8 +95,9 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *, require_quer
         behavior=behavior,
         hvpa=hvpa,
         composite=composite,
-        sync_period_seconds=sync_period,
+        activation=activation,
         fallback=fallback,
+        sync_period_seconds=sync_period,
     )
 
 

@@ -31,6 +31,13 @@ from fractions import Fraction
 from typing import Any
 
 from autoscaler.core import conditions as c
+from autoscaler.core.activation import (
+    activation_events,
+    activity_readings,
+    apply_activation,
+    spec_for_decide,
+    without_activation,
+)
 from autoscaler.core.composite import apply_composite
 from autoscaler.core.conditions import set_condition
 from autoscaler.core.decision import WARNING, Decision, Event, TargetState, decide
@@ -63,12 +70,15 @@ class SyncState:
 class SyncInputs:
     """What one sync observed. ``observation`` is what the HPA engine reads (its metric readings are
     "not read" failures when :func:`reads_metrics` is False); the rest is read by HVPA only: the VPA,
-    the workload's pod template and the wall clock (Unix seconds, for maintenance windows)."""
+    the workload's pod template and the wall clock (Unix seconds, for maintenance windows). ``created``: when
+    the target was created (its metadata.creationTimestamp; simulate: the scenario's start), which
+    ``activation.initialCooldownSeconds`` counts from; None: unknown (no initial cooldown)."""
 
     observation: Observation
     vpa: VpaObservation | None = None
     template: Sequence[ContainerInfo] = ()
     clock: Fraction | float | None = None
+    created: float | None = None
 
     def __init__(
         self,
@@ -76,11 +86,13 @@ class SyncInputs:
         vpa: VpaObservation | None = None,
         template: Sequence[ContainerInfo] = (),
         clock: Fraction | float | None = None,
+        created: float | None = None,
     ) -> None:
         object.__setattr__(self, "observation", observation)
         object.__setattr__(self, "vpa", vpa)
         object.__setattr__(self, "template", template)
         object.__setattr__(self, "clock", clock)
+        object.__setattr__(self, "created", created)
 
 
 def reads_metrics(spec: TargetSpec) -> bool:
@@ -181,13 +193,18 @@ def plan_sync(
             else None
         )
         decide_reads = decided if fallback is None else fallback.observation
-        decision = decide(decided_spec, decide_reads, state.target, settings, now)
+        decision = decide(spec_for_decide(decided_spec), decide_reads, state.target, settings, now)
         if composite_notes:
             decision = replace(decision, notes=(*composite_notes, *decision.notes))
         if fallback is not None or state.target.metric_health:
             decision = record_fallback(decided_spec, decision, state.target.metric_health, fallback, now)
     else:
         decision = hpa_off_decision(spec, observation.scale.spec_replicas, state.target, now)
+    if spec.activation is not None:  # idle <-> active (KEDA's phase) around the HPA engine's decision
+        activity = activity_readings(spec, decided_spec.metrics, decided.readings)  # composite's, before fallback
+        decision = apply_activation(spec, activity, decision, state.target.last_active_time, inputs.created, now)
+    else:
+        decision = without_activation(decision)
     if landed is not None:  # the Event the writer of that scale could not post: first among this sync's
         decision = replace(decision, events=(landed, *decision.events))
     hvpa: HvpaDecision | None = None
@@ -205,6 +222,8 @@ def settle(plan: SyncPlan, results: WriteResults) -> SyncOutcome:
     decision = plan.decision
     if results.scale is not None:
         decision = apply_scale_result(decision, plan.spec, results.scale, plan.now, results.scale_error)
+        if decision.activation is not None:
+            decision = replace(decision, events=(*decision.events, *activation_events(decision, plan.spec)))
     hvpa_state = plan.state.hvpa
     if plan.hvpa is not None and decision.applied is not False and results.vpa:
         hvpa_state = plan.hvpa.state
@@ -213,6 +232,7 @@ def settle(plan: SyncPlan, results: WriteResults) -> SyncOutcome:
         decision.conditions,
         decision.status_desired_replicas,
         decision.last_scale_time,
+        last_active_time=decision.activation.last_active_time if decision.activation is not None else None,
         metric_health=decision.metric_health,
     )
     return SyncOutcome(plan.now, decision, plan.hvpa, SyncState(target, hvpa_state))

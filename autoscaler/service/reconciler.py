@@ -59,7 +59,7 @@ from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.report import SyncReporter, reconcile_result
 from autoscaler.service.scale_grace import finish_scale_write
 from autoscaler.service.schedule import ConcurrencySlot, Schedule, TickTimers
-from autoscaler.service.status import restore_state
+from autoscaler.service.status import activation_status, restore_state
 from autoscaler.service.targets import Target
 from autoscaler.service.view import ClusterView
 from autoscaler.service.writes import ClusterWriter, LeadershipLost, TargetLeft, TargetWrites
@@ -230,13 +230,14 @@ class TargetReconciler:
                 self._target, spec, scale, read_metrics=reads_metrics(spec), slot=slot
             )
             if spec.hvpa is None:
-                inputs, hvpa_state = SyncInputs(observation), NO_HVPA
+                inputs, hvpa_state = SyncInputs(observation, created=self._target.created), NO_HVPA
             else:
                 inputs = SyncInputs(
                     observation,
                     vpa_observation(self._view.find_vpa(target)),
                     template=self._view.template_of(target),
                     clock=now,
+                    created=self._target.created,
                 )
                 hvpa_state = self._hvpa_state if self._hvpa_state is not None else self._restored_hvpa_state()
             plan = plan_sync(spec, inputs, SyncState(state, hvpa_state), self._context.settings, now)
@@ -274,7 +275,8 @@ class TargetReconciler:
         if self._context.recorder is not None:
             self._context.recorder.record(target, plan, observation, results, outcome)
         decision = outcome.decision
-        extra: dict[str, Any] = fallback_status(decision)
+        extra: dict[str, Any] = activation_status(decision)
+        extra.update(fallback_status(decision))
         if outcome.hvpa is not None:
             self._hvpa_state = outcome.state.hvpa
             extra["hvpa"] = hvpa_status(outcome.hvpa, self._hvpa_state)

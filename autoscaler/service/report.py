@@ -32,7 +32,13 @@ from autoscaler.service.backend_health import backend_event
 from autoscaler.service.backend_healths import BackendHealths
 from autoscaler.service.metric_health import fallback_status
 from autoscaler.service.metrics_sink import MetricsSink
-from autoscaler.service.status import PENDING_SCALE, scale_intent_document, seconds_time, status_document
+from autoscaler.service.status import (
+    PENDING_SCALE,
+    activation_status,
+    scale_intent_document,
+    seconds_time,
+    status_document,
+)
 from autoscaler.service.status_digest import StatusDigest
 from autoscaler.service.targets import Target, compact_json
 from autoscaler.service.writes import TargetWrites
@@ -164,6 +170,7 @@ class SyncReporter:
         extra: dict[str, Any] = {"hvpa": last["hvpa"]} if "hvpa" in last else {}
         if self._shard is not None:
             extra["shard"] = self._shard
+        extra.update(activation_status(decision))
         extra.update(fallback_status(decision))
         extra[PENDING_SCALE] = scale_intent_document(intent)
         document = status_document(decision, generation=target.generation, now=now, extra=extra)

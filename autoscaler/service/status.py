@@ -164,8 +164,33 @@ def restore_state(status: object, now: float) -> TargetState:
         desired_replicas=_count(status.get("desiredReplicas")),
         last_scale_time=parse_rfc3339(status.get("lastScaleTime")),
         scale_intent=restore_scale_intent(status.get(PENDING_SCALE)),
+        last_active_time=restore_last_active_time(status, now),
         metric_health=restore_metric_health(status.get(METRIC_HEALTH)),
     )
+
+
+LAST_ACTIVE_TIME = "lastActiveTime"  # KEDA's status field
+
+
+def activation_status(decision: Decision) -> dict[str, Any]:
+    """``status.lastActiveTime`` of a target with ``activation`` while it is not active: the last sync a metric
+    was above its activation threshold, which the cooldown to idle counts from. While the target is active
+    (condition Active True) it is left out: it would change at every sync, and a status is not written only
+    for that; a restore takes an active target as active until the moment of the restore (never a shorter
+    cooldown)."""
+    outcome = decision.activation
+    if outcome is None or outcome.active or outcome.last_active_time is None:
+        return {}
+    return {LAST_ACTIVE_TIME: rfc3339(outcome.last_active_time, fraction=True)}
+
+
+def restore_last_active_time(status: Mapping[str, Any], now: float) -> float | None:
+    """The last time a restored target was active: now if its status says it is (Active True), else what
+    ``status.lastActiveTime`` says (None: never active, or no activation)."""
+    for condition in _list(status.get("conditions")):
+        if condition.get("type") == "Active" and condition.get("status") == c.TRUE:
+            return now
+    return parse_rfc3339(status.get(LAST_ACTIVE_TIME))
 
 
 PENDING_SCALE = "pendingScale"  # the status key of a scale write recorded before it is sent

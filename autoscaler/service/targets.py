@@ -20,6 +20,7 @@ from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.kube.api import ResourcePath
 from autoscaler.values.fields import ErrorList, FieldError, SpecError, type_name
 from autoscaler.values.limits import check_document
+from autoscaler.values.timestamps import parse_rfc3339
 from autoscaler.values.yaml_files import load_yaml_documents
 
 GROUP = "autoscaler.dev"
@@ -46,6 +47,9 @@ class Target:
     # TAKE_OVER_ANNOTATION "true": the cut-over is agreed, the target scales as soon as the other autoscaler
     # that held it is gone (service/other_autoscalers.py). An annotation: changing it restarts nothing.
     take_over: bool = False
+    # metadata.creationTimestamp (Unix seconds; None when absent, as in a targets file without it): what
+    # spec.activation.initialCooldownSeconds counts from. It never changes for one object (uid).
+    created: float | None = None
 
     @property
     def status(self) -> Mapping[str, Any] | None:
@@ -127,6 +131,7 @@ def target_from_object(
         _canonical(raw_spec) if spec_fits else f"(invalid: {error_text(errors)})",
         _compact(status) if status_fits and isinstance(status, Mapping) else None,
         _takes_over(meta),
+        parse_rfc3339(meta.get("creationTimestamp")),
     )
 
 

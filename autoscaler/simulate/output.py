@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from autoscaler.core.decision import BRANCHES, Decision
+from autoscaler.core.branches import BRANCHES
+from autoscaler.core.decision import Decision
 from autoscaler.core.hvpa.decision import HvpaDecision
 from autoscaler.core.hvpa.explain import hvpa_json, requests_text
 from autoscaler.core.results import MetricOutcome
@@ -70,6 +71,8 @@ def step_json(result: StepResult) -> dict[str, Any]:
 def _why(decision: Decision) -> str:
     if decision.scale and decision.rescale_reason.startswith("HVPA"):
         return decision.rescale_reason
+    if decision.branch == "activation":
+        return decision.rescale_reason or "not active: stays idle"
     if decision.branch != "metrics":
         return BRANCHES[decision.branch]
     limited = decision.limited_by

@@ -48,11 +48,12 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
     )
     replicas = 0
     results: list[StepResult] = []
+    created = scenario.steps[0].at if scenario.steps else 0.0  # the target exists from the first step on
     for step in scenario.steps:
         if step.replicas is not None:
             replicas = step.replicas
         observation = observation_for(scenario, step, replicas)
-        inputs = SyncInputs(observation)
+        inputs = SyncInputs(observation, created=created)
         hvpa = step.hvpa
         if hvpa is not None:
             if hvpa.last_scale_time is not None:
@@ -64,7 +65,9 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
                     pods = closed_loop_pods(carried_requests(last.observation.pods, last.hvpa), replicas)
                     observation = replace(observation, pods=pods)
                 vpa = demand_vpa(hvpa.demand, replicas)
-            inputs = SyncInputs(observation, VpaObservation(vpa) if vpa is not None else None, clock=hvpa.clock)
+            inputs = SyncInputs(
+                observation, VpaObservation(vpa) if vpa is not None else None, clock=hvpa.clock, created=created
+            )
         outcome = sync(scenario.spec, inputs, state, scenario.settings, step.at)
         state = outcome.state
         replicas = outcome.decision.replicas

@@ -1,0 +1,35 @@
+"""config/scenarios/activation-*.yaml: KEDA's activation phase over time, with its exact replica sequences."""
+
+from pathlib import Path
+
+import yaml
+
+from autoscaler.core.conditions import find_condition
+from autoscaler.simulate.runner import StepResult, run_scenario
+from autoscaler.simulate.scenario import parse_scenario
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "config" / "scenarios"
+
+
+def results_of(name: str) -> list[StepResult]:
+    return run_scenario(parse_scenario(yaml.safe_load((SCENARIOS / name).read_text())))
+
+
+def test_the_queue_worker_keda_left_at_zero_is_woken_and_idles_after_the_cooldown() -> None:
+    results = results_of("activation-queue-worker.yaml")
+    assert [r.decision.replicas for r in results] == [0, 1, 4, 8, 8, 8, 8, 0, 0, 1]
+    reasons = [[e.reason for e in r.decision.events if e.reason in ("Activated", "Deactivated")] for r in results]
+    assert reasons == [[], ["Activated"], [], [], [], [], [], ["Deactivated"], [], ["Activated"]]
+    active = [find_condition(r.decision.conditions, "Active") for r in results]
+    assert [(a.status, a.reason) for a in active if a is not None] == [
+        ("False", "ScalerNotActive"),
+        ("True", "ScalerActive"),
+        ("True", "ScalerActive"),
+        ("True", "ScalerActive"),
+        ("True", "ScalerActive"),
+        ("False", "ScalerCooldown"),
+        ("False", "ScalerCooldown"),
+        ("False", "ScalerNotActive"),
+        ("False", "ScalerNotActive"),
+        ("True", "ScalerActive"),
+    ]
