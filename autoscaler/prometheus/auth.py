@@ -110,7 +110,20 @@ class SecretValue:
             await self._source.reread(self.ref)
 
 
-CredentialSource = BearerTokenFile | SecretValue
+class _Fixed:
+    """A password the settings hold, sent with a username read from a Secret."""
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def token(self) -> str:
+        return self._value
+
+    def invalidate(self) -> None:
+        pass
+
+
+CredentialSource = BearerTokenFile | SecretValue | _Fixed
 
 
 class Credentials:
@@ -133,6 +146,12 @@ class Credentials:
             self._bearer = SecretValue(settings.bearer_token_secret, secret_source)
         basic = settings.basic_auth
         self._username = basic.username if basic is not None else ""
+        self._username_source = (
+            SecretValue(basic.username_secret, secret_source)
+            if basic is not None and basic.username_secret is not None
+            else None
+        )
+        self._header_sources = {name: SecretValue(ref, secret_source) for name, ref in settings.header_secrets.items()}
         self._password: CredentialSource | None = None
         if basic is not None and basic.password_file is not None:
             self._password = BearerTokenFile(basic.password_file, what="basic auth password file")
@@ -140,32 +159,42 @@ class Credentials:
             self._password = SecretValue(basic.password_secret, secret_source)
         if settings.bearer_token:
             self._static["Authorization"] = f"Bearer {settings.bearer_token}"
-        elif basic is not None and self._password is None:
+        elif basic is not None and basic.static:
             self._static["Authorization"] = basic_authorization(basic.username, basic.password)
+        elif basic is not None and self._password is None:  # the password is the settings', the username a Secret's
+            self._password = _Fixed(basic.password)
         self.secrets = secrets if secrets is not None else KnownSecrets()
         self.secrets.learn(settings)
 
     @property
     def refreshable(self) -> bool:
-        return self._bearer is not None or self._password is not None
+        return bool(self._sources())
+
+    def _sources(self) -> list[CredentialSource]:
+        sources = [self._bearer, self._password, self._username_source, *self._header_sources.values()]
+        return [source for source in sources if source is not None and not isinstance(source, _Fixed)]
 
     async def refresh(self) -> None:
-        """Read the credential again (after a 401): a file at its next use, a Secret now."""
-        for source in (self._bearer, self._password):
-            if source is not None:
-                source.invalidate()
-                if isinstance(source, SecretValue):
-                    await source.reread()
+        """Read the credentials again (after a 401): a file at its next use, a Secret now."""
+        for source in self._sources():
+            source.invalidate()
+            if isinstance(source, SecretValue):
+                await source.reread()
 
     def headers(self) -> dict[str, str]:
         headers = dict(self._static)
+        for name, source in self._header_sources.items():
+            value = source.token()
+            headers[name] = value
+            self.secrets.add(value)
         if self._bearer is not None:
             token = self._bearer.token()
             headers["Authorization"] = f"Bearer {token}"
             self.secrets.add(token)
         elif self._password is not None:
             password = self._password.token()
-            header = basic_authorization(self._username, password)
+            username = self._username_source.token() if self._username_source is not None else self._username
+            header = basic_authorization(username, password)
             headers["Authorization"] = header
             for secret in (password, header, header.removeprefix("Basic ")):
                 self.secrets.add(secret)

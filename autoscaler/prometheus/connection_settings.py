@@ -47,13 +47,20 @@ class BasicAuth:
     # Where the password is read from instead (re-read when the file changes, as bearerTokenFile is).
     password_file: str | None = None
     password_secret: SecretRef | None = None  # or from this key of a Secret, read through the API
+    username_secret: SecretRef | None = None  # the username read from a Secret instead (KEDA's basic auth)
+
+    @property
+    def static(self) -> bool:
+        """Whether the Authorization header is known from the settings alone (nothing read from a file or Secret)."""
+        return self.password_file is None and self.password_secret is None and self.username_secret is None
 
     def __repr__(self) -> str:
+        user = f"username_secret={self.username_secret!r}" if self.username_secret else f"username={self.username!r}"
         if self.password_file is not None:
-            return f"BasicAuth(username={self.username!r}, password_file={self.password_file!r})"
+            return f"BasicAuth({user}, password_file={self.password_file!r})"
         if self.password_secret is not None:
-            return f"BasicAuth(username={self.username!r}, password_secret={self.password_secret!r})"
-        return f"BasicAuth(username={self.username!r}, password={REDACTED!r})"
+            return f"BasicAuth({user}, password_secret={self.password_secret!r})"
+        return f"BasicAuth({user}, password={REDACTED!r})"
 
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -122,11 +129,15 @@ def read_secret_string(obj: Obj, key: str) -> str | None:
 
 
 def read_basic_auth(obj: Obj | None) -> BasicAuth | None:
-    """``basicAuth``: a username and one of a password (which may be empty, as upstream allows), the file it is
-    read from (``passwordFile``) or the Secret's key it is read from (``passwordSecret``)."""
+    """``basicAuth``: a username (or the Secret's key it is read from, ``usernameSecret``) and one of a password
+    (which may be empty, as upstream allows), the file it is read from (``passwordFile``) or the Secret's key it
+    is read from (``passwordSecret``)."""
     if obj is None:
         return None
-    username = obj.string("username", required=True, non_empty=True)
+    username_secret = read_secret_ref(obj.obj("usernameSecret"))
+    username = obj.string("username", required=not obj.has("usernameSecret"), non_empty=True)
+    if username is not None and obj.has("usernameSecret"):
+        obj.error("usernameSecret", "Forbidden: set either username or usernameSecret, not both")
     password_file = obj.string("passwordFile", non_empty=True)
     password_secret = read_secret_ref(obj.obj("passwordSecret"))
     password = obj.raw("password")
@@ -139,10 +150,16 @@ def read_basic_auth(obj: Obj | None) -> BasicAuth | None:
         obj.error("passwordFile", "Forbidden: set one of password, passwordFile and passwordSecret")
         password = None
     obj.finish()
-    if username is None or (password is None and password_file is None and password_secret is None):
+    if (username is None) == (username_secret is None) or (
+        password is None and password_file is None and password_secret is None
+    ):
         return None
     return BasicAuth(
-        username=username, password=password or "", password_file=password_file, password_secret=password_secret
+        username=username or "",
+        password=password or "",
+        password_file=password_file,
+        password_secret=password_secret,
+        username_secret=username_secret,
     )
 
 
@@ -185,4 +202,23 @@ def read_tls(obj: Obj | None) -> dict[str, Any]:
         missing = "keyFile" if result["certFile"] is not None else "certFile"
         obj.error(missing, "Required value: a client certificate needs both certFile and keyFile")
     obj.finish()
+    return result
+
+
+def read_secret_map(obj: Obj, key: str) -> dict[str, SecretRef] | None:
+    """``headerSecrets``: header names, each with the Secret key its value is read from."""
+    view = obj.obj(key)
+    if view is None:
+        return None
+    result: dict[str, SecretRef] = {}
+    for name, value in view.value.items():
+        view.mark_known(name)
+        name_text = str(name)
+        if not HEADER_NAME.match(name_text):
+            view.error(name_text, "must be a valid HTTP header name")
+            continue
+        ref = read_secret_ref(Obj.of(value, f"{view.at(name_text)}", view.errors))
+        if ref is not None:
+            result[name_text] = ref
+    view.finish()
     return result

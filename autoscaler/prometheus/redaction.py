@@ -49,7 +49,7 @@ def configured_secrets(settings: PrometheusSettings) -> list[str]:
     if settings.bearer_token:
         values += [settings.bearer_token]
     basic = settings.basic_auth
-    if basic is not None and basic.password_file is None and basic.password_secret is None:
+    if basic is not None and basic.static:
         header = basic_authorization(basic.username, basic.password)
         values += [basic.password, header, header.removeprefix("Basic ")]
     values += settings.headers.values()

@@ -37,6 +37,7 @@ from autoscaler.prometheus.connection_settings import (
     REDACTED,
     SecretRef,
     read_basic_auth,
+    read_secret_map,
     read_secret_ref,
     read_secret_string,
     read_string_map,
@@ -86,6 +87,8 @@ class PrometheusSettings:
     bearer_token_secret: SecretRef | None = None  # read by the service through the API (service/secret_refs.py)
     basic_auth: BasicAuth | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    # Headers whose values are read from Secrets through the API (an API key, KEDA's custom auth header).
+    header_secrets: Mapping[str, SecretRef] = field(default_factory=dict)
     query_parameters: Mapping[str, str] = field(default_factory=dict)
     ca_file: str | None = None
     cert_file: str | None = None
@@ -158,6 +161,8 @@ class PrometheusSettings:
         }
         if self.bearer_token_secret is not None:  # a reference, no secret (absent when unset: reprs stay as they were)
             shown["bearer_token_secret"] = self.bearer_token_secret
+        if self.header_secrets:
+            shown["header_secrets"] = dict(self.header_secrets)
         return "PrometheusSettings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
     __str__ = __repr__
@@ -197,12 +202,13 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
     if basic is not None and (token is not None or token_file is not None or token_secret is not None):
         obj.error("basicAuth", "Forbidden: basic auth and a bearer token both set the Authorization header")
     headers = read_string_map(obj, "headers", header_names=True)
-    if (
-        headers
-        and any(name.lower() == "authorization" for name in headers)
-        and (basic is not None or token is not None or token_file is not None or token_secret is not None)
+    header_secrets = read_secret_map(obj, "headerSecrets")
+    if any(name.lower() == "authorization" for name in [*(headers or {}), *(header_secrets or {})]) and (
+        basic is not None or token is not None or token_file is not None or token_secret is not None
     ):
         obj.error("headers", "Forbidden: an Authorization header conflicts with bearerToken/basicAuth")
+    for name in sorted({n.lower() for n in headers or {}} & {n.lower() for n in header_secrets or {}}):
+        obj.errors.add(f"{obj.at('headerSecrets')}.{name}", "Forbidden: the header is in headers too")
     query_parameters = read_string_map(obj, "queryParameters", header_names=False)
     reserved = {"query", "time", "start", "end", "step", "timeout"} & set(query_parameters or {})
     for name in sorted(reserved):
@@ -250,6 +256,7 @@ def read_prometheus_settings(data: object, path: str, errors: ErrorList) -> Prom
         bearer_token_secret=token_secret,
         basic_auth=basic,
         headers=headers or {},
+        header_secrets=header_secrets or {},
         query_parameters=query_parameters or {},
         ca_file=tls.get("caFile"),
         cert_file=tls.get("certFile"),

@@ -1,5 +1,6 @@
 """The Prometheus credentials the settings name as Secret references (``bearerTokenSecret``,
-``basicAuth.passwordSecret``: ``{namespace, name, key}``), read through the Kubernetes API.
+``basicAuth.passwordSecret``, ``basicAuth.usernameSecret``, ``headerSecrets``: ``{namespace, name, key}``), read
+through the Kubernetes API.
 
 Each referenced Secret is read when the service starts (before its first sync), again every
 ``REFRESH_SECONDS`` (a rotated Secret is used within a minute), and at once after a backend answers 401 (at
@@ -43,8 +44,11 @@ def secret_refs(backends: Iterable[PrometheusSettings]) -> list[SecretRef]:
     for settings in backends:
         if settings.bearer_token_secret is not None:
             refs[settings.bearer_token_secret] = None
-        if settings.basic_auth is not None and settings.basic_auth.password_secret is not None:
-            refs[settings.basic_auth.password_secret] = None
+        basic = settings.basic_auth
+        for ref in (basic.password_secret, basic.username_secret) if basic is not None else ():
+            if ref is not None:
+                refs[ref] = None
+        refs.update(dict.fromkeys(settings.header_secrets.values()))
     return list(refs)
 
 

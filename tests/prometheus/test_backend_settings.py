@@ -184,3 +184,38 @@ def test_credentials_by_secret_reference() -> None:
         "prometheus.bearerTokenSecret.namespace: Required value",
         "prometheus.bearerTokenSecret.key: Required value",
     ]
+
+
+def test_header_values_and_the_basic_auth_username_by_secret_reference() -> None:
+    api_key = {"namespace": "monitoring", "name": "prom", "key": "apikey"}
+    user = {"namespace": "monitoring", "name": "prom", "key": "user"}
+    password = {"namespace": "monitoring", "name": "prom", "key": "password"}
+    settings = parse_service_settings(
+        {
+            "prometheus": {
+                "url": "http://prometheus:9090",
+                "headerSecrets": {"X-Api-Key": api_key},
+                "basicAuth": {"usernameSecret": user, "passwordSecret": password},
+            }
+        }
+    )
+    assert settings.prometheus.header_secrets == {"X-Api-Key": SecretRef("monitoring", "prom", "apikey")}
+    basic = settings.prometheus.basic_auth
+    assert basic is not None and basic.username_secret == SecretRef("monitoring", "prom", "user") and not basic.static
+    assert errors_of(
+        {
+            "prometheus": {
+                "url": "http://p",
+                "headers": {"X-Api-Key": "inline"},
+                "headerSecrets": {"x-api-key": api_key, "Authorization": api_key, "bad header": api_key},
+                "bearerTokenFile": "/token",
+            }
+        }
+    ) == [
+        "prometheus.headerSecrets.bad header: must be a valid HTTP header name",
+        "prometheus.headers: Forbidden: an Authorization header conflicts with bearerToken/basicAuth",
+        "prometheus.headerSecrets.x-api-key: Forbidden: the header is in headers too",
+    ]
+    assert errors_of(
+        {"prometheus": {"url": "http://p", "basicAuth": {"username": "u", "usernameSecret": user, "password": "p"}}}
+    ) == ["prometheus.basicAuth.usernameSecret: Forbidden: set either username or usernameSecret, not both"]

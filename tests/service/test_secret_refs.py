@@ -1,4 +1,5 @@
-"""Prometheus credentials named as Secret references (``bearerTokenSecret``, ``basicAuth.passwordSecret``), read
+"""Prometheus credentials named as Secret references (``bearerTokenSecret``, ``basicAuth.passwordSecret`` and
+``usernameSecret``, ``headerSecrets``), read
 through the real client from the API emulator (issue 36, item 5): a backend that checks the credential answers,
 a rotated Secret is read again at once after the 401 it causes, and a Secret that is absent, lacks its key or
 is forbidden fails the backend's metrics with a message naming it, never its content."""
@@ -46,14 +47,18 @@ def secret(name: str, **data: str) -> dict[str, Any]:
 
 
 def guarded(expected: dict[str, str]) -> Any:
-    """A backend answering only a request whose Authorization header is ``expected["header"]``."""
+    """A backend answering only a request whose header ``expected["name"]`` is ``expected["value"]``."""
 
     async def handle(request: Request) -> web.StreamResponse:
-        if request.headers.get("Authorization") != expected["header"]:
+        if request.headers.get(expected["name"]) != expected["value"]:
             return web.Response(status=401, text="Unauthorized")
         return json_response(vector("4", at=time.time()))
 
     return handle
+
+
+def basic(username: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
 
 
 def metric(backend: str) -> MetricSpec:
@@ -67,7 +72,7 @@ QUERY = TargetQuery(
     CrossVersionObjectReference("Deployment", "worker", "apps/v1"),
     "",
     (),
-    [metric("bearer"), metric("basic"), metric("absent"), metric("keyless")],
+    [metric("bearer"), metric("basic"), metric("custom"), metric("userpass"), metric("absent"), metric("keyless")],
 )
 
 
@@ -76,12 +81,14 @@ def ref(name: str, key: str) -> dict[str, str]:
 
 
 async def test_credentials_read_from_secrets_and_read_again_after_a_401(emulator: KubeEmulator, api: ApiClient) -> None:
-    emulator.create(secret("prom-creds", token="tok-first", password="pw-first"))
-    bearer_check = {"header": "Bearer tok-first"}
-    basic_check = {"header": "Basic " + base64.b64encode(b"autoscaler:pw-first").decode()}
+    emulator.create(secret("prom-creds", token="tok-first", password="pw-first", apikey="key-first", user="alice"))
+    bearer_check = {"name": "Authorization", "value": "Bearer tok-first"}
+    basic_check = {"name": "Authorization", "value": basic("autoscaler", "pw-first")}
+    custom_check = {"name": "X-Api-Key", "value": "key-first"}
+    userpass_check = {"name": "Authorization", "value": basic("alice", "pw-first")}
     async with AsyncExitStack() as stack:
         servers = []
-        for check in (bearer_check, basic_check):
+        for check in (bearer_check, basic_check, custom_check, userpass_check):
             server = await FakePrometheus().start()
             stack.push_async_callback(server.close)
             server.handler = guarded(check)
@@ -91,6 +98,20 @@ async def test_credentials_read_from_secrets_and_read_again_after_a_401(emulator
             "basic": {
                 "url": servers[1].url,
                 "basicAuth": {"username": "autoscaler", "passwordSecret": ref("prom-creds", "password")},
+                "retries": 0,
+            },
+            "custom": {
+                "url": servers[2].url,
+                "headerSecrets": {"X-Api-Key": ref("prom-creds", "apikey")},
+                "headers": {"X-Scope-OrgID": "team-a"},
+                "retries": 0,
+            },
+            "userpass": {
+                "url": servers[3].url,
+                "basicAuth": {
+                    "usernameSecret": ref("prom-creds", "user"),
+                    "passwordSecret": ref("prom-creds", "password"),
+                },
                 "retries": 0,
             },
             "absent": {"url": servers[0].url, "bearerTokenSecret": ref("nowhere", "token"), "retries": 0},
@@ -104,21 +125,23 @@ async def test_credentials_read_from_secrets_and_read_again_after_a_401(emulator
         router = BackendRouter(opened)
 
         [row] = await router.read([QUERY], None)
-        assert [sum(r.values) for r in row[:2] if isinstance(r, ExternalReading)] == [4000, 4000]
-        absent, keyless = row[2], row[3]
+        assert [sum(r.values) for r in row[:4] if isinstance(r, ExternalReading)] == [4000] * 4, row
+        absent, keyless = row[4], row[5]
         assert isinstance(absent, MetricFailure) and isinstance(keyless, MetricFailure)
         assert "cannot read the Secret monitoring/nowhere (key token): the Secret does not exist" in absent.message
         assert "cannot read the Secret monitoring/prom-creds (key missing): the Secret has no key missing" in (
             keyless.message
         )
-        assert secrets.redact("tok-first pw-first") == "<redacted> <redacted>"
+        assert secrets.redact("tok-first pw-first key-first") == "<redacted> <redacted> <redacted>"
 
         # Rotated: the backends want the new values; the first request's 401 has the Secret read again at once.
-        rotated = secret("prom-creds", token="tok-second", password="pw-second")
+        rotated = secret("prom-creds", token="tok-second", password="pw-second", apikey="key-second", user="bob")
         emulator.patch("secrets", "prom-creds", {"data": rotated["data"]}, namespace="monitoring")
         await asyncio.sleep(MIN_REREAD_SECONDS)  # a Secret is read again after a 401 at most once a second
-        bearer_check["header"] = "Bearer tok-second"
-        basic_check["header"] = "Basic " + base64.b64encode(b"autoscaler:pw-second").decode()
+        bearer_check["value"] = "Bearer tok-second"
+        basic_check["value"] = basic("autoscaler", "pw-second")
+        custom_check["value"] = "key-second"
+        userpass_check["value"] = basic("bob", "pw-second")
         [row] = await router.read([QUERY], None)
-        assert [sum(r.values) for r in row[:2] if isinstance(r, ExternalReading)] == [4000, 4000], row
+        assert [sum(r.values) for r in row[:4] if isinstance(r, ExternalReading)] == [4000] * 4, row
         assert secrets.redact("tok-second") == "<redacted>"
