@@ -72,7 +72,8 @@ def _why(decision: Decision) -> str:
     if decision.scale and decision.rescale_reason.startswith("HVPA"):
         return decision.rescale_reason
     if decision.branch == "activation":
-        return decision.rescale_reason or "not active: stays idle"
+        unknown = decision.activation is not None and decision.activation.active is None
+        return decision.rescale_reason or ("activity unknown: stays idle" if unknown else "not active: stays idle")
     if decision.branch != "metrics":
         return BRANCHES[decision.branch]
     limited = decision.limited_by

@@ -33,3 +33,21 @@ def test_the_queue_worker_keda_left_at_zero_is_woken_and_idles_after_the_cooldow
         ("False", "ScalerNotActive"),
         ("True", "ScalerActive"),
     ]
+
+
+def test_idle_replicas_the_initial_cooldown_and_a_failing_metric() -> None:
+    results = results_of("activation-idle-replicas.yaml")
+    assert [r.decision.replicas for r in results] == [5, 5, 1, 1, 1, 3, 5, 5, 5, 1]
+    active = [find_condition(r.decision.conditions, "Active") for r in results]
+    assert [(a.status, a.reason) for a in active if a is not None] == [
+        ("False", "ScalerCooldown"),
+        ("False", "ScalerCooldown"),
+        ("False", "ScalerNotActive"),
+        ("Unknown", "TriggerError"),
+        ("False", "ScalerNotActive"),
+        ("True", "ScalerActive"),
+        ("True", "ScalerActive"),
+        ("Unknown", "TriggerError"),
+        ("Unknown", "TriggerError"),
+        ("False", "ScalerNotActive"),
+    ]
