@@ -38,6 +38,8 @@ from autoscaler.core.status import condition_json, history_json
 from autoscaler.core.sync import SyncOutcome, SyncPlan, WriteResults
 from autoscaler.simulate.health_status import METRIC_HEALTH_KEY, metric_health_json
 
+LAST_ACTIVE_TIME = "lastActiveTime"  # a state's last active time (spec.activation), the scenario's status key
+
 
 class RecordingError(ValueError):
     """The recording cannot be replayed as a scenario; the message says why."""
@@ -87,6 +89,8 @@ def state_document(state: TargetState) -> dict[str, Any]:
     }
     if state.metric_health:  # spec.fallback's (a key only then: the recordings of other targets are as they were)
         document[METRIC_HEALTH_KEY] = metric_health_json(state.metric_health)
+    if state.last_active_time is not None:  # spec.activation's (a key only then, as metricHealth)
+        document[LAST_ACTIVE_TIME] = state.last_active_time
     return document
 
 
@@ -277,7 +281,7 @@ def scenario_from_recording(lines: Sequence[Mapping[str, Any]], target: str) -> 
         scenario["history"] = state["history"]
     status = {
         key: state[key]
-        for key in ("conditions", "desiredReplicas", "lastScaleTime", METRIC_HEALTH_KEY)
+        for key in ("conditions", "desiredReplicas", "lastScaleTime", METRIC_HEALTH_KEY, LAST_ACTIVE_TIME)
         if state.get(key) is not None and state.get(key) != []
     }
     if status:

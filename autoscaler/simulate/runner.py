@@ -44,6 +44,7 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
             scenario.desired_replicas,
             scenario.last_scale_time,
             metric_health=scenario.metric_health,
+            last_active_time=scenario.last_active_time,
         )
     )
     replicas = 0

@@ -87,6 +87,7 @@ class Scenario:
     desired_replicas: int | None = None  # status.desiredReplicas before the first step
     last_scale_time: float | None = None  # status.lastScaleTime before the first step
     metric_health: tuple[MetricHealth, ...] = ()  # status.metricHealth before the first step (spec.fallback)
+    last_active_time: float | None = None  # status.lastActiveTime before the first step (spec.activation)
 
 
 # Step keys owned by extensions (the HVPA engine); parsed there, accepted here.
@@ -112,6 +113,7 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
     history = _history(root.obj("history"))
     status = root.obj("status")
     metric_health = read_metric_health(status, MAX_TIME)  # first: _status refuses the keys it does not read
+    last_active = _time(status, "lastActiveTime") if status is not None else None  # before _status, as above
     conditions, desired, last_scale = _status(status)
     steps: list[ScenarioStep] = []
     raw_steps = root.value.get("steps")
@@ -131,7 +133,7 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
     if errors or spec is None or settings is None:
         return None
     scenario = Scenario(spec, settings, history, conditions, tuple(steps), dict(root.value), desired, last_scale)
-    return replace(scenario, metric_health=metric_health) if metric_health else scenario
+    return replace(scenario, metric_health=metric_health, last_active_time=last_active)
 
 
 def _check_step_order(steps: list[ScenarioStep], errors: ErrorList) -> None:

@@ -5,6 +5,7 @@ from pathlib import Path
 import yaml
 
 from autoscaler.core.conditions import find_condition
+from autoscaler.simulate.recording import state_document
 from autoscaler.simulate.runner import StepResult, run_scenario
 from autoscaler.simulate.scenario import parse_scenario
 
@@ -51,3 +52,28 @@ def test_idle_replicas_the_initial_cooldown_and_a_failing_metric() -> None:
         ("Unknown", "TriggerError"),
         ("False", "ScalerNotActive"),
     ]
+
+
+def test_a_scenario_starts_from_status_last_active_time_and_a_recording_carries_it() -> None:
+    scenario = parse_scenario(
+        {
+            "spec": {
+                "scaleTargetRef": {"kind": "Deployment", "name": "worker"},
+                "minReplicas": 0,
+                "maxReplicas": 10,
+                "metrics": [
+                    {
+                        "type": "External",
+                        "external": {"metric": {"name": "q"}, "target": {"type": "AverageValue", "averageValue": "5"}},
+                    }
+                ],
+                "activation": {"cooldownSeconds": 100},
+            },
+            "status": {"lastActiveTime": -90},
+            "steps": [{"at": 0, "replicas": 2, "external": {"q": "0"}}, {"at": 10.5, "external": {"q": "0"}}],
+        }
+    )
+    results = run_scenario(scenario)
+    # Last active at -90: cooling down until 10 (the HPA algorithm's 2 held by its window), idle after it.
+    assert [r.decision.replicas for r in results] == [2, 0]
+    assert state_document(results[0].outcome.state.target)["lastActiveTime"] == -90
