@@ -93,8 +93,8 @@ def add_parser(sub: Subcommands) -> None:
         "--credentials",
         choices=("secret", "file"),
         default="secret",
-        help="a bearer token as a Secret reference the service reads through the API (secret, the default), or "
-        "as a file under --secrets-dir; TLS keys and ConfigMap values are files either way",
+        help="a bearer token and a basic auth password as Secret references the service reads through the API "
+        "(secret, the default), or as files under --secrets-dir; TLS keys and ConfigMap values are files either way",
     )
     keda.add_argument(
         "--keda-namespace",

@@ -34,6 +34,8 @@ class Backend:
 
     url: str
     bearer_token: Reference | None = None
+    basic_username: Reference | None = None  # a Secret's key: the settings read it through the API
+    basic_password: Reference | None = None
     ca: Reference | None = None
     cert: Reference | None = None
     key: Reference | None = None
@@ -42,26 +44,36 @@ class Backend:
     query_parameters: tuple[tuple[str, str], ...] = ()
     timeout_seconds: Decimal | None = None
 
-    def references(self) -> list[tuple[str, Reference]]:
-        """Each credential file's settings field and the key it is mounted from."""
-        fields = (
-            ("bearerTokenFile", self.bearer_token),
-            ("tls.caFile", self.ca),
-            ("tls.certFile", self.cert),
-            ("tls.keyFile", self.key),
-        )
-        return [(name, ref) for name, ref in fields if ref is not None]
+    def read_by_api(self, secret_refs: bool) -> list[Reference]:
+        """The Secret keys the service reads through the API: basic auth's username always (the settings take
+        no username file), and with ``secret_refs`` the bearer token and basic auth's password."""
+        chosen = [self.basic_username] + ([self.bearer_token, self.basic_password] if secret_refs else [])
+        return [ref for ref in chosen if ref is not None and ref.kind == "Secret"]
+
+    def files(self, secret_refs: bool) -> list[Reference]:
+        """The keys the service reads as mounted files."""
+        by_api = self.read_by_api(secret_refs)
+        chosen = (self.bearer_token, self.basic_password, self.ca, self.cert, self.key)
+        return [ref for ref in chosen if ref is not None and ref not in by_api]
 
     def settings(self, mount_dir: str, secret_refs: bool = False) -> dict[str, Any]:
         """The backend as the service's settings write it: each credential a file under ``mount_dir``, or with
         ``secret_refs`` the bearer token a Secret reference the service reads through the API."""
         out: dict[str, Any] = {"url": self.url}
-        token = self.bearer_token
-        if token and secret_refs and token.kind == "Secret":
-            out["bearerTokenSecret"] = {"namespace": token.namespace, "name": token.name, "key": token.key}
-        elif token:
-            out["bearerTokenFile"] = mounted_path(token, mount_dir)
-        # basicAuth takes its username as text: one a Secret holds is left to the operator (reported as lost).
+        by_api = self.read_by_api(secret_refs)
+
+        def credential(ref: Reference, file_key: str, secret_key: str) -> dict[str, Any]:
+            if ref in by_api:
+                return {secret_key: {"namespace": ref.namespace, "name": ref.name, "key": ref.key}}
+            return {file_key: mounted_path(ref, mount_dir)}
+
+        if self.bearer_token:
+            out.update(credential(self.bearer_token, "bearerTokenFile", "bearerTokenSecret"))
+        if self.basic_username and self.basic_password:
+            out["basicAuth"] = {
+                **credential(self.basic_username, "usernameFile", "usernameSecret"),
+                **credential(self.basic_password, "passwordFile", "passwordSecret"),
+            }
         tls: dict[str, Any] = {}
         for key, ref in (("caFile", self.ca), ("certFile", self.cert), ("keyFile", self.key)):
             if ref is not None:
@@ -114,20 +126,12 @@ class BackendRegistry:
 
     def mounts(self, mount_dir: str, secret_refs: bool = False) -> list[tuple[str, Reference]]:
         """Every credential file the backends read, with the key it must be mounted from (each once)."""
-        read = set(self.secret_reads(secret_refs))
-        found = {
-            mounted_path(ref, mount_dir): ref
-            for backend in self.backends
-            for _, ref in backend.references()
-            if ref not in read
-        }
+        found = {mounted_path(ref, mount_dir): ref for backend in self.backends for ref in backend.files(secret_refs)}
         return sorted(found.items())
 
     def secret_reads(self, secret_refs: bool) -> list[Reference]:
-        """The Secret keys the service reads through the API (with ``secret_refs``: the bearer tokens)."""
-        if not secret_refs:
-            return []
-        return sorted({b.bearer_token for b in self.backends if b.bearer_token and b.bearer_token.kind == "Secret"})
+        """The Secret keys the service reads through the API (each once)."""
+        return sorted({ref for backend in self.backends for ref in backend.read_by_api(secret_refs)})
 
 
 def _base_name(url: str) -> str:
@@ -244,28 +248,32 @@ def _credentials(
             if token:
                 out["bearer_token"] = token
         elif mode == "basic":
-            username = need("username")
-            if username:
-                secret = refs.get("password")
-                password = (
-                    f", passwordSecret: {{namespace: {secret.namespace}, name: {secret.name}, key: {secret.key}}}"
-                    if secret is not None and secret.kind == "Secret"
-                    else ""
-                )
+            username, password = need("username"), need("password")
+            if username and username.kind != "Secret":
                 conversion.lost(
                     where,
-                    f"basic: the username is {username}, and the converter reads no Secret's value: add "
-                    f"basicAuth: {{username: <its value>{password}}} to this trigger's backend yourself",
+                    f"basic: the username is {username}: the settings read a username from a Secret "
+                    "(basicAuth.usernameSecret) only; write basicAuth.username in this trigger's backend yourself",
                 )
+            elif username and password:
+                out["basic_username"], out["basic_password"] = username, password
         elif mode == "tls":
             cert, key = need("cert"), need("key")
             if cert and key:
                 out["cert"], out["key"] = cert, key
+        elif mode == "custom" and "customAuthHeader" in refs and "customAuthValue" in refs:
+            value = refs["customAuthValue"]
+            secret = f"{{namespace: {value.namespace}, name: {value.name}, key: {value.key}}}"
+            conversion.lost(
+                where,
+                f"custom: the header's name is {refs['customAuthHeader']}, which the converter does not read; add "
+                f"headerSecrets: {{<that name>: {secret}}} to this trigger's backend yourself",
+            )
         else:
             conversion.lost(
                 where,
                 f"{mode}: KEDA's {mode} authentication has no equivalent in the backends' settings "
-                "(bearer, basic, tls, headers)",
+                "(bearer, basic, tls, headers, headerSecrets)",
             )
     if modes and "ca" in refs:  # KEDA uses the CA whenever any mode is on
         out["ca"] = refs["ca"]

@@ -141,20 +141,34 @@ def test_cluster_trigger_authentication_secrets_are_in_kedas_namespace(tmp_path:
             "bearerToken: read from the scale target's container environment",
         ),
         (
-            "custom",
-            {"secretTargetRef": [{"parameter": "customAuthValue", "name": "s", "key": "k"}]},
+            "custom",  # the header's name is in a Secret too: the converter cannot know it
+            {
+                "secretTargetRef": [
+                    {"parameter": "customAuthHeader", "name": "s", "key": "header"},
+                    {"parameter": "customAuthValue", "name": "s", "key": "value"},
+                ]
+            },
             "spec.triggers[0].metadata.authModes",
-            "custom: KEDA's custom authentication has no equivalent",
+            "add headerSecrets: {<that name>: {namespace: jobs, name: s, key: value}}",
+        ),
+        (
+            "oauth",
+            {"secretTargetRef": [{"parameter": "clientID", "name": "s", "key": "id"}]},
+            "spec.triggers[0].metadata.authModes",
+            "oauth: KEDA's oauth authentication has no equivalent",
         ),
         (
             "basic",
-            {"secretTargetRef": [{"parameter": "username", "name": "s", "key": "user"}]},
+            {
+                "configMapTargetRef": [{"parameter": "username", "name": "c", "key": "user"}],
+                "secretTargetRef": [{"parameter": "password", "name": "s", "key": "password"}],
+            },
             "spec.triggers[0].metadata.authModes",
-            "basic: the username is Secret jobs/s key 'user'",
+            "basic: the username is ConfigMap jobs/c key 'user': the settings read a username from a Secret",
         ),
     ],
 )
-def test_credentials_that_cannot_be_a_file_are_reported(
+def test_credentials_without_an_equivalent_are_reported(
     modes: str | None, auth_spec: dict[str, Any] | None, path: str, words: str
 ) -> None:
     document = queue_worker()
@@ -165,3 +179,33 @@ def test_credentials_that_cannot_be_a_file_are_reported(
     auths = [trigger_authentication("TriggerAuthentication", "prom-auth", "jobs", auth_spec)] if auth_spec else []
     conversion, _ = run(document, *auths)
     assert any(n.path == path and words in n.message for n in conversion.losses), conversion.notes
+
+
+def test_basic_auth_is_read_from_its_secret(tmp_path: Path) -> None:
+    document = queue_worker()
+    trigger = document["spec"]["triggers"][0]
+    trigger["metadata"]["authModes"] = "basic"
+    trigger["authenticationRef"] = {"name": "prom-auth"}
+    auth = trigger_authentication(
+        "TriggerAuthentication",
+        "prom-auth",
+        "jobs",
+        {
+            "secretTargetRef": [
+                {"parameter": "username", "name": "prom-basic", "key": "username"},
+                {"parameter": "password", "name": "prom-basic", "key": "password"},
+            ]
+        },
+    )
+    conversion, registry = run(document, auth)
+    spec_of(conversion, tmp_path)
+    assert conversion.losses == []
+    assert backends_of(registry, secret_refs=True)["prometheus-monitoring"]["basicAuth"] == {
+        "usernameSecret": {"namespace": "jobs", "name": "prom-basic", "key": "username"},
+        "passwordSecret": {"namespace": "jobs", "name": "prom-basic", "key": "password"},
+    }
+    # with --credentials file the password is a mounted file; a username has no file field: a Secret still
+    assert backends_of(registry)["prometheus-monitoring"]["basicAuth"] == {
+        "usernameSecret": {"namespace": "jobs", "name": "prom-basic", "key": "username"},
+        "passwordFile": f"{SECRETS}/jobs/prom-basic/password",
+    }
