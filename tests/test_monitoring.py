@@ -124,11 +124,13 @@ def test_past_the_per_target_limit_the_aggregate_alerts_take_over(tmp_path: Path
         {"series": 'autoscaler_targets_condition{condition="ScalingActive", status="False"}', "values": "3x40"},
         {"series": "autoscaler_targets_oldest_sync_age_seconds", "values": "400x40"},
         {"series": 'autoscaler_targets_write_backoff{path="horizontal"}', "values": "2x40"},
+        {"series": "autoscaler_targets_longest_pause_seconds", "values": "90000x40"},
     ]
     summaries = {
         "AutoscalerTargetsMetricsFailing": "3 ScalingTargets cannot compute a replica count.",
         "AutoscalerTargetsNotSynced": "A ScalingTarget has not been synced for 6m 40s.",
         "AutoscalerTargetsWritesBackingOff": "2 ScalingTargets' writes (horizontal) keep failing.",
+        "AutoscalerTargetsPausedTooLong": "A ScalingTarget has been paused for 1d 1h 0m 0s.",
     }
     names = tuple(summaries)
     descriptions = {
@@ -161,6 +163,51 @@ def test_past_the_per_target_limit_the_aggregate_alerts_take_over(tmp_path: Path
 
     tests = tmp_path / "tests.yaml"
     tests.write_text(yaml.safe_dump({"rule_files": [str(rules)], "tests": [case(0, True), case(1, False)]}))
+    result = subprocess.run(
+        [promtool, "test", "rules", str(tests)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_pause_forgotten_for_a_day_alerts(tmp_path: Path) -> None:
+    """promtool's rule test: a target paused for more than a day fires AutoscalerTargetPausedTooLong (the
+    service exports when each paused target became paused), one paused for an hour does not."""
+    promtool = _binary("promtool", "prometheus")
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"groups": rule_groups()}))
+    [description] = [
+        rule["annotations"]["description"]
+        for group in rule_groups()
+        for rule in group["rules"]
+        if rule["alert"] == "AutoscalerTargetPausedTooLong"
+    ]
+    # promtool's time starts at 0: "since" -90000 is 25 hours before, -1800 half an hour, at eval_time 30m.
+    series = [
+        {"series": 'autoscaler_target_paused_since_seconds{namespace="shop", name="web"}', "values": "-90000x40"},
+        {"series": 'autoscaler_target_paused_since_seconds{namespace="shop", name="api"}', "values": "-1800x40"},
+    ]
+    test = {
+        "interval": "1m",
+        "input_series": series,
+        "alert_rule_test": [
+            {
+                "eval_time": "30m",
+                "alertname": "AutoscalerTargetPausedTooLong",
+                "exp_alerts": [
+                    {
+                        "exp_labels": {"severity": "warning", "namespace": "shop", "name": "web"},
+                        "exp_annotations": {
+                            "summary": "ScalingTarget shop/web has been paused for 1d 1h 30m 0s.",
+                            "description": description,
+                        },
+                    }
+                ],
+            },
+            {"eval_time": "5m", "alertname": "AutoscalerTargetPausedTooLong", "exp_alerts": []},  # not for 10m yet
+        ],
+    }
+    tests = tmp_path / "tests.yaml"
+    tests.write_text(yaml.safe_dump({"rule_files": [str(rules)], "tests": [test]}))
     result = subprocess.run(
         [promtool, "test", "rules", str(tests)], capture_output=True, text=True, timeout=60, check=False
     )

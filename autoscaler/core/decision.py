@@ -20,6 +20,7 @@ from autoscaler.core.history import DecisionHistory, ScaleIntent, with_initial_r
 from autoscaler.core.metric_health import MetricHealth
 from autoscaler.core.metrics import combine_metrics, compute_metric
 from autoscaler.core.observation import Observation
+from autoscaler.core.pause_state import PauseState
 from autoscaler.core.results import MetricOutcome, MetricsOutcome
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
@@ -56,6 +57,7 @@ class TargetState:
     scale_intent: ScaleIntent | None = None
     last_active_time: float | None = None
     metric_health: tuple[MetricHealth, ...] = ()  # with spec.fallback: each metric's failures (core/metric_health.py)
+    pause: PauseState | None = None  # a pause in effect: its mode and since when (autoscaler.core.pause)
 
     def __init__(
         self,
@@ -66,6 +68,7 @@ class TargetState:
         scale_intent: ScaleIntent | None = None,
         last_active_time: float | None = None,
         metric_health: tuple[MetricHealth, ...] = (),
+        pause: PauseState | None = None,
     ) -> None:
         object.__setattr__(self, "history", history)
         object.__setattr__(self, "conditions", conditions)
@@ -74,6 +77,7 @@ class TargetState:
         object.__setattr__(self, "scale_intent", scale_intent)
         object.__setattr__(self, "last_active_time", last_active_time)
         object.__setattr__(self, "metric_health", metric_health)
+        object.__setattr__(self, "pause", pause)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -98,6 +102,8 @@ class Decision:
     notes: tuple[str, ...] = ()  # sentences explain shows before the metrics' (the composite's, core/composite)
     activation: ActivationOutcome | None = None  # with spec.activation: what its step found and did
     metric_health: tuple[MetricHealth, ...] = ()  # with spec.fallback: each metric's health after this sync
+    held_replicas: int | None = None  # the count a pause kept the decision from setting (autoscaler.core.pause)
+    pause: PauseState | None = None  # the pause in effect after this sync (the next sync's TargetState.pause)
 
     def __init__(
         self,
@@ -121,6 +127,8 @@ class Decision:
         notes: tuple[str, ...] = (),
         activation: ActivationOutcome | None = None,
         metric_health: tuple[MetricHealth, ...] = (),
+        held_replicas: int | None = None,
+        pause: PauseState | None = None,
     ) -> None:
         object.__setattr__(self, "current_replicas", current_replicas)
         object.__setattr__(self, "desired_replicas", desired_replicas)
@@ -142,6 +150,8 @@ class Decision:
         object.__setattr__(self, "notes", notes)
         object.__setattr__(self, "activation", activation)
         object.__setattr__(self, "metric_health", metric_health)
+        object.__setattr__(self, "held_replicas", held_replicas)
+        object.__setattr__(self, "pause", pause)
 
     @property
     def limited_by(self) -> str | None:

@@ -14,6 +14,7 @@ from autoscaler.core.behavior import Normalization, RateLimit
 from autoscaler.core.branches import BRANCHES
 from autoscaler.core.decision import Decision
 from autoscaler.core.other_autoscalers import held_because
+from autoscaler.core.pause import held_text
 from autoscaler.core.results import MetricOutcome, PodMetricResult, ValueResult
 from autoscaler.core.spec import MetricTargetType, PolicyType
 from autoscaler.values.quantity import format_milli
@@ -193,6 +194,9 @@ def explain_lines(decision: Decision, now: float) -> list[str]:
         )
     else:
         lines.append(f"Keep {decision.current_replicas} replicas.")
+    paused = held_text(decision)
+    if paused is not None:  # what a pause kept the decision from doing, and which pause
+        lines.append(paused)
     held = held_because(decision)
     if held is not None:  # a shadow: what it would do, above, and why it is not done
         lines.append(f"Not written: {held}.")

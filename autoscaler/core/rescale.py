@@ -100,6 +100,7 @@ def state_before_write(decision: Decision, intent: ScaleIntent) -> TargetState:
         intent,
         last_active_time=decision.activation.last_active_time if decision.activation is not None else None,
         metric_health=decision.metric_health,
+        pause=decision.pause,
     )
 
 
@@ -136,5 +137,6 @@ def resolve_scale_intent(state: TargetState, spec: TargetSpec, current: int) -> 
         intent.at,
         last_active_time=state.last_active_time,
         metric_health=state.metric_health,
+        pause=state.pause,
     )
     return landed, _rescaled_event(intent.replicas, intent.reason) if current == intent.replicas else None

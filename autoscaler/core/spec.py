@@ -16,6 +16,7 @@ from typing import Any
 from autoscaler.core.activation_spec import ActivationSpec
 from autoscaler.core.fallback_spec import FallbackSpec
 from autoscaler.core.hvpa.spec import HvpaSpec
+from autoscaler.core.pause_spec import PauseSpec
 from autoscaler.values.quantity import Quantity
 
 
@@ -185,6 +186,8 @@ class TargetSpec:
     activation: ActivationSpec | None = None
     # KEDA's fallback: the count a failed metric stands for once it failed long enough (autoscaler.core.fallback).
     fallback: FallbackSpec | None = None
+    # KEDA's paused/paused-replicas/paused-scale-in/-out, in the spec (autoscaler.core.pause; annotations too).
+    pause: PauseSpec | None = None
 
     @property
     def has_object_or_external_metric(self) -> bool:

@@ -15,6 +15,7 @@ from autoscaler.core.fallback_spec import read_fallback
 from autoscaler.core.gomath import MAX_INT32
 from autoscaler.core.hvpa.spec_parse import read_hvpa_spec
 from autoscaler.core.metric_spec_parse import read_metrics, read_object_reference
+from autoscaler.core.pause_spec import read_pause_spec
 from autoscaler.core.spec import (
     DEFAULT_SCALE_DOWN_RULES,
     DEFAULT_SCALE_UP_RULES,
@@ -77,6 +78,8 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *, require_quer
     activation = read_activation(obj, min_replicas=min_replicas, metrics=metrics)
     fallback_obj = obj.obj("fallback")
     fallback = read_fallback(fallback_obj) if fallback_obj is not None else None
+    pause_obj = obj.obj("pause")
+    pause = read_pause_spec(pause_obj) if pause_obj is not None else None
     hvpa_obj = obj.obj("hvpa")
     hvpa = (
         read_hvpa_spec(hvpa_obj, spec_path=path, min_replicas=min_replicas, max_replicas=max_replicas, metrics=metrics)
@@ -94,6 +97,7 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *, require_quer
         metrics=metrics,
         behavior=behavior,
         hvpa=hvpa,
+        pause=pause,
         composite=composite,
         activation=activation,
         fallback=fallback,

@@ -48,6 +48,7 @@ from autoscaler.core.hvpa.explain import explain_hvpa
 from autoscaler.core.hvpa.hpa_link import adopt_hvpa, hpa_off_decision
 from autoscaler.core.hvpa.spec import Source
 from autoscaler.core.observation import ContainerInfo, Observation
+from autoscaler.core.pause import pause_step, settle_pause
 from autoscaler.core.rescale import apply_scale_result, resolve_scale_intent
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
@@ -79,6 +80,9 @@ class SyncInputs:
     template: Sequence[ContainerInfo] = ()
     clock: Fraction | float | None = None
     created: float | None = None
+    # The target's pause annotations (autoscaler.core.pause_spec.pause_annotation_items): annotations restart
+    # nothing, so they come with each sync's inputs rather than with the spec.
+    annotations: tuple[tuple[str, str], ...] = ()
 
     def __init__(
         self,
@@ -87,12 +91,14 @@ class SyncInputs:
         template: Sequence[ContainerInfo] = (),
         clock: Fraction | float | None = None,
         created: float | None = None,
+        annotations: tuple[tuple[str, str], ...] = (),
     ) -> None:
         object.__setattr__(self, "observation", observation)
         object.__setattr__(self, "vpa", vpa)
         object.__setattr__(self, "template", template)
         object.__setattr__(self, "clock", clock)
         object.__setattr__(self, "created", created)
+        object.__setattr__(self, "annotations", annotations)
 
 
 def reads_metrics(spec: TargetSpec) -> bool:
@@ -214,6 +220,8 @@ def plan_sync(
         )
         hvpa = decide_hvpa(spec, seen, decision, state.hvpa, now)
         decision = adopt_hvpa(decision, hvpa)
+    # The pause last, so that it holds whatever set the count (HVPA's included): autoscaler.core.pause.
+    decision = pause_step(spec.pause, inputs.annotations, decision, state.target.pause, now)
     return SyncPlan(spec, now, state, decision, hvpa)
 
 
@@ -222,6 +230,7 @@ def settle(plan: SyncPlan, results: WriteResults) -> SyncOutcome:
     decision = plan.decision
     if results.scale is not None:
         decision = apply_scale_result(decision, plan.spec, results.scale, plan.now, results.scale_error)
+        decision = settle_pause(decision, plan.now)
         if decision.activation is not None:
             decision = replace(decision, events=(*decision.events, *activation_events(decision, plan.spec)))
     hvpa_state = plan.state.hvpa
@@ -234,6 +243,7 @@ def settle(plan: SyncPlan, results: WriteResults) -> SyncOutcome:
         decision.last_scale_time,
         last_active_time=decision.activation.last_active_time if decision.activation is not None else None,
         metric_health=decision.metric_health,
+        pause=decision.pause,
     )
     return SyncOutcome(plan.now, decision, plan.hvpa, SyncState(target, hvpa_state))
 

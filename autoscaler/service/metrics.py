@@ -311,11 +311,13 @@ class ServiceMetrics:
         final: int | None,
         limited_reason: str | None = None,
         metrics: Sequence[TargetMetric] = (),
+        pause: tuple[str, float] | None = None,
     ) -> None:
         """The outcome of a decision. ``None`` removes a series (a value that is not known is absent, not
-        0); metrics missing from ``metrics`` are removed, so a spec edit leaves no stale series."""
+        0); metrics missing from ``metrics`` are removed, so a spec edit leaves no stale series. ``pause``:
+        (mode, since) while the target is paused (core/pause.py)."""
         series = self._series(namespace, name)
-        series.replicas = (current, proposal, final)
+        series.replicas, series.pause = (current, proposal, final), pause
         reason = limited_reason or ""
         if reason in NOT_LIMITED:
             reason = ""

@@ -24,6 +24,7 @@ class MetricsSink(Protocol):
         final: int | None,
         limited_reason: str | None = None,
         metrics: Sequence[tuple[str, float | None, float | None]] = (),
+        pause: tuple[str, float] | None = None,
     ) -> None: ...
     def set_target_conditions(self, namespace: str, name: str, conditions: Mapping[str, bool | None]) -> None: ...
     def count_scale_event(self, namespace: str, name: str, direction: str) -> None: ...
@@ -53,6 +54,7 @@ class NullMetrics:
         final: int | None,
         limited_reason: str | None = None,
         metrics: Sequence[tuple[str, float | None, float | None]] = (),
+        pause: tuple[str, float] | None = None,
     ) -> None:
         pass
 

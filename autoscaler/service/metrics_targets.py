@@ -26,6 +26,7 @@ LIMIT_REASONS = ("ScaleUpLimit", "ScaleDownLimit", "TooManyReplicas", "TooFewRep
 CONDITIONS = ("AbleToScale", "ScalingActive", "ScalingLimited")
 WRITE_PATHS = ("horizontal", "vpa")  # what a target's write backoff holds: scale + status, or the VPA
 DEFAULT_PER_TARGET_LIMIT = 1000
+PAUSE_MODES = ("paused", "replicas", "scaleIn", "scaleOut")  # core/pause_state.PauseMode's values
 
 
 class TargetSeries:
@@ -36,6 +37,7 @@ class TargetSeries:
         "last_sync",
         "limited",
         "metrics",
+        "pause",
         "reasons",
         "replicas",
         "scale_events",
@@ -51,6 +53,7 @@ class TargetSeries:
         self.scale_events: dict[str, int] = {}
         self.last_sync: float | None = None
         self.write_backoff: dict[str, float] = {}  # path -> seconds (only paths that ever failed)
+        self.pause: tuple[str, float] | None = None  # (mode, since) while paused (core/pause.py)
 
 
 _REPLICA_FAMILIES = (
@@ -102,6 +105,8 @@ class TargetCollector:
         conditions = {(c, s): 0 for c in CONDITIONS for s in ("True", "False")}
         backing_off = dict.fromkeys(WRITE_PATHS, 0)
         oldest: float | None = None
+        paused = dict.fromkeys(PAUSE_MODES, 0)
+        paused_since: float | None = None  # the earliest pause's start
         for series in targets:
             if series.limited:
                 limited[series.limited] = limited.get(series.limited, 0) + 1
@@ -111,6 +116,10 @@ class TargetCollector:
             for path, seconds in series.write_backoff.items():
                 if seconds > 0:
                     backing_off[path] = backing_off.get(path, 0) + 1
+            if series.pause is not None:
+                mode, since = series.pause
+                paused[mode] = paused.get(mode, 0) + 1
+                paused_since = since if paused_since is None else min(paused_since, since)
             if series.last_sync is not None and (oldest is None or series.last_sync < oldest):
                 oldest = series.last_sync
         yield _gauge(
@@ -138,6 +147,12 @@ class TargetCollector:
             "Seconds since the least recently synced target last synced successfully.",
             [([], max(0.0, round(self._wall_clock() - oldest, 3)))] if oldest is not None else [],
         )
+        yield _gauge("autoscaler_targets_paused", "Targets paused now, by mode.", list(_by_key(paused)), ["mode"])
+        yield _gauge(
+            "autoscaler_targets_longest_pause_seconds",
+            "Seconds since the longest-paused target became paused (absent while none is).",
+            [([], max(0.0, round(self._wall_clock() - paused_since, 3)))] if paused_since is not None else [],
+        )
         events = CounterMetricFamily(
             "autoscaler_scale_events",
             "Scale writes that went through, all targets, by direction.",
@@ -146,6 +161,10 @@ class TargetCollector:
         for direction, count in self.scale_events_total.items():
             events.add_metric([direction], count)
         yield events
+
+
+def _by_key(counts: dict[str, int]) -> list[tuple[list[str], float]]:
+    return [([key], count) for key, count in counts.items()]
 
 
 def _gauge(
@@ -184,6 +203,10 @@ _PER_TARGET_FAMILIES = (
         "1 while a failed metric of a target with spec.fallback stands for its fallback replicas, else 0.",
     ),
 )
+_PER_TARGET_FAMILIES += (
+    ("autoscaler_target_paused", _GAUGE, "1 while a target is paused, with its mode (absent while not paused)."),
+    ("autoscaler_target_paused_since_seconds", _GAUGE, "Unix time a paused target became paused."),
+)
 FALLBACK_CONDITION = "Fallback"  # autoscaler_target_fallback_active is this condition's (core/fallback.py)
 
 
@@ -193,7 +216,8 @@ def render_per_target(targets: list[tuple[tuple[str, str], TargetSeries]], *, op
     here because its general path costs ~15 µs a sample, 230 ms of CPU for the ~15,000 series of
     1,000 targets. Each target's label pairs are escaped once, not once per sample."""
     lines: list[list[str]] = [[] for _ in _PER_TARGET_FAMILIES]
-    current, desired, final, limited, values, goals, events, conditions, last_sync, backoff, fallback = lines
+    current, desired, final, limited, values, goals, events, conditions, last_sync, backoff, fallback, *rest = lines
+    paused, paused_since = rest
     go = _go_float
     for (namespace, name), series in targets:
         # Labels in the order prometheus-client writes them: sorted by name.
@@ -220,6 +244,10 @@ def render_per_target(targets: list[tuple[tuple[str, str], TargetSeries]], *, op
         falling_back = series.conditions.get(FALLBACK_CONDITION)  # only targets with spec.fallback carry it
         if falling_back is not None:
             fallback.append(f"{{{pair}}} {go(falling_back)}")
+        if series.pause is not None:
+            mode, since = series.pause
+            paused.append(f'{{mode="{_escape(mode)}",{pair}}} 1.0')
+            paused_since.append(f"{{{pair}}} {go(since)}")
     out: list[str] = []
     for (family_name, kind, documentation), samples in zip(_PER_TARGET_FAMILIES, lines, strict=True):
         sample_name = family_name + "_total" if kind == _COUNTER else family_name

@@ -34,6 +34,7 @@ from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.hvpa.decision import HvpaState
 from autoscaler.core.observation import Observation
 from autoscaler.core.other_autoscalers import held_for, hold
+from autoscaler.core.pause import pause_status
 from autoscaler.core.rescale import scale_intent
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
@@ -230,7 +231,10 @@ class TargetReconciler:
                 self._target, spec, scale, read_metrics=reads_metrics(spec), slot=slot
             )
             if spec.hvpa is None:
-                inputs, hvpa_state = SyncInputs(observation, created=self._target.created), NO_HVPA
+                inputs = SyncInputs(
+                    observation, created=self._target.created, annotations=self._target.pause_annotations
+                )
+                hvpa_state = NO_HVPA
             else:
                 inputs = SyncInputs(
                     observation,
@@ -238,6 +242,7 @@ class TargetReconciler:
                     template=self._view.template_of(target),
                     clock=now,
                     created=self._target.created,
+                    annotations=self._target.pause_annotations,
                 )
                 hvpa_state = self._hvpa_state if self._hvpa_state is not None else self._restored_hvpa_state()
             plan = plan_sync(spec, inputs, SyncState(state, hvpa_state), self._context.settings, now)
@@ -277,6 +282,7 @@ class TargetReconciler:
         decision = outcome.decision
         extra: dict[str, Any] = activation_status(decision)
         extra.update(fallback_status(decision))
+        extra.update(pause_status(decision))
         if outcome.hvpa is not None:
             self._hvpa_state = outcome.state.hvpa
             extra["hvpa"] = hvpa_status(outcome.hvpa, self._hvpa_state)

@@ -26,6 +26,7 @@ from autoscaler.core import conditions as c
 from autoscaler.core.conditions import Condition
 from autoscaler.core.decision import Decision, Event
 from autoscaler.core.history import ScaleIntent
+from autoscaler.core.pause import pause_status
 from autoscaler.core.results import MetricOutcome
 from autoscaler.core.status import condition_json
 from autoscaler.service.backend_health import backend_event
@@ -157,6 +158,7 @@ class SyncReporter:
             final=decision.replicas,
             limited_reason=limited,
             metrics=[(o.spec.name, _current_value(o), _target_value(o)) for o in decision.metrics],
+            pause=(decision.pause.mode.value, decision.pause.since) if decision.pause is not None else None,
         )
         metrics.set_target_conditions(target.namespace, target.name, _condition_states(decision.conditions))
 
@@ -172,6 +174,7 @@ class SyncReporter:
             extra["shard"] = self._shard
         extra.update(activation_status(decision))
         extra.update(fallback_status(decision))
+        extra.update(pause_status(decision))
         extra[PENDING_SCALE] = scale_intent_document(intent)
         document = status_document(decision, generation=target.generation, now=now, extra=extra)
         error = await self._writes.status_before_scale(target, document, self.last_status)

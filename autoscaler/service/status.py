@@ -31,6 +31,7 @@ from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.explain import explain_lines
 from autoscaler.core.gomath import MAX_INT32
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent, ScaleIntent
+from autoscaler.core.pause_state import restore_pause
 from autoscaler.core.status import condition_json, metric_status
 from autoscaler.service.metric_health import METRIC_HEALTH, restore_metric_health
 from autoscaler.service.targets import Target, error_text
@@ -166,6 +167,7 @@ def restore_state(status: object, now: float) -> TargetState:
         scale_intent=restore_scale_intent(status.get(PENDING_SCALE)),
         last_active_time=restore_last_active_time(status, now),
         metric_health=restore_metric_health(status.get(METRIC_HEALTH)),
+        pause=restore_pause(status.get("pause")),
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from autoscaler.core.other_autoscalers import TAKE_OVER_ANNOTATION
+from autoscaler.core.pause_spec import pause_annotation_items
 from autoscaler.core.spec import TargetSpec
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.kube.api import ResourcePath
@@ -50,6 +51,9 @@ class Target:
     # metadata.creationTimestamp (Unix seconds; None when absent, as in a targets file without it): what
     # spec.activation.initialCooldownSeconds counts from. It never changes for one object (uid).
     created: float | None = None
+    # The autoscaler.dev/paused* annotations (core/pause_spec.py), as (name, value) pairs: read by every sync,
+    # so that a pause set with kubectl annotate takes effect without a restart.
+    pause_annotations: tuple[tuple[str, str], ...] = ()
 
     @property
     def status(self) -> Mapping[str, Any] | None:
@@ -105,6 +109,7 @@ def target_from_object(
                 known,
                 status_json=_compact(status) if isinstance(status, Mapping) else None,
                 take_over=_takes_over(meta),
+                pause_annotations=pause_annotation_items(meta.get("annotations")),
             )
     problems = ErrorList()
     if raw_meta is not None and not isinstance(raw_meta, Mapping):
@@ -132,6 +137,7 @@ def target_from_object(
         _compact(status) if status_fits and isinstance(status, Mapping) else None,
         _takes_over(meta),
         parse_rfc3339(meta.get("creationTimestamp")),
+        pause_annotation_items(meta.get("annotations")),
     )
 
 

@@ -9,6 +9,7 @@ from autoscaler.core.branches import BRANCHES
 from autoscaler.core.decision import Decision
 from autoscaler.core.hvpa.decision import HvpaDecision
 from autoscaler.core.hvpa.explain import hvpa_json, requests_text
+from autoscaler.core.pause import pause_summary
 from autoscaler.core.results import MetricOutcome
 from autoscaler.core.status import condition_json, history_json, metric_status, quantity_from_milli
 from autoscaler.simulate.runner import StepResult
@@ -69,6 +70,9 @@ def step_json(result: StepResult) -> dict[str, Any]:
 
 
 def _why(decision: Decision) -> str:
+    paused = pause_summary(decision)
+    if paused is not None:
+        return paused
     if decision.scale and decision.rescale_reason.startswith("HVPA"):
         return decision.rescale_reason
     if decision.branch == "activation":

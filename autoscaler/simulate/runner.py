@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.hvpa.decision import HvpaDecision, VpaObservation
 from autoscaler.core.observation import Observation
+from autoscaler.core.pause_spec import pause_annotation_items
 from autoscaler.core.sync import SyncInputs, SyncOutcome, SyncState, sync
 from autoscaler.simulate.hvpa_steps import carried_requests, closed_loop_pods, demand_vpa
 from autoscaler.simulate.scenario import Scenario, observation_for
@@ -50,11 +51,14 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
     replicas = 0
     results: list[StepResult] = []
     created = scenario.steps[0].at if scenario.steps else 0.0  # the target exists from the first step on
+    annotations: tuple[tuple[str, str], ...] = ()  # the pause annotations in effect (a step's replace them)
     for step in scenario.steps:
         if step.replicas is not None:
             replicas = step.replicas
+        if step.annotations is not None:
+            annotations = pause_annotation_items(step.annotations)
         observation = observation_for(scenario, step, replicas)
-        inputs = SyncInputs(observation, created=created)
+        inputs = SyncInputs(observation, created=created, annotations=annotations)
         hvpa = step.hvpa
         if hvpa is not None:
             if hvpa.last_scale_time is not None:
@@ -67,7 +71,11 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
                     observation = replace(observation, pods=pods)
                 vpa = demand_vpa(hvpa.demand, replicas)
             inputs = SyncInputs(
-                observation, VpaObservation(vpa) if vpa is not None else None, clock=hvpa.clock, created=created
+                observation,
+                VpaObservation(vpa) if vpa is not None else None,
+                clock=hvpa.clock,
+                created=created,
+                annotations=annotations,
             )
         outcome = sync(scenario.spec, inputs, state, scenario.settings, step.at)
         state = outcome.state

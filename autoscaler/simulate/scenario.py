@@ -36,6 +36,7 @@ from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.settings_parse import SCENARIO_SUFFIX, read_controller_settings
 from autoscaler.core.spec import MetricSourceType, MetricSpec, TargetSpec
 from autoscaler.core.spec_parse import read_target_spec
+from autoscaler.simulate.annotation_steps import ANNOTATIONS_STEP_KEY, read_step_annotations
 from autoscaler.simulate.health_status import read_metric_health
 from autoscaler.simulate.hvpa_steps import HVPA_STEP_KEYS, ClockCarry, HvpaStepInput, read_hvpa_step
 from autoscaler.simulate.observed import OBSERVED_STEP_KEYS, ObservedInputs, read_observed
@@ -74,6 +75,8 @@ class ScenarioStep:
     extra: Mapping[str, Any] = field(default_factory=dict)  # sections read by extensions (e.g. HVPA)
     hvpa: HvpaStepInput | None = None  # the HVPA keys, parsed (spec.hvpa only)
     observed: ObservedInputs | None = None  # what a recorded sync observed exactly (simulate/observed.py)
+    # The target's annotations from this step on (a pause set with kubectl annotate); None: as before.
+    annotations: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +127,8 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
         if step is not None:
             hvpa = read_hvpa_step(step.extra, path, step.at, spec, index == 0, clock, errors)
             observed = read_observed(element, path, step.at, spec, errors)
-            steps.append(replace(step, hvpa=hvpa, observed=observed))
+            annotations = read_step_annotations(element, path, errors)
+            steps.append(replace(step, hvpa=hvpa, observed=observed, annotations=annotations))
     if isinstance(raw_steps, list) and not raw_steps:
         root.error("steps", "must list at least one step")
     root.finish()
@@ -228,7 +232,7 @@ def _step(obj: Obj | None, *, first: bool, index: int) -> ScenarioStep | None:
         else:
             obj.errors.add(path, "must be a metric name")
     extra = {key: obj.raw(key) for key in EXTENSION_STEP_KEYS if obj.has(key)}
-    obj.mark_known(*EXTENSION_STEP_KEYS, *OBSERVED_STEP_KEYS)
+    obj.mark_known(*EXTENSION_STEP_KEYS, *OBSERVED_STEP_KEYS, ANNOTATIONS_STEP_KEY)
     obj.finish()
     if at is None:
         return None

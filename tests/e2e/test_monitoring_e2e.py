@@ -107,10 +107,12 @@ async def test_every_rule_and_panel_expression_reads_the_running_service(
         "alert AutoscalerLeaseRenewalsLate",
         "alert AutoscalerWritesBackingOff",
         "alert AutoscalerClockSkew",
+        "alert AutoscalerTargetPausedTooLong",  # no target is paused here
         # The aggregate forms speak only past metrics.perTargetSeriesLimit (tests/test_monitoring.py).
         "alert AutoscalerTargetsMetricsFailing",
         "alert AutoscalerTargetsNotSynced",
         "alert AutoscalerTargetsWritesBackingOff",
+        "alert AutoscalerTargetsPausedTooLong",
     }
     assert set(empty) <= quiet | {"panel Limited by / A", "panel Sync errors by reason / A"}, empty
     failing = results["alert AutoscalerTargetMetricsFailing"]["data"]["result"]

@@ -55,12 +55,24 @@ async def test_apply_f_examples_and_get_st_shows_the_printer_columns(kubectl: Ku
     )
 
     rows = table((await kubectl("get", "st")).out)
-    assert rows[0] == ["NAME", "TARGET", "MIN", "MAX", "CURRENT", "DESIRED", "AGE"]
+    assert rows[0] == ["NAME", "TARGET", "MIN", "MAX", "CURRENT", "DESIRED", "PAUSED", "AGE"]
     web = next(row for row in rows if row[0] == "web")
     assert web[1:6] == ["web", "2", "20", "3", "4"]
     assert web[6].endswith("s")  # an age such as "2s", not a timestamp
     wide = table((await kubectl("get", "st", "-o", "wide")).out)
-    assert wide[0] == ["NAME", "TARGET", "KIND", "MIN", "MAX", "CURRENT", "DESIRED", "LIMITED", "SHARD", "AGE"]
+    assert wide[0] == [
+        "NAME",
+        "TARGET",
+        "KIND",
+        "MIN",
+        "MAX",
+        "CURRENT",
+        "DESIRED",
+        "LIMITED",
+        "SHARD",
+        "PAUSED",
+        "AGE",
+    ]
     assert next(row for row in wide if row[0] == "web")[-2] == "a"  # SHARD (LIMITED is empty: no cell here)
 
 

@@ -35,12 +35,13 @@ class Told:
     scaled: list[str] = field(default_factory=list)  # directions of scale writes, in order
     backoff: dict[str, float] = field(default_factory=dict)
     synced: bool = True
+    pause: tuple[str, float] | None = None  # (mode, since) while paused
 
 
 def tell(metrics: ServiceMetrics, target: Told) -> None:
     ns, name = target.namespace, target.name
     current, proposal, final = target.replicas
-    metrics.set_target(ns, name, current, proposal, final, target.limited, target.metrics)
+    metrics.set_target(ns, name, current, proposal, final, target.limited, target.metrics, target.pause)
     metrics.set_target_conditions(ns, name, dict(target.conditions))
     for direction in target.scaled:
         metrics.count_scale_event(ns, name, direction)
@@ -106,8 +107,19 @@ def oracle(targets: list[Told], *, openmetrics_format: bool) -> str:
         "1 while a failed metric of a target with spec.fallback stands for its fallback replicas, else 0.",
         labels=labels,
     )
+    paused = GaugeMetricFamily(
+        "autoscaler_target_paused",
+        "1 while a target is paused, with its mode (absent while not paused).",
+        labels=[*labels, "mode"],
+    )
+    paused_since = GaugeMetricFamily(
+        "autoscaler_target_paused_since_seconds", "Unix time a paused target became paused.", labels=labels
+    )
     for t in sorted(targets, key=lambda t: (t.namespace, t.name)):
         pair = [t.namespace, t.name]
+        if t.pause is not None:
+            paused.add_metric([*pair, t.pause[0]], 1)
+            paused_since.add_metric(pair, t.pause[1])
         for family, replicas in zip(replica_families, t.replicas, strict=True):
             if replicas is not None:
                 family.add_metric(pair, replicas)
@@ -131,7 +143,8 @@ def oracle(targets: list[Told], *, openmetrics_format: bool) -> str:
             backoff.add_metric([*pair, path], seconds)
         if "Fallback" in t.conditions:
             fallback.add_metric(pair, 1 if t.conditions["Fallback"] else 0)
-    families = Families([*replica_families, limited, values, goals, events, conditions, last_sync, backoff, fallback])
+    per_target = [*replica_families, limited, values, goals, events, conditions, last_sync, backoff, fallback]
+    families = Families([*per_target, paused, paused_since])
     registry = CollectorRegistry(auto_describe=False)
     registry.register(families)  # type: ignore[arg-type]
     if openmetrics_format:
@@ -149,7 +162,8 @@ TARGETS = [
          conditions={"AbleToScale": True, "ScalingActive": True, "ScalingLimited": True, "Fallback": True},
          scaled=["up", "up", "down"]),
     Told("shop", "api", replicas=(1_500_000, None, 12), limited="SomethingNew",
-         metrics=[('qu"o\\te\nd', 0.000012, 1e21)], backoff={"horizontal": 8.0, "vpa": 0.0}, synced=False),
+         metrics=[('qu"o\\te\nd', 0.000012, 1e21)], backoff={"horizontal": 8.0, "vpa": 0.0}, synced=False,
+         pause=("scaleIn", 1_800_000_000.5)),
     Told("a-ns", "z", replicas=(None, None, None), conditions={"ScalingActive": False, "Fallback": False}),
 ]  # fmt: skip
 
@@ -207,9 +221,17 @@ number = st.one_of(
     replicas=st.integers(min_value=0, max_value=10**8),
     reason=st.sampled_from([None, *LIMIT_REASONS, "DesiredWithinRange", 'odd "reason"']),
     backoff=st.floats(min_value=0, max_value=1e9),
+    pause=st.one_of(st.none(), st.tuples(st.sampled_from(["paused", "replicas", "scaleIn", "scaleOut"]), number)),
 )
 def test_any_values_render_as_prometheus_client_renders_them(
-    name: str, metric: str, value: float, goal: float, replicas: int, reason: str | None, backoff: float
+    name: str,
+    metric: str,
+    value: float,
+    goal: float,
+    replicas: int,
+    reason: str | None,
+    backoff: float,
+    pause: tuple[str, float] | None,
 ) -> None:
     target = Told(
         "ns",
@@ -220,6 +242,7 @@ def test_any_values_render_as_prometheus_client_renders_them(
         backoff={"vpa": backoff},
         scaled=["up"],
         conditions={"ScalingLimited": reason is not None},
+        pause=pause,
     )
     metrics = new_metrics()
     tell(metrics, target)
