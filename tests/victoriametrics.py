@@ -12,10 +12,19 @@ Flags chosen for tests, and what a production VictoriaMetrics does instead:
 * ``-search.latencyOffset=1s`` (the least it takes): by default an instant query for "now" is evaluated 30 s in
   the past (the answer's timestamps are shifted back to "now"), so a change shows 30 s late;
 * ``-search.disableCache``: no rollup cache, so a test sees each new sample at once.
+
+:meth:`~VictoriaMetricsSandbox.wait_for` asks for a flush (``/internal/force_flush``) before each poll: a fresh
+server makes its first series searchable only ~10 s after their first scrape (once its in-memory parts are
+flushed), and every module waited that long for them. The data it waits for is the data that would have
+shown anyway, sooner; what a test's service reads after that is served as VictoriaMetrics serves it.
 """
 
 from __future__ import annotations
 
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +84,27 @@ class VictoriaMetricsSandbox(PrometheusSandbox):
             ],
         }
         self.config_file.write_text(yaml.safe_dump(config))
+
+    def wait_for(self, promql: str, predicate: Callable[[list[Any]], bool] = bool, timeout: float = 30.0) -> list[Any]:
+        """Poll ``promql`` until ``predicate(result)`` holds, flushing before each poll (see the module)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.force_flush()
+            try:
+                return super().wait_for(promql, predicate, timeout=min(0.5, max(deadline - time.monotonic(), 0.01)))
+            except SandboxError as failed:
+                if time.monotonic() >= deadline:
+                    last = str(failed).partition("(last: ")[2]
+                    message = f"{promql!r} did not produce the expected result within {timeout:g}s (last: {last}"
+                    raise SandboxError(message) from None
+
+    def force_flush(self) -> None:
+        """Make the samples received so far searchable now (best effort: a paused or stopped server is let be)."""
+        try:
+            with urllib.request.urlopen(self.url + "/internal/force_flush", timeout=2.0) as response:
+                response.read()
+        except (urllib.error.URLError, OSError):
+            pass
 
     def backfill(self, openmetrics: str | Path) -> None:
         raise SandboxError("VictoriaMetrics is not backfilled with promtool (it imports over HTTP)")
