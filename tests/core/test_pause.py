@@ -264,3 +264,33 @@ def test_spec_pause_is_validated_with_its_path() -> None:
         ("spec.pause.scaleIn", "must be true or false, not string"),
         ("spec.pause.scaleOutt", "unknown field"),
     }
+
+
+def activated(pause: dict[str, bool]) -> TargetSpec:
+    """A queue worker with spec.activation (idle at 0, no cooldown) and ``pause``."""
+    return parse_target_spec(
+        {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "worker"},
+            "minReplicas": 0,
+            "maxReplicas": 10,
+            "metrics": [
+                {
+                    "type": "External",
+                    "external": {"metric": {"name": "queue"}, "target": {"type": "AverageValue", "averageValue": "10"}},
+                }
+            ],
+            "activation": {"cooldownSeconds": 0},
+            "pause": pause,
+        },
+        require_queries=False,
+    )
+
+
+def test_a_direction_pause_holds_activations_idle_and_wake_too() -> None:
+    """Scale-in paused: the step to idle is held; scale-out paused: the wake from idle is held."""
+    idle = synced(TargetState(), 3, 0, 100.0, spec=activated({"scaleIn": True}))
+    assert not idle.decision.scale and idle.decision.replicas == 3 and idle.decision.held_replicas == 0
+    assert synced(TargetState(), 3, 0, 100.0, spec=activated({})).decision.replicas == 0  # unpaused: idle
+    wake = synced(TargetState(), 0, 30, 100.0, spec=activated({"scaleOut": True}))
+    assert not wake.decision.scale and wake.decision.replicas == 0 and wake.decision.held_replicas == 1
+    assert synced(TargetState(), 0, 30, 100.0, spec=activated({})).decision.replicas == 1  # unpaused: woken
