@@ -84,12 +84,21 @@ def read_activation(
     """The spec's ``activation`` (``spec`` is the spec's view), None without one; an ``activationThreshold``
     on a target without ``activation`` is an error at its path (it would be ignored)."""
     section = spec.obj("activation")
+    composite = spec.has("composite")
+    for index, metric in enumerate(metrics or ()):
+        if metric.activation_threshold is None:
+            continue
+        where = f"{spec.at('metrics')}[{index}].{metric.type.source_key}.activationThreshold"
+        if section is None:
+            spec.errors.add(
+                where, "Forbidden: read only by spec.activation (the target's idle <-> active phase), which is not set"
+            )
+        elif composite and metric.type.value == "External":  # the composite stands for every External metric
+            spec.errors.add(
+                where,
+                "Forbidden: with spec.composite the composite value decides activity, against "
+                "composite.activationTarget (KEDA's scalingModifiers): this threshold would be ignored",
+            )
     if section is not None:
         return read_activation_spec(section, min_replicas=min_replicas, metrics=metrics)
-    for index, metric in enumerate(metrics or ()):
-        if metric.activation_threshold is not None:
-            spec.errors.add(
-                f"{spec.at('metrics')}[{index}].{metric.type.source_key}.activationThreshold",
-                "Forbidden: read only by spec.activation (the target's idle <-> active phase), which is not set",
-            )
     return None

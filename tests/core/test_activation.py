@@ -279,3 +279,54 @@ def test_activation_fields_are_checked_with_their_paths() -> None:
     )
     assert any(p.startswith("spec.activation.cooldownSeconds:") for p in problems)
     assert any(p.startswith("spec.activation.initialCooldownSecond: unknown field") for p in problems)
+
+
+# --- with a composite metric: its value against activationTarget decides ---------------------------------
+
+
+def composite_target(activation_target: str, **extra: Any) -> TargetSpec:
+    return parse_target_spec(
+        {
+            "scaleTargetRef": {"kind": "Deployment", "name": "worker"},
+            "minReplicas": 0,
+            "maxReplicas": 10,
+            "metrics": [queue_metric("a"), queue_metric("b")],
+            "composite": {
+                "formula": "a + b",
+                "target": {"type": "AverageValue", "averageValue": "10"},
+                "activationTarget": activation_target,
+            },
+            "activation": {},
+            **extra,
+        },
+        require_queries=False,
+    )
+
+
+def test_the_composite_value_strictly_above_activation_target_makes_the_target_active() -> None:
+    spec = composite_target("5")
+    at_target = run(spec, 0, milli(2), milli(3))
+    assert at_target.decision.replicas == 0
+    assert active_condition(at_target) == ("False", "ScalerNotActive")
+    above = run(spec, 0, milli(2), milli(3.5))
+    assert above.decision.replicas == 1
+    assert [e.message for e in above.decision.events if e.reason == "Activated"] == [
+        "Scaled Deployment worker from 0 to 1, triggered by composite-metric"
+    ]
+
+
+def test_a_failed_composite_input_leaves_activity_unknown() -> None:
+    failed = run(composite_target("0"), 3, milli(9), MetricFailure("no answer"), last_active=0.0)
+    assert active_condition(failed) == ("Unknown", "TriggerError")
+    assert failed.decision.replicas == 3
+
+
+def test_an_input_of_the_composite_takes_no_activation_threshold() -> None:
+    data: dict[str, Any] = {
+        "minReplicas": 0,
+        "metrics": [queue_metric("a", threshold="1"), queue_metric("b")],
+        "composite": {"formula": "a + b", "target": {"type": "AverageValue", "averageValue": "10"}},
+        "activation": {},
+    }
+    [problem] = errors_of(data)
+    assert problem.startswith("spec.metrics[0].external.activationThreshold: Forbidden: with spec.composite")
