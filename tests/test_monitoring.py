@@ -122,13 +122,13 @@ def test_past_the_per_target_limit_the_aggregate_alerts_take_over(tmp_path: Path
     rules.write_text(yaml.safe_dump({"groups": rule_groups()}))
     series = [
         {"series": 'autoscaler_targets_condition{condition="ScalingActive", status="False"}', "values": "3x40"},
-        {"series": "autoscaler_targets_oldest_sync_age_seconds", "values": "400x40"},
+        {"series": "autoscaler_targets_most_overdue_sync_seconds", "values": "400x40"},
         {"series": 'autoscaler_targets_write_backoff{path="horizontal"}', "values": "2x40"},
         {"series": "autoscaler_targets_longest_pause_seconds", "values": "90000x40"},
     ]
     summaries = {
         "AutoscalerTargetsMetricsFailing": "3 ScalingTargets cannot compute a replica count.",
-        "AutoscalerTargetsNotSynced": "A ScalingTarget has not been synced for 6m 40s.",
+        "AutoscalerTargetsNotSynced": "A ScalingTarget has not been synced for 6m 40s past its sync period.",
         "AutoscalerTargetsWritesBackingOff": "2 ScalingTargets' writes (horizontal) keep failing.",
         "AutoscalerTargetsPausedTooLong": "A ScalingTarget has been paused for 1d 1h 0m 0s.",
     }
@@ -205,6 +205,53 @@ def test_a_pause_forgotten_for_a_day_alerts(tmp_path: Path) -> None:
             },
             {"eval_time": "5m", "alertname": "AutoscalerTargetPausedTooLong", "exp_alerts": []},  # not for 10m yet
         ],
+    }
+    tests = tmp_path / "tests.yaml"
+    tests.write_text(yaml.safe_dump({"rule_files": [str(rules)], "tests": [test]}))
+    result = subprocess.run(
+        [promtool, "test", "rules", str(tests)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_target_is_late_only_past_its_own_sync_period(tmp_path: Path) -> None:
+    """promtool's rule test: AutoscalerTargetNotSynced counts 5 minutes past each target's own sync period
+    (spec.syncPeriodSeconds, up to an hour): a target synced every hour is quiet between its syncs, one on the
+    service's 15 s is late after 5 minutes, and one whose period is not exported counts from its last sync."""
+    promtool = _binary("promtool", "prometheus")
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"groups": rule_groups()}))
+    series = [  # promtool's time starts at 0: each target last synced at 1000 s, evaluated at 30m (1800 s)
+        *(
+            {
+                "series": f'autoscaler_target_last_sync_timestamp_seconds{{namespace="shop", name="{name}"}}',
+                "values": "1000x40",
+            }
+            for name in ("web", "hourly", "legacy")
+        ),
+        {"series": 'autoscaler_target_sync_period_seconds{namespace="shop", name="web"}', "values": "15x40"},
+        {"series": 'autoscaler_target_sync_period_seconds{namespace="shop", name="hourly"}', "values": "3600x40"},
+    ]
+    [description] = [
+        rule["annotations"]["description"]
+        for group in rule_groups()
+        for rule in group["rules"]
+        if rule["alert"] == "AutoscalerTargetNotSynced"
+    ]
+    late = [
+        {
+            "exp_labels": {"severity": "warning", "namespace": "shop", "name": name},
+            "exp_annotations": {
+                "summary": f"ScalingTarget shop/{name} has not been synced for over 5 minutes past its sync period.",
+                "description": description,
+            },
+        }
+        for name in ("legacy", "web")
+    ]
+    test = {
+        "interval": "1m",
+        "input_series": series,
+        "alert_rule_test": [{"eval_time": "30m", "alertname": "AutoscalerTargetNotSynced", "exp_alerts": late}],
     }
     tests = tmp_path / "tests.yaml"
     tests.write_text(yaml.safe_dump({"rule_files": [str(rules)], "tests": [test]}))

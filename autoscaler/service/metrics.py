@@ -312,12 +312,13 @@ class ServiceMetrics:
         limited_reason: str | None = None,
         metrics: Sequence[TargetMetric] = (),
         pause: tuple[str, float] | None = None,
+        sync_period: float | None = None,
     ) -> None:
         """The outcome of a decision. ``None`` removes a series (a value that is not known is absent, not
         0); metrics missing from ``metrics`` are removed, so a spec edit leaves no stale series. ``pause``:
-        (mode, since) while the target is paused (core/pause.py)."""
+        (mode, since) while the target is paused (core/pause.py); ``sync_period``: how often it syncs."""
         series = self._series(namespace, name)
-        series.replicas, series.pause = (current, proposal, final), pause
+        series.replicas, series.pause, series.sync_period = (current, proposal, final), pause, sync_period
         reason = limited_reason or ""
         if reason in NOT_LIMITED:
             reason = ""

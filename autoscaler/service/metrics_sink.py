@@ -25,6 +25,7 @@ class MetricsSink(Protocol):
         limited_reason: str | None = None,
         metrics: Sequence[tuple[str, float | None, float | None]] = (),
         pause: tuple[str, float] | None = None,
+        sync_period: float | None = None,
     ) -> None: ...
     def set_target_conditions(self, namespace: str, name: str, conditions: Mapping[str, bool | None]) -> None: ...
     def count_scale_event(self, namespace: str, name: str, direction: str) -> None: ...
@@ -55,6 +56,7 @@ class NullMetrics:
         limited_reason: str | None = None,
         metrics: Sequence[tuple[str, float | None, float | None]] = (),
         pause: tuple[str, float] | None = None,
+        sync_period: float | None = None,
     ) -> None:
         pass
 

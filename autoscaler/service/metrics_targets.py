@@ -41,6 +41,7 @@ class TargetSeries:
         "reasons",
         "replicas",
         "scale_events",
+        "sync_period",
         "write_backoff",
     )
 
@@ -54,6 +55,7 @@ class TargetSeries:
         self.last_sync: float | None = None
         self.write_backoff: dict[str, float] = {}  # path -> seconds (only paths that ever failed)
         self.pause: tuple[str, float] | None = None  # (mode, since) while paused (core/pause.py)
+        self.sync_period: float | None = None  # how often it syncs (spec.syncPeriodSeconds, else the service's)
 
 
 _REPLICA_FAMILIES = (
@@ -105,6 +107,7 @@ class TargetCollector:
         conditions = {(c, s): 0 for c in CONDITIONS for s in ("True", "False")}
         backing_off = dict.fromkeys(WRITE_PATHS, 0)
         oldest: float | None = None
+        due: float | None = None  # the earliest a target's next sync was due: its last sync and one period
         paused = dict.fromkeys(PAUSE_MODES, 0)
         paused_since: float | None = None  # the earliest pause's start
         for series in targets:
@@ -120,8 +123,10 @@ class TargetCollector:
                 mode, since = series.pause
                 paused[mode] = paused.get(mode, 0) + 1
                 paused_since = since if paused_since is None else min(paused_since, since)
-            if series.last_sync is not None and (oldest is None or series.last_sync < oldest):
-                oldest = series.last_sync
+            if series.last_sync is not None:
+                oldest = series.last_sync if oldest is None else min(oldest, series.last_sync)
+                next_due = series.last_sync + (series.sync_period or 0.0)
+                due = next_due if due is None else min(due, next_due)
         yield _gauge(
             "autoscaler_targets_limited",
             "Targets whose decision a reason limits now.",
@@ -146,6 +151,11 @@ class TargetCollector:
             "autoscaler_targets_oldest_sync_age_seconds",
             "Seconds since the least recently synced target last synced successfully.",
             [([], max(0.0, round(self._wall_clock() - oldest, 3)))] if oldest is not None else [],
+        )
+        yield _gauge(
+            "autoscaler_targets_most_overdue_sync_seconds",
+            "Seconds past its next sync (its last successful sync and one sync period) of the most overdue target.",
+            [([], max(0.0, round(self._wall_clock() - due, 3)))] if due is not None else [],
         )
         yield _gauge("autoscaler_targets_paused", "Targets paused now, by mode.", list(_by_key(paused)), ["mode"])
         yield _gauge(
@@ -206,6 +216,11 @@ _PER_TARGET_FAMILIES = (
 _PER_TARGET_FAMILIES += (
     ("autoscaler_target_paused", _GAUGE, "1 while a target is paused, with its mode (absent while not paused)."),
     ("autoscaler_target_paused_since_seconds", _GAUGE, "Unix time a paused target became paused."),
+    (
+        "autoscaler_target_sync_period_seconds",
+        _GAUGE,
+        "How often the target syncs: its spec.syncPeriodSeconds, else the service's sync.periodSeconds.",
+    ),
 )
 FALLBACK_CONDITION = "Fallback"  # autoscaler_target_fallback_active is this condition's (core/fallback.py)
 
@@ -217,7 +232,7 @@ def render_per_target(targets: list[tuple[tuple[str, str], TargetSeries]], *, op
     1,000 targets. Each target's label pairs are escaped once, not once per sample."""
     lines: list[list[str]] = [[] for _ in _PER_TARGET_FAMILIES]
     current, desired, final, limited, values, goals, events, conditions, last_sync, backoff, fallback, *rest = lines
-    paused, paused_since = rest
+    paused, paused_since, sync_period = rest
     go = _go_float
     for (namespace, name), series in targets:
         # Labels in the order prometheus-client writes them: sorted by name.
@@ -248,6 +263,8 @@ def render_per_target(targets: list[tuple[tuple[str, str], TargetSeries]], *, op
             mode, since = series.pause
             paused.append(f'{{mode="{_escape(mode)}",{pair}}} 1.0')
             paused_since.append(f"{{{pair}}} {go(since)}")
+        if series.sync_period is not None:
+            sync_period.append(f"{{{pair}}} {go(series.sync_period)}")
     out: list[str] = []
     for (family_name, kind, documentation), samples in zip(_PER_TARGET_FAMILIES, lines, strict=True):
         sample_name = family_name + "_total" if kind == _COUNTER else family_name

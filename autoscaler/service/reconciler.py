@@ -131,6 +131,7 @@ class TargetReconciler:
             shard=context.shard,
             last_status=last_status if last_status is not None else target.status,
             backend=context.backend,
+            sync_period=self.period,
         )
         self._state = state
         self._hvpa_state: HvpaState | None = None

@@ -60,9 +60,11 @@ class SyncReporter:
         shard: str | None,
         last_status: Mapping[str, Any] | None,
         backend: BackendHealths | None = None,
+        sync_period: float | None = None,
     ) -> None:
         self._writes = writes
         self._metrics = metrics
+        self._sync_period = sync_period  # how often the target syncs, for /metrics (the alert on a late sync)
         self._dry_run = dry_run
         self._shard = shard  # the shard this instance serves (status.shard names it), None: unsharded
         self._backend = backend  # the health of the Prometheus backends the target reads, and their budgets of writes
@@ -159,6 +161,7 @@ class SyncReporter:
             limited_reason=limited,
             metrics=[(o.spec.name, _current_value(o), _target_value(o)) for o in decision.metrics],
             pause=(decision.pause.mode.value, decision.pause.since) if decision.pause is not None else None,
+            sync_period=self._sync_period,
         )
         metrics.set_target_conditions(target.namespace, target.name, _condition_states(decision.conditions))
 

@@ -36,12 +36,15 @@ class Told:
     backoff: dict[str, float] = field(default_factory=dict)
     synced: bool = True
     pause: tuple[str, float] | None = None  # (mode, since) while paused
+    sync_period: float | None = None  # how often it syncs (spec.syncPeriodSeconds, else the service's)
 
 
 def tell(metrics: ServiceMetrics, target: Told) -> None:
     ns, name = target.namespace, target.name
     current, proposal, final = target.replicas
-    metrics.set_target(ns, name, current, proposal, final, target.limited, target.metrics, target.pause)
+    metrics.set_target(
+        ns, name, current, proposal, final, target.limited, target.metrics, target.pause, target.sync_period
+    )
     metrics.set_target_conditions(ns, name, dict(target.conditions))
     for direction in target.scaled:
         metrics.count_scale_event(ns, name, direction)
@@ -115,11 +118,18 @@ def oracle(targets: list[Told], *, openmetrics_format: bool) -> str:
     paused_since = GaugeMetricFamily(
         "autoscaler_target_paused_since_seconds", "Unix time a paused target became paused.", labels=labels
     )
+    sync_period = GaugeMetricFamily(
+        "autoscaler_target_sync_period_seconds",
+        "How often the target syncs: its spec.syncPeriodSeconds, else the service's sync.periodSeconds.",
+        labels=labels,
+    )
     for t in sorted(targets, key=lambda t: (t.namespace, t.name)):
         pair = [t.namespace, t.name]
         if t.pause is not None:
             paused.add_metric([*pair, t.pause[0]], 1)
             paused_since.add_metric(pair, t.pause[1])
+        if t.sync_period is not None:
+            sync_period.add_metric(pair, t.sync_period)
         for family, replicas in zip(replica_families, t.replicas, strict=True):
             if replicas is not None:
                 family.add_metric(pair, replicas)
@@ -144,7 +154,7 @@ def oracle(targets: list[Told], *, openmetrics_format: bool) -> str:
         if "Fallback" in t.conditions:
             fallback.add_metric(pair, 1 if t.conditions["Fallback"] else 0)
     per_target = [*replica_families, limited, values, goals, events, conditions, last_sync, backoff, fallback]
-    families = Families([*per_target, paused, paused_since])
+    families = Families([*per_target, paused, paused_since, sync_period])
     registry = CollectorRegistry(auto_describe=False)
     registry.register(families)  # type: ignore[arg-type]
     if openmetrics_format:
@@ -160,10 +170,10 @@ def per_target_section(metrics: ServiceMetrics, accept: str = "") -> str:
 TARGETS = [
     Told("shop", "web", limited="ScaleUpLimit", metrics=[("cpu", 61.0, 60.0), ("rps", None, 10.5)],
          conditions={"AbleToScale": True, "ScalingActive": True, "ScalingLimited": True, "Fallback": True},
-         scaled=["up", "up", "down"]),
+         scaled=["up", "up", "down"], sync_period=15.0),
     Told("shop", "api", replicas=(1_500_000, None, 12), limited="SomethingNew",
          metrics=[('qu"o\\te\nd', 0.000012, 1e21)], backoff={"horizontal": 8.0, "vpa": 0.0}, synced=False,
-         pause=("scaleIn", 1_800_000_000.5)),
+         pause=("scaleIn", 1_800_000_000.5), sync_period=3600),
     Told("a-ns", "z", replicas=(None, None, None), conditions={"ScalingActive": False, "Fallback": False}),
 ]  # fmt: skip
 
@@ -222,6 +232,7 @@ number = st.one_of(
     reason=st.sampled_from([None, *LIMIT_REASONS, "DesiredWithinRange", 'odd "reason"']),
     backoff=st.floats(min_value=0, max_value=1e9),
     pause=st.one_of(st.none(), st.tuples(st.sampled_from(["paused", "replicas", "scaleIn", "scaleOut"]), number)),
+    sync_period=st.one_of(st.none(), st.floats(min_value=1, max_value=3600)),
 )
 def test_any_values_render_as_prometheus_client_renders_them(
     name: str,
@@ -232,6 +243,7 @@ def test_any_values_render_as_prometheus_client_renders_them(
     reason: str | None,
     backoff: float,
     pause: tuple[str, float] | None,
+    sync_period: float | None,
 ) -> None:
     target = Told(
         "ns",
@@ -243,6 +255,7 @@ def test_any_values_render_as_prometheus_client_renders_them(
         scaled=["up"],
         conditions={"ScalingLimited": reason is not None},
         pause=pause,
+        sync_period=sync_period,
     )
     metrics = new_metrics()
     tell(metrics, target)
