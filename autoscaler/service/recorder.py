@@ -47,7 +47,14 @@ class SyncRecorder:
         try:
             spec: Any = json.loads(target.spec_json) if target.spec_json else None
             line = self._sync_line(
-                f"{target.namespace}/{target.name}", spec, self._settings, plan, observation, results, outcome
+                f"{target.namespace}/{target.name}",
+                spec,
+                self._settings,
+                plan,
+                observation,
+                results,
+                outcome,
+                target.pause_annotations,
             )
             self._lines.put(json.dumps(line, separators=(",", ":")))
         except Exception as exc:  # recording is a side show: it never stops a sync

@@ -36,6 +36,7 @@ from autoscaler.core.observation import (
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.status import condition_json, history_json
 from autoscaler.core.sync import SyncOutcome, SyncPlan, WriteResults
+from autoscaler.simulate.annotation_steps import ANNOTATIONS_STEP_KEY, PAUSE_STATUS_KEY, pause_json
 from autoscaler.simulate.health_status import METRIC_HEALTH_KEY, metric_health_json
 
 LAST_ACTIVE_TIME = "lastActiveTime"  # a state's last active time (spec.activation), the scenario's status key
@@ -53,16 +54,21 @@ def sync_line(
     observation: Observation,
     results: WriteResults,
     outcome: SyncOutcome,
+    annotations: tuple[tuple[str, str], ...] = (),
 ) -> dict[str, Any]:
-    """One sync of ``target`` ("namespace/name"), as a recording line."""
+    """One sync of ``target`` ("namespace/name"), as a recording line; ``annotations``, the target's pause
+    annotations the sync read (its step's ``annotations``, when it has any)."""
     at = plan.now
+    step = step_document(observation, at)
+    if annotations:
+        step[ANNOTATIONS_STEP_KEY] = dict(annotations)
     return {
         "target": target,
         "at": at,
         "spec": spec,
         "settings": settings_document(settings),
         "state": state_document(plan.state.target),
-        "step": step_document(observation, at),
+        "step": step,
         "decision": decision_document(outcome.decision),
         "writes": {"scale": results.scale, "scaleError": results.scale_error, "vpa": results.vpa},
         "next": state_document(outcome.state.target),
@@ -91,6 +97,8 @@ def state_document(state: TargetState) -> dict[str, Any]:
         document[METRIC_HEALTH_KEY] = metric_health_json(state.metric_health)
     if state.last_active_time is not None:  # spec.activation's (a key only then, as metricHealth)
         document[LAST_ACTIVE_TIME] = state.last_active_time
+    if state.pause is not None:  # a paused target's (a key only then)
+        document[PAUSE_STATUS_KEY] = pause_json(state.pause)
     return document
 
 
@@ -279,12 +287,12 @@ def scenario_from_recording(lines: Sequence[Mapping[str, Any]], target: str) -> 
     scenario: dict[str, Any] = {"spec": first["spec"], "settings": first["settings"]}
     if state.get("history") is not None:
         scenario["history"] = state["history"]
-    status = {
-        key: state[key]
-        for key in ("conditions", "desiredReplicas", "lastScaleTime", METRIC_HEALTH_KEY, LAST_ACTIVE_TIME)
-        if state.get(key) is not None and state.get(key) != []
-    }
+    keys = ("conditions", "desiredReplicas", "lastScaleTime", METRIC_HEALTH_KEY, LAST_ACTIVE_TIME, PAUSE_STATUS_KEY)
+    status = {key: state[key] for key in keys if state.get(key) is not None and state.get(key) != []}
     if status:
         scenario["status"] = status
-    scenario["steps"] = [sync["step"] for sync in syncs]
+    steps = [sync["step"] for sync in syncs]
+    if any(ANNOTATIONS_STEP_KEY in step for step in steps):  # a step's annotations stay until another's: say none
+        steps = [step if ANNOTATIONS_STEP_KEY in step else {**step, ANNOTATIONS_STEP_KEY: {}} for step in steps]
+    scenario["steps"] = steps
     return scenario

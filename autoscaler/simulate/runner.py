@@ -46,6 +46,7 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
             scenario.last_scale_time,
             metric_health=scenario.metric_health,
             last_active_time=scenario.last_active_time,
+            pause=scenario.pause,
         )
     )
     replicas = 0

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from autoscaler.core.conditions import Condition
-from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
+from autoscaler.core.history import DecisionHistory
 from autoscaler.core.metric_health import MetricHealth
 from autoscaler.core.observation import (
     DEFAULT_SAMPLE_WINDOW,
@@ -32,12 +32,15 @@ from autoscaler.core.observation import (
     Sample,
     ScaleInfo,
 )
+from autoscaler.core.pause_state import PauseState
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.settings_parse import SCENARIO_SUFFIX, read_controller_settings
 from autoscaler.core.spec import MetricSourceType, MetricSpec, TargetSpec
 from autoscaler.core.spec_parse import read_target_spec
-from autoscaler.simulate.annotation_steps import ANNOTATIONS_STEP_KEY, read_step_annotations
+from autoscaler.simulate.annotation_steps import ANNOTATIONS_STEP_KEY, read_status_pause, read_step_annotations
 from autoscaler.simulate.health_status import read_metric_health
+from autoscaler.simulate.history_status import MAX_TIME, read_history
+from autoscaler.simulate.history_status import scenario_time as _time
 from autoscaler.simulate.hvpa_steps import HVPA_STEP_KEYS, ClockCarry, HvpaStepInput, read_hvpa_step
 from autoscaler.simulate.observed import OBSERVED_STEP_KEYS, ObservedInputs, read_observed
 from autoscaler.values.fields import ErrorList, Obj, to_quantity
@@ -45,7 +48,6 @@ from autoscaler.values.fields import ErrorList, Obj, to_quantity
 # "Far past" for readySince/startedAt when a pod does not say (relative to the step).
 FAR_PAST = -10_000_000_000.0
 SCENARIO_SELECTOR = "app=scenario"
-MAX_TIME = 1e15  # seconds; anything larger is a typo, not a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,7 @@ class Scenario:
     last_scale_time: float | None = None  # status.lastScaleTime before the first step
     metric_health: tuple[MetricHealth, ...] = ()  # status.metricHealth before the first step (spec.fallback)
     last_active_time: float | None = None  # status.lastActiveTime before the first step (spec.activation)
+    pause: PauseState | None = None  # status.pause before the first step (a paused target)
 
 
 # Step keys owned by extensions (the HVPA engine); parsed there, accepted here.
@@ -113,10 +116,11 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
     raw_spec = root.raw("spec", required=True)
     spec = read_target_spec(raw_spec, "spec", errors, require_queries=False) if raw_spec is not None else None
     settings = read_controller_settings(root.obj("settings"), suffix=SCENARIO_SUFFIX)
-    history = _history(root.obj("history"))
+    history = read_history(root.obj("history"))
     status = root.obj("status")
     metric_health = read_metric_health(status, MAX_TIME)  # first: _status refuses the keys it does not read
     last_active = _time(status, "lastActiveTime") if status is not None else None  # before _status, as above
+    pause = read_status_pause(status)  # before _status, as above
     conditions, desired, last_scale = _status(status)
     steps: list[ScenarioStep] = []
     raw_steps = root.value.get("steps")
@@ -137,51 +141,13 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
     if errors or spec is None or settings is None:
         return None
     scenario = Scenario(spec, settings, history, conditions, tuple(steps), dict(root.value), desired, last_scale)
-    return replace(scenario, metric_health=metric_health, last_active_time=last_active)
+    return replace(scenario, metric_health=metric_health, last_active_time=last_active, pause=pause)
 
 
 def _check_step_order(steps: list[ScenarioStep], errors: ErrorList) -> None:
     for index in range(1, len(steps)):
         if steps[index].at <= steps[index - 1].at:
             errors.add(f"steps[{index}].at", f"must be later than steps[{index - 1}].at ({steps[index - 1].at:g})")
-
-
-def _time(obj: Obj, key: str, *, required: bool = False, default: float | None = None) -> float | None:
-    return obj.number(key, required=required, default=default, minimum=-MAX_TIME, maximum=MAX_TIME)
-
-
-def _history(obj: Obj | None) -> DecisionHistory | None:
-    if obj is None:
-        return None
-    recs: list[Recommendation] = []
-    for path, element in obj.items("recommendations"):
-        rec = Obj.of(element, path, obj.errors)
-        if rec is None:
-            continue
-        replicas = rec.integer("replicas", required=True, minimum=0)
-        at = _time(rec, "at", required=True)
-        rec.finish()
-        if replicas is not None and at is not None:
-            recs.append(Recommendation(replicas, at))
-    up = _events(obj, "scaleUpEvents")
-    down = _events(obj, "scaleDownEvents")
-    obj.finish()
-    return DecisionHistory(tuple(recs), up, down)
-
-
-def _events(obj: Obj, key: str) -> tuple[ScaleEvent, ...]:
-    events: list[ScaleEvent] = []
-    for path, element in obj.items(key):
-        event = Obj.of(element, path, obj.errors)
-        if event is None:
-            continue
-        change = event.integer("change", required=True, minimum=0)
-        at = _time(event, "at", required=True)
-        outdated = event.boolean("outdated", default=False)
-        event.finish()
-        if change is not None and at is not None:
-            events.append(ScaleEvent(change, at, bool(outdated)))
-    return tuple(events)
 
 
 def _status(obj: Obj | None) -> tuple[tuple[Condition, ...], int | None, float | None]:

@@ -31,6 +31,7 @@ from autoscaler.core.observation import (
     ScaleInfo,
     SelectorProblem,
 )
+from autoscaler.core.pause_spec import pause_annotation_items
 from autoscaler.core.settings import ControllerSettings, Tolerances
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.core.sync import ALL_WRITTEN, NOTHING_WRITTEN, SyncInputs, SyncState, WriteResults, plan_sync, settle
@@ -318,3 +319,41 @@ def test_the_scenario_command_writes_a_replayable_scenario_and_says_what_is_wron
     unwritable = tmp_path / "no-such-directory" / "replay.yaml"
     assert main(["scenario", "--from-recording", str(recording), "--target", "shop/web", "-o", str(unwritable)]) == 1
     assert "cannot write it: No such file or directory" in capsys.readouterr().err
+
+
+def paused_run(loads: list[int], annotations: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """``recorded_run`` for a target whose pause annotations change from sync to sync."""
+    spec = parse_target_spec(QUEUE_SPEC, "spec", require_queries=False)
+    state, replicas, lines = SyncState(TargetState()), 2, []
+    for index, (load, annotated) in enumerate(zip(loads, annotations, strict=True)):
+        now = T0 + 15 * index
+        observation = Observation(
+            ScaleInfo(replicas, replicas, "app=web"), [], [ExternalReading((load * 1000,), now - 3.25)]
+        )
+        items = pause_annotation_items(annotated)
+        plan = plan_sync(spec, SyncInputs(observation, annotations=items), state, QUEUE_SETTINGS, now)
+        outcome = settle(plan, ALL_WRITTEN)
+        line = sync_line("shop/web", QUEUE_SPEC, QUEUE_SETTINGS, plan, observation, ALL_WRITTEN, outcome, items)
+        lines.append(json.loads(json.dumps(line)))
+        state, replicas = outcome.state, outcome.decision.replicas
+    return lines
+
+
+def test_a_paused_run_replays_to_the_same_decisions() -> None:
+    """The step's annotations and the state's pause are recorded: a replay from the first sync, or from one in
+    the middle of a pause at a count (status.pause: reached, since), decides what the run decided."""
+    at_one, scale_in = {"autoscaler.dev/paused-replicas": "1"}, {"autoscaler.dev/paused-scale-in": "true"}
+    annotations = [{}, at_one, at_one, at_one, {}, *[scale_in] * 5, {}]
+    lines = paused_run([40, 40, 80, 80, 80, 5, 5, 5, 5, 5, 5], annotations)
+    # At 1 until resumed; then up by the policy (the pause's 4 -> 1 counts in its period); the scale-down the
+    # window allows at 120 s is held by the scale-in pause until it is lifted.
+    assert [line["decision"]["replicas"] for line in lines] == [4, 1, 1, 1, 6, 6, 6, 6, 6, 6, 1]
+    held = lines[8]["decision"]  # nothing else held it: no window, no limit
+    assert (held["desiredReplicas"], held["limitedBy"], held["conditions"][-1]["reason"]) == (1, None, "PausedScaleIn")
+    assert lines[2]["state"]["pause"] == {"mode": "replicas", "since": T0 + 15, "replicas": 1, "reached": True}
+    for start in (0, 2):
+        scenario = parse_scenario(through_yaml(scenario_from_recording(lines[start:], "shop/web")))
+        steps = [step_json(result) for result in run_scenario(scenario)]
+        for step, line in zip(steps, lines[start:], strict=True):
+            decided = line["decision"]
+            assert {key: step[key] for key in decided} == decided
