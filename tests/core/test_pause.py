@@ -12,6 +12,7 @@ from autoscaler.core.observation import ExternalReading, Observation, ScaleInfo
 from autoscaler.core.pause import PAUSED, effective_pause
 from autoscaler.core.pause_spec import PauseAnnotations, PauseSpec, pause_annotation_items, read_pause_annotations
 from autoscaler.core.pause_state import PauseMode, PauseState, pause_document, restore_pause
+from autoscaler.core.rescale import scale_intent, state_before_write
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import (
     CrossVersionObjectReference,
@@ -294,3 +295,17 @@ def test_a_direction_pause_holds_activations_idle_and_wake_too() -> None:
     wake = synced(TargetState(), 0, 30, 100.0, spec=activated({"scaleOut": True}))
     assert not wake.decision.scale and wake.decision.replicas == 0 and wake.decision.held_replicas == 1
     assert synced(TargetState(), 0, 30, 100.0, spec=activated({})).decision.replicas == 1  # unpaused: woken
+
+
+@pytest.mark.parametrize(("landed", "writes_again"), [(True, False), (False, True)])
+def test_a_crash_during_the_paused_write_is_settled_as_any_write(landed: bool, writes_again: bool) -> None:
+    """The status recorded before the write (pendingScale) carries the pause; a restarted process that finds
+    the count written holds it, one that finds the old count writes it again."""
+    annotations = {"autoscaler.dev/paused-replicas": "2"}
+    plan = plan_sync(SPEC, inputs(5, 50, 100.0, annotations), SyncState(TargetState()), SETTINGS, 100.0)
+    assert plan.scale_to == 2
+    before = state_before_write(plan.decision, scale_intent(plan.decision, plan.now))
+    assert before.pause == PauseState(PauseMode.REPLICAS, 2, 100.0, reached=False)
+    restarted = synced(before, 2 if landed else 5, 90, 160.0, annotations)
+    assert restarted.decision.scale is writes_again
+    assert restarted.state.target.pause == PauseState(PauseMode.REPLICAS, 2, 100.0, reached=True)
