@@ -46,6 +46,7 @@ BEHAVIOR = {
     "scaleUp": {"stabilizationWindowSeconds": 0, "policies": [{"type": "Pods", "value": 1, "periodSeconds": PERIOD}]}
 }
 SCALE_WRITES = requests_matching(r"^PATCH .*/deployments/web/scale")
+STATUS_WRITES = requests_matching(r"^PATCH .*/scalingtargets/web/status")
 # What records a scale once it is written: its Event, and the target's status.
 RECORDS = requests_matching(r"^(POST .*/events|PATCH .*/events/|PATCH .*/scalingtargets/web/status)")
 
@@ -101,8 +102,15 @@ async def the_next_instance_keeps_the_policy(
     # Exact, not just safe: each scale-up comes when the policy allows it (b syncs every second).
     if landed:
         assert sent[0] - landed[0] <= PERIOD + 5, f"b waited {sent[0] - landed[0]:.1f}s to scale again"
-    else:  # the write that never landed does not hold b
-        assert sent[0] - sent_first < PERIOD - LATENCY, f"b scaled {sent[0] - sent_first:.1f}s after a's attempt"
+    else:  # the write that never landed does not hold b: b's first sync scales (b syncs every second)
+        # Timed from b's own first status write, not from a's attempt: how long b takes to start, sync its
+        # caches and win the lease depends on the machine's load, and is not what is tested. Held by the write
+        # it never saw, b's first syncs would write their status and scale only PERIOD after a's attempt.
+        first_status = min(at for at, _ in b.relay.requests(STATUS_WRITES))
+        assert sent[0] - first_status < PERIOD / 4, (
+            f"b scaled {sent[0] - first_status:.1f}s after its first status write "
+            f"({sent[0] - sent_first:.1f}s after a's attempt)"
+        )
         assert sent[1] - sent[0] <= PERIOD + 5, f"b waited {sent[1] - sent[0]:.1f}s to scale again"
     # b's own scale write is recorded in the status, then the status that follows drops it.
     await wait_until(lambda: "pendingScale" not in status_of(cluster, "web"), 10, "b's status after its scale-up")
