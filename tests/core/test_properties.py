@@ -126,7 +126,7 @@ controller_settings = st.builds(
 )
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), spec=specs(), config=controller_settings)
 def test_final_replicas_always_within_min_and_max(
     data: st.DataObject, spec: TargetSpec, config: ControllerSettings
@@ -253,7 +253,7 @@ def _paths(value: Any, prefix: list[Any]) -> list[list[Any]]:
 SPEC_PATHS = _paths(VALID_SPEC, [])
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(data=json_values)
 def test_spec_parser_only_raises_validation_errors(data: Any) -> None:
     try:
@@ -262,7 +262,7 @@ def test_spec_parser_only_raises_validation_errors(data: Any) -> None:
         assert exc.errors
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(path=st.sampled_from(SPEC_PATHS), replacement=json_values)
 def test_spec_parser_on_mutated_valid_specs(path: list[Any], replacement: Any) -> None:
     try:
@@ -289,7 +289,7 @@ VALID_SCENARIO: dict[str, Any] = {
 SCENARIO_PATHS = _paths(VALID_SCENARIO, [])
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(data=json_values)
 def test_scenario_parser_only_raises_validation_errors(data: Any) -> None:
     try:
@@ -298,7 +298,7 @@ def test_scenario_parser_only_raises_validation_errors(data: Any) -> None:
         assert exc.errors
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(path=st.sampled_from(SCENARIO_PATHS), replacement=json_values)
 def test_scenario_parser_on_mutated_valid_scenarios(path: list[Any], replacement: Any) -> None:
     try:
