@@ -187,6 +187,7 @@ def _read_cluster(args: argparse.Namespace, inputs: Inputs) -> str | None:
         args.selector,
         args.adapter_configmap,
         find_adapter=not args.adapter_config,
+        keda_namespace=args.keda_namespace,
     )
     try:
         found = asyncio.run(read_cluster(query))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from autoscaler.convert.keda_auth import DEFAULT_KEDA_NAMESPACE, readable_references
 from autoscaler.kube.api import KubeApi, KubeError, ResourcePath
 from autoscaler.kube.client import make_api_client
 
@@ -16,6 +17,7 @@ SCALED_OBJECTS = ResourcePath("keda.sh", "v1alpha1", "scaledobjects")
 TRIGGER_AUTHENTICATIONS = ResourcePath("keda.sh", "v1alpha1", "triggerauthentications")
 CLUSTER_TRIGGER_AUTHENTICATIONS = ResourcePath("keda.sh", "v1alpha1", "clustertriggerauthentications")
 CONFIGMAPS = ResourcePath("", "v1", "configmaps")
+SECRETS = ResourcePath("", "v1", "secrets")
 # How prometheus-adapter's Helm chart and manifests label the adapter's objects.
 ADAPTER_LABEL = "app.kubernetes.io/name=prometheus-adapter"
 
@@ -28,6 +30,7 @@ class ClusterQuery:
     selector: str | None  # label selector for HPAs and ScaledObjects
     adapter_configmap: str | None  # NAMESPACE/NAME; None: find it by its label
     find_adapter: bool = True  # False when the configuration was given as a file
+    keda_namespace: str = DEFAULT_KEDA_NAMESPACE  # where a ClusterTriggerAuthentication's objects are
 
 
 @dataclass
@@ -65,7 +68,9 @@ async def read_cluster(query: ClusterQuery, request_seconds: float = 15.0) -> Cl
                 api, SCALED_OBJECTS, query.namespace, query.selector, "ScaledObject", "keda.sh/v1alpha1"
             ):
                 documents.append((item, "cluster"))
-            documents.extend(await _trigger_authentications(api, query.namespace, notes))
+            authentications = await _trigger_authentications(api, query.namespace, notes)
+            documents.extend(authentications)
+            documents.extend(await _readable_keys(api, authentications, query.keda_namespace, notes))
         except KubeError as exc:
             if not exc.not_found:
                 raise
@@ -92,6 +97,33 @@ async def _trigger_authentications(
             if not exc.not_found:
                 notes.append(f"listing {path.label} failed ({exc}): the triggers naming one are converted without it")
     return found
+
+
+async def _readable_keys(
+    api: KubeApi, authentications: list[tuple[dict[str, Any], str]], keda_namespace: str, notes: list[str]
+) -> list[tuple[dict[str, Any], str]]:
+    """The few keys of ConfigMaps and Secrets the TriggerAuthentications name for a parameter that is no
+    credential (``keda_auth.READABLE``: a custom header's name, a ConfigMap's username or header value), each
+    object kept with that one key alone. No other value is kept, logged or written; one that cannot be read
+    leaves its trigger's loss reported as without it."""
+    wanted = sorted({ref for document, _ in authentications for ref in readable_references(document, keda_namespace)})
+    kept: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for ref in wanted:
+        path = SECRETS if ref.kind == "Secret" else CONFIGMAPS
+        try:
+            body = await api.get(path.item(ref.namespace, ref.name), resource=path.label)
+        except KubeError as exc:
+            notes.append(f"reading {ref.kind} {ref.namespace}/{ref.name} failed ({exc}): converted without it")
+            continue
+        document = kept.setdefault(
+            (ref.kind, ref.namespace, ref.name),
+            {"apiVersion": "v1", "kind": ref.kind, "metadata": {"namespace": ref.namespace, "name": ref.name}},
+        )
+        for field in ("data", "stringData"):
+            values = (body or {}).get(field)
+            if isinstance(values, dict) and ref.key in values:
+                document.setdefault(field, {})[ref.key] = values[ref.key]
+    return [(document, "cluster") for document in kept.values()]
 
 
 async def _adapter_configmaps(

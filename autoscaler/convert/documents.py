@@ -21,7 +21,7 @@ from autoscaler.convert.adapter_config import (
 )
 from autoscaler.convert.hpa import convert_hpa
 from autoscaler.convert.keda import convert_scaled_object
-from autoscaler.convert.keda_auth import AUTH_KINDS, AuthIndex
+from autoscaler.convert.keda_auth import AUTH_KINDS, KEY_VALUE_KINDS, AuthIndex
 from autoscaler.convert.keda_backends import BackendRegistry
 from autoscaler.convert.model import Conversion
 from autoscaler.values.fields import ErrorList
@@ -91,10 +91,17 @@ def sort_documents(documents: Iterable[tuple[object, str]], inputs: Inputs) -> N
                 inputs.objects.append((document, source))
             elif isinstance(document, Mapping) and document.get("kind") in AUTH_KINDS:
                 inputs.auths.add(document)
+            elif (
+                isinstance(document, Mapping)
+                and document.get("kind") in KEY_VALUE_KINDS
+                and document.get("apiVersion") == "v1"
+            ):  # looked up for the few TriggerAuthentication parameters that are no credential (keda_auth.READABLE)
+                inputs.auths.add(document)
             else:
                 inputs.ignored.append(
                     f"{source}: {_describe(document)}: neither an HPA, a ScaledObject, a "
-                    "(Cluster)TriggerAuthentication nor prometheus-adapter's configuration: ignored"
+                    "(Cluster)TriggerAuthentication, a v1 ConfigMap or Secret nor prometheus-adapter's "
+                    "configuration: ignored"
                 )
 
 

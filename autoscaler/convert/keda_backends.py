@@ -5,8 +5,10 @@ KEDA's prometheus scaler (``pkg/scalers/prometheus_scaler.go``) asks ``serverAdd
 ``namespace`` (a ``namespace=`` query parameter, for Thanos' tenancy), ``queryParameters``, ``customHeaders``,
 ``unsafeSsl``, ``timeout`` and credentials (``authModes`` with the TriggerAuthentication's parameters). Each
 distinct combination becomes one backend, named after its host; every trigger that reads the same way shares it.
-Credentials are files, each the mount of a Secret (or ConfigMap) key the TriggerAuthentication names: the
-fragment says which, and holds no value read from any Secret.
+Credentials are files, each the mount of a Secret (or ConfigMap) key the TriggerAuthentication names, or
+Secret references the service reads through the API: the fragment says which, and holds no value read from any
+Secret. The only values it holds are what is no credential: a basic auth username or a custom header's value
+from a ConfigMap, and a custom header's name (from a ConfigMap or a Secret) — see ``keda_auth.READABLE``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from urllib.parse import urlsplit
 from autoscaler.convert.keda_auth import AuthParams, Reference
 from autoscaler.convert.keda_values import go_bool, go_duration_seconds, go_map
 from autoscaler.convert.model import Conversion
+from autoscaler.prometheus.connection_settings import HEADER_NAME
 
 DEFAULT_MOUNT_DIR = "/etc/autoscaler/keda"
 AUTH_MODES = ("apiKey", "basic", "tls", "bearer", "custom", "oauth")
@@ -35,7 +38,9 @@ class Backend:
     url: str
     bearer_token: Reference | None = None
     basic_username: Reference | None = None  # a Secret's key: the settings read it through the API
+    basic_username_value: str | None = None  # read from a ConfigMap (no secret): written as basicAuth.username
     basic_password: Reference | None = None
+    header_secrets: tuple[tuple[str, Reference], ...] = ()  # KEDA's custom auth: header name -> its value's key
     ca: Reference | None = None
     cert: Reference | None = None
     key: Reference | None = None
@@ -47,7 +52,8 @@ class Backend:
     def read_by_api(self, secret_refs: bool) -> list[Reference]:
         """The Secret keys the service reads through the API: basic auth's username always (the settings take
         no username file), and with ``secret_refs`` the bearer token and basic auth's password."""
-        chosen = [self.basic_username] + ([self.bearer_token, self.basic_password] if secret_refs else [])
+        chosen = [self.basic_username, *(ref for _, ref in self.header_secrets)]
+        chosen += [self.bearer_token, self.basic_password] if secret_refs else []
         return [ref for ref in chosen if ref is not None and ref.kind == "Secret"]
 
     def files(self, secret_refs: bool) -> list[Reference]:
@@ -74,6 +80,11 @@ class Backend:
                 **credential(self.basic_username, "usernameFile", "usernameSecret"),
                 **credential(self.basic_password, "passwordFile", "passwordSecret"),
             }
+        elif self.basic_username_value is not None and self.basic_password:
+            out["basicAuth"] = {
+                "username": self.basic_username_value,
+                **credential(self.basic_password, "passwordFile", "passwordSecret"),
+            }
         tls: dict[str, Any] = {}
         for key, ref in (("caFile", self.ca), ("certFile", self.cert), ("keyFile", self.key)):
             if ref is not None:
@@ -84,6 +95,11 @@ class Backend:
             out["tls"] = tls
         if self.headers:
             out["headers"] = dict(self.headers)
+        if self.header_secrets:
+            out["headerSecrets"] = {
+                name: {"namespace": ref.namespace, "name": ref.name, "key": ref.key}
+                for name, ref in self.header_secrets
+            }
         if self.query_parameters:
             out["queryParameters"] = dict(self.query_parameters)
         if self.timeout_seconds is not None:
@@ -197,6 +213,12 @@ def backend_of(
     credentials = _credentials(metadata, auth, path, conversion)
     if extra is None or headers is None or insecure is None or credentials is None:
         return None
+    custom = credentials.pop("custom_header", None)
+    if custom is not None:  # KEDA sets it after customHeaders: it replaces one of the same name
+        names = {custom[0].lower(), *(name.lower() for name, _ in credentials.get("header_secrets", ()))}
+        headers = {name: value for name, value in (headers or {}).items() if name.lower() not in names}
+        if custom[1] is not None:
+            headers[custom[0]] = custom[1]
     return Backend(
         url=url,
         insecure_skip_verify=insecure,
@@ -209,7 +231,7 @@ def backend_of(
 
 def _credentials(
     metadata: Mapping[str, Any], auth: AuthParams | None, path: str, conversion: Conversion
-) -> dict[str, Reference] | None:
+) -> dict[str, Any] | None:
     """The credential references of ``authModes`` (KEDA's ``authentication.Config``)."""
     if auth is not None and auth.missing:
         return {}  # its credentials are unknown: the loss is reported where the object is named
@@ -233,7 +255,7 @@ def _credentials(
         conversion.errors.append(f"{where}: only one of bearer, basic and oauth (KEDA refuses more)")
         return None
     source = auth.source if auth else "the trigger (no authenticationRef)"
-    out: dict[str, Reference] = {}
+    out: dict[str, Any] = {}
 
     def need(parameter: str, *names: str) -> Reference | None:
         for name in (parameter, *names):
@@ -249,11 +271,15 @@ def _credentials(
                 out["bearer_token"] = token
         elif mode == "basic":
             username, password = need("username"), need("password")
-            if username and username.kind != "Secret":
+            plain = auth.readable("username") if auth else None  # a ConfigMap's: no secret
+            if username and password and plain is not None:
+                out["basic_username_value"], out["basic_password"] = plain, password
+            elif username and username.kind != "Secret":
                 conversion.lost(
                     where,
-                    f"basic: the username is {username}: the settings read a username from a Secret "
-                    "(basicAuth.usernameSecret) only; write basicAuth.username in this trigger's backend yourself",
+                    f"basic: the username is {username}, which is not in {_searched(auth)}: the settings read a "
+                    "username from a Secret (basicAuth.usernameSecret) only; give the ConfigMap (or write "
+                    "basicAuth.username in this trigger's backend yourself)",
                 )
             elif username and password:
                 out["basic_username"], out["basic_password"] = username, password
@@ -261,14 +287,12 @@ def _credentials(
             cert, key = need("cert"), need("key")
             if cert and key:
                 out["cert"], out["key"] = cert, key
+        elif mode == "custom" and {"bearer", "basic"} & set(modes):
+            pass  # KEDA sends one Authorization: bearer, else basic, else the custom header (never two)
         elif mode == "custom" and "customAuthHeader" in refs and "customAuthValue" in refs:
-            value = refs["customAuthValue"]
-            secret = f"{{namespace: {value.namespace}, name: {value.name}, key: {value.key}}}"
-            conversion.lost(
-                where,
-                f"custom: the header's name is {refs['customAuthHeader']}, which the converter does not read; add "
-                f"headerSecrets: {{<that name>: {secret}}} to this trigger's backend yourself",
-            )
+            custom = _custom_header(auth, refs["customAuthHeader"], refs["customAuthValue"], where, conversion)
+            if custom is not None:
+                out.update(custom)
         else:
             conversion.lost(
                 where,
@@ -278,3 +302,37 @@ def _credentials(
     if modes and "ca" in refs:  # KEDA uses the CA whenever any mode is on
         out["ca"] = refs["ca"]
     return out
+
+
+def _searched(auth: AuthParams | None) -> str:
+    return auth.index.searched if auth and auth.index else "the input files"
+
+
+def _custom_header(
+    auth: AuthParams | None, header: Reference, value: Reference, where: str, conversion: Conversion
+) -> dict[str, Any] | None:
+    """KEDA's custom authentication, header ``customAuthHeader: customAuthValue``: the header's name read from its
+    ConfigMap or Secret (a name, no credential); its value a Secret reference (``headerSecrets``), or when it is
+    in a ConfigMap, the value itself (a plain header)."""
+    name = auth.readable("customAuthHeader") if auth else None
+    plain = auth.readable("customAuthValue") if auth and value.kind == "ConfigMap" else None
+    if name is None or (value.kind == "ConfigMap" and plain is None):
+        unread = header if name is None else value
+        secret = f"{{namespace: {value.namespace}, name: {value.name}, key: {value.key}}}"
+        instruction = (
+            f"headerSecrets: {{<that name>: {secret}}}"
+            if value.kind == "Secret"
+            else f"headers: {{<that name>: <the value of {value}>}}"
+        )
+        conversion.lost(
+            where,
+            f"custom: the header's name is {header}, and {unread} is not in {_searched(auth)}; give it (or add "
+            f"{instruction} to this trigger's backend yourself)",
+        )
+        return None
+    if not HEADER_NAME.match(name):
+        conversion.lost(where, f"custom: the header's name read from {header} is not a valid HTTP header name")
+        return None
+    if plain is not None:
+        return {"custom_header": (name, plain)}
+    return {"custom_header": (name, None), "header_secrets": ((name, value),)}

@@ -122,7 +122,7 @@ def test_invalid_objects_exit_2_and_do_not_stop_the_others(tmp_path: Path, capsy
         "`minReplicas`"
     ) in captured.err
     assert f"{bad}: ScaledObject n/y: error: spec.triggers[0].metadata.threshold: Required value" in captured.err
-    assert f"{bad}: Service s: neither an HPA, a ScaledObject, a (Cluster)TriggerAuthentication nor" in captured.err
+    assert f"{bad}: Service s: neither an HPA, a ScaledObject, a (Cluster)TriggerAuthentication, a v1" in captured.err
     # web keeps its cpu metric; its custom metrics, without the adapter's configuration, are warned about
     assert [d["metadata"]["name"] for d in documents(captured.out)] == ["web", "api"]
     assert (
