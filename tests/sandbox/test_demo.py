@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import logging
 import re
 from collections.abc import Callable
@@ -98,13 +99,21 @@ async def test_a_person_changes_the_target_with_kubectl_while_the_sandbox_keeps_
         assert f"KUBECONFIG={kubeconfig} kubectl get st -w" in out.getvalue()
         listed = await _kubectl(kubeconfig, "get", "st")
         assert listed.split()[:6] == ["NAME", "TARGET", "MIN", "MAX", "CURRENT", "DESIRED"]
-        await _kubectl(kubeconfig, "patch", "st", "web", "--type=merge", "-p", '{"spec":{"minReplicas":5}}')
-        await _until(lambda: "below Spec.MinReplicas" in out.getvalue(), demo)
+        # Both bounds raised above any count the load could have reached before the patch (the sandbox keeps
+        # scaling while kubectl runs, as far as maxReplicas on a loaded machine): whenever the patch lands, the
+        # service finds the Deployment below the new minimum and scales it straight to it, for that reason only.
+        floor = objects.MAX_REPLICAS + 1
+        bounds = json.dumps({"spec": {"minReplicas": floor, "maxReplicas": floor + 2}})
+        await _kubectl(kubeconfig, "patch", "st", "web", "--type=merge", "-p", bounds)
+        await _until(lambda: f"→ {floor}  " in out.getvalue(), demo)
     finally:
         interrupt.set()
         summary = await asyncio.wait_for(demo, 60)
+    raised = next(line for line in out.getvalue().splitlines() if f"→ {floor}  " in line)
+    assert raised.startswith("▲") and "Current number of replicas below Spec.MinReplicas" in raised, raised
     assert summary.interrupted and summary.demo_seconds > 30
-    assert summary.final_replicas is not None and summary.final_replicas >= 5
+    assert summary.peak is not None and summary.peak[0] >= floor
+    assert summary.final_replicas is not None and floor <= summary.final_replicas <= floor + 2
 
 
 async def _until(condition: Callable[[], bool], demo: asyncio.Task[Any]) -> None:
