@@ -17,17 +17,17 @@ from collections.abc import Sequence
 
 from autoscaler.cli import backtest, convert, demo, explain, run, scenario, simulate
 from autoscaler.cli.errors import EXIT_BROKEN_PIPE
-from autoscaler.cli.parser import CommandParser
+from autoscaler.cli.parser import CommandParser, CommandsParser
 
 __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandsParser(
         prog="autoscaler",
         description="External Kubernetes autoscaler: upstream-exact HPA decisions from Prometheus, plus HVPA.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CommandParser)
+    sub = parser.add_commands(dest="command", required=True, metavar="COMMAND", parser_class=CommandParser)
     for command in (simulate, backtest, convert, run, explain, scenario, demo):  # the order `autoscaler --help` lists
         command.add_parser(sub)
     return parser

@@ -8,12 +8,10 @@ read gets exit code 1 (2 when Prometheus rejects a query).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import math
 import os
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -266,6 +264,8 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         math.floor((options.end - options.start) / options.step) + 1, enabled=False if args.no_progress else None
     )
     try:
+        import asyncio  # loaded when a backtest runs, not for `autoscaler --help`
+
         result = asyncio.run(_run(prometheus, settings, targets, options, labels, progress))
     except BacktestError as exc:
         return fail("backtest", str(exc), exc.exit_code)
@@ -297,6 +297,8 @@ def _demo(args: argparse.Namespace) -> int:
     ]
     if given or args.end != "now":
         return _fail(f"--demo brings its own Prometheus and day: leave out {', '.join(given) or '--to'}")
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="autoscaler-backtest-demo-") as directory:
         current, proposed = write_specs(Path(directory))
         if args.target is None:

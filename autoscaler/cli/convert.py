@@ -13,7 +13,6 @@ and with ``--compare`` a target that cannot be compared is reported by name whil
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 import time
@@ -58,8 +57,12 @@ def add_parser(sub: Subcommands) -> None:
         action="store_true",
         help="read HPAs, ScaledObjects and the adapter's ConfigMap through the kubeconfig",
     )
-    source.add_argument("--kubeconfig", metavar="FILE")
-    source.add_argument("--context")
+    source.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="with --from-cluster: the kubeconfig (default: $KUBECONFIG, ~/.kube/config)",
+    )
+    source.add_argument("--context", help="with --from-cluster: the kubeconfig's context (default: its current one)")
     source.add_argument("-n", "--namespace", help="only this namespace (default: all)")
     source.add_argument("-l", "--selector", help="only HPAs and ScaledObjects with these labels (app=web,tier!=db)")
     source.add_argument(
@@ -189,6 +192,8 @@ def _read_cluster(args: argparse.Namespace, inputs: Inputs) -> str | None:
         find_adapter=not args.adapter_config,
         keda_namespace=args.keda_namespace,
     )
+    import asyncio  # loaded when the command runs, not for `autoscaler --help`
+
     try:
         found = asyncio.run(read_cluster(query))
     except (KubeError, ConnectionSettingsError) as exc:
@@ -323,6 +328,8 @@ def _known_series(args: argparse.Namespace, inputs: Inputs, adapter: AdapterConf
     async def ask() -> frozenset[str]:
         async with PrometheusClient(settings.prometheus) as client:
             return await known_series(client, query, at)
+
+    import asyncio
 
     return asyncio.run(ask())
 

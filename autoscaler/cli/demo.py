@@ -10,7 +10,6 @@ on loopback. Time is compressed by ``--speed`` (docs/demo.md says exactly how).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import signal
 import sys
@@ -131,6 +130,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         keep_running=args.keep_running,
     )
+    import asyncio  # loaded when the demo runs, not for `autoscaler --help`
+
     with contextlib.ExitStack() as files:
         try:
             log = files.enter_context(open(args.log, "a", encoding="utf-8")) if args.log else None
@@ -147,6 +148,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 async def _interruptible(options: DemoOptions, log: TextIO | None) -> Summary:
     """Ctrl-C (or SIGTERM) ends the demo early, with its summary; a second Ctrl-C aborts."""
+    import asyncio
+
     from autoscaler_sandbox.demo_run import run_demo
 
     loop = asyncio.get_running_loop()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -22,9 +21,11 @@ def add_parser(sub: Subcommands) -> None:
         "metric's value and proposal, the pods set aside, and what limited it.",
     )
     explain.add_argument("target", metavar="TARGET", help="NAME or NAMESPACE/NAME")
-    explain.add_argument("-n", "--namespace", default=None)
-    explain.add_argument("--kubeconfig", metavar="FILE")
-    explain.add_argument("--context")
+    explain.add_argument(
+        "-n", "--namespace", default=None, help="the target's namespace when TARGET is a NAME (default: default)"
+    )
+    explain.add_argument("--kubeconfig", metavar="FILE", help="the kubeconfig (default: $KUBECONFIG, ~/.kube/config)")
+    explain.add_argument("--context", help="the kubeconfig's context (default: its current one)")
     explain.add_argument(
         "--url",
         metavar="URL",
@@ -35,7 +36,9 @@ def add_parser(sub: Subcommands) -> None:
         metavar="FILE",
         help="with --url: send the token in FILE, for a service whose API asks for one (http.tokenFile)",
     )
-    explain.add_argument("--output", "-o", choices=("text", "json"), default="text")
+    explain.add_argument(
+        "--output", "-o", choices=("text", "json"), default="text", help="the explanation's form (default: text)"
+    )
     explain.set_defaults(func=cmd_explain)
 
 
@@ -44,6 +47,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     namespace = namespace or args.namespace or "default"
     if not name or "/" in namespace:
         return fail("explain", f"TARGET must be NAME or NAMESPACE/NAME, not {args.target!r}")
+    import asyncio  # loaded when the command runs, not for `autoscaler --help`
+
     from autoscaler.kube.client import ConnectionSettingsError
 
     try:
@@ -60,6 +65,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 async def _fetch_status(args: argparse.Namespace, namespace: str, name: str) -> Mapping[str, Any]:
+    import asyncio
+
     from autoscaler.kube.jsondecode import loads
 
     if args.url:

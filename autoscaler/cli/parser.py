@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 # A negative number or a negative Prometheus duration: -5, -0.5, -2h, -1d12h, -500ms.
@@ -33,6 +33,27 @@ class CommandParser(argparse.ArgumentParser):
         if args is not None and self.dash_values:
             args = join_dash_values(list(args), self.dash_values, abbreviations=self.allow_abbrev)
         return super().parse_known_args(args, namespace)
+
+
+class CommandsParser(argparse.ArgumentParser):
+    """The top-level parser: an argument no command knows is reported with that command's usage
+    (``autoscaler run --bogus`` prints ``usage: autoscaler run …``), not with the list of commands."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: Mapping[str, argparse.ArgumentParser] = {}
+
+    def add_commands(self, **kwargs: Any) -> Subcommands:
+        subcommands: Subcommands = self.add_subparsers(**kwargs)
+        self.commands = subcommands.choices
+        return subcommands
+
+    def parse_args(self, args: Iterable[str] | None = None, namespace: Any = None) -> Any:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:  # argparse would report them with the top-level usage
+            command = self.commands.get(getattr(parsed, "command", None) or "")
+            (command or self).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
 
 
 def join_dash_values(args: Sequence[str], options: Sequence[str], *, abbreviations: bool = True) -> list[str]:

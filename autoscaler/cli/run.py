@@ -26,9 +26,14 @@ def add_parser(sub: Subcommands) -> None:
         "from Prometheus, scale workloads. Settings: docs/configuration.md.",
     )
     run.add_argument("--config", metavar="FILE", help=f"settings file (default: {DEFAULT_CONFIG} when it exists)")
-    run.add_argument("--prometheus-url", metavar="URL")
-    run.add_argument("--kubeconfig", metavar="FILE")
-    run.add_argument("--context")
+    run.add_argument("--prometheus-url", metavar="URL", help="the Prometheus to read metrics from (prometheus.url)")
+    run.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="the cluster to work on, outside one (default: the in-cluster service account, else $KUBECONFIG, "
+        "~/.kube/config)",
+    )
+    run.add_argument("--context", help="the kubeconfig's context (default: its current one)")
     run.add_argument(
         "--namespace",
         action="append",
@@ -37,7 +42,9 @@ def add_parser(sub: Subcommands) -> None:
         help="watch targets in this namespace (repeatable; default: all)",
     )
     run.add_argument("--targets", metavar="FILE", help="read ScalingTarget objects from a YAML file (no CRD)")
-    run.add_argument("--sync-period", type=float, metavar="SECONDS")
+    run.add_argument(
+        "--sync-period", type=float, metavar="SECONDS", help="seconds between syncs of a target (sync.periodSeconds)"
+    )
     run.add_argument(
         "--dry-run",
         action="store_true",
@@ -47,18 +54,31 @@ def add_parser(sub: Subcommands) -> None:
     run.add_argument(
         "--http-address",
         metavar="ADDRESS",
-        help="where the HTTP server listens (default 0.0.0.0, every interface; 127.0.0.1: this pod only)",
+        help="where the HTTP server listens (default 0.0.0.0, every interface; 127.0.0.1: only this pod or machine)",
     )
-    run.add_argument("--http-port", type=int)
-    run.add_argument("--no-leader-election", action="store_true", default=None)
+    run.add_argument(
+        "--http-port", type=int, metavar="PORT", help="the HTTP server's port: metrics, health, /api (http.port)"
+    )
+    run.add_argument(
+        "--no-leader-election",
+        action="store_true",
+        default=None,
+        help="act without holding the Lease: for one replica only (leaderElection.enabled: false)",
+    )
     run.add_argument(
         "--shard",
         metavar="NAME",
         help="serve only the targets labelled NAME by sharding.labelKey (autoscaler.dev/shard), with a Lease of "
         "this shard's own (default: the targets without that label; docs/sharding.md)",
     )
-    run.add_argument("--log-format", choices=("auto", "json", "console"))
-    run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    run.add_argument(
+        "--log-format",
+        choices=("auto", "json", "console"),
+        help="json lines, or console text (auto: console on a terminal; logging.format)",
+    )
+    run.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"), help="the least level logged (logging.level)"
+    )
     run.add_argument(
         "--record",
         metavar="FILE",

@@ -27,7 +27,9 @@ def add_parser(sub: Subcommands) -> None:
         dest="recording",
         help="the JSON lines `autoscaler run --record FILE` wrote",
     )
-    scenario.add_argument("--target", required=True, metavar="NAMESPACE/NAME")
+    scenario.add_argument(
+        "--target", required=True, metavar="NAMESPACE/NAME", help="the recorded target whose syncs to write"
+    )
     scenario.add_argument("--output", "-o", metavar="FILE", help="write the scenario here (default: standard output)")
     scenario.set_defaults(func=cmd_scenario)
 

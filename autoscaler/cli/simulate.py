@@ -22,7 +22,7 @@ def add_parser(sub: Subcommands) -> None:
         description="Replay a scenario file through the decision engine and print each "
         "step's decision (docs/simulate.md).",
     )
-    parser.add_argument("scenario", metavar="SCENARIO.yaml")
+    parser.add_argument("scenario", metavar="SCENARIO.yaml", help="the scenario to replay (docs/simulate.md)")
     parser.add_argument(
         "--output",
         "-o",
