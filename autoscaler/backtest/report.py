@@ -9,6 +9,7 @@ from typing import Any
 
 from autoscaler.core.behavior import Normalization
 from autoscaler.core.decision import Decision
+from autoscaler.core.explain import readable
 from autoscaler.core.spec import PolicyType, TargetSpec
 from autoscaler.values.durations import format_seconds
 from autoscaler.values.timestamps import rfc3339_millis
@@ -329,7 +330,9 @@ def render_text(report: Report) -> str:
     lines.append(f"Scale events: {len(r.events)} ({ups} up, {len(r.events) - ups} down)")
     for event in r.events[:MAX_EVENTS_IN_TEXT]:
         limited = f"  [limited: {event.limited_by}]" if event.limited_by else ""
-        lines.append(f"  {rfc3339_millis(event.at)}  {event.before:>4} → {event.after:<4} {event.reason}{limited}")
+        lines.append(
+            f"  {rfc3339_millis(event.at)}  {event.before:>4} → {event.after:<4} {readable(event.reason)}{limited}"
+        )
     if len(r.events) > MAX_EVENTS_IN_TEXT:
         lines.append(f"  … {len(r.events) - MAX_EVENTS_IN_TEXT} more (--output json lists them all)")
     lines.append("")
@@ -343,7 +346,7 @@ def render_text(report: Report) -> str:
         lines.append("Metrics that could not be computed:")
         for name, tally in r.failures.items():
             lines.append(f"  {name:<52} {_share(r, tally.syncs)}")
-            lines.append(f"    first at {rfc3339_millis(tally.first_at or r.start)}: {tally.message}")
+            lines.append(f"    first at {rfc3339_millis(tally.first_at or r.start)}: {readable(tally.message)}")
         if r.undecided.syncs:
             lines.append(f"  {'no usable metric (no decision)':<52} {_share(r, r.undecided.syncs)}")
     lines.append("")

@@ -113,7 +113,10 @@ def _read_token(path: str) -> str:
 
 def explain_status(namespace: str, name: str, status: Mapping[str, Any]) -> str:
     """The last decision of a target, in words, from its status (read as it comes: anyone may write a
-    status, so a part of another shape is left out rather than trusted)."""
+    status, so a part of another shape is left out rather than trusted). Upstream's messages, kept exact
+    in the status, are shown without their ``(<nil>)``."""
+    from autoscaler.core.explain import readable
+
     lines = [f"ScalingTarget {namespace}/{name}"]
     decision = _mapping(status.get("lastDecision"))
     if not decision:
@@ -127,7 +130,7 @@ def explain_status(namespace: str, name: str, status: Mapping[str, Any]) -> str:
             f"{decision.get('replicas')} replicas ({proposed})"
         )
         if decision.get("limitedBy"):
-            lines.append(f"  limited by: {decision['limitedBy']}")
+            lines.append(f"  limited by: {readable(str(decision['limitedBy']))}")
         if decision.get("error"):
             lines.append(f"  error: {decision['error']}")
         lines.append("")
@@ -141,7 +144,9 @@ def explain_status(namespace: str, name: str, status: Mapping[str, Any]) -> str:
         lines.append("")
         lines.append("  Conditions:")
         for c in conditions:
-            lines.append(f"    {c.get('type')}={c.get('status')} ({c.get('reason')}): {c.get('message')}")
+            lines.append(
+                f"    {c.get('type')}={c.get('status')} ({c.get('reason')}): {readable(str(c.get('message')))}"
+            )
     if status.get("dryRun"):
         lines.append("")
         lines.append("  (dry run: the service decides but does not write to the workload)")

@@ -7,6 +7,7 @@ from typing import Any
 
 from autoscaler.core.branches import BRANCHES
 from autoscaler.core.decision import Decision
+from autoscaler.core.explain import readable
 from autoscaler.core.hvpa.decision import HvpaDecision
 from autoscaler.core.hvpa.explain import hvpa_json, requests_text
 from autoscaler.core.pause import pause_summary
@@ -127,7 +128,7 @@ def render_table(results: Sequence[StepResult], *, explain: bool = False) -> str
             ", ".join(_metric_cell(o) for o in d.metrics),
             "-" if d.desired_replicas is None else str(d.desired_replicas),
             str(d.replicas) + (" *" if d.scale else ""),
-            _why(d),
+            readable(_why(d)),
         ]
         if with_hvpa:
             hvpa = result.hvpa
@@ -140,7 +141,7 @@ def render_table(results: Sequence[StepResult], *, explain: bool = False) -> str
                 "-" if hvpa is None else str(hvpa.desired_replicas),
                 row[4],
                 "" if hvpa is None else requests_text(hvpa),
-                "" if hvpa is None else _hvpa_why(hvpa, d),
+                "" if hvpa is None else readable(_hvpa_why(hvpa, d)),
             ]
         rows.append(row)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
