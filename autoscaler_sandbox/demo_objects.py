@@ -205,14 +205,14 @@ def target(scale: TimeScale, workload: Workload = WEB) -> dict[str, Any]:
     }
 
 
-# What each limiting reason means for this target (the timeline prints it beside the reason).
+# What each limiting reason means for this target (the timeline prints it beside the reason). The
+# bounds (TooManyReplicas, TooFewReplicas) are not here: a person may `kubectl patch` them while the demo
+# runs, so the timeline reads them from each decision (timeline.BOUND_LIMITS).
 LIMIT_MEANINGS = {
     "ScaleUpLimit": f"+{SCALE_UP_PODS} pods per {SCALE_UP_PERIOD}s",
     "ScaleDownLimit": f"-{SCALE_DOWN_PERCENT}% per {SCALE_DOWN_PERIOD}s",
     "ScaleDownStabilized": f"highest proposal of the last {SCALE_DOWN_WINDOW}s",
     "ScaleUpStabilized": "lowest proposal of the scale-up window",
-    "TooManyReplicas": f"maxReplicas {MAX_REPLICAS}",
-    "TooFewReplicas": f"minReplicas {MIN_REPLICAS}",
 }
 
 

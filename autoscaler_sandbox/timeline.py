@@ -20,6 +20,9 @@ from autoscaler_sandbox.timescale import TimeScale, clock_text
 from autoscaler_sandbox.world import DemoWorld
 
 COLUMNS = "    time  phase    load    cpu  ready  replicas  decision"
+# A decision held at a bound is at that bound: the bound as the target has it now (after a `kubectl patch`
+# too), not as the demo created it.
+BOUND_LIMITS = {"TooManyReplicas": "maxReplicas", "TooFewReplicas": "minReplicas"}
 
 
 class DecisionTap(logging.Handler):
@@ -89,8 +92,10 @@ class Timeline:
         self.limited: dict[str, float] = {}
         self.start_replicas: int | None = None
         self._limit: str | None = None
+        self._bound: int | None = None  # the replicas of the last decision held at a bound
         self._limit_since = 0.0
         self._shown_limit: str | None = None
+        self._shown_bound: int | None = None
         self._shown_error: str | None = None
         self._last_line = 0.0
         self._last_proposal: int | None = None
@@ -119,7 +124,8 @@ class Timeline:
         )
 
     def _limit_text(self, reason: str) -> str:
-        meaning = self.limits.get(reason)
+        bound = BOUND_LIMITS.get(reason)
+        meaning = f"{bound} {self._bound}" if bound and self._bound is not None else self.limits.get(reason)
         return f"{reason} ({meaning})" if meaning else reason
 
     # -- events -----------------------------------------------------------------------------------
@@ -136,6 +142,8 @@ class Timeline:
         self._last_proposal = proposal if isinstance(proposal, int) else None
         limited = event.get("limited_by") or None
         error = event.get("error") or None
+        if limited in BOUND_LIMITS:
+            self._bound = replicas
         if error:
             self.errors += 1
         self._account_limit(limited, now)
@@ -147,12 +155,13 @@ class Timeline:
             self._line("▲" if replicas > current else "▼", f"{current} → {replicas}", text)
         elif error != self._shown_error:
             self._line("!", str(current), f"error: {error}" if error else "metrics readable again")
-        elif limited != self._shown_limit:
+        elif limited != self._shown_limit or (limited in BOUND_LIMITS and replicas != self._shown_bound):
             if limited:
                 self._line("■", str(current), f"held by {self._limit_text(limited)}{proposed}")
             else:
                 self._line("□", str(current), f"no longer limited{proposed}")
         self._shown_limit = limited
+        self._shown_bound = replicas if limited in BOUND_LIMITS else None
         self._shown_error = error
 
     def _account_limit(self, limited: str | None, now: float) -> None:
