@@ -103,14 +103,19 @@ class Service:
             # until their page is trimmed into records, and with the interpreter's thresholds the collector
             # walked them (and the growing caches) over and over; half the CPU of syncing 100,000 pods' caches.
             gc.set_threshold(collector.STARTUP_YOUNG_THRESHOLD, collector.MIDDLE_THRESHOLD, collector.NEVER)
+            # The kubeconfig first: one that cannot be read fails before anything listens (or logs http.started).
+            api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
             self.http = HttpServer(
                 settings.http,
                 self.metrics,
                 readiness=self._readiness(),
                 liveness=self._liveness(),
             )
-            await self.http.start()
-            api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
+            try:
+                await self.http.start()
+            except BaseException:  # the port taken: the client's connections closed before the error goes up
+                await api_client.close()
+                raise
             # The collector is held off until the caches sync (service/collector.py), and runs again at the end.
             self._quiet = asyncio.create_task(collector.quiet_until_synced(), name="gc-quiet-start")
             # One redaction, every client's (their settings' secrets, their files' tokens), for every sink.
