@@ -2,7 +2,7 @@
 
 Creating a CRD (over HTTP or in-process) makes its served versions appear in discovery and
 routing at once; deleting it removes them and drops every instance (the real server's
-``customresourcecleanup`` finalizer, done immediately). Schemas are stored but not enforced.
+``customresourcecleanup`` finalizer, done immediately). Its schemas' CEL rules must compile.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kube_emulator import cel_rules
 from kube_emulator.errors import FieldError, invalid_value, not_supported, required
 from kube_emulator.jsonutil import JsonObject, parse_dotted_path
 from kube_emulator.resources import PrinterColumn, ResourceRegistry, ResourceType, ScaleSubresource
@@ -60,6 +61,10 @@ def validate_crd(crd: JsonObject) -> list[FieldError]:
         for index, version in enumerate(versions):
             if not isinstance(version, dict) or not version.get("name"):
                 causes.append(required(f"spec.versions[{index}].name"))
+            elif isinstance(version.get("schema"), dict):
+                schema_path = f"spec.versions[{index}].schema.openAPIV3Schema"
+                for where, why in cel_rules.compile_problems(version["schema"].get("openAPIV3Schema"), schema_path):
+                    causes.append(invalid_value(where, None, why))
     return causes
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kube_emulator import crds, structural
+from kube_emulator import cel_rules, crds, structural
 from kube_emulator.errors import FieldError, forbidden, invalid, invalid_value, required
 from kube_emulator.govalues import quote, string_map
 from kube_emulator.jsonutil import JsonObject, json_equal
@@ -184,7 +184,9 @@ def _problems(resource_type: ResourceType, obj: JsonObject, old: JsonObject | No
         unchanged: frozenset[str] = frozenset()
         if old is not None:
             unchanged = frozenset(k for k, v in obj.items() if k in old and json_equal(v, old[k]))
-        causes += structural.validate(obj, resource_type.schema, unchanged=unchanged)
+        schema_causes = structural.validate(obj, resource_type.schema, unchanged=unchanged)
+        causes += schema_causes
+        causes += cel_rules.validate(obj, resource_type.schema, old, schema_causes, unchanged=unchanged)
     return causes
 
 

@@ -37,12 +37,13 @@ def table_version(accept: str) -> str | None:
 
 # --- custom resources -----------------------------------------------------------------------------------
 
-_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
+_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]|\[\?\(@\.([A-Za-z0-9_]+)\s*==\s*(?:\"([^\"]*)\"|'([^']*)')\)\]")
 
 
 def json_path_value(obj: Any, path: str) -> Any:
-    """A printer column's JSONPath (``.status.currentReplicas``, ``.spec.containers[0].image``); ``None``
-    where nothing is (or where the path uses filters, which are not evaluated here)."""
+    """A printer column's JSONPath (``.status.currentReplicas``, ``.spec.containers[0].image``,
+    ``.status.conditions[?(@.type=="Ready")].status``); ``None`` where nothing is. A filter keeps the
+    first item it matches, as the table convertor shows a path's first result."""
     position, value = 0, obj
     text = path.strip()
     if text.startswith("{") and text.endswith("}"):
@@ -51,9 +52,13 @@ def json_path_value(obj: Any, path: str) -> Any:
         match = _STEP.match(text, position)
         if match is None:
             return None
-        key, index = match.groups()
+        key, index, field, wanted, quoted = match.groups()
         if key is not None:
             value = value.get(key) if isinstance(value, dict) else None
+        elif field is not None:
+            wanted = wanted if wanted is not None else quoted
+            items = value if isinstance(value, list) else []
+            value = next((i for i in items if isinstance(i, dict) and i.get(field) == wanted), None)
         else:
             value = value[int(index)] if isinstance(value, list) and int(index) < len(value) else None
         position = match.end()

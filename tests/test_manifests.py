@@ -156,13 +156,19 @@ def test_crd_printer_columns_point_into_the_schema() -> None:
     version = crd()["spec"]["versions"][0]
     for column in version["additionalPrinterColumns"]:
         node: Any = schema
-        for part in column["jsonPath"].lstrip(".").split("."):
+        # a filter step (conditions[?(@.type=="ScalingActive")]) reads an item of the list; its "." are not steps
+        path = re.sub(r"\[\?\(@\.(\w+)==[^)]*\)\]", r"[]", column["jsonPath"])
+        for step in path.lstrip(".").split("."):
             if node.get("x-kubernetes-preserve-unknown-fields"):
                 break
+            part = step.removesuffix("[]")
             if part == "creationTimestamp" and node is schema["properties"]["metadata"]:
                 break
             assert part in (node.get("properties") or {}), f"column {column['name']}: {column['jsonPath']}"
             node = node["properties"][part]
+            if step.endswith("[]"):
+                assert node.get("type") == "array", f"column {column['name']}: {part} is not a list"
+                node = node["items"]
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)

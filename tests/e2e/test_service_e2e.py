@@ -162,14 +162,14 @@ async def test_targets_deleted_and_invalid(
     cluster.create(deployment("web", 2))
     cluster.create(deployment("api", 2))
     bad = target("bad", "api")
-    bad["spec"]["metrics"][0]["external"]["target"]["type"] = "Utilization"
+    bad["spec"]["metrics"][0]["external"]["target"] = {"type": "Value", "value": "0"}  # the CRD's rules admit it
     cluster.create(bad)
     cluster.create(target("web", "web"))
     service = services("one", cluster, prometheus)
     await until(lambda: replicas_of(cluster, "web") == 3, what="the valid target scales")
     invalid = condition(status_of(cluster, "bad"), "ScalingActive")
     assert invalid is not None and invalid["reason"] == "InvalidSpec"
-    assert "spec.metrics[0].external.target.type: Utilization is not a valid target type" in invalid["message"]
+    assert "spec.metrics[0].external.target.value: must be positive" in invalid["message"]
     assert replicas_of(cluster, "api") == 2
     await until(lambda: any(line.get("event") == "decision" for line in service.lines()), what="a decision line")
     cluster.delete("scalingtargets.autoscaler.dev", "web")

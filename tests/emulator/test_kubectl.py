@@ -55,10 +55,10 @@ async def test_apply_f_examples_and_get_st_shows_the_printer_columns(kubectl: Ku
     )
 
     rows = table((await kubectl("get", "st")).out)
-    assert rows[0] == ["NAME", "TARGET", "MIN", "MAX", "CURRENT", "DESIRED", "PAUSED", "AGE"]
+    assert rows[0] == ["NAME", "TARGET", "MIN", "MAX", "CURRENT", "DESIRED", "PAUSED", "ACTIVE", "REASON", "AGE"]
     web = next(row for row in rows if row[0] == "web")
     assert web[1:6] == ["web", "2", "20", "3", "4"]
-    assert web[6].endswith("s")  # an age such as "2s", not a timestamp
+    assert web[6].endswith("s")  # an age such as "2s", not a timestamp (PAUSED, ACTIVE, REASON: no cells yet)
     wide = table((await kubectl("get", "st", "-o", "wide")).out)
     assert wide[0] == [
         "NAME",
@@ -71,6 +71,8 @@ async def test_apply_f_examples_and_get_st_shows_the_printer_columns(kubectl: Ku
         "LIMITED",
         "SHARD",
         "PAUSED",
+        "ACTIVE",
+        "REASON",
         "AGE",
     ]
     assert next(row for row in wide if row[0] == "web")[-2] == "a"  # SHARD (LIMITED is empty: no cell here)
@@ -161,9 +163,12 @@ async def test_an_invalid_target_is_rejected_with_the_api_servers_message(kubect
     # Without client-side validation (kubectl before 1.27 validates on its side first), the server's word:
     rejected = await kubectl("apply", "--validate=false", "-f", "-", stdin=INVALID_TARGET, check=False)
     assert rejected.code == 1
+    # a type error leaves the CRD's CEL rules unchecked, and the server says so (as a real one does)
     assert rejected.err.strip() == (
-        'The ScalingTarget "bad" is invalid: spec.minReplicas: Invalid value: "string": '
-        'spec.minReplicas in body must be of type integer: "string"'
+        'The ScalingTarget "bad" is invalid: \n'
+        '* spec.minReplicas: Invalid value: "string": spec.minReplicas in body must be of type integer: "string"\n'
+        '* <nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; '
+        "correct the existing errors to complete validation"
     )
     unknown = await kubectl("apply", "-f", "-", stdin=INVALID_TARGET.replace("maxReplicas", "maxReplicaz"), check=False)
     assert unknown.code == 1

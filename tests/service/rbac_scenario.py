@@ -212,9 +212,10 @@ def seed_scenario(emu: KubeEmulator, labels: dict[str, str] | None = None) -> No
     emu.create(labelled(scaling_target("web", "Deployment", "web", metrics=[external("queue_web")])))  # 40/10 → 4
     emu.create(deployment("stuck", 2, namespace=NAMESPACE))
     emu.create(labelled(scaling_target("stuck", "Deployment", "stuck", metrics=[external("queue_stuck")])))  # no value
-    # Admitted by the CRD's schema, refused by the service's validation: Utilization is for Resource metrics.
+    # Admitted by the CRD (its schema and CEL rules), refused by the service's validation: a target value must be
+    # positive (a quantity's sign is beyond the CRD's rules).
     broken = scaling_target("broken", "Deployment", "stuck", metrics=[external("queue_web")])
-    broken["spec"]["metrics"][0]["external"]["target"] = {"type": "Utilization", "averageUtilization": 50}
+    broken["spec"]["metrics"][0]["external"]["target"] = {"type": "Value", "value": "0"}
     emu.create(labelled(broken))
     emu.create(statefulset("db", 1))
     emu.create(labelled(scaling_target("db", "StatefulSet", "db", metrics=[external("queue_db")])))  # 30/10 → 3

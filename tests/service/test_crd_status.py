@@ -54,7 +54,7 @@ async def test_written_statuses_fit_the_crd_schema(emu: KubeEmulator, dry_run: b
     emu.seed(vpa("api", "api", cpu="1200m", memory="1Gi"))
     emu.create(hvpa_target())
     invalid = target("invalid", "web")
-    invalid["spec"]["metrics"][0]["external"]["target"] = {"type": "Utilization", "averageUtilization": 50}
+    invalid["spec"]["metrics"][0]["external"]["target"] = {"type": "Value", "value": "0"}  # the CRD admits it
     emu.create(invalid)
     metrics = FakeMetrics()
     metrics.set("queue", 40)
