@@ -38,6 +38,7 @@ from autoscaler.prometheus.slicing import SeriesSink
 from autoscaler.service.clock import SkewMonitor
 from autoscaler.service.metrics import ServiceMetrics
 from autoscaler.service.metrics_backends import QUERY_OUTCOMES, BackendQueriesCollector
+from autoscaler.service.prometheus_outage import OutageLog
 from autoscaler.service.prometheus_reads import PeerClock, TimedQuerier, with_clock_note
 from autoscaler.service.secret_refs import SecretStore, secret_refs
 from autoscaler.service.settings import ServiceSettings
@@ -47,8 +48,9 @@ class CountingQuerier:
     """A backend's :class:`TimedQuerier` (which times every query into the service's metrics, all backends
     together), counting this backend's queries answered and failed (``autoscaler_prometheus_backend_queries_total``)."""
 
-    def __init__(self, inner: TimedQuerier) -> None:
+    def __init__(self, inner: TimedQuerier, outage: OutageLog) -> None:
         self.inner = inner
+        self.outage = outage  # warns once when the backend stops answering (service/prometheus_outage.py)
         self.counts = dict.fromkeys(QUERY_OUTCOMES, 0)
 
     async def query(
@@ -62,10 +64,12 @@ class CountingQuerier:
     ) -> InstantResult:
         try:
             result = await self.inner.query(promql, at, deadline=deadline, keep=keep, sink=sink)
-        except PrometheusError:
+        except PrometheusError as exc:
             self.counts["error"] += 1
+            self.outage.failed(exc)
             raise
         self.counts["answered"] += 1
+        self.outage.answered()
         return result
 
 
@@ -135,7 +139,7 @@ async def open_backends(
             )
         )
         querier = TimedQuerier(client, metrics)
-        counted = CountingQuerier(querier)
+        counted = CountingQuerier(querier, OutageLog(name, backend_settings.display_url))
         times = SampleTimes(
             backend_settings.max_sample_age_seconds,
             settings.sync.clock_skew_warning_seconds,
