@@ -69,7 +69,7 @@ async def test_kubectl_annotate_pauses_at_a_count_and_removing_it_resumes(emu: K
         await eventually(lambda: status_of(emu, "web")["pause"].get("reached") is True, what="the count reached")
         pause = status_of(emu, "web")["pause"]
         rows = table((await kubectl("get", "st")).out)
-        assert rows[0] == ["NAME", "TARGET", "MIN", "MAX", "CURRENT", "DESIRED", "PAUSED", "AGE"]
+        assert rows[0] == ["NAME", "TARGET", "MIN", "MAX", "CURRENT", "DESIRED", "PAUSED", "ACTIVE", "REASON", "AGE"]
         assert next(row for row in rows if row[0] == "web")[6] == "replicas"
         paused_series = {(("mode", "replicas"), ("name", "web"), ("namespace", "default")): 1.0}
         await eventually(lambda: series(metrics, "autoscaler_target_paused") == paused_series, what="the gauge")
