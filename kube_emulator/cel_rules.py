@@ -13,7 +13,8 @@ real custom-resource strategy does:
   the rule's ``reason`` (``FieldValueInvalid`` by default: ``Invalid value: "object": <message>``, the
   value shown being the node's schema type);
 * a rule that fails to evaluate (a missing field read without ``has()``) is a cause too, as upstream's;
-* after a type error no rule is evaluated: one cause says so (upstream's ``hasBlockingErr``).
+* after a type error or a value outside an ``enum`` no rule is evaluated: one cause says so (upstream's
+  ``hasBlockingErr``).
 
 Not done: ``messageExpression``, the cost limits, Kubernetes' CEL libraries (``quantity()``, ``url()``…;
 such a rule fails to evaluate here), list correlation by ``x-kubernetes-list-map-keys``.
@@ -29,11 +30,14 @@ import celpy  # type: ignore[import-untyped,unused-ignore]
 from celpy import celtypes  # type: ignore[import-untyped,unused-ignore]
 from celpy.adapter import json_to_cel  # type: ignore[import-untyped,unused-ignore]
 
-from kube_emulator.errors import DUPLICATE, FORBIDDEN, INVALID, REQUIRED, TYPE_INVALID, FieldError
+from kube_emulator.errors import DUPLICATE, FORBIDDEN, INVALID, NOT_SUPPORTED, REQUIRED, TYPE_INVALID, FieldError
 from kube_emulator.jsonutil import JsonObject
 
 VALIDATIONS = "x-kubernetes-validations"
 _REASONS = frozenset({INVALID, FORBIDDEN, REQUIRED, DUPLICATE})
+# The OpenAPI validation's errors after which no rule is evaluated (a rule could not rely on a field's type or
+# enum): upstream's hasBlockingErr.
+_BLOCKING = frozenset({TYPE_INVALID, NOT_SUPPORTED})
 _OLD_SELF = re.compile(r"\boldSelf\b")
 _FIELD_PATH = re.compile(r"^(\.[A-Za-z_][A-Za-z0-9_]*|\['[^']*'\]|\[[0-9]+\])+$")
 NOT_CHECKED = (
@@ -162,7 +166,7 @@ def validate(
     with_rules, rules = _plan(schema)
     if id(schema) not in with_rules:
         return []
-    if any(cause.type == TYPE_INVALID for cause in earlier):
+    if any(cause.type in _BLOCKING for cause in earlier):
         return [FieldError(INVALID, "<nil>", None, NOT_CHECKED)]
     causes: list[FieldError] = []
     properties = schema.get("properties") or {}

@@ -47,7 +47,8 @@ CRD: dict[str, Any] = {
                                 "properties": {
                                     "min": {"type": "integer"},
                                     "max": {"type": "integer"},
-                                    "owner": {"type": "string"},
+                                    "owner": {"type": "string", "maxLength": 3},
+                                    "color": {"type": "string", "enum": ["red", "blue"]},
                                     "parts": {
                                         "type": "array",
                                         "items": {
@@ -129,6 +130,15 @@ def test_after_a_type_error_the_rules_are_not_checked_and_the_server_says_so(emu
     with pytest.raises(ApiError) as refused:
         emu.create(gadget({"min": "one", "max": 0}))
     assert [cause[0] for cause in causes(refused)] == ["<nil>", "spec.min"]
+    with pytest.raises(ApiError) as not_in_enum:
+        emu.create(gadget({"min": 5, "max": 0, "color": "green"}))
+    assert [cause[0] for cause in causes(not_in_enum)] == ["<nil>", "spec.color"]
+    with pytest.raises(ApiError) as too_long:  # other schema errors leave the rules checked
+        emu.create(gadget({"min": 5, "max": 0, "color": "red", "owner": "someone"}))
+    assert [cause[:2] for cause in causes(too_long)] == [
+        ("spec.max", "FieldValueInvalid"),
+        ("spec.owner", "FieldValueTooLong"),
+    ]
     assert causes(refused)[0][2] == (
         'Invalid value: "null": some validation rules were not checked because the object was invalid; '
         "correct the existing errors to complete validation"
