@@ -11,7 +11,7 @@ real custom-resource strategy does:
 * a rule that is false is a cause of the 422 Invalid at the node's path, or at the node's path joined
   with the rule's ``fieldPath``, saying the rule's ``message`` (``failed rule: <rule>`` without one), of
   the rule's ``reason`` (``FieldValueInvalid`` by default: ``Invalid value: "object": <message>``, the
-  value shown being the node's schema type);
+  value shown being the node's schema type, empty for an int-or-string);
 * a rule that fails to evaluate (a missing field read without ``has()``) is a cause too, as upstream's;
 * after a type error or a value outside an ``enum`` no rule is evaluated: one cause says so (upstream's
   ``hasBlockingErr``).
@@ -236,10 +236,10 @@ def _evaluate(
 
 
 def _schema_type(schema: JsonObject) -> str:
+    """The value a false rule's cause shows: the node's schema type, as upstream's (``sts.Type``), which is
+    empty for an int-or-string (``anyOf`` integer or string, no type of its own)."""
     declared = schema.get("type")
-    if isinstance(declared, str):
-        return declared
-    return "string" if schema.get("x-kubernetes-int-or-string") else "object"
+    return declared if isinstance(declared, str) else ""
 
 
 def _join(path: str, field_path: str) -> str:

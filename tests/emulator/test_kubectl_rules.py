@@ -69,7 +69,7 @@ EXPECTED = {
     NO_QUERY: 'The ScalingTarget "no-query" is invalid: spec.metrics[0].pods.query: Required value: '
     "the PromQL this metric is read from",
     BAD_QUANTITY: 'The ScalingTarget "bad-quantity" is invalid: spec.metrics[0].resource.target.averageValue: '
-    'Invalid value: "string": must be a quantity (a string such as "500m" or "1.5Gi", or a number)',
+    'Invalid value: "": must be a quantity (a string such as "500m" or "1.5Gi", or a number)',
 }
 
 
