@@ -17,7 +17,16 @@ import structlog
 from autoscaler.service.logs import configure_logging
 from autoscaler.service.settings import LoggingSettings
 from kube_emulator import KubeEmulator
-from tests.service.cluster import FakeMetrics, condition, deployment, eventually, replicas_of, status_of, target
+from tests.service.cluster import (
+    FakeMetrics,
+    condition,
+    deployment,
+    eventually,
+    queue_metric,
+    replicas_of,
+    status_of,
+    target,
+)
 from tests.service.manager_setup import FAST_BEHAVIOR, make_manager, running
 
 
@@ -140,7 +149,8 @@ async def test_a_takeover_logs_one_line_for_its_reconcilers_and_a_later_target_i
     for name in ("a", "b", "c"):
         emu.create(deployment(name, 1))
         emu.create(target(name, name))
-    emu.create(target("broken", "a", min_replicas=5, max_replicas=2))  # invalid: counted apart
+    # Invalid (a target value of 0), which the CRD admits and the service refuses: counted apart.
+    emu.create(target("broken", "a", metrics=[queue_metric(per_pod="0")]))
     with structlog.testing.capture_logs() as logs:
         async with running(emu, FakeMetrics()) as manager:
             emu.create(deployment("d", 1))
