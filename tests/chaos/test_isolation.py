@@ -39,9 +39,14 @@ async def healthy_targets(chaos: Chaos, cluster: KubeEmulator, **settings: Any) 
     return keys, service
 
 
+# The longest a healthy target may go without a sync (its period is 1 s): starved, the targets went ~10 s (d2);
+# a loaded 2-core machine delays a sync by a second or more now and then (2.8 s seen), which is not starving.
+MAX_SYNC_GAP = 4.0
+
+
 def assert_on_schedule(watch: SyncWatch, since: float, what: str) -> None:
     gap, which = watch.worst(since)
-    assert gap < 2.5, f"{which[0]}/{which[1]} went {gap:.1f}s without a sync (period 1s) while {what}"
+    assert gap < MAX_SYNC_GAP, f"{which[0]}/{which[1]} went {gap:.1f}s without a sync (period 1s) while {what}"
 
 
 async def test_d2_a_target_with_many_slow_queries_does_not_starve_the_others(
