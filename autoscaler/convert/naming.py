@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from autoscaler.convert.adapter_config import DiscoveryRule, GroupResource, ResourceMapping
 from autoscaler.convert.gotemplate import TemplateProblem, render
-from autoscaler.convert.naming_inverse import inverse_candidates
+from autoscaler.convert.naming_inverse import inverse_candidates, template_parts
 
 # kind → (resource, group) for kinds an HPA's describedObject commonly names; others are guessed
 # the way Kubernetes names resources (lower-case, plural).
@@ -90,39 +90,9 @@ def _same_resource(resource: GroupResource, group: str, singular: str) -> bool:
 
 
 def go_expand(template: str, match: re.Match[str]) -> str:
-    """Go's ``Regexp.Expand``: ``$1``, ``${1}``, ``$name``, ``${name}``, ``$$``; ``$name`` takes the
-    longest run of letters, digits and underscores (so ``$1x`` is group "1x", which is empty)."""
-    out: list[str] = []
-    i = 0
-    while i < len(template):
-        ch = template[i]
-        if ch != "$" or i + 1 >= len(template):
-            out.append(ch)
-            i += 1
-            continue
-        nxt = template[i + 1]
-        if nxt == "$":
-            out.append("$")
-            i += 2
-            continue
-        if nxt == "{":
-            end = template.find("}", i + 2)
-            if end < 0:
-                out.append(ch)
-                i += 1
-                continue
-            name, i = template[i + 2 : end], end + 1
-        else:
-            j = i + 1
-            while j < len(template) and (template[j].isalnum() or template[j] == "_"):
-                j += 1
-            if j == i + 1:
-                out.append(ch)
-                i += 1
-                continue
-            name, i = template[i + 1 : j], j
-        out.append(_group(match, name))
-    return "".join(out)
+    """Go's ``Regexp.Expand``: each group reference of ``template`` (:func:`template_parts`) replaced by what
+    ``match`` captured (so ``$1x`` is group "1x", which is empty)."""
+    return "".join(part if isinstance(part, str) else _group(match, part[0]) for part in template_parts(template))
 
 
 def _group(match: re.Match[str], name: str) -> str:

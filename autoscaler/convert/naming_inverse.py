@@ -181,9 +181,11 @@ def _capturing_opens(body: str) -> int:
     return count
 
 
-def _template_parts(template: str) -> list[str | tuple[str]]:
-    """``name.as`` as literal text and group references (a 1-tuple of the group's name or number), read as
-    Go's ``Expand`` reads it."""
+def template_parts(template: str) -> list[str | tuple[str]]:
+    """A Go ``Regexp.Expand`` template (``name.as``) as literal text and group references (a 1-tuple of the
+    group's name or number), read as Go reads it: ``$1``, ``${1}``, ``$name``, ``${name}``, ``$$``; ``$name``
+    takes the longest run of ASCII letters, digits and underscores. The one reading of that syntax: expanding
+    (:func:`autoscaler.convert.naming.go_expand`) and inverting (here) both use it."""
     parts: list[str | tuple[str]] = []
     i = 0
     while i < len(template):
@@ -218,7 +220,7 @@ def _template_parts(template: str) -> list[str | tuple[str]]:
 def _referenced_values(groups: list[_Group], template: str, metric: str) -> dict[_Group, str] | None:
     """The values of the groups ``template`` uses that make it expand to ``metric``; None when it cannot
     (``$0``, a nested group, a sub-pattern Python's ``re`` does not read)."""
-    parts = _template_parts(template)
+    parts = template_parts(template)
     by_key: dict[str, _Group] = {}
     for group in groups:
         if group.number is not None:
