@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TextIO
 
 from autoscaler.service.app import SHUTDOWN_SECONDS, Service
-from autoscaler.service.logs import configure_logging
 from autoscaler.service.settings import LoggingSettings
+from autoscaler.service.telemetry.logs import configure_logging
 from autoscaler_sandbox import demo_config as config
 from autoscaler_sandbox import demo_objects as objects
 from autoscaler_sandbox.loadcurve import DEMO_CURVE, LoadCurve

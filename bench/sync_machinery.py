@@ -1,6 +1,6 @@
 """What a sync's scheduling machinery costs, without its work: the ceiling of a per-namespace sync path.
 
-Every target has a reconciler task of its own (``service/reconciler.py``): it waits for its namespace's tick
+Every target has a reconciler task of its own (``service/sync/reconciler.py``): it waits for its namespace's tick
 (``TickTimers``, through the ``TurnPacer``), takes a concurrency slot, gives it back while the
 ``MetricsBatcher`` reads its metrics, gets it back, decides, reports. That machinery is the same for every
 sync whatever its work, so it is what an alternative design (one task per namespace and tick, its targets'
@@ -11,7 +11,7 @@ namespace, one read a tick, a pacer turn every ``PER_TURN`` targets). The metric
 
 The period is compressed (1.5 s instead of 15 s) to count many syncs; the figure is CPU per sync, and what
 that would be per 1,000 targets at the service's 15 s period. The collector runs as the service's does after
-start-up (``service/collector.py``: start-up frozen, the steady thresholds), on uvloop as the service. Run:
+start-up (``loop/collector.py``: start-up frozen, the steady thresholds), on uvloop as the service. Run:
 
     python bench/sync_machinery.py                       # both structures, 10,000 targets in 50 namespaces
     python bench/sync_machinery.py --mode per-target --targets 3000
@@ -31,13 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autoscaler.core.observation import MetricReading, PodsReading
 from autoscaler.core.spec import CrossVersionObjectReference
+from autoscaler.loop.collector import MIDDLE_THRESHOLD, NEVER, YOUNG_THRESHOLD
+from autoscaler.loop.pacing import PER_TURN, TurnPacer
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import OnReady
 from autoscaler.service.app import event_loop_factory
-from autoscaler.service.batcher import MetricsBatcher
-from autoscaler.service.collector import MIDDLE_THRESHOLD, NEVER, YOUNG_THRESHOLD
-from autoscaler.service.pacing import PER_TURN, TurnPacer
-from autoscaler.service.schedule import ConcurrencySlot, Schedule, TickTimers
+from autoscaler.service.sync.batcher import MetricsBatcher
+from autoscaler.service.sync.schedule import ConcurrencySlot, Schedule, TickTimers
 
 SERVICE_PERIOD = 15.0
 ANSWER_SECONDS = 0.05

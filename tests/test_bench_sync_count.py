@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from autoscaler.service.schedule import Schedule
+from autoscaler.service.sync.schedule import Schedule
 from tests.bench_modules import servicebench
 
 PERIOD = 15.0

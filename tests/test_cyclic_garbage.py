@@ -2,7 +2,7 @@
 
 Reference counting frees what a sync makes the moment it is done with; only a reference cycle waits for the
 cyclic collector, and the service runs a full collection every five minutes at most
-(``service/collector.py``): a cycle that outlived the young collections (a read lasts seconds) keeps
+(``loop/collector.py``): a cycle that outlived the young collections (a read lasts seconds) keeps
 everything it holds until then. Pure Python's closures make no cycle, but compiled with mypyc nested
 functions close over an environment object that holds them in turn when one calls another, so the modules
 ``autoscaler/native.py`` lists define none: with the
@@ -25,7 +25,7 @@ from autoscaler.core.decision import decide
 from autoscaler.core.observation import MetricReading
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import OnReady
-from autoscaler.service.batcher import MetricsBatcher
+from autoscaler.service.sync.batcher import MetricsBatcher
 from tests.core import test_decision as d
 from tests.prometheus import scenario as sc
 from tests.prometheus.test_reader import make_reader, series, target, vector

@@ -20,7 +20,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "autoscaler"
 ROOT = PACKAGE.parent
-SHELL = ("service", "kube", "prometheus", "cli", "simulate", "backtest", "plot", "convert")
+SHELL = ("service", "loop", "kube", "prometheus", "cli", "simulate", "backtest", "plot", "convert")
 TEST_MACHINERY = ("kube_emulator", "autoscaler_sandbox")
 
 
@@ -156,7 +156,11 @@ def test_autoscaler_run_never_loads_the_test_machinery() -> None:
     the service import anywhere (inside functions too): no emulator, no sandbox."""
     started = loaded_with(("autoscaler.cli",), nested=False)
     running = loaded_with(("autoscaler.cli.run", "autoscaler.service.app"), nested=True)
-    assert {"autoscaler.cli.demo", "autoscaler.service.reconciler", "autoscaler.prometheus.client"} <= started | running
+    assert {
+        "autoscaler.cli.demo",
+        "autoscaler.service.sync.reconciler",
+        "autoscaler.prometheus.client",
+    } <= started | running
     assert sorted(name for name in started | running if name.startswith(TEST_MACHINERY)) == []
 
 

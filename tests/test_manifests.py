@@ -280,7 +280,7 @@ def test_pod_name_reaches_the_leader_identity() -> None:
 
 
 def test_the_service_knows_the_pod_its_own_events_are_about() -> None:
-    """A failing Prometheus is one Event on the service's Pod (service/backend_health.py), which the
+    """A failing Prometheus is one Event on the service's Pod (service/backends/health.py), which the
     downward API names: without them it would go on the Lease."""
     for install in INSTALLS.values():
         env = {e["name"]: e for e in service_container(install())["env"]}

@@ -92,7 +92,7 @@ async def _fetch_status(args: argparse.Namespace, namespace: str, name: str) -> 
         return dict(_mapping(_mapping(body).get("status")))
     from autoscaler.kube.api import KubeApi, KubeError
     from autoscaler.kube.client import make_api_client
-    from autoscaler.service.targets import TARGETS
+    from autoscaler.service.cluster.targets import TARGETS
 
     api_client = await make_api_client(args.kubeconfig, args.context)
     async with api_client:

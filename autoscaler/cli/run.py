@@ -12,8 +12,8 @@ from autoscaler.values.fields import SpecError
 
 if TYPE_CHECKING:  # the service loads only when the command runs
     from autoscaler.cli.parser import Subcommands
+    from autoscaler.service.cluster.targets import Target
     from autoscaler.service.settings import ServiceSettings
-    from autoscaler.service.targets import Target
 
 DEFAULT_CONFIG = Path("config/autoscaler.yaml")
 
@@ -124,8 +124,8 @@ def read_run_inputs(
 ) -> tuple[ServiceSettings, list[Target] | None]:
     """The settings and the targets file (standalone mode) ``autoscaler run`` starts from; SpecError
     lists what is wrong with them (:class:`TargetsFileError` for the targets file)."""
+    from autoscaler.service.cluster.targets import load_targets_file
     from autoscaler.service.settings import load_service_settings
-    from autoscaler.service.targets import load_targets_file
 
     settings = load_service_settings(config, flags=flags)
     if not settings.targets_file:

@@ -172,7 +172,7 @@ def record_fallback(
         conditions = set_condition(conditions, FALLBACK, c.FALSE, NO_FALLBACK_FOUND, MSG_NO_FALLBACK, now)
         if was_active:
             events = (*events, Event(NORMAL, FALLBACK_DEACTIVATED, "The fallback ended: every metric answers again"))
-    # The backend's health (service/backend_health.py) still sees a metric its backend failed.
+    # The backend's health (service/backends/health.py) still sees a metric its backend failed.
     backend_failed = {health.key for health in falling if health.backend}
     outcomes = decision.metrics
     if backend_failed:

@@ -130,7 +130,7 @@ class MetricFailure:
     """The metric could not be read this sync; ``message`` says why (never contains secrets). ``backend``:
     the backend failed, not the query or its data (no answer in time, no connection, a 5xx or 429, a
     partial answer); it decides nothing here, the service counts it toward the backend's health
-    (service/backend_health.py)."""
+    (service/backends/health.py)."""
 
     message: str
     backend: bool = False

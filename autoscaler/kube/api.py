@@ -102,7 +102,8 @@ EVENTS = ResourcePath("", "v1", "events")
 DEPLOYMENTS = ResourcePath("apps", "v1", "deployments")
 LEASES = ResourcePath("coordination.k8s.io", "v1", "leases")
 VPAS = ResourcePath("autoscaling.k8s.io", "v1", "verticalpodautoscalers")
-# Other autoscalers, watched so that a workload they scale is not scaled here too (service/other_autoscalers.py).
+# Other autoscalers, watched so that a workload they scale is not scaled here too
+# (service/cluster/other_autoscalers.py).
 HPAS = ResourcePath("autoscaling", "v2", "horizontalpodautoscalers")
 SCALED_OBJECTS = ResourcePath("keda.sh", "v1alpha1", "scaledobjects")  # KEDA's CRD: may be absent
 

@@ -76,7 +76,7 @@ class BearerTokenFile:
 
 
 class SecretSource(Protocol):
-    """Where the values of Secret references come from (the service's :class:`~autoscaler.service.secret_refs.
+    """Where the values of Secret references come from (the service's :class:`~autoscaler.service.backends.secret_refs.
     SecretStore`, which reads them through the API)."""
 
     def value(self, ref: SecretRef) -> str:

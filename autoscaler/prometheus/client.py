@@ -24,7 +24,7 @@
 * Answers are read up to ``maxResponseBytes`` (past it the call fails with
   :class:`PrometheusResponseTooLarge`); one larger than ``largeResponseBytes`` is decoded on the loop
   ~256 KiB at a time with a turn for the loop between (see :func:`instant_in_slices` and
-  :mod:`autoscaler.prometheus.turns`), so it never stalls the event loop.
+  :mod:`autoscaler.loop.turns`), so it never stalls the event loop.
 
 What an attempt's outcome means (a body, an error status, a failed connection; whether to try again) is
 :mod:`autoscaler.prometheus.answers`; this module makes the calls.
@@ -43,6 +43,7 @@ from urllib.parse import urlencode
 
 import aiohttp
 
+from autoscaler.loop.turns import collector_paused, in_turns
 from autoscaler.prometheus.answers import Answers, Retry
 from autoscaler.prometheus.auth import Credentials, SecretSource, build_ssl_context
 from autoscaler.prometheus.errors import (
@@ -65,7 +66,6 @@ from autoscaler.prometheus.results import (
 )
 from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.prometheus.slicing import SeriesSink, instant_in_slices
-from autoscaler.prometheus.turns import collector_paused, in_turns
 from autoscaler.values.durations import format_prometheus_duration
 
 _BACKOFF_BASE = 0.05

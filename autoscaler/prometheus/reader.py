@@ -36,6 +36,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from autoscaler.core.observation import MetricFailure, MetricReading, PodsReading, ResourceReading
 from autoscaler.core.spec import MetricSourceType, MetricSpec
+from autoscaler.loop.turns import at_once, in_turns
 from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.extract import LabelNames, PodReadings, readings_in_steps
 from autoscaler.prometheus.partial import other_warnings, partial_cause, shorten
@@ -54,7 +55,6 @@ from autoscaler.prometheus.sending import (
 from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.prometheus.splitting import checked, pod_reading, pods_filter, split
 from autoscaler.prometheus.templates import SCOPE_SLOT
-from autoscaler.prometheus.turns import at_once, in_turns
 from autoscaler.prometheus.value_readings import STEP as VALUES_STEP
 from autoscaler.prometheus.value_readings import external_reading, object_reading, values_in_steps
 

@@ -100,7 +100,7 @@ def rows(vector: Sequence[Series], start: int = 0, stop: int | None = None) -> I
 
 def emptied_in_steps(vector: Sequence[Series], step: int = 2000) -> Generator[None, None, None]:
     """Free a decoded :class:`Vector`'s series a ``step`` at a time, yielding between (run with the loop's
-    turns between, :mod:`autoscaler.prometheus.turns`): freeing 200,000 label sets at once, when the last
+    turns between, :mod:`autoscaler.loop.turns`): freeing 200,000 label sets at once, when the last
     reference to a large answer goes, held the event loop for ~80 ms. The vector is empty afterwards; any
     other sequence (a test's tuple) is left as it is."""
     if not isinstance(vector, Vector):

@@ -10,7 +10,7 @@ clock-skew bound (``sync.clockSkewWarningSeconds``) fails its metric, naming the
 its time is; a failed metric never votes for a scale-down.
 
 Prometheus' time, for a live query, is the service's clock less the skew the answers' ``Date`` headers show
-(:class:`~autoscaler.service.clock.SkewMonitor`, :func:`autoscaler.service.prometheus_reads.sample_times`):
+(:class:`~autoscaler.loop.clock.SkewMonitor`, :func:`autoscaler.service.backends.timed_reads.sample_times`):
 a service whose clock is minutes off does not see every sample as stale, and a Prometheus whose clock is
 off stamps its samples by that clock, which its ``Date`` shows too.
 

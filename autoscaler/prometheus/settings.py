@@ -84,7 +84,9 @@ class PrometheusSettings:
     url: str
     bearer_token: str | None = None
     bearer_token_file: str | None = None
-    bearer_token_secret: SecretRef | None = None  # read by the service through the API (service/secret_refs.py)
+    bearer_token_secret: SecretRef | None = (
+        None  # read by the service through the API (service/backends/secret_refs.py)
+    )
     basic_auth: BasicAuth | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     # Headers whose values are read from Secrets through the API (an API key, KEDA's custom auth header).

@@ -1,7 +1,7 @@
 """A large instant answer decoded a slice of series at a time, on the event loop between the slices.
 
 Apart from :mod:`autoscaler.prometheus.results` (what an answer means) because it is how the largest
-answers are read: in steps (see :mod:`autoscaler.prometheus.turns`), into a :class:`Vector`'s columns or
+answers are read: in steps (see :mod:`autoscaler.loop.turns`), into a :class:`Vector`'s columns or
 into the caller's :class:`SeriesSink`.
 """
 
@@ -59,7 +59,7 @@ def instant_in_slices(
 ) -> Generator[None, None, InstantResult]:
     """:func:`parse_instant` of a raw answer, ``slice_bytes`` of series per step, leaving out the series
     ``keep`` rejects: a generator that yields between steps and returns the result (the client runs it
-    on the event loop, giving the loop a turn at each yield, see :mod:`autoscaler.prometheus.turns`).
+    on the event loop, giving the loop a turn at each yield, see :mod:`autoscaler.loop.turns`).
 
     One ``orjson.loads`` of a 27 MB answer holds the interpreter for half a second or more, and so does
     taking 200,000 decoded series apart or freeing them at once. A step decodes ~256 KiB of the raw bytes

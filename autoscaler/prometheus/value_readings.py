@@ -14,7 +14,7 @@ time already (:mod:`autoscaler.prometheus.slicing`); reading it in one go (the c
 a sort of every label set, then freeing the 200,000 decoded series) held the event loop for 3 s, and
 ``/healthz`` answered 2.7 s late. Here every pass over the series is a generator yielding every
 :data:`STEP` series, which the reader runs with the loop's turns between
-(:func:`~autoscaler.prometheus.turns.in_turns`):
+(:func:`~autoscaler.loop.turns.in_turns`):
 
 1. each value converted and summed, the oldest and newest sample's times kept;
 2. for an External metric, each series' labels made a sort key, and the keys sorted by a sample sort:

@@ -27,22 +27,22 @@ from autoscaler.kube.api import KubeApi
 from autoscaler.kube.client import make_api_client
 from autoscaler.kube.election_thread import ElectionThread
 from autoscaler.kube.lease import default_identity
+from autoscaler.loop import collector
+from autoscaler.loop.clock import ProcessClock, SkewMonitor
+from autoscaler.loop.health import monitor_event_loop_lag, track_gc_pauses
 from autoscaler.prometheus.backends import DEFAULT_BACKEND
 from autoscaler.prometheus.redaction import KnownSecrets
-from autoscaler.service import collector
-from autoscaler.service.backend_healths import BackendHealths
-from autoscaler.service.backends import Backend, BackendRouter, open_backends
-from autoscaler.service.cache_health import cache_readiness, cache_states
-from autoscaler.service.clock import ProcessClock, SkewMonitor
+from autoscaler.service.backends.healths import BackendHealths
+from autoscaler.service.backends.router import Backend, BackendRouter, open_backends
+from autoscaler.service.cluster.cache_health import cache_readiness, cache_states
+from autoscaler.service.cluster.targets import Target
 from autoscaler.service.http import HttpServer, ReadinessCheck
-from autoscaler.service.logs import configure_logging, flush_logs, log_lines_dropped, redact_known_secrets
-from autoscaler.service.loop_health import monitor_event_loop_lag, track_gc_pauses
 from autoscaler.service.manager import Manager
-from autoscaler.service.metrics import ServiceMetrics
-from autoscaler.service.recorder import SyncRecorder
 from autoscaler.service.settings import ServiceSettings
-from autoscaler.service.targets import Target
-from autoscaler.service.writes import SCALE_WRITE_GRACE_SECONDS
+from autoscaler.service.sync.writes import SCALE_WRITE_GRACE_SECONDS
+from autoscaler.service.telemetry.logs import configure_logging, flush_logs, log_lines_dropped, redact_known_secrets
+from autoscaler.service.telemetry.metrics import ServiceMetrics
+from autoscaler.service.telemetry.recorder import SyncRecorder
 
 log = structlog.get_logger("autoscaler.service")
 
@@ -85,7 +85,7 @@ class Service:
         self.manager: Manager | None = None
         self.elector: ElectionThread | None = None
         self.http: HttpServer | None = None
-        self.router: BackendRouter | None = None  # each metric read from its backend (service/backends.py)
+        self.router: BackendRouter | None = None  # each metric read from its backend (service/backends/router.py)
         self.ready = asyncio.Event()
         self._stopping = False
         self._freezer: asyncio.Task[None] | None = None
@@ -116,7 +116,7 @@ class Service:
             except BaseException:  # the port taken: the client's connections closed before the error goes up
                 await api_client.close()
                 raise
-            # The collector is held off until the caches sync (service/collector.py), and runs again at the end.
+            # The collector is held off until the caches sync (loop/collector.py), and runs again at the end.
             self._quiet = asyncio.create_task(collector.quiet_until_synced(), name="gc-quiet-start")
             # One redaction, every client's (their settings' secrets, their files' tokens), for every sink.
             secrets = KnownSecrets()
@@ -240,7 +240,7 @@ class Service:
     async def _first_pass(self) -> None:
         """Until every running reconciler has synced once: at least a period, at most four (a target that
         never gets to decide does not hold it up longer). The collector's second freeze and its steady
-        threshold wait for it (service/collector.py)."""
+        threshold wait for it (loop/collector.py)."""
         sync = self.settings.sync
         period = sync.period_seconds * (1 + sync.jitter)
         await asyncio.sleep(period + 1.0)

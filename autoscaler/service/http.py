@@ -13,7 +13,7 @@
 ``GET /api/targets``          ``{"items": [{"namespace", "name", "status"}…]}`` (``?namespace=`` filters)
 ``GET /api/targets/{ns}/{n}`` ``{"namespace", "name", "status"}``, or 404
 ``GET /api/backends``         ``{"items": [{"backend", "name", "conditions"}…]}``: each Prometheus backend's
-                              condition ``PrometheusDegraded`` (:mod:`autoscaler.service.backend_health`)
+                              condition ``PrometheusDegraded`` (:mod:`autoscaler.service.backends.health`)
 ============================  ====================================================================
 
 Bodies of the probes are JSON too (``{"ready": false, "checks": [{"name", "ok", "detail"}…]}``), so a
@@ -22,7 +22,7 @@ detail is cut to 4 KiB (a failing cache's error may be a server's megabytes).
 
 Who may ask: whoever reaches ``http.address``:``http.port`` (``0.0.0.0``: every interface), and with
 ``http.tokenFile`` only a request with its token, but for the probes (:mod:`autoscaler.service.http_auth`).
-Every status and detail is redacted of the secrets the service knows (:mod:`autoscaler.service.redaction`).
+Every status and detail is redacted of the secrets the service knows (:mod:`autoscaler.service.telemetry.redaction`).
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ from aiohttp.log import access_logger
 
 from autoscaler.prometheus.redaction import KnownSecrets
 from autoscaler.service.http_auth import ApiToken
-from autoscaler.service.logs import redact_text
-from autoscaler.service.metrics import ServiceMetrics
-from autoscaler.service.redaction import redacted_status
 from autoscaler.service.settings import HttpSettings
+from autoscaler.service.telemetry.logs import redact_text
+from autoscaler.service.telemetry.metrics import ServiceMetrics
+from autoscaler.service.telemetry.redaction import redacted_status
 from autoscaler.values.clipping import clip
 
 log = structlog.stdlib.get_logger(__name__)
@@ -114,7 +114,7 @@ class HttpServer:
         self.liveness = tuple(liveness)
         self.targets: TargetStatuses = targets or StatusMap()  # the service sets its manager's once it has one
         self.backends: Callable[[], list[dict[str, Any]]] = list  # each backend's document (the service sets it)
-        self.redaction = KnownSecrets()  # likewise: its one redaction (service/redaction.py)
+        self.redaction = KnownSecrets()  # likewise: its one redaction (service/telemetry/redaction.py)
         self.check_timeout = check_timeout
         self.heartbeat_interval = heartbeat_interval
         self.liveness_timeout = liveness_timeout

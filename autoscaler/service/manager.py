@@ -1,14 +1,14 @@
 """The manager: one reconciler per valid target, started, restarted and stopped as targets change.
 
 Targets come from the ScalingTarget CRD (watched cluster-wide or in the listed namespaces, only those of this
-instance's shard: :mod:`autoscaler.service.sharding`) or from a file (standalone). A target added, changed or
+instance's shard: :mod:`autoscaler.service.cluster.sharding`) or from a file (standalone). A target added, changed or
 deleted starts, restarts or stops its reconciler at once (the first sync of a new target follows within a second; of
 one that arrives with a status, as a target moved from another shard does, after a period). An invalid target gets a
 condition and an Event listing every problem, and no reconciler; the others go on.
 
-That lifecycle is all the manager does. What the reconcilers read is :mod:`autoscaler.service.view`,
-what they write :mod:`autoscaler.service.writes`; the manager builds both (and the watch caches they
-stand on, :mod:`autoscaler.service.caches`) and hands them to every reconciler.
+That lifecycle is all the manager does. What the reconcilers read is :mod:`autoscaler.service.sync.view`,
+what they write :mod:`autoscaler.service.sync.writes`; the manager builds both (and the watch caches they
+stand on, :mod:`autoscaler.service.cluster.caches`) and hands them to every reconciler.
 """
 
 from __future__ import annotations
@@ -28,22 +28,22 @@ from autoscaler.kube.pods import PodIndex
 from autoscaler.kube.relists import DEFAULT_RELIST_POLICY, RelistPolicy
 from autoscaler.kube.scale import ScaleAccess
 from autoscaler.kube.watch import SILENCE_SECONDS, Key, WatchCache
-from autoscaler.service.backend_healths import BackendHealths
-from autoscaler.service.batcher import MetricsBatcher, ReadMany
-from autoscaler.service.caches import ClusterCaches
-from autoscaler.service.clock import ProcessClock
-from autoscaler.service.metrics_sink import MetricsSink, NullMetrics
-from autoscaler.service.pacing import TurnPacer
-from autoscaler.service.reconciler import SyncContext, TargetReconciler
-from autoscaler.service.recorder import SyncRecorder
-from autoscaler.service.scales import ClusterScales
-from autoscaler.service.schedule import Schedule, TickTimers, first_delay
-from autoscaler.service.sharding import ShardingSettings
-from autoscaler.service.status import invalid_status
-from autoscaler.service.takeover import statuses_at_takeover
-from autoscaler.service.targets import Target, error_text
-from autoscaler.service.view import CachedView
-from autoscaler.service.writes import ApiWriter
+from autoscaler.loop.clock import ProcessClock
+from autoscaler.loop.pacing import TurnPacer
+from autoscaler.service.backends.healths import BackendHealths
+from autoscaler.service.cluster.caches import ClusterCaches
+from autoscaler.service.cluster.sharding import ShardingSettings
+from autoscaler.service.cluster.takeover import statuses_at_takeover
+from autoscaler.service.cluster.targets import Target, error_text
+from autoscaler.service.sync.batcher import MetricsBatcher, ReadMany
+from autoscaler.service.sync.reconciler import SyncContext, TargetReconciler
+from autoscaler.service.sync.scales import ClusterScales
+from autoscaler.service.sync.schedule import Schedule, TickTimers, first_delay
+from autoscaler.service.sync.status import invalid_status
+from autoscaler.service.sync.view import CachedView
+from autoscaler.service.sync.writes import ApiWriter
+from autoscaler.service.telemetry.metrics_sink import MetricsSink, NullMetrics
+from autoscaler.service.telemetry.recorder import SyncRecorder
 
 log = structlog.get_logger("autoscaler.manager")
 
@@ -181,7 +181,7 @@ class Manager:
         LIST (paged) per watched scope: the cache may lag (a watch relisting after a partition, events
         still buffered after a pause), and this instance's memory of an earlier term is older than what
         the leaders since then wrote (D3). A failed read is retried with backoff; no target is
-        reconciled from older state meanwhile (:mod:`autoscaler.service.takeover`).
+        reconciled from older state meanwhile (:mod:`autoscaler.service.cluster.takeover`).
 
         ``leading_since`` (monotonic): when this instance began to lead. Target caches that listed after it
         and follow the API server hold every status written before it, and only this instance writes them

@@ -37,10 +37,10 @@ from autoscaler.core.settings_parse import SERVICE_SUFFIX, read_controller_setti
 from autoscaler.kube.relists import DEFAULT_RELIST_POLICY, RelistPolicy
 from autoscaler.prometheus.backends import read_backends, split_backends
 from autoscaler.prometheus.settings import PrometheusSettings, read_prometheus_settings
-from autoscaler.service.backend_health import BackendHealthSettings, read_backend_health_settings
-from autoscaler.service.metrics_targets import DEFAULT_PER_TARGET_LIMIT
-from autoscaler.service.relist_settings import read_relist_settings
-from autoscaler.service.sharding import ShardingSettings, lease_name_problem, read_sharding_settings
+from autoscaler.service.backends.health import BackendHealthSettings, read_backend_health_settings
+from autoscaler.service.cluster.relist_settings import read_relist_settings
+from autoscaler.service.cluster.sharding import ShardingSettings, lease_name_problem, read_sharding_settings
+from autoscaler.service.telemetry.metrics_targets import DEFAULT_PER_TARGET_LIMIT
 from autoscaler.values.fields import ErrorList, FieldError, Obj, SpecError
 from autoscaler.values.yaml_files import load_yaml_file, parse_yaml_text
 

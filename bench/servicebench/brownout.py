@@ -24,7 +24,7 @@ from servicebench.process import ServiceProcess
 from servicebench.samples import parse_metrics, total
 from servicebench.window import WRITE_VERBS, Harness
 
-# The log lines a failing backend causes by design (service/backend_health.py, prometheus/sending.py): not
+# The log lines a failing backend causes by design (service/backends/health.py, prometheus/sending.py): not
 # the warnings the run's checks look for.
 BROWNOUT_WARNINGS = frozenset({"Prometheus degraded", "Prometheus query failed", "Prometheus query timed out"})
 _UNAVAILABLE = orjson.dumps({"status": "error", "errorType": "unavailable", "error": "too many queries in flight"})

@@ -14,7 +14,7 @@ import time
 
 import orjson
 
-from autoscaler.service.metrics import LAG_BUCKETS
+from autoscaler.service.telemetry.metrics import LAG_BUCKETS
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
 from kube_emulator import KubeEmulator
 from tests.chaos.conftest import Chaos
@@ -98,7 +98,7 @@ async def test_i37_9_a_huge_external_answer_every_sync_keeps_the_loop_lag_p99_lo
     # 200,000 × 1 milli = 200: 4 pods of 50. Exact, from series in no particular order.
     await wait_until(lambda: replicas_of(cluster, "big") == 4, 90, "the scale-up to 4 on the huge answer's sum")
     assert scaling_active(cluster, "big")["reason"] == "ValidMetricFound"
-    await asyncio.sleep(3.0)  # past the start-up's full collections (see service/collector.py)
+    await asyncio.sleep(3.0)  # past the start-up's full collections (see loop/collector.py)
     hits, before = rule.hits, await lag_buckets(service)
     await asyncio.sleep(MEASURED)
     after = await lag_buckets(service)

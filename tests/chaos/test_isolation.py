@@ -100,7 +100,7 @@ async def test_d5_f18_a_huge_answer_is_parsed_off_the_loop(
     assert len(body) > 25_000_000
     await set_load(exporter, prometheus, 20)
     keys, service = await healthy_targets(chaos, cluster)
-    await asyncio.sleep(3.0)  # past the start-up's full collections (see service/collector.py)
+    await asyncio.sleep(3.0)  # past the start-up's full collections (see loop/collector.py)
     rule = proxy.add(Rule("stranger_load", body=body, times=5))
     watch = SyncWatch(service, keys).start()
     try:

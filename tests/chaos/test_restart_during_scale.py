@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 from autoscaler.service.app import SHUTDOWN_SECONDS
-from autoscaler.service.writes import SCALE_WRITE_GRACE_SECONDS
+from autoscaler.service.sync.writes import SCALE_WRITE_GRACE_SECONDS
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox
 from kube_emulator import KubeEmulator
 from tests.chaos.conftest import Chaos

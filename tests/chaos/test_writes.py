@@ -62,7 +62,7 @@ async def recovers(chaos: Chaos, instance: ServiceProcess, seconds: float = 30.0
         )
 
     await wait_until(backoff_over, 10, "autoscaler_target_write_backoff_seconds back to 0")
-    # Log lines reach the log a little after the state they tell of (service/log_writer.py lingers).
+    # Log lines reach the log a little after the state they tell of (service/telemetry/log_writer.py lingers).
     await wait_until(lambda: instance.events("writes succeed again: backoff over"), 5, "the log line: backoff over")
     assert instance.alive() and not instance.tracebacks()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from autoscaler.convert.hpa import convert_hpa
 from autoscaler.convert.keda import convert_scaled_object
 from autoscaler.core.other_autoscalers import TAKE_OVER_ANNOTATION
-from autoscaler.service.targets import target_from_object
+from autoscaler.service.cluster.targets import target_from_object
 from tests.convert.helpers import SCALED_OBJECTS, documents
 from tests.convert.test_convert_objects import adapter, converted, hpa, scaled_object
 

@@ -12,8 +12,8 @@ from autoscaler.core.metric_health import MetricHealth, metric_keys
 from autoscaler.core.rescale import resolve_scale_intent, scale_intent, state_before_write
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.core.sync import SyncState
-from autoscaler.service.metric_health import fallback_status, restore_metric_health
-from autoscaler.service.status import restore_state, status_document
+from autoscaler.service.sync.metric_health import fallback_status, restore_metric_health
+from autoscaler.service.sync.status import restore_state, status_document
 from autoscaler.values.fields import SpecError
 from tests.core.test_fallback import FAILED, QUEUE, queue, run, target
 

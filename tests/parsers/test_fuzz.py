@@ -31,10 +31,10 @@ from autoscaler.cli import main
 from autoscaler.cli.explain import explain_status
 from autoscaler.cli.run import read_run_inputs
 from autoscaler.kube.records import trim_deployment, trim_object, trim_pod
-from autoscaler.service.hvpa import find_vpa, restore_hvpa_state, vpa_observation
-from autoscaler.service.status import restore_state
-from autoscaler.service.status_digest import StatusDigest, needs_write
-from autoscaler.service.targets import target_from_object
+from autoscaler.service.cluster.targets import target_from_object
+from autoscaler.service.sync.hvpa import find_vpa, restore_hvpa_state, vpa_observation
+from autoscaler.service.sync.status import restore_state
+from autoscaler.service.sync.status_digest import StatusDigest, needs_write
 from autoscaler.values.fields import SpecError
 from autoscaler.values.yaml_files import load_yaml_documents
 from tests.parsers.mutations import as_json_bytes, byte_mutants, data_mutants

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from autoscaler.kube.jsondecode import MAX_DEPTH as DECODED_LEVELS
 from autoscaler.kube.jsondecode import TOO_DEEP, loads, tolerant_loads
-from autoscaler.service.targets import error_text
+from autoscaler.service.cluster.targets import error_text
 from autoscaler.values.fields import ErrorList, FieldError, Obj, SpecError, to_quantity
 from autoscaler.values.limits import MAX_DEPTH, MAX_VALUES, _check_with_paths, _within_limits, check_document
 from autoscaler.values.yaml_files import parse_yaml_text

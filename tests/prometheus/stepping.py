@@ -1,4 +1,4 @@
-"""Work written in steps (see autoscaler.prometheus.turns) run in one go, counting the loop's turns it
+"""Work written in steps (see autoscaler.loop.turns) run in one go, counting the loop's turns it
 would give."""
 
 from __future__ import annotations

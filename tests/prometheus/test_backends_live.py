@@ -2,7 +2,7 @@
 
 Each proxy answers only a request that carries its backend's credential (a bearer token read from a file,
 basic auth with the password from a file, a tenant header, a query parameter, a client certificate over TLS)
-and forwards it to the real server. One read of the service's router (service/backends.py) sends every metric
+and forwards it to the real server. One read of the service's router (service/backends/router.py) sends every metric
 to the backend it names; a wrong credential fails that backend's metrics with a clear per-backend error, and
 the others read on.
 """
@@ -29,12 +29,12 @@ from autoscaler.core.spec import (
     MetricTarget,
     MetricTargetType,
 )
+from autoscaler.loop.clock import SkewMonitor
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.redaction import KnownSecrets
-from autoscaler.service.backends import BackendRouter, open_backends
-from autoscaler.service.clock import SkewMonitor
-from autoscaler.service.metrics import ServiceMetrics
+from autoscaler.service.backends.router import BackendRouter, open_backends
 from autoscaler.service.settings import parse_service_settings
+from autoscaler.service.telemetry.metrics import ServiceMetrics
 from autoscaler.values.quantity import Quantity
 from autoscaler_sandbox import PrometheusSandbox
 from tests.guard import REQUIRE_SERVERS

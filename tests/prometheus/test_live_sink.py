@@ -12,8 +12,8 @@ from autoscaler.prometheus import InstantResult, MetricsReader, PrometheusClient
 from autoscaler.prometheus.extract import LabelNames, PodReadings
 from autoscaler.prometheus.results import SeriesFilter
 from autoscaler.prometheus.slicing import SeriesSink
-from autoscaler.service.metrics import ServiceMetrics
-from autoscaler.service.prometheus_reads import TimedQuerier
+from autoscaler.service.backends.timed_reads import TimedQuerier
+from autoscaler.service.telemetry.metrics import ServiceMetrics
 from tests.prometheus import scenario as sc
 from tests.prometheus.test_live import now
 from tests.service.test_metrics import value as metric_value

@@ -212,7 +212,7 @@ async def test_query_errors_fail_every_metric_that_shared_the_query() -> None:
         MetricFailure(
             'Resource metric "cpu": querying Prometheus failed: Prometheus at http://prom is unreachable: '
             "Connection refused",
-            backend=True,  # the backend's failure, not the query's (service/backend_health.py counts it)
+            backend=True,  # the backend's failure, not the query's (service/backends/health.py counts it)
         )
     ] * 2
 

@@ -10,12 +10,12 @@ import pytest
 
 from autoscaler.core.observation import MetricFailure, PodsReading, PodUsage, ResourceReading, Sample
 from autoscaler.core.pod_columns import SampleColumns, UsageColumns
+from autoscaler.loop.clock import SkewMonitor
 from autoscaler.prometheus import MetricsReader, PrometheusClient, PrometheusSettings
 from autoscaler.prometheus.results import InstantResult, Series
 from autoscaler.prometheus.sample_times import SampleTimes, rough_duration
 from autoscaler.prometheus.settings import parse_prometheus_settings
-from autoscaler.service.clock import SkewMonitor
-from autoscaler.service.prometheus_reads import PeerClock, sample_times
+from autoscaler.service.backends.timed_reads import PeerClock, sample_times
 from autoscaler.service.settings import parse_service_settings
 from autoscaler.values.fields import SpecError
 from tests.prometheus import scenario as sc

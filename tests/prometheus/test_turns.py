@@ -8,7 +8,7 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
-from autoscaler.prometheus.turns import collector_paused, in_turns
+from autoscaler.loop.turns import collector_paused, in_turns
 
 
 def three_steps(log: list[str]) -> Generator[None, None, int]:

@@ -20,7 +20,7 @@ from autoscaler.prometheus.errors import (
     PrometheusUnreachable,
 )
 from autoscaler.prometheus.sending import is_backend_failure
-from autoscaler.service.backend_health import (
+from autoscaler.service.backends.health import (
     BackendHealth,
     BackendHealthSettings,
     backend_event,
@@ -28,7 +28,7 @@ from autoscaler.service.backend_health import (
     service_object,
 )
 from autoscaler.service.settings import parse_service_settings
-from autoscaler.service.status_digest import StatusDigest
+from autoscaler.service.sync.status_digest import StatusDigest
 from autoscaler.values.fields import ErrorList, Obj, SpecError
 from autoscaler.values.quantity import Quantity
 

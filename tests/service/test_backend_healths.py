@@ -1,6 +1,6 @@
 """Each Prometheus backend's health on its own (issue 36, item 5): a target counts toward each backend it reads
 from, a brownout of one backend makes that one degraded, and the writes its failures cost come out of its own
-budget (service/backend_healths.py; one backend's health: test_backend_health.py)."""
+budget (service/backends/healths.py; one backend's health: test_backend_health.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from autoscaler.core.decision import Decision, Event
 from autoscaler.core.history import DecisionHistory
 from autoscaler.core.results import MetricOutcome
 from autoscaler.core.spec import MetricSourceType, MetricSpec, MetricTarget, MetricTargetType
-from autoscaler.service.backend_health import BackendHealth, BackendHealthSettings
-from autoscaler.service.backend_healths import BackendHealths
+from autoscaler.service.backends.health import BackendHealth, BackendHealthSettings
+from autoscaler.service.backends.healths import BackendHealths
 from autoscaler.service.settings import parse_service_settings
 from autoscaler.values.quantity import Quantity
 

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 
 from autoscaler.core.observation import ExternalReading, MetricFailure, MetricReading
 from autoscaler.core.spec import CrossVersionObjectReference
+from autoscaler.loop.pacing import PER_TURN
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import OnReady
-from autoscaler.service.batcher import MetricsBatcher
-from autoscaler.service.pacing import PER_TURN
+from autoscaler.service.sync.batcher import MetricsBatcher
 
 
 def query(name: str) -> TargetQuery:

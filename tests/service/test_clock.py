@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from autoscaler.service.clock import MAX_SLEW, ProcessClock, SkewMonitor
+from autoscaler.loop.clock import MAX_SLEW, ProcessClock, SkewMonitor
 
 
 class Clocks:

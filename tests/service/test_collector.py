@@ -1,4 +1,4 @@
-"""The service's steering of the cyclic collector (service/collector.py): the freezes, the thresholds, and
+"""The service's steering of the cyclic collector (loop/collector.py): the freezes, the thresholds, and
 full collections that back off while they find nothing."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from autoscaler.service import collector
-from autoscaler.service.collector import next_full_collection, steer_collector
+from autoscaler.loop import collector
+from autoscaler.loop.collector import next_full_collection, steer_collector
 from tests.service.cluster import eventually
 
 GLIBC = sys.platform == "linux" and platform.libc_ver()[0] == "glibc"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from autoscaler.service.schedule import ConcurrencySlot
+from autoscaler.service.sync.schedule import ConcurrencySlot
 
 
 async def test_a_waiting_sync_lets_another_work() -> None:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from autoscaler.core.settings import ControllerSettings
-from autoscaler.service.metrics import ServiceMetrics
-from autoscaler.service.writes import status_patch
+from autoscaler.service.sync.writes import status_patch
+from autoscaler.service.telemetry.metrics import ServiceMetrics
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.manifests import load_documents
 from tests.schemas import crd_version_schema, custom_resource_errors, pruned_fields

@@ -13,8 +13,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.service.http import CheckResult, HttpServer, ReadinessCheck, StatusMap
-from autoscaler.service.metrics import ServiceMetrics
 from autoscaler.service.settings import HttpSettings
+from autoscaler.service.telemetry.metrics import ServiceMetrics
 from tests.loop_turns import LoopTurns
 from tests.service.cluster import eventually
 

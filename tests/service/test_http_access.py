@@ -16,8 +16,8 @@ from autoscaler.cli import build_parser
 from autoscaler.cli.run import flag_overrides
 from autoscaler.service.http import HttpServer, StatusMap
 from autoscaler.service.http_auth import TokenFileError
-from autoscaler.service.metrics import ServiceMetrics
 from autoscaler.service.settings import HttpSettings, load_service_settings, parse_service_settings
+from autoscaler.service.telemetry.metrics import ServiceMetrics
 from autoscaler.values.fields import SpecError
 
 TOKEN = "api-token-6f0c2b9e"

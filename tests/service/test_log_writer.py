@@ -1,4 +1,4 @@
-"""The service's log lines are written by a thread of their own (service/log_writer.py): a stream that
+"""The service's log lines are written by a thread of their own (service/telemetry/log_writer.py): a stream that
 blocks never blocks the code that logs, lines keep their order, and a stream that stays stuck costs
 counted, announced lines instead of memory."""
 
@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import structlog
 
-from autoscaler.service import log_writer
-from autoscaler.service.log_writer import LINES_QUEUED, ThreadedStreamHandler
-from autoscaler.service.logs import configure_logging, flush_logs, log_lines_dropped
-from autoscaler.service.metrics import ServiceMetrics
 from autoscaler.service.settings import LoggingSettings
+from autoscaler.service.telemetry import log_writer
+from autoscaler.service.telemetry.log_writer import LINES_QUEUED, ThreadedStreamHandler
+from autoscaler.service.telemetry.logs import configure_logging, flush_logs, log_lines_dropped
+from autoscaler.service.telemetry.metrics import ServiceMetrics
 
 
 class BlockedStream(io.StringIO):

@@ -13,8 +13,8 @@ import structlog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.service.logs import REDACTED, configure_logging, redact_text
 from autoscaler.service.settings import LoggingSettings
+from autoscaler.service.telemetry.logs import REDACTED, configure_logging, redact_text
 
 JWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2EifQ.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg"
 
@@ -39,7 +39,7 @@ def json_logging(level: str = "info") -> io.StringIO:
 
 def test_json_lines_carry_timestamp_level_logger_event_and_context() -> None:
     stream = json_logging()
-    log = structlog.stdlib.get_logger("autoscaler.service.reconciler")
+    log = structlog.stdlib.get_logger("autoscaler.service.sync.reconciler")
     log.info(
         "decision",
         namespace="shop",
@@ -54,7 +54,7 @@ def test_json_lines_carry_timestamp_level_logger_event_and_context() -> None:
     [line] = lines(stream)
     assert list(line)[:4] == ["timestamp", "level", "logger", "event"]
     assert line["timestamp"].endswith("Z") and "T" in line["timestamp"]
-    assert (line["level"], line["logger"], line["event"]) == ("info", "autoscaler.service.reconciler", "decision")
+    assert (line["level"], line["logger"], line["event"]) == ("info", "autoscaler.service.sync.reconciler", "decision")
     assert line["replicas"] == 4 and line["scaled"] is True and line["limited_by"] == "ScaleUpLimit"
 
 
@@ -201,7 +201,7 @@ _PIECES = [
 @settings(max_examples=500, deadline=None)
 @given(text=st.one_of(st.text(max_size=60), st.lists(st.sampled_from(_PIECES), max_size=12).map("".join)))
 def test_the_quick_check_never_skips_a_redaction(text: str) -> None:
-    from autoscaler.service.logs import _TEXT_PATTERNS
+    from autoscaler.service.telemetry.logs import _TEXT_PATTERNS
 
     slow = text
     for pattern, replacement in _TEXT_PATTERNS:

@@ -6,8 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from autoscaler.service.loop_histogram import LoopHistogram
-from autoscaler.service.metrics import FAST_BUCKETS, LAG_BUCKETS
+from autoscaler.service.telemetry.loop_histogram import LoopHistogram
+from autoscaler.service.telemetry.metrics import FAST_BUCKETS, LAG_BUCKETS
 
 
 def exposition(registry: CollectorRegistry) -> list[str]:

@@ -14,8 +14,8 @@ import time
 import pytest
 import structlog
 
-from autoscaler.service.logs import configure_logging
 from autoscaler.service.settings import LoggingSettings
+from autoscaler.service.telemetry.logs import configure_logging
 from kube_emulator import KubeEmulator
 from tests.service.cluster import (
     FakeMetrics,
@@ -104,7 +104,7 @@ async def test_the_targets_of_a_namespace_sync_together_and_share_reads(emu: Kub
 
 
 async def test_the_manager_counts_the_reconcilers_that_have_not_decided_yet(emu: KubeEmulator) -> None:
-    """What the collector's start-up freeze waits for (service/collector.py): a target whose scale cannot
+    """What the collector's start-up freeze waits for (loop/collector.py): a target whose scale cannot
     be read never decides, and stays counted."""
     emu.create(deployment("web", 1))
     emu.create(target("web", "web"))

@@ -10,8 +10,8 @@ import copy
 from typing import Any
 
 from autoscaler.kube.labels import parse_label_selector
-from autoscaler.service.caches import retrim_target
-from autoscaler.service.targets import load_targets_file, target_from_object
+from autoscaler.service.cluster.caches import retrim_target
+from autoscaler.service.cluster.targets import load_targets_file, target_from_object
 from kube_emulator import KubeEmulator
 from tests.loop_turns import LoopTurns
 from tests.service.cluster import (

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from autoscaler.service.loop_health import monitor_event_loop_lag, track_gc_pauses
-from autoscaler.service.metrics import ServiceMetrics
-from autoscaler.service.metrics_caches import CacheState
-from autoscaler.service.metrics_targets import LIMIT_REASONS
+from autoscaler.loop.health import monitor_event_loop_lag, track_gc_pauses
+from autoscaler.service.telemetry.metrics import ServiceMetrics
+from autoscaler.service.telemetry.metrics_caches import CacheState
+from autoscaler.service.telemetry.metrics_targets import LIMIT_REASONS
 
 Labels = dict[str, str]
 

@@ -15,8 +15,8 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from prometheus_client.openmetrics import exposition as openmetrics
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 
-from autoscaler.service.metrics import ServiceMetrics
-from autoscaler.service.metrics_targets import LIMIT_REASONS
+from autoscaler.service.telemetry.metrics import ServiceMetrics
+from autoscaler.service.telemetry.metrics_targets import LIMIT_REASONS
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 NOW = 1_800_000_123.25

@@ -3,7 +3,7 @@ a late sync reads counting past it (spec.syncPeriodSeconds may be up to an hour)
 
 from __future__ import annotations
 
-from autoscaler.service.metrics import ServiceMetrics
+from autoscaler.service.telemetry.metrics import ServiceMetrics
 from tests.service.test_metrics import value
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from autoscaler.core.other_autoscalers import TAKE_OVER_ANNOTATION, OtherAutoscaler, scaled_by
-from autoscaler.service.other_autoscalers import AutoscalerIndex, trim_hpa, trim_scaled_object
+from autoscaler.service.cluster.other_autoscalers import AutoscalerIndex, trim_hpa, trim_scaled_object
 from kube_emulator import KubeEmulator
 from tests.service.cluster import FakeMetrics, condition, deployment, eventually, replicas_of, status_of, target
 from tests.service.keda import SCALED_OBJECT_CRD, hpa, scaled_object

@@ -7,7 +7,7 @@ import asyncio
 import itertools
 import time
 
-from autoscaler.service.pacing import PER_TURN, TurnPacer
+from autoscaler.loop.pacing import PER_TURN, TurnPacer
 from kube_emulator import KubeEmulator
 from tests.service.cluster import FakeMetrics, deployment, eventually, target
 from tests.service.manager_setup import running

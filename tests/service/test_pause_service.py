@@ -14,8 +14,8 @@ import pytest
 
 from autoscaler.core.pause_state import PauseMode
 from autoscaler.core.settings import ControllerSettings
-from autoscaler.service.metrics import ServiceMetrics
-from autoscaler.service.status import restore_state
+from autoscaler.service.sync.status import restore_state
+from autoscaler.service.telemetry.metrics import ServiceMetrics
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.emulator.kubectl import Kubectl, table
 from tests.manifests import load_documents

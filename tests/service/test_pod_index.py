@@ -9,8 +9,8 @@ from autoscaler.core.observation import PodPhase
 from autoscaler.kube.labels import LabelSelector, parse_label_selector
 from autoscaler.kube.pods import PodIndex
 from autoscaler.kube.records import PodRecord
-from autoscaler.service.targets import Target
-from autoscaler.service.view import CachedView
+from autoscaler.service.cluster.targets import Target
+from autoscaler.service.sync.view import CachedView
 
 
 def record(name: str, namespace: str = "default", phase: PodPhase = PodPhase.RUNNING, **labels: str) -> PodRecord:

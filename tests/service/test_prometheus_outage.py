@@ -13,10 +13,10 @@ from structlog.testing import capture_logs
 from autoscaler.prometheus.client import PrometheusClient
 from autoscaler.prometheus.errors import PrometheusError, PrometheusHTTPError, PrometheusUnreachable
 from autoscaler.prometheus.settings import PrometheusSettings
-from autoscaler.service.backends import CountingQuerier
-from autoscaler.service.metrics import ServiceMetrics
-from autoscaler.service.prometheus_outage import OutageLog
-from autoscaler.service.prometheus_reads import TimedQuerier
+from autoscaler.service.backends.outage import OutageLog
+from autoscaler.service.backends.router import CountingQuerier
+from autoscaler.service.backends.timed_reads import TimedQuerier
+from autoscaler.service.telemetry.metrics import ServiceMetrics
 
 
 def _free_port() -> int:

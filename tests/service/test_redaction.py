@@ -18,13 +18,13 @@ from autoscaler.kube.events import EventRecorder
 from autoscaler.kube.scale import ScaleAccess
 from autoscaler.prometheus.redaction import KnownSecrets
 from autoscaler.prometheus.settings import PrometheusSettings
+from autoscaler.service.cluster.targets import target_from_object
 from autoscaler.service.http import HttpServer, ReadinessCheck, StatusMap
-from autoscaler.service.logs import configure_logging, redact_known_secrets
-from autoscaler.service.metrics import ServiceMetrics
-from autoscaler.service.scales import ClusterScales
 from autoscaler.service.settings import HttpSettings, LoggingSettings
-from autoscaler.service.targets import target_from_object
-from autoscaler.service.writes import ApiWriter
+from autoscaler.service.sync.scales import ClusterScales
+from autoscaler.service.sync.writes import ApiWriter
+from autoscaler.service.telemetry.logs import configure_logging, redact_known_secrets
+from autoscaler.service.telemetry.metrics import ServiceMetrics
 from kube_emulator import KubeEmulator
 from tests.service.cluster import CRD, target
 

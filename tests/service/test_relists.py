@@ -13,8 +13,8 @@ from autoscaler.kube.api import DEPLOYMENTS, KubeApi
 from autoscaler.kube.records import trim_deployment
 from autoscaler.kube.relists import DEFAULT_RELIST_POLICY, RelistBackoff, RelistPolicy, Relists
 from autoscaler.kube.watch import WatchCache
-from autoscaler.service.cache_health import cache_readiness, cache_states
-from autoscaler.service.caches import ClusterCaches
+from autoscaler.service.cluster.cache_health import cache_readiness, cache_states
+from autoscaler.service.cluster.caches import ClusterCaches
 from autoscaler.service.settings import parse_service_settings
 from autoscaler.values.fields import SpecError
 from kube_emulator import KubeEmulator

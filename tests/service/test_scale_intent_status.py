@@ -32,7 +32,7 @@ from autoscaler.core.spec import (
 from autoscaler.core.sync import ALL_WRITTEN, SyncInputs, SyncState, plan_sync, settle
 from autoscaler.kube.api import KubeApi
 from autoscaler.service.manager import Manager
-from autoscaler.service.status import (
+from autoscaler.service.sync.status import (
     PENDING_SCALE,
     restore_scale_intent,
     restore_state,

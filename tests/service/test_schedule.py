@@ -10,8 +10,8 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.service.pacing import TurnPacer
-from autoscaler.service.schedule import Schedule, TickTimers
+from autoscaler.loop.pacing import TurnPacer
+from autoscaler.service.sync.schedule import Schedule, TickTimers
 
 PERIOD = 15.0
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.service.schedule import Schedule
+from autoscaler.service.sync.schedule import Schedule
 
 BASE = 15.0
 

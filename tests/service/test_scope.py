@@ -1,4 +1,4 @@
-"""The scope guard of the watch caches (autoscaler/service/scope.py): what each cache may hold, whatever the
+"""The scope guard of the watch caches (autoscaler/service/cluster/scope.py): what each cache may hold, whatever the
 API server sends. The service-level test is tests/chaos/test_scope.py (a proxy that leaks on the wire)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from kubernetes_asyncio.client import ApiClient
 from structlog.testing import capture_logs
 
 from autoscaler.kube.api import KubeApi
-from autoscaler.service.scope import Scope, ScopedRetrim, ScopedTrim
-from autoscaler.service.sharding import ShardingSettings
-from autoscaler.service.takeover import statuses_at_takeover
+from autoscaler.service.cluster.scope import Scope, ScopedRetrim, ScopedTrim
+from autoscaler.service.cluster.sharding import ShardingSettings
+from autoscaler.service.cluster.takeover import statuses_at_takeover
 from kube_emulator import KubeEmulator
 from tests.chaos.leaky_api import LeakyApi
 from tests.service.cluster import CRD, target
@@ -87,7 +87,7 @@ def test_the_first_object_left_out_is_a_warning_the_rest_debug() -> None:
 
 
 async def test_the_takeover_read_leaves_out_what_a_leaking_server_adds() -> None:
-    """The new leader's read of every target's status (service/takeover.py) goes through the same guard:
+    """The new leader's read of every target's status (service/cluster/takeover.py) goes through the same guard:
     the proxy answers its LIST of team-a's shard-a targets with the whole cluster's."""
     async with KubeEmulator() as emulator, LeakyApi(emulator.url) as leaky:
         emulator.install_crd(CRD)

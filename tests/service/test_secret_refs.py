@@ -24,13 +24,13 @@ from autoscaler.core.spec import (
     MetricTargetType,
 )
 from autoscaler.kube.api import KubeApi
+from autoscaler.loop.clock import SkewMonitor
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.redaction import KnownSecrets
-from autoscaler.service.backends import BackendRouter, open_backends
-from autoscaler.service.clock import SkewMonitor
-from autoscaler.service.metrics import ServiceMetrics
-from autoscaler.service.secret_refs import MIN_REREAD_SECONDS
+from autoscaler.service.backends.router import BackendRouter, open_backends
+from autoscaler.service.backends.secret_refs import MIN_REREAD_SECONDS
 from autoscaler.service.settings import parse_service_settings
+from autoscaler.service.telemetry.metrics import ServiceMetrics
 from autoscaler.values.quantity import Quantity
 from kube_emulator import KubeEmulator
 from tests.prometheus.fake_server import FakePrometheus, Request, json_response, vector

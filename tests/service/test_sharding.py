@@ -10,8 +10,8 @@ import pytest
 from autoscaler.cli import build_parser, main
 from autoscaler.cli.run import flag_overrides, read_run_inputs
 from autoscaler.kube.labels import parse_label_selector
+from autoscaler.service.cluster.sharding import ShardingSettings
 from autoscaler.service.settings import load_service_settings, parse_service_settings
-from autoscaler.service.sharding import ShardingSettings
 from autoscaler.values.fields import SpecError
 
 URL = {"prometheus": {"url": "http://p:9090"}}

@@ -16,9 +16,9 @@ from autoscaler.core.observation import MetricReading
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.kube.api import KubeApi
 from autoscaler.prometheus.queries import TargetQuery
+from autoscaler.service.cluster.sharding import ShardingSettings
 from autoscaler.service.manager import Manager
-from autoscaler.service.reconciler import TargetReconciler
-from autoscaler.service.sharding import ShardingSettings
+from autoscaler.service.sync.reconciler import TargetReconciler
 from kube_emulator import KubeEmulator
 from tests.service.cluster import (
     FakeMetrics,

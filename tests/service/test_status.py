@@ -31,9 +31,9 @@ from autoscaler.core.spec import (
     SelectPolicy,
     TargetSpec,
 )
-from autoscaler.service.report import SyncReporter
-from autoscaler.service.status import compact_history, restore_history, restore_state, status_document
-from autoscaler.service.status_digest import StatusDigest, needs_write
+from autoscaler.service.sync.report import SyncReporter
+from autoscaler.service.sync.status import compact_history, restore_history, restore_state, status_document
+from autoscaler.service.sync.status_digest import StatusDigest, needs_write
 from autoscaler.values.quantity import Quantity
 
 T0 = 1_800_000_000.0
@@ -226,7 +226,7 @@ def test_the_ongoing_count_is_held_until_the_restore() -> None:
 
 
 def status_document_history(history: DecisionHistory, now: float) -> dict[str, object]:
-    from autoscaler.service.status import history_document
+    from autoscaler.service.sync.status import history_document
 
     return history_document(compact_history(history, now))
 

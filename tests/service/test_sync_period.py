@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from autoscaler.kube.api import KubeApi
 from autoscaler.service.manager import Manager
-from autoscaler.service.metrics import ServiceMetrics
+from autoscaler.service.telemetry.metrics import ServiceMetrics
 from kube_emulator import KubeEmulator
 from tests.service.cluster import FakeMetrics, deployment, eventually, target
 from tests.service.manager_setup import manager_options

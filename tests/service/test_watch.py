@@ -8,7 +8,7 @@ from typing import Any
 from autoscaler.kube.api import DEPLOYMENTS, VPAS, KubeApi
 from autoscaler.kube.records import trim_deployment, trim_object
 from autoscaler.kube.watch import TRIM_SLICE, WatchCache
-from autoscaler.service.caches import LISTS_AT_ONCE, ClusterCaches
+from autoscaler.service.cluster.caches import LISTS_AT_ONCE, ClusterCaches
 from kube_emulator import KubeEmulator
 from tests.service.cluster import VPA_CRD, deployment, eventually, vpa
 

@@ -15,7 +15,7 @@ from autoscaler.core.hvpa.explain import explain_hvpa
 from autoscaler.core.hvpa.gates import BlockReason
 from autoscaler.core.hvpa.spec import StabilizationMode
 from autoscaler.core.spec_parse import parse_target_spec
-from autoscaler.service.hvpa import hvpa_state_document, restore_hvpa_state
+from autoscaler.service.sync.hvpa import hvpa_state_document, restore_hvpa_state
 from autoscaler.values.fields import SpecError
 from tests.core.hvpa.builders import CPU_ONLY, DESIGN, VPA_ONLY, decide, pods, target_spec, texts, vpa_status
 
