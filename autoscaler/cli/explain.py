@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from autoscaler.cli.errors import EXIT_FAILED, EXIT_INVALID, EXIT_OK, fail
+from autoscaler.values.loose_json import as_list, as_mapping, mappings_in
 
 if TYPE_CHECKING:
     from autoscaler.cli.parser import Subcommands
@@ -89,7 +90,7 @@ async def _fetch_status(args: argparse.Namespace, namespace: str, name: str) -> 
             body = loads(text)
         except ValueError as exc:
             raise LookupError(f"{url} answered HTTP {response.status} with no JSON: {text[:100]!r}") from exc
-        return dict(_mapping(_mapping(body).get("status")))
+        return dict(as_mapping(as_mapping(body).get("status")))
     from autoscaler.kube.api import KubeApi, KubeError
     from autoscaler.kube.client import make_api_client
     from autoscaler.service.cluster.targets import TARGETS
@@ -100,7 +101,7 @@ async def _fetch_status(args: argparse.Namespace, namespace: str, name: str) -> 
             obj = await KubeApi(api_client).get(TARGETS.item(namespace, name))
         except KubeError as exc:
             raise LookupError(f"ScalingTarget {namespace}/{name}: {exc.message or exc}") from exc
-    return dict(_mapping(_mapping(obj).get("status")))
+    return dict(as_mapping(as_mapping(obj).get("status")))
 
 
 def _read_token(path: str) -> str:
@@ -118,7 +119,7 @@ def explain_status(namespace: str, name: str, status: Mapping[str, Any]) -> str:
     from autoscaler.core.explain import readable
 
     lines = [f"ScalingTarget {namespace}/{name}"]
-    decision = _mapping(status.get("lastDecision"))
+    decision = as_mapping(status.get("lastDecision"))
     if not decision:
         lines.append("  no decision yet")
     else:
@@ -134,12 +135,12 @@ def explain_status(namespace: str, name: str, status: Mapping[str, Any]) -> str:
         if decision.get("error"):
             lines.append(f"  error: {decision['error']}")
         lines.append("")
-        lines.extend(f"  {line}" for line in _list(decision.get("explanation")))
-    explanation = _list(_mapping(status.get("hvpa")).get("explanation"))
+        lines.extend(f"  {line}" for line in as_list(decision.get("explanation")))
+    explanation = as_list(as_mapping(status.get("hvpa")).get("explanation"))
     if explanation:
         lines.append("")
         lines.extend(f"  {line}" for line in explanation)
-    conditions = [c for c in _list(status.get("conditions")) if isinstance(c, Mapping)]
+    conditions = mappings_in(status.get("conditions"))
     if conditions:
         lines.append("")
         lines.append("  Conditions:")
@@ -151,11 +152,3 @@ def explain_status(namespace: str, name: str, status: Mapping[str, Any]) -> str:
         lines.append("")
         lines.append("  (dry run: the service decides but does not write to the workload)")
     return "\n".join(lines)
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []

@@ -2,7 +2,9 @@
 
 A parsed pod JSON takes ~30 KiB in Python; the slice the HPA algorithm needs (phase, deletion, start
 time, the Ready condition, container requests) fits in well under 1 KiB. Every trim function takes the
-raw JSON object and returns an immutable record (or None for an object that cannot be used).
+raw JSON object and returns an immutable record (or None for an object that cannot be used); it never
+raises on an odd shape (a custom resource holds what its schema lets anyone write; a built-in kind is
+validated by the API server), reading its parts through :mod:`autoscaler.values.loose_json`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from autoscaler.core.observation import ConditionStatus, ContainerInfo, PodInfo, PodPhase
 from autoscaler.kube.labels import SelectorError, selector_from_label_selector
+from autoscaler.values.loose_json import as_mapping, mappings_in
 from autoscaler.values.quantity import Quantity, QuantityError
 from autoscaler.values.timestamps import parse_rfc3339
 
@@ -45,16 +48,6 @@ def _shared_labels(items: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
 @lru_cache(maxsize=8192)
 def _shared_containers(specs: tuple[tuple[str, tuple[tuple[str, int], ...], bool], ...]) -> tuple[ContainerInfo, ...]:
     return tuple(ContainerInfo(name, dict(requests), sidecar=sidecar) for name, requests, sidecar in specs)
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    """``value`` when it is an object, else an empty one: a trim never raises on an odd shape (a custom
-    resource holds what its schema lets anyone write; a built-in kind is validated by the API server)."""
-    return value if type(value) is dict or isinstance(value, Mapping) else {}  # a decoded object is a dict
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _requests(resources: object) -> dict[str, int]:
@@ -88,28 +81,27 @@ _STATUSES = {s.value: s for s in ConditionStatus}
 
 
 def trim_pod(obj: Mapping[str, Any]) -> PodRecord | None:
-    meta, spec, status = _mapping(obj.get("metadata")), _mapping(obj.get("spec")), _mapping(obj.get("status"))
+    meta, spec, status = as_mapping(obj.get("metadata")), as_mapping(obj.get("spec")), as_mapping(obj.get("status"))
     name, namespace = meta.get("name"), meta.get("namespace")
     if not isinstance(name, str) or not isinstance(namespace, str):
         return None
     ready: ConditionStatus | None = None
     ready_since: float | None = None
-    for condition in _list(status.get("conditions")):
-        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+    for condition in mappings_in(status.get("conditions")):
+        if condition.get("type") == "Ready":
             ready = _STATUSES.get(str(condition.get("status")), ConditionStatus.UNKNOWN)
             ready_since = parse_time(condition.get("lastTransitionTime"))
     containers = [
         (intern(str(c.get("name"))), tuple(_requests(c.get("resources")).items()), False)
-        for c in _list(spec.get("containers"))
-        if isinstance(c, Mapping)
+        for c in mappings_in(spec.get("containers"))
     ]
     containers += [
         (intern(str(c.get("name"))), tuple(_requests(c.get("resources")).items()), True)
-        for c in _list(spec.get("initContainers"))
-        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"
+        for c in mappings_in(spec.get("initContainers"))
+        if c.get("restartPolicy") == "Always"
     ]
     pod_requests = _requests(spec.get("resources")) or None
-    labels = _shared_labels(tuple((intern(str(k)), intern(str(v))) for k, v in _mapping(meta.get("labels")).items()))
+    labels = _shared_labels(tuple((intern(str(k)), intern(str(v))) for k, v in as_mapping(meta.get("labels")).items()))
     return PodRecord(
         name=name,
         phase=_PHASES.get(str(status.get("phase") or "Pending"), PodPhase.UNKNOWN),
@@ -140,7 +132,7 @@ class WorkloadRecord:
 
 
 def trim_deployment(obj: Mapping[str, Any]) -> WorkloadRecord | None:
-    meta, spec, status = _mapping(obj.get("metadata")), _mapping(obj.get("spec")), _mapping(obj.get("status"))
+    meta, spec, status = as_mapping(obj.get("metadata")), as_mapping(obj.get("spec")), as_mapping(obj.get("status"))
     name, namespace = meta.get("name"), meta.get("namespace")
     if not isinstance(name, str) or not isinstance(namespace, str):
         return None
@@ -150,12 +142,8 @@ def trim_deployment(obj: Mapping[str, Any]) -> WorkloadRecord | None:
         selector = str(parsed) if parsed is not None else ""
     except (SelectorError, ValueError) as exc:
         error = str(exc)
-    template = _mapping(_mapping(spec.get("template")).get("spec"))
-    requests = {
-        str(c.get("name")): _requests(c.get("resources"))
-        for c in _list(template.get("containers"))
-        if isinstance(c, Mapping)
-    }
+    template = as_mapping(as_mapping(spec.get("template")).get("spec"))
+    requests = {str(c.get("name")): _requests(c.get("resources")) for c in mappings_in(template.get("containers"))}
     replicas, status_replicas = spec.get("replicas"), status.get("replicas")
     return WorkloadRecord(
         namespace=namespace,
@@ -172,11 +160,11 @@ def trim_deployment(obj: Mapping[str, Any]) -> WorkloadRecord | None:
 
 def trim_object(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     """Custom resources (targets, VPAs): kept whole but for the bulky metadata nobody reads."""
-    meta = _mapping(obj.get("metadata"))
+    meta = as_mapping(obj.get("metadata"))
     if not isinstance(meta.get("name"), str):
         return None
     slim_meta = {k: v for k, v in meta.items() if k not in ("managedFields", "annotations")}
-    annotations = _mapping(meta.get("annotations"))
+    annotations = as_mapping(meta.get("annotations"))
     # kubectl's last-applied copy doubles the object; everything else is kept.
     slim_meta["annotations"] = {
         k: v for k, v in annotations.items() if k != "kubectl.kubernetes.io/last-applied-configuration"

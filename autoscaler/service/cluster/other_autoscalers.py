@@ -13,13 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from autoscaler.core.other_autoscalers import OtherAutoscaler, api_group
+from autoscaler.values.loose_json import as_mapping, mappings_in
 
 KEDA_GROUP = "keda.sh"
 KEDA_NAME_LABEL = "scaledobject.keda.sh/name"
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _text(value: object) -> str:
@@ -28,17 +25,16 @@ def _text(value: object) -> str:
 
 def _keda_owner(meta: Mapping[str, Any]) -> str:
     """The ScaledObject that created this HPA (its name), or ""."""
-    for ref in meta.get("ownerReferences") or ():
-        ref = _mapping(ref)
+    for ref in mappings_in(meta.get("ownerReferences")):
         if ref.get("kind") == "ScaledObject" and api_group(_text(ref.get("apiVersion"))) == KEDA_GROUP:
             return _text(ref.get("name"))
-    return _text(_mapping(meta.get("labels")).get(KEDA_NAME_LABEL))
+    return _text(as_mapping(meta.get("labels")).get(KEDA_NAME_LABEL))
 
 
 def _trim(obj: Mapping[str, Any], kind: str, default_api_version: str) -> OtherAutoscaler | None:
-    meta = _mapping(obj.get("metadata"))
+    meta = as_mapping(obj.get("metadata"))
     name, namespace = _text(meta.get("name")), _text(meta.get("namespace"))
-    ref = _mapping(_mapping(obj.get("spec")).get("scaleTargetRef"))
+    ref = as_mapping(as_mapping(obj.get("spec")).get("scaleTargetRef"))
     target_name = _text(ref.get("name"))
     if not name or not target_name:
         return None
