@@ -26,6 +26,7 @@ from autoscaler.backtest.history import (
 from autoscaler.backtest.limits import DEFAULT_CHUNK_POINTS, MAX_POINTS_PER_QUERY
 from autoscaler.backtest.model import SimulatedWorkload, is_live
 from autoscaler.backtest.progress import Progress
+from autoscaler.backtest.provisioning import ideal_replicas, ready_replicas
 from autoscaler.backtest.report import Report, ReportBuilder
 from autoscaler.backtest.target import BacktestTarget
 from autoscaler.backtest.workload import RealWorkload, WorkloadHistory, restrict_to_pods, workload_queries
@@ -34,12 +35,12 @@ from autoscaler.core.observation import MetricReading, ResourceReading
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import MetricSourceType
 from autoscaler.core.sync import SyncInputs, SyncState, sync
+from autoscaler.core.sync_step import StepResult
 from autoscaler.plot.records import StepRecord, step_record
 from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import MetricsReader
 from autoscaler.prometheus.settings import PrometheusSettings
-from autoscaler.simulate.runner import StepResult
 
 
 class BacktestError(Exception):
@@ -128,7 +129,8 @@ class Run:
         decision = outcome.decision
         if outcome.hvpa is not None and outcome.hvpa.applied:
             self.workload.pin(outcome.hvpa.requests, outcome.hvpa.limits)
-        self.report.add(now, decision, real.replicas)
+        ideal = ideal_replicas(self.target.spec, observation, decision)
+        self.report.add(now, decision, real.replicas, ideal=ideal, ready=ready_replicas(observation))
         if self.records is not None:
             self.records.append(step_record(now, outcome, real_replicas=real.replicas))
         if self.observer is not None:

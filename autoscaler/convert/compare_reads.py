@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from autoscaler.backtest.history import Grid, HistoryClient, RangeQuerier, fetch_matrix
 from autoscaler.backtest.workload import RealWorkload
 from autoscaler.core.spec import VALUE_METRIC_TYPES, MetricSpec, TargetSpec
+from autoscaler.core.sync_step import StepResult
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import MetricsReader
 from autoscaler.prometheus.settings import PrometheusSettings
-from autoscaler.simulate.runner import StepResult
 
 __all__ = ["ReplayRecorder", "unread_metrics"]
 

@@ -13,7 +13,7 @@ from autoscaler.core.hvpa.explain import hvpa_json, requests_text
 from autoscaler.core.pause import pause_summary
 from autoscaler.core.results import MetricOutcome
 from autoscaler.core.status import condition_json, history_json, metric_status, quantity_from_milli
-from autoscaler.simulate.runner import StepResult
+from autoscaler.core.sync_step import StepResult
 
 
 def seconds(value: float) -> int | float:

@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from autoscaler.core.decision import Decision, TargetState
-from autoscaler.core.hvpa.decision import HvpaDecision, VpaObservation
-from autoscaler.core.observation import Observation
+from autoscaler.core.decision import TargetState
+from autoscaler.core.hvpa.decision import VpaObservation
 from autoscaler.core.pause_spec import pause_annotation_items
-from autoscaler.core.sync import SyncInputs, SyncOutcome, SyncState, sync
+from autoscaler.core.sync import SyncInputs, SyncState, sync
+from autoscaler.core.sync_step import StepResult
 from autoscaler.simulate.hvpa_steps import carried_requests, closed_loop_pods, demand_vpa
 from autoscaler.simulate.scenario import Scenario, observation_for
-
-
-@dataclass(frozen=True, slots=True)
-class StepResult:
-    """One sync of a replay (``simulate`` or ``backtest``): its time, what it observed, its outcome."""
-
-    at: float
-    observation: Observation
-    outcome: SyncOutcome
-
-    @property
-    def decision(self) -> Decision:
-        return self.outcome.decision
-
-    @property
-    def hvpa(self) -> HvpaDecision | None:
-        return self.outcome.hvpa
 
 
 def run_scenario(scenario: Scenario) -> list[StepResult]:

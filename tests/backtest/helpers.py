@@ -12,9 +12,9 @@ from autoscaler.backtest.replay import BacktestOptions, BacktestResult, run_back
 from autoscaler.backtest.target import load_target
 from autoscaler.backtest.workload import RealWorkload
 from autoscaler.core.settings import ControllerSettings
+from autoscaler.core.sync_step import StepResult
 from autoscaler.prometheus import PrometheusClient, PrometheusSettings
 from autoscaler.simulate.output import step_json
-from autoscaler.simulate.runner import StepResult
 from autoscaler_sandbox import PrometheusSandbox
 from tests.backtest import history_data as hd
 

@@ -5,8 +5,9 @@ from pathlib import Path
 import yaml
 
 from autoscaler.core.conditions import find_condition
+from autoscaler.core.sync_step import StepResult
 from autoscaler.simulate.recording import state_document
-from autoscaler.simulate.runner import StepResult, run_scenario
+from autoscaler.simulate.runner import run_scenario
 from autoscaler.simulate.scenario import parse_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "config" / "scenarios"

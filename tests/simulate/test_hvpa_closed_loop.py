@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from autoscaler.cli import main
-from autoscaler.simulate.runner import StepResult, run_scenario
+from autoscaler.core.sync_step import StepResult
+from autoscaler.simulate.runner import run_scenario
 from autoscaler.simulate.scenario import parse_scenario
 from autoscaler.values.fields import SpecError
 
