@@ -13,11 +13,12 @@ outage. client-go re-reads such files every minute; kubernetes-asyncio reads a k
 
 **The environment is read once.** kubernetes-asyncio's HTTP session trusts the environment on every
 request: aiohttp then looks up ``HTTPS_PROXY``/``NO_PROXY`` and reads ``~/.netrc`` for each call, each in a
-worker thread — two thread hops and a file open per request, most of the cost of a status write at
-10,000 targets. :func:`make_api_client` resolves the API server's proxy from the environment once
-(``HTTPS_PROXY``/``HTTP_PROXY`` and ``NO_PROXY``, as client-go's ``ProxyFromEnvironment`` does; a
-kubeconfig's ``proxy-url`` wins) and gives the client a session that does not look again. ``~/.netrc``
-is not used: client-go never reads it, and the API server is authenticated by token or certificate.
+worker thread — two thread hops and a file open per request, most of the cost of a status write (why:
+docs/benchmarks-history.md, "Where 10,000 targets broke first"). :func:`make_api_client` resolves the API
+server's proxy from the environment once (``HTTPS_PROXY``/``HTTP_PROXY`` and ``NO_PROXY``, as client-go's
+``ProxyFromEnvironment`` does; a kubeconfig's ``proxy-url`` wins) and gives the client a session that does
+not look again. ``~/.netrc`` is not used: client-go never reads it, and the API server is authenticated by
+token or certificate.
 
 **Error bodies are read in part.** The same session reads at most 64 KiB of an error answer's body, for
 every request made through it, the generated API classes' included (:mod:`autoscaler.kube.bodies`).

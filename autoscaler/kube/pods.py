@@ -2,10 +2,10 @@
 
 Pods of one template carry the same labels, so the index keeps pods in groups of equal labels (namespace →
 label set → pods by name) and indexes the groups, not the pods, by label (namespace → key=value → label
-sets): a pod costs one dictionary entry, not one set entry per label (at 100,000 pods in groups of ten,
-~13 MiB less). The equality and ``in`` requirements of a selector pick the candidate groups; the rest of
-the selector is checked once per group. Selection costs the groups of the smallest matching index
-bucket, not the number of pods in the cluster.
+sets): a pod costs one dictionary entry, not one set entry per label (why: docs/benchmarks-history.md,
+"Pods in groups of equal labels"). The equality and ``in`` requirements of a selector pick the candidate
+groups; the rest of the selector is checked once per group. Selection costs the groups of the smallest
+matching index bucket, not the number of pods in the cluster.
 """
 
 from __future__ import annotations

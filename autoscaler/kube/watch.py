@@ -237,11 +237,11 @@ class WatchCache(Generic[R]):
     async def _list(self, reason: str) -> None:
         """List in pages of ``page_size``: only one page of whole objects is ever in memory, not every pod
         of the cluster at once. Pages of 500, as client-go's reflector: a page of 500 decoded pods is ~15 MB
-        of short-lived objects whose freed memory the allocator keeps (~4 MiB more RSS at 10,000 pods than
-        pages of 100), but at 100,000 pods pages of 100 are 1,000 round trips, and start-up to the first
-        full pass took twice the goal of 60 s (bench/service.py). The next page is asked for before this
-        one is trimmed, so the server serves it meanwhile (two pages in memory at most). A continue token
-        that expired (410) relists from the start, through :meth:`run`."""
+        of short-lived objects whose freed memory the allocator keeps (a little more RSS than pages of 100),
+        but at 100,000 pods pages of 100 are 1,000 round trips, and start-up to the first full pass took far
+        longer than its 60 s goal (why: docs/benchmarks-history.md, "Where 10,000 targets broke first"). The
+        next page is asked for before this one is trimmed, so the server serves it meanwhile (two pages in
+        memory at most). A continue token that expired (410) relists from the start, through :meth:`run`."""
         fresh: dict[Key, R] = {}
         version = ""
         began = time.monotonic()

@@ -178,8 +178,9 @@ def readings_in_steps(
 class PodReadings:
     """What :func:`readings_in_steps` gives, made while the answer is decoded: a
     :class:`~autoscaler.prometheus.slicing.SeriesSink` that takes each slice's decoded series straight into
-    the readings, with no :class:`~autoscaler.prometheus.results.Vector` columns in between (a quarter
-    less CPU than the columns read afterwards in ``bench/prometheus_fetch.py``, BENCHMARKS.md).
+    the readings, with no :class:`~autoscaler.prometheus.results.Vector` columns in between: less client
+    CPU than reading the columns afterwards (why: docs/benchmarks-history.md, "Per-pod answers read as they
+    are decoded").
 
     Each slice is decoded by :meth:`decode` into typed records (:mod:`autoscaler.prometheus.typed_series`),
     which :meth:`take` takes.

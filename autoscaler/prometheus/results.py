@@ -37,7 +37,8 @@ class Vector(Sequence[Series]):
     Why columns: a batched answer holds 100,000 series for as long as it is read, which spans turns of
     the loop and so young collections of the cyclic garbage collector. A ``Series`` (a tuple subclass)
     stays in the collector's lists for life and was walked again by each collection of generation 1
-    (13 % of what it walked at 10,000 targets, bench/service.py); the columns are three lists, and their
+    (a large share of what it walked at 10,000 targets: docs/benchmarks-history.md, "The collector's walk
+    cut"); the columns are three lists, and their
     elements (flat label dicts, floats, strings) are not tracked by it at all."""
 
     __slots__ = ("labels", "timestamps", "values")

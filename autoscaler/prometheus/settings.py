@@ -63,8 +63,8 @@ DEFAULT_MAX_QUERY_LENGTH = 8192
 # return millions of series, and decoding 64 MiB of JSON takes ~0.5 GB of memory.
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20
 # Answers past this are decoded ~256 KiB at a time, with the loop's turns between (it never stalls on one).
-# 1 MiB before: at 10,000 targets the answers below it (up to ~4,000 series) were decoded in one step of
-# ~50 ms of pure Python, a third of the loop's stalls past 50 ms (BENCHMARKS.md, "Where the loop stalls").
+# It was 1 MiB: at 10,000 targets the answers just below that were each decoded in one step of pure Python,
+# long enough to be a third of the loop's stalls (why: docs/benchmarks-history.md, "Where the loop stalls").
 DEFAULT_LARGE_RESPONSE_BYTES = 256 * 2**10
 # A query Prometheus rejects as invalid (400/422) is sent again after this, doubling up to the maximum
 # (jittered): not every period, but a fixed template or a Prometheus upgrade is still noticed.

@@ -6,9 +6,9 @@ the cyclic collector counts and walks, and a string for every label, the ones no
 batched sync at 10,000 targets decodes 200,000 series a period. msgspec decodes a slice of them into one
 record a series holding only the three labels the readings use (any other label is skipped, never made),
 records the collector does not track, with the value checked to be a pair of a number and a string: what
-the reader's sink takes, with no check of its own left to make per series (17-18 % fewer instructions a
-series than orjson's dicts, and 12 % less of the service's CPU at 10,000 targets in a pair of runs:
-BENCHMARKS.md, the fourteenth session).
+the reader's sink takes, with no check of its own left to make per series: fewer instructions a series
+than orjson's dicts, and less of the service's CPU at 10,000 targets (why: docs/benchmarks-history.md,
+"Typed records for the answers").
 
 What msgspec refuses (an element that is not a vector's series, a label that is not a string, a time that
 is not a number) makes the sink refuse the answer, which is then decoded as before.
