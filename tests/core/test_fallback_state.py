@@ -12,8 +12,8 @@ from autoscaler.core.metric_health import MetricHealth, metric_keys
 from autoscaler.core.rescale import resolve_scale_intent, scale_intent, state_before_write
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.core.sync import SyncState
-from autoscaler.service.sync.metric_health import fallback_status, restore_metric_health
-from autoscaler.service.sync.status import restore_state, status_document
+from autoscaler.service.sync.status import restore, status_document
+from autoscaler.service.sync.status_sections import fallback_status, restore_metric_health
 from autoscaler.values.fields import SpecError
 from tests.core.test_fallback import FAILED, QUEUE, queue, run, target
 
@@ -29,7 +29,7 @@ def test_a_restart_mid_outage_goes_on_counting_from_the_status() -> None:
     assert status["metricHealth"] == {
         "external/queue": {"numberOfFailures": 3, "status": "Failing", "since": "1970-01-01T00:01:40.250000Z"}
     }
-    restored = restore_state(status, 140)
+    restored = restore(status, 140).target
     assert restored.metric_health == (MetricHealth("external/queue", 3, 100.25),)
     after = run(spec, [(145, 2, FAILED)], SyncState(restored))[0]
     assert after.decision.replicas == 6  # the 4th failure in a row, as without the restart

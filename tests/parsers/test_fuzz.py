@@ -32,8 +32,8 @@ from autoscaler.cli.explain import explain_status
 from autoscaler.cli.run import read_run_inputs
 from autoscaler.kube.records import trim_deployment, trim_object, trim_pod
 from autoscaler.service.cluster.targets import target_from_object
-from autoscaler.service.sync.hvpa import find_vpa, restore_hvpa_state, vpa_observation
-from autoscaler.service.sync.status import restore_state
+from autoscaler.service.sync.hvpa import find_vpa, vpa_observation
+from autoscaler.service.sync.status import restore
 from autoscaler.service.sync.status_digest import StatusDigest, needs_write
 from autoscaler.values.fields import SpecError
 from autoscaler.values.yaml_files import load_yaml_documents
@@ -241,13 +241,11 @@ def test_a_target_object_from_the_api_makes_only_that_target_invalid(data: st.Da
     for problem in target.errors:
         assert problem.path.startswith(("spec", "status", "metadata")) and problem.message, problem
     status = target.status
-    restore_state(status, time.time())
+    restore(status, time.time())  # HVPA's state (status.hvpa.state) with the rest
     needs_write(status, STATUS)
     needs_write(STATUS, status)
     if isinstance(status, dict):
         explain_status(target.namespace, target.name, status)
-        hvpa = status.get("hvpa")
-        restore_hvpa_state(hvpa.get("state") if isinstance(hvpa, dict) else None)
     StatusDigest.of_status(status)
 
 

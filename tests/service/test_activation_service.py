@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autoscaler.core.settings import ControllerSettings
-from autoscaler.service.sync.status import restore_state
+from autoscaler.service.sync.status import restore
 from autoscaler.values.timestamps import parse_rfc3339
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.manifests import load_documents
@@ -26,10 +26,10 @@ from tests.service.cluster import (
     deployment,
     eventually,
     replicas_of,
-    running_manager,
     status_of,
     target,
 )
+from tests.service.manager_setup import running_manager
 
 
 @pytest.fixture
@@ -89,7 +89,7 @@ async def test_a_zero_set_with_kubectl_is_woken_and_the_cooldown_sends_it_back(
         assert not list(pruned_fields(obj, schema, root=True)), "the CRD would prune activation's fields"
         assert not custom_resource_errors(obj, schema)
         # A restarted service starts from the same last active time (the cooldown is not reset).
-        assert restore_state(status, last_active + 100).last_active_time == last_active
+        assert restore(status, last_active + 100).target.last_active_time == last_active
         syncs = manager.running[("default", "worker")].reconciler.syncs
         await eventually(lambda: manager.running[("default", "worker")].reconciler.syncs >= syncs + 3, what="syncs")
         assert replicas_of(emu, "worker") == 0, "inactive at idle: it stays"
@@ -100,8 +100,8 @@ def test_a_status_written_while_active_restores_as_active_until_the_restore() ->
         "conditions": [{"type": "Active", "status": "True", "reason": "ScalerActive", "message": ""}],
         "lastActiveTime": "2027-01-15T08:00:00Z",  # stale: the service writes none while active
     }
-    assert restore_state(status, 1_900_000_000.5).last_active_time == 1_900_000_000.5
+    assert restore(status, 1_900_000_000.5).target.last_active_time == 1_900_000_000.5
     inactive = {"conditions": [{"type": "Active", "status": "False", "reason": "ScalerCooldown", "message": ""}]}
     at = "2027-01-15T08:00:00.25Z"
-    assert restore_state({**inactive, "lastActiveTime": at}, 1_900_000_000.0).last_active_time == parse_rfc3339(at)
-    assert restore_state(inactive, 1_900_000_000.0).last_active_time is None
+    assert restore({**inactive, "lastActiveTime": at}, 1_900_000_000.0).target.last_active_time == parse_rfc3339(at)
+    assert restore(inactive, 1_900_000_000.0).target.last_active_time is None

@@ -14,7 +14,7 @@ import pytest
 
 from autoscaler.core.pause_state import PauseMode
 from autoscaler.core.settings import ControllerSettings
-from autoscaler.service.sync.status import restore_state
+from autoscaler.service.sync.status import restore
 from autoscaler.service.telemetry.metrics import ServiceMetrics
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.emulator.kubectl import Kubectl, table
@@ -27,10 +27,10 @@ from tests.service.cluster import (
     deployment,
     eventually,
     replicas_of,
-    running_manager,
     status_of,
     target,
 )
+from tests.service.manager_setup import running_manager
 from tests.service.test_metrics import series
 
 pytestmark = pytest.mark.kubectl
@@ -86,7 +86,7 @@ async def test_kubectl_annotate_pauses_at_a_count_and_removing_it_resumes(emu: K
         assert not list(pruned_fields(obj, schema, root=True)), "the CRD would prune the pause's fields"
         assert not custom_resource_errors(obj, schema)
         # A restarted service starts from the same pause, since the same time (and does not write 2 again).
-        restored = restore_state(status_of(emu, "web"), since + 3600).pause
+        restored = restore(status_of(emu, "web"), since + 3600).target.pause
         assert restored is not None and (restored.mode, restored.replicas, restored.reached) == (
             PauseMode.REPLICAS,
             2,

@@ -31,20 +31,15 @@ from autoscaler.core.spec import (
 )
 from autoscaler.core.sync import ALL_WRITTEN, SyncInputs, SyncState, plan_sync, settle
 from autoscaler.kube.api import KubeApi
-from autoscaler.service.manager import Manager
-from autoscaler.service.sync.status import (
-    PENDING_SCALE,
-    restore_scale_intent,
-    restore_state,
-    scale_intent_document,
-    status_document,
-)
+from autoscaler.service.sync.status import restore, status_document
+from autoscaler.service.sync.status_sections import PENDING_SCALE, restore_scale_intent, scale_intent_document
 from autoscaler.values.quantity import Quantity
 from autoscaler.values.timestamps import parse_rfc3339
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.manifests import load_documents
 from tests.schemas import crd_version_schema, custom_resource_errors, pruned_fields
 from tests.service.cluster import CRD, FakeMetrics, deployment, eventually, replicas_of, status_of, target
+from tests.service.manager_setup import build_manager
 
 T0 = 1_800_000_000.25
 QUEUE = MetricSpec(
@@ -72,7 +67,7 @@ def test_the_status_before_the_write_restores_to_the_intent_and_settles_as_the_w
         plan.decision, generation=1, now=plan.now, extra={PENDING_SCALE: scale_intent_document(intent)}
     )
     assert document[PENDING_SCALE]["fromReplicas"] == 2 and document[PENDING_SCALE]["toReplicas"] == 3
-    restored = restore_state(document, T0 + 30)
+    restored = restore(document, T0 + 30).target
     assert restored.scale_intent == intent  # the time to the microsecond, as the history keeps times
     landed, event = resolve_scale_intent(restored, SPEC, 3)
     written = settle(plan, ALL_WRITTEN)
@@ -129,7 +124,7 @@ async def test_the_status_holds_the_write_while_it_is_in_flight_then_records_it(
     metrics.set("queue", 20)
     schema = crd_version_schema(load_documents(CRD)[0], "v1alpha1")
     async with emu.api_client() as client:
-        manager = Manager(
+        manager = build_manager(
             KubeApi(client), metrics.read_many, settings=ControllerSettings(), period=0.3, jitter=0.0, batch_window=0.05
         )
         await manager.start_caches()

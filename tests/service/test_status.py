@@ -31,8 +31,9 @@ from autoscaler.core.spec import (
     SelectPolicy,
     TargetSpec,
 )
+from autoscaler.core.sync import SyncState
 from autoscaler.service.sync.report import SyncReporter
-from autoscaler.service.sync.status import compact_history, restore_history, restore_state, status_document
+from autoscaler.service.sync.status import compact_history, restore, restore_history, status_document
 from autoscaler.service.sync.status_digest import StatusDigest, needs_write
 from autoscaler.values.quantity import Quantity
 
@@ -100,7 +101,7 @@ def test_a_restore_decides_exactly_as_the_writer_would_have(
         if step == restart_at:
             # The process writes its status and dies; a new one reads it back at the same moment.
             document = status_document(decision, generation=1, now=now)
-            restored = restore_state(document, now)
+            restored = restore(document, now).target
             restored_replicas = replicas
 
 
@@ -265,12 +266,13 @@ def test_conditions_and_times_survive_the_round_trip() -> None:
     document = status_document(decision, generation=3, now=T0)
     assert document["lastScaleTime"] == "2027-01-15T08:00:00Z"
     assert document["observedGeneration"] == 3
-    state = restore_state(document, T0 + 10)
+    state = restore(document, T0 + 10).target
     assert [(c.type, c.status, c.reason, c.last_transition_time) for c in state.conditions] == [
         (c.type, c.status, c.reason, c.last_transition_time) for c in decision.conditions
     ]
     assert state.desired_replicas == decision.status_desired_replicas
-    assert restore_state(None, T0) == TargetState()
+    assert restore(None, T0) == SyncState()
+    assert restore(None, T0).target == TargetState()
 
 
 def test_the_last_status_kept_is_the_status_given_whatever_encodes_it() -> None:

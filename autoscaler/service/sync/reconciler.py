@@ -30,11 +30,9 @@ from typing import Any
 
 import structlog
 
-from autoscaler.core.decision import Decision, TargetState
-from autoscaler.core.hvpa.decision import HvpaState
+from autoscaler.core.decision import Decision
 from autoscaler.core.observation import Observation
 from autoscaler.core.other_autoscalers import held_for, hold
-from autoscaler.core.pause import pause_status
 from autoscaler.core.rescale import scale_intent
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
@@ -53,20 +51,19 @@ from autoscaler.core.sync import (
 from autoscaler.kube.scale import Scale, ScaleError
 from autoscaler.service.backends.healths import BackendHealths
 from autoscaler.service.cluster.targets import Target
-from autoscaler.service.sync.hvpa import hvpa_status, restore_hvpa_state, vpa_observation
-from autoscaler.service.sync.metric_health import fallback_status
+from autoscaler.service.sync.hvpa import vpa_observation
 from autoscaler.service.sync.observe import TargetObserver
 from autoscaler.service.sync.report import SyncReporter, reconcile_result
 from autoscaler.service.sync.scale_grace import finish_scale_write
 from autoscaler.service.sync.schedule import ConcurrencySlot, Schedule, TickTimers
-from autoscaler.service.sync.status import activation_status, restore_state
+from autoscaler.service.sync.status import restore
+from autoscaler.service.sync.status_sections import HVPA, decision_sections, hvpa_status
 from autoscaler.service.sync.view import ClusterView
 from autoscaler.service.sync.writes import ClusterWriter, LeadershipLost, TargetLeft, TargetWrites
 from autoscaler.service.telemetry.metrics_sink import MetricsSink
 from autoscaler.service.telemetry.recorder import SyncRecorder
 
 log = structlog.get_logger("autoscaler.reconciler")
-NO_HVPA = HvpaState()
 
 
 @dataclass(frozen=True)
@@ -92,7 +89,7 @@ class Handoff:
     """What a reconciler leaves the one that replaces it (the target's spec changed): this term's state
     and the status it last wrote."""
 
-    state: TargetState | None
+    state: SyncState | None
     last_status: Mapping[str, Any] | None
 
 
@@ -111,7 +108,7 @@ class TargetReconciler:
         writer: ClusterWriter,
         context: SyncContext,
         *,
-        state: TargetState | None = None,
+        state: SyncState | None = None,
         last_status: Mapping[str, Any] | None = None,
     ) -> None:
         assert target.spec is not None
@@ -133,8 +130,9 @@ class TargetReconciler:
             backend=context.backend,
             sync_period=self.period,
         )
+        # What the next sync starts from; None: restored from the last status at the next sync (the first
+        # one, or the one after a sync cut short).
         self._state = state
-        self._hvpa_state: HvpaState | None = None
         self._syncs = 0
 
     @property
@@ -217,7 +215,7 @@ class TargetReconciler:
                 )
                 return None
             self._writes.begin()
-            state = self._state if self._state is not None else restore_state(self.last_status, now)
+            state = self._state if self._state is not None else restore(self.last_status, now)
             try:
                 scale = await self._view.read_scale(target)
             except ScaleError as exc:
@@ -235,7 +233,6 @@ class TargetReconciler:
                 inputs = SyncInputs(
                     observation, created=self._target.created, annotations=self._target.pause_annotations
                 )
-                hvpa_state = NO_HVPA
             else:
                 inputs = SyncInputs(
                     observation,
@@ -245,9 +242,8 @@ class TargetReconciler:
                     created=self._target.created,
                     annotations=self._target.pause_annotations,
                 )
-                hvpa_state = self._hvpa_state if self._hvpa_state is not None else self._restored_hvpa_state()
-            plan = plan_sync(spec, inputs, SyncState(state, hvpa_state), self._context.settings, now)
-            held = hold(self._view.other_autoscaler(self._target), state.conditions, self._target.take_over)
+            plan = plan_sync(spec, inputs, state, self._context.settings, now)
+            held = hold(self._view.other_autoscaler(self._target), state.target.conditions, self._target.take_over)
             if held is not None:  # never two writers: decided, reported, not written (issue 43)
                 plan = held_plan(plan, held)
                 return await self._carry_out(plan, scale, observation, started, held=True)
@@ -281,15 +277,12 @@ class TargetReconciler:
         if self._context.recorder is not None:
             self._context.recorder.record(target, plan, observation, results, outcome)
         decision = outcome.decision
-        extra: dict[str, Any] = activation_status(decision)
-        extra.update(fallback_status(decision))
-        extra.update(pause_status(decision))
+        extra = decision_sections(decision)
         if outcome.hvpa is not None:
-            self._hvpa_state = outcome.state.hvpa
-            extra["hvpa"] = hvpa_status(outcome.hvpa, self._hvpa_state)
+            extra[HVPA] = hvpa_status(outcome.hvpa, outcome.state.hvpa)
         await self._reporter.report(self._target, decision, now, extra)
         self._writes.end(target)
-        self._state = outcome.state.target
+        self._state = outcome.state
         self._syncs += 1
         result = ("held", None) if held else reconcile_result(decision)
         self._context.metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started, *result)
@@ -298,11 +291,6 @@ class TargetReconciler:
     def _forget_state(self) -> None:
         """The next sync restores its state from the status (a scale write's sync was cut short)."""
         self._state = None
-
-    def _restored_hvpa_state(self) -> HvpaState:
-        """HVPA's state at this reconciler's first sync: what the last status kept."""
-        saved = (self.last_status or {}).get("hvpa") or {}
-        return restore_hvpa_state(saved.get("state"))
 
     async def _write(self, plan: SyncPlan, scale: Scale) -> WriteResults:
         """Make the plan's writes: the status that records the scale write, the scale, then (only if that
@@ -324,9 +312,8 @@ class TargetReconciler:
         name = str(((self._view.find_vpa(self._target) or {}).get("metadata") or {}).get("name") or "")
         return WriteResults(vpa=bool(name) and await self._writes.vpa(self._target, name, patch))
 
-    async def _scale_unreadable(self, state: TargetState, error: str, now: float) -> None:
+    async def _scale_unreadable(self, state: SyncState, error: str, now: float) -> None:
         """AbleToScale False / FailedGetScale: the status keeps everything else as it was."""
-        unreadable, event = scale_unreadable(SyncState(state), error, now)
-        self._state = unreadable.target
+        self._state, event = scale_unreadable(state, error, now)
         log.warning("scale unreadable", error=error)
-        await self._reporter.report_unreadable(self._target, self._state.conditions, event)
+        await self._reporter.report_unreadable(self._target, self._state.target.conditions, event)

@@ -26,21 +26,14 @@ from autoscaler.core import conditions as c
 from autoscaler.core.conditions import Condition
 from autoscaler.core.decision import Decision, Event
 from autoscaler.core.history import ScaleIntent
-from autoscaler.core.pause import pause_status
 from autoscaler.core.results import MetricOutcome
 from autoscaler.core.status import condition_json
 from autoscaler.service.backends.health import backend_event
 from autoscaler.service.backends.healths import BackendHealths
 from autoscaler.service.cluster.targets import Target, compact_json
-from autoscaler.service.sync.metric_health import fallback_status
-from autoscaler.service.sync.status import (
-    PENDING_SCALE,
-    activation_status,
-    scale_intent_document,
-    seconds_time,
-    status_document,
-)
+from autoscaler.service.sync.status import seconds_time, status_document
 from autoscaler.service.sync.status_digest import StatusDigest
+from autoscaler.service.sync.status_sections import HVPA, PENDING_SCALE, decision_sections, scale_intent_document
 from autoscaler.service.sync.writes import TargetWrites
 from autoscaler.service.telemetry.metrics_sink import MetricsSink
 
@@ -172,12 +165,10 @@ class SyncReporter:
         ``pendingScale`` (:mod:`autoscaler.service.sync.status`), HVPA's section as it was. None once written,
         else why not (the write is then not sent: a scale no status could record is not made)."""
         last = self.last_status or {}
-        extra: dict[str, Any] = {"hvpa": last["hvpa"]} if "hvpa" in last else {}
+        extra: dict[str, Any] = {HVPA: last[HVPA]} if HVPA in last else {}
         if self._shard is not None:
             extra["shard"] = self._shard
-        extra.update(activation_status(decision))
-        extra.update(fallback_status(decision))
-        extra.update(pause_status(decision))
+        extra.update(decision_sections(decision))
         extra[PENDING_SCALE] = scale_intent_document(intent)
         document = status_document(decision, generation=target.generation, now=now, extra=extra)
         error = await self._writes.status_before_scale(target, document, self.last_status)

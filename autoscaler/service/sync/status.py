@@ -1,9 +1,14 @@
-"""A target's status: written from a decision, read back into the state the next sync starts from.
+"""A target's status in the service: written from a decision, read back (:func:`restore`) into the
+:class:`~autoscaler.core.sync.SyncState` the next sync starts from. Every section of it is here, both ways:
+the HPA engine's (history, conditions, the last decision) here, the others (``pendingScale``,
+``lastActiveTime``, ``metricHealth``, ``hvpa``) in :mod:`autoscaler.service.sync.status_sections`, each
+written and read back side by side; core has the shapes ``simulate`` shares (:mod:`autoscaler.core.status`).
 
 The status carries everything a restarted (or newly elected) service needs to decide exactly as the
 old one would have — the decision history included, which upstream keeps only in memory — and it is
 written only when something a reader or a restart needs has changed, never just because a sync ran
-(:mod:`autoscaler.service.sync.status_digest` tells).
+(:mod:`autoscaler.service.sync.status_digest` tells; the one other module of the status, as it is the
+steady sync's whole share of it).
 
 The history is kept compact without changing any decision. Stabilization only ever takes the highest or
 lowest recommendation inside a window, so for each replica count only the latest time it was
@@ -16,6 +21,9 @@ A scale write is recorded before it is sent: the status of the decision as made,
 ``pendingScale`` (:func:`scale_intent_document`); the status written once the write is done drops it. A
 status read back with it tells the next sync a write whose outcome was never recorded
 (:func:`~autoscaler.core.rescale.resolve_scale_intent` settles it against the workload's count).
+
+A status read back may hold anything (edited by hand, written by an older version): a part that does not
+read is left out, never an error (:mod:`autoscaler.values.loose_json`).
 """
 
 from __future__ import annotations
@@ -29,12 +37,22 @@ from autoscaler.core import conditions as c
 from autoscaler.core.conditions import Condition, set_condition
 from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.explain import explain_lines
-from autoscaler.core.gomath import MAX_INT32
-from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent, ScaleIntent
+from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.pause_state import restore_pause
 from autoscaler.core.status import condition_json, metric_status
+from autoscaler.core.sync import SyncState
 from autoscaler.service.cluster.targets import Target, error_text
-from autoscaler.service.sync.metric_health import METRIC_HEALTH, restore_metric_health
+from autoscaler.service.sync.status_sections import (
+    HVPA,
+    METRIC_HEALTH,
+    PENDING_SCALE,
+    replica_count,
+    restore_hvpa_state,
+    restore_last_active_time,
+    restore_metric_health,
+    restore_scale_intent,
+)
+from autoscaler.values.loose_json import as_mapping, mappings_in
 from autoscaler.values.timestamps import parse_rfc3339, rfc3339
 
 # Keep recommendations this long at least (the longest stabilization window allowed is 3600 s).
@@ -106,8 +124,8 @@ def restore_history(document: object, now: float) -> DecisionHistory | None:
     if not isinstance(document, Mapping):
         return None
     recs: list[Recommendation] = []
-    for item in _list(document.get("recommendations")):
-        replicas, at = _count(item.get("replicas")), parse_rfc3339(item.get("at"))
+    for item in mappings_in(document.get("recommendations")):
+        replicas, at = replica_count(item.get("replicas")), parse_rfc3339(item.get("at"))
         if replicas is not None and at is not None:
             # The ongoing count was still being recommended when the status was written: hold it until now.
             recs.append(Recommendation(replicas, max(now, at) if item.get("ongoing") else at))
@@ -116,23 +134,10 @@ def restore_history(document: object, now: float) -> DecisionHistory | None:
     )
 
 
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _count(value: object) -> int | None:
-    """A replica count or change as the service writes one (an int32), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT32 else None
-
-
-def _list(value: object) -> list[Mapping[str, Any]]:
-    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
-
-
 def _events(value: object) -> tuple[ScaleEvent, ...]:
     out = []
-    for item in _list(value):
-        change, at = _count(item.get("change")), parse_rfc3339(item.get("at"))
+    for item in mappings_in(value):
+        change, at = replica_count(item.get("change")), parse_rfc3339(item.get("at"))
         if change is not None and at is not None:
             out.append(ScaleEvent(change, at, bool(item.get("outdated", False))))
     return tuple(out)
@@ -140,7 +145,7 @@ def _events(value: object) -> tuple[ScaleEvent, ...]:
 
 def restore_conditions(value: object) -> tuple[Condition, ...]:
     out = []
-    for item in _list(value):
+    for item in mappings_in(value):
         type_, status = item.get("type"), item.get("status")
         if isinstance(type_, str) and isinstance(status, str):
             out.append(
@@ -155,69 +160,22 @@ def restore_conditions(value: object) -> tuple[Condition, ...]:
     return tuple(out)
 
 
-def restore_state(status: object, now: float) -> TargetState:
-    """What the next sync starts from, read from the target's status."""
+def restore(status: object, now: float) -> SyncState:
+    """What the next sync starts from, read from the target's status: the HPA engine's state and HVPA's
+    (a status that is not an object, or holds neither: a new target's)."""
     if not isinstance(status, Mapping):
-        return TargetState()
-    return TargetState(
+        return SyncState()
+    target = TargetState(
         history=restore_history(status.get("history"), now),
         conditions=restore_conditions(status.get("conditions")),
-        desired_replicas=_count(status.get("desiredReplicas")),
+        desired_replicas=replica_count(status.get("desiredReplicas")),
         last_scale_time=parse_rfc3339(status.get("lastScaleTime")),
         scale_intent=restore_scale_intent(status.get(PENDING_SCALE)),
         last_active_time=restore_last_active_time(status, now),
         metric_health=restore_metric_health(status.get(METRIC_HEALTH)),
         pause=restore_pause(status.get("pause")),
     )
-
-
-LAST_ACTIVE_TIME = "lastActiveTime"  # KEDA's status field
-
-
-def activation_status(decision: Decision) -> dict[str, Any]:
-    """``status.lastActiveTime`` of a target with ``activation`` while it is not active: the last sync a metric
-    was above its activation threshold, which the cooldown to idle counts from. While the target is active
-    (condition Active True) it is left out: it would change at every sync, and a status is not written only
-    for that; a restore takes an active target as active until the moment of the restore (never a shorter
-    cooldown)."""
-    outcome = decision.activation
-    if outcome is None or outcome.active or outcome.last_active_time is None:
-        return {}
-    return {LAST_ACTIVE_TIME: rfc3339(outcome.last_active_time, fraction=True)}
-
-
-def restore_last_active_time(status: Mapping[str, Any], now: float) -> float | None:
-    """The last time a restored target was active: now if its status says it is (Active True), else what
-    ``status.lastActiveTime`` says (None: never active, or no activation)."""
-    for condition in _list(status.get("conditions")):
-        if condition.get("type") == "Active" and condition.get("status") == c.TRUE:
-            return now
-    return parse_rfc3339(status.get(LAST_ACTIVE_TIME))
-
-
-PENDING_SCALE = "pendingScale"  # the status key of a scale write recorded before it is sent
-
-
-def scale_intent_document(intent: ScaleIntent) -> dict[str, Any]:
-    """``status.pendingScale``: the scale write about to be sent (its time as exact as the history's)."""
-    return {
-        "fromReplicas": intent.previous,
-        "toReplicas": intent.replicas,
-        "at": rfc3339(intent.at, fraction=True),
-        "reason": intent.reason,
-    }
-
-
-def restore_scale_intent(document: object) -> ScaleIntent | None:
-    """The scale write a status recorded before sending it; None for none (or one that cannot be read)."""
-    if not isinstance(document, Mapping):
-        return None
-    previous, replicas = _count(document.get("fromReplicas")), _count(document.get("toReplicas"))
-    at = parse_rfc3339(document.get("at"))
-    if previous is None or replicas is None or at is None or previous == replicas:
-        return None
-    reason = document.get("reason")
-    return ScaleIntent(previous, replicas, at, reason if isinstance(reason, str) else "")
+    return SyncState(target, restore_hvpa_state(as_mapping(status.get(HVPA)).get("state")))
 
 
 def status_document(

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from autoscaler.core.decision import Decision
 from autoscaler.core.history import ScaleEvent
 from autoscaler.service.sync.status import MAX_WINDOW_SECONDS, recent_events, seconds_time
+from autoscaler.values.loose_json import as_mapping, mappings_in
 from autoscaler.values.timestamps import rfc3339
 
 # The status keys the digest reads one by one; every other key (``hvpa``, ``dryRun``…) is ``extra``.
@@ -119,14 +120,14 @@ class StatusDigest(NamedTuple):
         """The digest of a stored status; None for none (a target never written)."""
         if not isinstance(status, Mapping) or not status:
             return None
-        history = _mapping(status.get("history"))
+        history = as_mapping(status.get("history"))
         closed, ongoing = set(), set()
-        for item in _list(history.get("recommendations")):
+        for item in mappings_in(history.get("recommendations")):
             if item.get(_ONGOING):
                 ongoing.add(_freeze(item.get("replicas")))
             else:
                 closed.add((_freeze(item.get("replicas")), _freeze(item.get("at"))))
-        last = _mapping(status.get("lastDecision"))
+        last = as_mapping(status.get("lastDecision"))
         return cls(
             _freeze(status.get("observedGeneration")),
             _freeze(status.get("currentReplicas")),
@@ -134,7 +135,7 @@ class StatusDigest(NamedTuple):
             _freeze(status.get("lastScaleTime")),
             tuple(
                 tuple(_freeze(x.get(key)) for key in ("type", "status", "reason", "message", "lastTransitionTime"))
-                for x in _list(status.get("conditions"))
+                for x in mappings_in(status.get("conditions"))
             ),
             frozenset(closed),
             frozenset(ongoing),
@@ -234,11 +235,3 @@ def _freeze(value: Any) -> Any:
     if isinstance(value, Sequence) and not isinstance(value, str):
         return tuple(_freeze(v) for v in value)
     return value
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: object) -> list[Mapping[str, Any]]:
-    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []

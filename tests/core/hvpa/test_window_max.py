@@ -15,7 +15,8 @@ from autoscaler.core.hvpa.explain import explain_hvpa
 from autoscaler.core.hvpa.gates import BlockReason
 from autoscaler.core.hvpa.spec import StabilizationMode
 from autoscaler.core.spec_parse import parse_target_spec
-from autoscaler.service.sync.hvpa import hvpa_state_document, restore_hvpa_state
+from autoscaler.service.sync.status import restore
+from autoscaler.service.sync.status_sections import hvpa_status
 from autoscaler.values.fields import SpecError
 from tests.core.hvpa.builders import CPU_ONLY, DESIGN, VPA_ONLY, decide, pods, target_spec, texts, vpa_status
 
@@ -166,8 +167,8 @@ def test_the_history_is_bounded_by_the_window() -> None:
 
 def restarted(decision: HvpaDecision) -> HvpaState:
     """The state a new process (or the next shard owner) reads back from the status document."""
-    document = yaml.safe_load(yaml.safe_dump(hvpa_state_document(decision.state)))
-    return restore_hvpa_state(document)
+    status = yaml.safe_load(yaml.safe_dump({"hvpa": hvpa_status(decision, decision.state)}))
+    return restore(status, 0.0).hvpa
 
 
 def test_a_restart_in_the_middle_of_a_window_keeps_holding() -> None:
@@ -196,4 +197,4 @@ def test_a_malformed_history_entry_is_left_out() -> None:
             "junk",
         ],
     }
-    assert len(restore_hvpa_state(document).history) == 1
+    assert len(restore({"hvpa": {"state": document}}, 0.0).hvpa.history) == 1
