@@ -12,7 +12,7 @@ tolerance (0.3 CPU of a 500m request = 60 %, 10 requests/s per pod): the steady 
 should be written. A private Prometheus scrapes the exporter every 15 s (``--scrape-interval``: what
 clusters run for cAdvisor; at 10,000 targets a 1 s scrape of 200,000 series left Prometheus, sharing the
 harness's core with the emulator, slower than the service's 5 s query deadline after ~10 minutes, and the
-failed metrics' status writes slowed the emulator further: BENCHMARKS.md, the twentieth session). The
+failed metrics' status writes slowed the emulator further: docs/benchmarks-history.md, the twentieth session). The
 emulator runs in this process (its request log counts the API calls by verb); the service runs as its own process
 (``python -m autoscaler run --config …``) and is measured from ``/proc/<pid>``.
 

@@ -58,9 +58,9 @@ SCALE_DOWN_WINDOW_S = DEFAULT_SETTINGS.downscale_stabilization_window
 def environment_notes(result: dict[str, Any], w: Window) -> list[str]:
     """What the figures depend on besides the service: whether the decision histories were full when the RSS
     was measured (it grows until they are: 3,000 targets, 159 → 168 MiB over the first 20 periods, then
-    flat; BENCHMARKS.md), whether the harness's own CPUs (Prometheus, the emulator) kept up, and whether
-    Prometheus answered within the service's deadline (``w``: the first service's window; the services share
-    one Prometheus)."""
+    flat; docs/benchmarks-history.md, the twentieth session), whether the harness's own CPUs (Prometheus,
+    the emulator) kept up, and whether Prometheus answered within the service's deadline (``w``: the first
+    service's window; the services share one Prometheus)."""
     after = result.get("settle", 0.0) + w.seconds
     full = after >= SCALE_DOWN_WINDOW_S
     notes = [

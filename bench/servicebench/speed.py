@@ -1,7 +1,7 @@
 """How fast the service's CPUs are when a run starts and when it ends: a fixed workload, timed.
 
 This benchmark's machine is a VM whose speed moves between runs (the same code measured 42 and 49 mCPU per
-1,000 targets an hour apart, BENCHMARKS.md): a figure near its goal needs to say how fast the machine was.
+1,000 targets an hour apart, docs/benchmarks-history.md): a figure near its goal needs to say how fast the machine was.
 The reference workload is the service's kind of work in plain Python — decoding a JSON answer of 20,000
 series, walking its dicts into tuples and summing — run in a process of its own on the service's CPUs while
 no service runs there (before the first starts, after the last stops). Lower is faster; the figures of two

@@ -133,8 +133,9 @@ def test_a_vector_is_a_sequence_of_series() -> None:
 
 @pytest.mark.parametrize("in_slices", [True, False])
 def test_an_answer_held_adds_no_tracked_object_per_series(in_slices: bool) -> None:
-    """What keeps a batched sync's answers out of the cyclic collector's walks (BENCHMARKS.md, "Loop lag at
-    10,000 targets"): 20,000 series decoded and held add a handful of tracked objects, not one per series."""
+    """What keeps a batched sync's answers out of the cyclic collector's walks (docs/benchmarks-history.md,
+    "Loop lag at 10,000 targets"): 20,000 series decoded and held add a handful of tracked objects, not one
+    per series."""
     items = [{"metric": {"namespace": "ns", "pod": f"pod-{i}"}, "value": [1.5, str(i)]} for i in range(20_000)]
     payload = orjson.dumps(vector_answer(items))
     gc.collect()
