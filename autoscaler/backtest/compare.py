@@ -39,8 +39,31 @@ def comparison_json(reports: Sequence[Report], divergence: Divergence) -> dict[s
             "firstDifference": rfc3339_millis(divergence.first_at) if divergence.first_at is not None else None,
             "podSeconds": other.cost.replay - first.cost.replay,
             "scaleEvents": len(other.events) - len(first.events),
+            "underProvisionedPodSeconds": other.provisioning.under_pod_seconds - first.provisioning.under_pod_seconds,
+            "underProvisionedChange": _relative(
+                other.provisioning.under_pod_seconds, first.provisioning.under_pod_seconds
+            ),
+            "replicaHoursChange": _relative(other.replica_hours, first.replica_hours),
         },
     }
+
+
+def _relative(value: float, base: float) -> float | None:
+    """(value − base) ÷ base, rounded to the millionth; None when base is 0."""
+    return round((value - base) / base, 6) if base else None
+
+
+def _under(report: Report) -> str:
+    supply = report.provisioning
+    return f"{supply.under_pod_seconds:,.0f}" if supply.known_syncs else "unknown"
+
+
+def _forecast_error(report: Report) -> str:
+    tally = report.forecast
+    if tally is None:
+        return "-"
+    mape = tally.mape
+    return f"{mape:.1f} % ({tally.model})" if mape is not None else f"unknown ({tally.model})"
 
 
 def _cost_change(report: Report) -> str:
@@ -73,7 +96,11 @@ def render_comparison(reports: Sequence[Report], divergence: Divergence) -> str:
         ("replicas at the end", [str(r.final) for r in reports]),
         ("pod-hours", [f"{r.cost.replay / 3600:,.1f}" for r in reports]),
         ("against the real workload", [_cost_change(r) for r in reports]),
+        ("under-provisioned pod-seconds", [_under(r) for r in reports]),
     ]
+    if any(r.forecast is not None for r in reports):
+        rows.append(("forecast error (MAPE)", [_forecast_error(r) for r in reports]))
+        rows.append(("forecast decided", [_time(r, r.forecast.decided_syncs) if r.forecast else "-" for r in reports]))
     keys = sorted(
         {k for r in reports for k in r.limits}, key=lambda k: -sum(r.limits[k].syncs for r in reports if k in r.limits)
     )
@@ -99,6 +126,15 @@ def render_comparison(reports: Sequence[Report], divergence: Divergence) -> str:
     for label, cells in rows:
         lines.append(label.ljust(label_width) + "".join(c.ljust(width) for c in cells).rstrip())
     lines.append("")
+    other = reports[-1]
+    under = _relative(other.provisioning.under_pod_seconds, first.provisioning.under_pod_seconds)
+    hours = _relative(other.replica_hours, first.replica_hours)
+    if len(reports) > 1 and first.provisioning.known_syncs and other.provisioning.known_syncs:
+        lines.append(
+            f"{other.label} against {first.label}: under-provisioned pod-seconds "
+            f"{'n/a (none in the first)' if under is None else f'{100 * under:+.1f} %'}, "
+            f"replica-hours {'n/a' if hours is None else f'{100 * hours:+.1f} %'}."
+        )
     if divergence.syncs:
         share = 100 * divergence.syncs / first.syncs if first.syncs else 0
         lines.append(

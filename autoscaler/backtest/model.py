@@ -73,6 +73,11 @@ class SimulatedWorkload:
     def __init__(self, name_prefix: str, pod_startup: float) -> None:
         self._prefix = name_prefix
         self._startup = pod_startup
+        # With a start-up: when each replica the replay added (and that does not serve yet) was added, oldest
+        # first; the replay's count at the previous sync; the first sync's time.
+        self._starting: list[float] = []
+        self._previous: int | None = None
+        self._since: float | None = None
         self._added: list[AddedPod] = []
         self._created = 0
         self._template: tuple[ContainerInfo, ...] = ()
@@ -97,14 +102,84 @@ class SimulatedWorkload:
         if running:
             self._template = max(running, key=lambda p: (p.started_at or -math.inf, p.name)).containers
         self._resize(max(0, replicas - len(live)), now)
-        if replicas == len(live):
+        starting = self._track(replicas, min(replicas, len(live)), now)
+        if replicas == len(live) and not self._startup:
             return Observation(scale, self._pinned(real.pods), readings)
         keep = {p.name for p in sorted(live, key=keep_order)[:replicas]}
         added = [self._added_pod(a, now) for a in self._added]
-        pods = (*(p for p in real.pods if p.name in keep or not is_live(p)), *added)
+        pods = [*(p for p in real.pods if p.name in keep or not is_live(p)), *added]
         serving = [p.name for p in added if p.phase is PodPhase.RUNNING]
+        if self._startup:
+            pods, keep, serving, changed = self._start_up(pods, keep, serving, starting, now)
+            if replicas == len(live) and not changed:
+                return Observation(scale, self._pinned(real.pods), readings)
         live_names = {p.name for p in live}
         return Observation(scale, self._pinned(pods), [rescale(r, live_names, keep, serving) for r in readings])
+
+    def _track(self, replicas: int, at_start: int, now: float) -> int:
+        """How many of the replay's replicas do not serve yet: those it added less than the start-up ago (a
+        scale-down removes the newest of them first, as a ReplicaSet deletes pods not ready first). At the first
+        sync the replay had ``at_start`` (the replicas beyond the real pods are being added then)."""
+        if self._since is None:
+            self._since = now
+        previous = self._previous if self._previous is not None else at_start
+        if replicas > previous:
+            self._starting.extend([now] * (replicas - previous))
+        elif replicas < previous:
+            del self._starting[max(0, len(self._starting) - (previous - replicas)) :]
+        self._previous = replicas
+        self._starting = [t for t in self._starting if t + self._startup > now]
+        return len(self._starting)
+
+    def _start_up(
+        self, pods: list[PodInfo], keep: set[str], serving: list[str], starting: int, now: float
+    ) -> tuple[list[PodInfo], set[str], list[str], bool]:
+        """With ``--pod-startup``, which of the replay's pods serve is the replay's own start-up, not the
+        history's: of its live pods (in the order a ReplicaSet keeps them), the last ``starting`` are starting
+        up (a real pod ready in the history is shown Pending, with no samples: it is one the replay brought back
+        less than the start-up ago) and the others serve (a real pod the history shows starting — Pending, or
+        not ready since it started after --from — is shown Running and Ready, carrying the average load, since
+        the replay's replica it stands for started long enough ago). Real pods not ready for other reasons
+        (started before --from, or ready once since) stay as they were."""
+        live = sorted((p for p in pods if is_live(p)), key=keep_order)
+        cut = max(0, len(live) - starting)
+        to_pending = {p.name for p in live[cut:] if _serves(p)}
+        to_serving = {p.name for p in live[:cut] if not _serves(p) and self._starting_in_history(p)}
+        if not to_pending and not to_serving:
+            return pods, keep, serving, False
+        since = self._starting[-1] if self._starting else now
+        settled = (self._since if self._since is not None else now) - self._startup
+        changed: list[PodInfo] = []
+        for pod in pods:
+            if pod.name in to_pending:
+                pod = replace(
+                    pod, phase=PodPhase.PENDING, ready=ConditionStatus.FALSE, ready_since=since, started_at=since
+                )
+            elif pod.name in to_serving:
+                pod = replace(
+                    pod, phase=PodPhase.RUNNING, ready=ConditionStatus.TRUE, ready_since=settled, started_at=settled
+                )
+            changed.append(pod)
+        new_keep = {name for name in keep if name not in to_pending and name not in to_serving}
+        new_serving = [n for n in serving if n not in to_pending]
+        # A pod shown serving carries the average load (a real one's own sample was a starting pod's).
+        new_serving += sorted(n for n in to_serving if n not in new_serving)
+        return changed, new_keep, new_serving, True
+
+    def _starting_in_history(self, pod: PodInfo) -> bool:
+        """The history shows ``pod`` starting up: Pending, or not ready and never ready since it started,
+        having started after the replay's first sync."""
+        if pod.phase is PodPhase.PENDING:
+            return True
+        started = pod.started_at
+        never_ready = pod.ready_since is None or started is None or pod.ready_since <= started
+        return (
+            pod.ready is not ConditionStatus.TRUE
+            and never_ready
+            and started is not None
+            and self._since is not None
+            and started >= self._since
+        )
 
     def _pinned(self, pods: Sequence[PodInfo]) -> Sequence[PodInfo]:
         """``pods`` with the requests and limits HVPA applied (see :meth:`pin`)."""
@@ -142,6 +217,10 @@ class SimulatedWorkload:
         return PodInfo(
             pod.name, PodPhase.RUNNING, ConditionStatus.TRUE, ready_at, pod.created_at, containers=self._template
         )
+
+
+def _serves(pod: PodInfo) -> bool:
+    return pod.phase is PodPhase.RUNNING and pod.ready is ConditionStatus.TRUE
 
 
 def rescale(reading: MetricReading, live: set[str], kept: set[str], added: Sequence[str]) -> MetricReading:

@@ -26,6 +26,7 @@ from autoscaler.backtest.history import (
 from autoscaler.backtest.limits import DEFAULT_CHUNK_POINTS, MAX_POINTS_PER_QUERY
 from autoscaler.backtest.model import SimulatedWorkload, is_live
 from autoscaler.backtest.progress import Progress
+from autoscaler.backtest.provisioning import ideal_replicas, ready_replicas
 from autoscaler.backtest.report import Report, ReportBuilder
 from autoscaler.backtest.target import BacktestTarget
 from autoscaler.backtest.workload import RealWorkload, WorkloadHistory, restrict_to_pods, workload_queries
@@ -128,7 +129,8 @@ class Run:
         decision = outcome.decision
         if outcome.hvpa is not None and outcome.hvpa.applied:
             self.workload.pin(outcome.hvpa.requests, outcome.hvpa.limits)
-        self.report.add(now, decision, real.replicas)
+        ideal = ideal_replicas(self.target.spec, observation, decision)
+        self.report.add(now, decision, real.replicas, ideal=ideal, ready=ready_replicas(observation))
         if self.records is not None:
             self.records.append(step_record(now, outcome, real_replicas=real.replicas))
         if self.observer is not None:

@@ -63,6 +63,36 @@ class Cost:
         return (self.replay_covered - self.real_covered) / self.real_covered if self.real_covered else None
 
 
+@dataclass(slots=True)
+class Provisioning:
+    """Replicas against what the metrics called for (:mod:`autoscaler.backtest.provisioning`): the integral
+    of ``max(0, ideal − ready)`` over the syncs where the ideal is known, each sync held until the next."""
+
+    under_pod_seconds: float = 0.0
+    under_syncs: int = 0  # syncs with fewer pods serving than the metrics called for
+    largest_shortfall: int = 0
+    known_syncs: int = 0  # syncs where some metric gave a value (the ideal is known)
+    ready_pod_seconds: float = 0.0  # the serving pods' integral, over every sync
+
+
+@dataclass(slots=True)
+class ForecastTally:
+    """What the forecast did over the window (only for a spec with ``spec.prediction``)."""
+
+    syncs: int = 0  # syncs with a forecast computed
+    usable_syncs: int = 0  # syncs where it passed its guards
+    decided_syncs: int = 0  # syncs where its floor was above the reactive proposal
+    scale_downs: int = 0  # scale-downs at a sync where the forecast decided (the goal: none)
+    ignored: dict[str, int] = field(default_factory=dict)  # guard reason → syncs
+    errors: list[float] = field(default_factory=list)  # |forecast − actual| ÷ |actual| per matched sync
+    model: str = ""
+
+    @property
+    def mape(self) -> float | None:
+        """The mean absolute percentage error of the forecasts whose time came within the window."""
+        return 100 * sum(self.errors) / len(self.errors) if self.errors else None
+
+
 @dataclass
 class Report:
     label: str
@@ -88,6 +118,13 @@ class Report:
     cost: Cost
     real_known: bool
     notes: list[str] = field(default_factory=list)
+    provisioning: Provisioning = field(default_factory=Provisioning)
+    forecast: ForecastTally | None = None
+
+    @property
+    def replica_hours(self) -> float:
+        """The integral of the replay's replicas (each sync's count held until the next), in hours."""
+        return self.cost.replay / 3600
 
     def seconds(self, syncs: int) -> float:
         return syncs * self.step
@@ -137,8 +174,28 @@ class ReportBuilder:
         self._replay = self._replay_covered = self._real_covered = 0.0
         self._covered = 0
 
-    def add(self, at: float, decision: Decision, real_replicas: int | None) -> None:
+    def add(
+        self,
+        at: float,
+        decision: Decision,
+        real_replicas: int | None,
+        *,
+        ideal: int | None = None,
+        ready: int | None = None,
+    ) -> None:
+        """One sync: its decision, the real replicas then, and (when known) the replicas the metrics called
+        for and the replay's pods serving at that sync (both held until the next sync)."""
         r = self._report
+        if ready is not None:
+            supply = r.provisioning
+            supply.ready_pod_seconds += r.step * ready
+            if ideal is not None:
+                supply.known_syncs += 1
+                short = ideal - ready
+                if short > 0:
+                    supply.under_syncs += 1
+                    supply.under_pod_seconds += r.step * short
+                    supply.largest_shortfall = max(supply.largest_shortfall, short)
         after = decision.replicas
         if r.syncs == 0:
             r.initial = decision.current_replicas
@@ -292,6 +349,8 @@ def report_json(report: Report) -> dict[str, Any]:
             "realPodSecondsCompared": cost.real_covered if report.real_known else None,
             "change": round(cost.change, 6) if cost.change is not None else None,
         },
+        "provisioning": provisioning_json(report),
+        "forecast": forecast_json(report.forecast),
         "buckets": [
             {
                 "from": rfc3339_millis(b.start),
@@ -303,6 +362,36 @@ def report_json(report: Report) -> dict[str, Any]:
             for b in report.buckets
         ],
         "notes": report.notes,
+    }
+
+
+def provisioning_json(report: Report) -> dict[str, Any]:
+    supply = report.provisioning
+    return {
+        "underProvisionedPodSeconds": supply.under_pod_seconds,
+        "underProvisionedSyncs": supply.under_syncs,
+        "largestShortfall": supply.largest_shortfall,
+        "idealKnownSyncs": supply.known_syncs,
+        "replicaHours": round(report.replica_hours, 6),
+        "readyPodSeconds": supply.ready_pod_seconds,
+    }
+
+
+def forecast_json(tally: ForecastTally | None) -> dict[str, Any] | None:
+    if tally is None:
+        return None
+    mape = tally.mape
+    return {
+        "model": tally.model,
+        "syncs": tally.syncs,
+        "usableSyncs": tally.usable_syncs,
+        "decidedSyncs": tally.decided_syncs,
+        "scaleDownsWhileDeciding": tally.scale_downs,
+        "ignored": [
+            {"reason": reason, "syncs": n} for reason, n in sorted(tally.ignored.items(), key=lambda kv: -kv[1])
+        ],
+        "mapePercent": round(mape, 3) if mape is not None else None,
+        "comparedPoints": len(tally.errors),
     }
 
 
@@ -363,6 +452,8 @@ def render_text(report: Report) -> str:
     else:
         lines.append("  real    unknown (no replicas series for the workload): no comparison")
     lines.append("")
+    lines.extend(provisioning_lines(r))
+    lines.append("")
     lines.append(f"Replicas over time (per {format_seconds(_bucket_size(r))}):")
     lines.append(f"  {'from':<21} {'min':>5} {'mean':>7} {'max':>5}  {'real mean':>9}")
     for b in r.buckets:
@@ -373,6 +464,32 @@ def render_text(report: Report) -> str:
         lines.append("Notes on the history:")
         lines.extend(f"  - {note}" for note in r.notes)
     return "\n".join(lines)
+
+
+def provisioning_lines(report: Report) -> list[str]:
+    """The under-provisioning, replica-hours and forecast lines of the text report."""
+    supply = report.provisioning
+    lines = ["Provisioning (ideal: what the metrics and targets called for; ready: the replay's serving pods):"]
+    if supply.known_syncs:
+        lines.append(
+            f"  under-provisioned  {supply.under_pod_seconds:,.0f} pod-seconds at {supply.under_syncs:,} of "
+            f"{supply.known_syncs:,} syncs (largest shortfall {supply.largest_shortfall})"
+        )
+    else:
+        lines.append("  under-provisioned  unknown (no metric gave a value)")
+    lines.append(f"  replica-hours      {report.replica_hours:,.1f}")
+    tally = report.forecast
+    if tally is not None:
+        mape = tally.mape
+        error = f"MAPE {mape:.1f} % over {len(tally.errors):,} points" if mape is not None else "MAPE unknown"
+        lines.append(
+            f"  forecast ({tally.model or 'none'})  {error}; usable at {tally.usable_syncs:,} of "
+            f"{tally.syncs:,} syncs, decided at {tally.decided_syncs:,}, "
+            f"scale-downs while deciding: {tally.scale_downs}"
+        )
+        for reason, syncs in sorted(tally.ignored.items(), key=lambda kv: -kv[1]):
+            lines.append(f"    ignored: {reason} ({syncs:,} syncs)")
+    return lines
 
 
 def _bucket_size(report: Report) -> float:
