@@ -98,7 +98,11 @@ class MetricsReader:
     ) -> list[list[MetricReading]]:
         """``result[i][j]`` is the reading or failure of ``targets[i].metrics[j]`` at Unix time ``at``
         (None: now, by Prometheus' clock). ``on_ready(i, row)`` is called for each target as soon as
-        all its metrics have their reading, before slower targets' queries are done."""
+        all its metrics have their reading, before slower targets' queries are done.
+
+        The read has one deadline, ``timeout_seconds`` from now: every query it sends ends by it, the per-pod
+        chunks and the namespaces a chunk is asked again one by one included, so a read never outlasts it."""
+        deadline = asyncio.get_running_loop().time() + self._settings.timeout_seconds
         out: Readings = [[None] * len(t.metrics) for t in targets]
         pod_groups: PodGroups = {}
         value_queries: ValueQueries = {}
@@ -114,10 +118,9 @@ class MetricsReader:
                     out[i][j] = _failure(spec, str(skip))
         progress = _Progress(out, on_ready)
         finished = progress.finished
-        deadline = asyncio.get_running_loop().time() + self._settings.timeout_seconds
         jobs: list[Awaitable[None]] = []
         for group in pod_groups.values():
-            jobs.extend(self._pod_group_jobs(group, at, out, finished))
+            jobs.extend(self._pod_group_jobs(group, at, deadline, out, finished))
         for query, members in value_queries.items():
             jobs.append(self._guard(self._run_value_query(query, members, at, deadline, out), members, out, finished))
         await asyncio.gather(*jobs)
@@ -129,14 +132,20 @@ class MetricsReader:
         return self._planner.planned_queries(target)
 
     def _pod_group_jobs(
-        self, group: PodGroup, at: float | None, out: Readings, finished: Callable[[Sequence[Member]], None]
+        self,
+        group: PodGroup,
+        at: float | None,
+        deadline: float,
+        out: Readings,
+        finished: Callable[[Sequence[Member]], None],
     ) -> list[Awaitable[None]]:
         if group.fixed_scope is not None:
             chunks = [Chunk([group.members[0].target.namespace], group.members)]
         else:
             chunks = self._planner.chunks(group)
         return [
-            self._guard(self._run_pod_chunk(group, chunk, at, out), chunk.members, out, finished) for chunk in chunks
+            self._guard(self._run_pod_chunk(group, chunk, at, deadline, out), chunk.members, out, finished)
+            for chunk in chunks
         ]
 
     async def _guard(
@@ -161,14 +170,14 @@ class MetricsReader:
             finished(members)
 
     async def _query(
-        self, query: str, chunk: Chunk, at: float | None, out: Readings, sink: PodReadings | None
+        self, query: str, chunk: Chunk, at: float | None, deadline: float, out: Readings, sink: PodReadings | None
     ) -> InstantResult | None:
         """Run a per-pod query, its series read into ``sink`` if it can; on failure fail every member and
         return None."""
         members = chunk.members
         keep = pods_filter(members, self._names) if chunk.mostly_others() else None
         try:
-            result = await self._sender.send(query, at, keep=keep, sink=sink)
+            result = await self._sender.send(query, at, deadline=deadline, keep=keep, sink=sink)
         except StillRejected as still:
             _fail_all(members, still.message, out)
             return None
@@ -217,14 +226,16 @@ class MetricsReader:
             )
         return True
 
-    async def _run_pod_chunk(self, group: PodGroup, chunk: Chunk, at: float | None, out: Readings) -> None:
+    async def _run_pod_chunk(
+        self, group: PodGroup, chunk: Chunk, at: float | None, deadline: float, out: Readings
+    ) -> None:
         members = chunk.members
         wanted = [(m.target.namespace, m.pods) for m in members]
         sink = PodReadings(
             wanted, self._names, group.window, per_container=group.per_container, nanocores=group.nanocores
         )
         result = await self._query(
-            self._planner.query_text(group, chunk), chunk, at, out, sink if sink.usable else None
+            self._planner.query_text(group, chunk), chunk, at, deadline, out, sink if sink.usable else None
         )
         if result is None:
             return
@@ -257,7 +268,7 @@ class MetricsReader:
             # namespaces: ask again one namespace at a time, and remember to do so next time.
             self._planner.ask_per_namespace(group)
             await asyncio.gather(
-                *(self._run_pod_chunk(group, chunk.of_namespace(ns), at, out) for ns in chunk.namespaces)
+                *(self._run_pod_chunk(group, chunk.of_namespace(ns), at, deadline, out) for ns in chunk.namespaces)
             )
             return
         for index, member in enumerate(members):

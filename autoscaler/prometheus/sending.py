@@ -127,14 +127,15 @@ class QuerySender:
         query: str,
         at: float | None,
         *,
-        deadline: float | None = None,
+        deadline: float,
         keep: SeriesFilter | None = None,
         sink: SeriesSink | None = None,
         share: tuple[str, str] | None = None,
     ) -> InstantResult:
         """Send one query, unless Prometheus rejected it as invalid and its backoff has not passed (then
-        raise :class:`StillRejected` at once, with the same message). ``share``: the one target the
-        query is read for, whose share of the slots it must wait for (within ``deadline``)."""
+        raise :class:`StillRejected` at once, with the same message). ``deadline`` (event-loop time): the
+        read's, which every query of it shares (:meth:`~autoscaler.prometheus.reader.MetricsReader.read`).
+        ``share``: the one target the query is read for, whose share of the slots it must wait for."""
         failure: PrometheusError | None = None
         try:
             return await self._send(query, at, deadline, keep, sink, share)
@@ -157,7 +158,7 @@ class QuerySender:
         self,
         query: str,
         at: float | None,
-        deadline: float | None,
+        deadline: float,
         keep: SeriesFilter | None,
         sink: SeriesSink | None,
         share: tuple[str, str] | None,
@@ -167,7 +168,6 @@ class QuerySender:
         if rejected is not None and loop.time() < rejected.retry_at:
             raise StillRejected(rejected.message)
         if share is not None:
-            assert deadline is not None
             try:
                 await self._shares.acquire(share, deadline)
             except TimeoutError:
