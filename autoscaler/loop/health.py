@@ -1,35 +1,15 @@
-"""How much the service's own event loop is held up: its lag, and the cyclic collector's pauses.
-
-Both feed :class:`~autoscaler.service.telemetry.metrics.ServiceMetrics`' histograms
-(``autoscaler_event_loop_lag_seconds``,
-``autoscaler_gc_pause_seconds``); a loop held up long enough delays every sync and, without the elector's
-thread, the Lease. Apart from the metrics' module because these run (a task, a process-wide callback)
-where the rest only records.
+"""How much the service's own event loop is held up: its lag, into
+:class:`~autoscaler.service.telemetry.metrics.ServiceMetrics`' ``autoscaler_event_loop_lag_seconds``
+(the cyclic collector's pauses, ``autoscaler_gc_pause_seconds``, are timed by :mod:`autoscaler.loop.collector`).
+A loop held up long enough delays every sync and, without the elector's thread, the Lease. Apart from the
+metrics' module because this runs (a task) where the rest only records.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
-import time
-from collections.abc import Callable, Sequence
 
 from prometheus_client import Histogram
-
-
-def track_gc_pauses(pauses: Sequence[Histogram]) -> Callable[[], None]:
-    """Time every cyclic collection into ``pauses[generation]`` until the returned function is called
-    (the interpreter's ``gc.callbacks`` are process-wide)."""
-    started = [0.0]
-
-    def callback(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            started[0] = time.perf_counter()
-        elif 0 <= info.get("generation", -1) < len(pauses):
-            pauses[info["generation"]].observe(time.perf_counter() - started[0])
-
-    gc.callbacks.append(callback)
-    return lambda: gc.callbacks.remove(callback)
 
 
 async def monitor_event_loop_lag(lag: Histogram, interval: float = 0.5) -> None:

@@ -12,39 +12,23 @@ of it, taking the interpreter lock in turns with the loop's thread, whose own st
 step. In steps on the loop, the sync duration p99 went from 9.3 to 4.9 s (bench/service.py,
 BENCHMARKS.md "Loop lag at 10,000 targets").
 
-The cyclic collector is held off during each step (:func:`collector_paused`). A step decodes a slice of an
-answer into thousands of containers that reference counting frees at the step's end; a collection that
-started in the middle of one walked them all, with everything else young, and the decoding steps were
-where the loop stalled longest at 10,000 targets (BENCHMARKS.md, "Where the loop stalls").
+The cyclic collector is held off during each step (:func:`~autoscaler.loop.collector.collector_paused`).
+A step decodes a slice of an answer into thousands of containers that reference counting frees at the
+step's end; a collection that started in the middle of one walked them all, with everything else young,
+and the decoding steps were where the loop stalled longest at 10,000 targets (BENCHMARKS.md, "Where the loop stalls").
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
-from collections.abc import Generator, Iterator
-from contextlib import contextmanager
+from collections.abc import Generator
 from typing import TypeVar
+
+from autoscaler.loop.collector import collector_paused
 
 T = TypeVar("T")
 
 __all__ = ["at_once", "collector_paused", "in_turns"]
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """No cyclic collection inside the block (synchronous work only: nothing else runs meanwhile). The
-    objects it allocates still count towards the next collection, and those it frees count off again, so
-    a block whose objects are gone at its end leaves the collector as if it had not run; one that keeps
-    them has them walked at the next collection, as always. A collector already off stays off."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 async def in_turns(steps: Generator[None, None, T]) -> T:

@@ -13,52 +13,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import structlog
 
 from autoscaler import native
-from autoscaler.kube.api import KubeApi
 from autoscaler.kube.client import make_api_client
 from autoscaler.kube.election_thread import ElectionThread
 from autoscaler.kube.lease import default_identity
 from autoscaler.loop import collector
-from autoscaler.loop.clock import ProcessClock, SkewMonitor
-from autoscaler.loop.health import monitor_event_loop_lag, track_gc_pauses
-from autoscaler.prometheus.backends import DEFAULT_BACKEND
-from autoscaler.prometheus.redaction import KnownSecrets
-from autoscaler.service.backends.healths import BackendHealths
-from autoscaler.service.backends.router import Backend, BackendRouter, open_backends
-from autoscaler.service.cluster.cache_health import cache_readiness, cache_states
+from autoscaler.loop.health import monitor_event_loop_lag
+from autoscaler.service.cluster.cache_health import cache_states
 from autoscaler.service.cluster.targets import Target
-from autoscaler.service.http import HttpServer, ReadinessCheck
+from autoscaler.service.http import HttpServer
 from autoscaler.service.manager import Manager
+from autoscaler.service.probes import Probes
 from autoscaler.service.settings import ServiceSettings
 from autoscaler.service.sync.writes import SCALE_WRITE_GRACE_SECONDS
 from autoscaler.service.telemetry.logs import configure_logging, flush_logs, log_lines_dropped, redact_known_secrets
-from autoscaler.service.telemetry.metrics import ServiceMetrics
-from autoscaler.service.telemetry.recorder import SyncRecorder
+from autoscaler.service.wiring import ServiceParts, build_reporting, build_service
 
 log = structlog.get_logger("autoscaler.service")
 
 SHUTDOWN_SECONDS = 5.0
 FIRST_CAMPAIGN_WAIT = 2.0  # seconds the caches wait at most for the first campaign's outcome
-SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
-
-def lease_namespace(configured: str | None) -> str:
-    if configured:
-        return configured
-    try:
-        with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as handle:
-            return handle.read().strip() or "default"
-    except OSError:
-        return "default"
 
 
 class Service:
@@ -74,42 +56,37 @@ class Service:
         self.record = record
         self.static_targets = static_targets
         self.identity = identity or default_identity()
-        self.clock = ProcessClock()  # decisions' and queries' "now": Unix time that never steps
-        self.metrics = ServiceMetrics(per_target_limit=settings.metrics.per_target_series_limit)
-        self.metrics.set_shard(settings.sharding.shard, settings.sharding.label_key)
-        self.prometheus_skew = SkewMonitor(
-            "prometheus", settings.sync.clock_skew_warning_seconds, self.metrics.set_clock_skew
-        )
-        # Each Prometheus backend's health, said once for all the targets that read from it.
-        self.backend = BackendHealths.for_service(settings, self.metrics.registry)
-        self.manager: Manager | None = None
-        self.elector: ElectionThread | None = None
+        self.reporting = build_reporting(settings)
+        self.metrics = self.reporting.metrics
+        self.parts: ServiceParts | None = None  # once the clients are open (service/wiring.py)
         self.http: HttpServer | None = None
-        self.router: BackendRouter | None = None  # each metric read from its backend (service/backends/router.py)
         self.ready = asyncio.Event()
-        self._stopping = False
+        self.stopping = False
         self._freezer: asyncio.Task[None] | None = None
         self._quiet: asyncio.Task[None] | None = None  # the collector's hold-off until the caches sync
 
+    @property
+    def manager(self) -> Manager | None:
+        return self.parts.manager if self.parts is not None else None
+
+    @property
+    def elector(self) -> ElectionThread | None:
+        return self.parts.elector if self.parts is not None else None
+
     async def run(self, stop: asyncio.Event) -> None:
+        with collector.governed(self.metrics.observe_gc_pause):  # start-up's thresholds; put back at the end
+            await self._run(stop)
+
+    async def _run(self, stop: asyncio.Event) -> None:
         settings = self.settings
-        thresholds = gc.get_threshold()  # changed for the process here: put back at the end
-        elector_task: asyncio.Task[None] | None = None
-        recorder: SyncRecorder | None = None
         lag_task = asyncio.create_task(monitor_event_loop_lag(self.metrics.event_loop_lag), name="loop-lag")
-        untrack_gc = track_gc_pauses(self.metrics.gc_pauses)
         try:  # from here on, whatever fails (the HTTP port taken, a bad kubeconfig) leaves nothing running
-            # From the start: the first LIST pages decode into hundreds of thousands of objects that live
-            # until their page is trimmed into records, and with the interpreter's thresholds the collector
-            # walked them (and the growing caches) over and over; half the CPU of syncing 100,000 pods' caches.
-            gc.set_threshold(collector.STARTUP_YOUNG_THRESHOLD, collector.MIDDLE_THRESHOLD, collector.NEVER)
             # The kubeconfig first: one that cannot be read fails before anything listens (or logs http.started).
             api_client = await make_api_client(settings.kubernetes.kubeconfig, settings.kubernetes.context)
+            # A watch cache may not follow the API server for two sync periods before /readyz fails.
+            probes = Probes(self, stale_cache_limit=2 * settings.sync.period_seconds)
             self.http = HttpServer(
-                settings.http,
-                self.metrics,
-                readiness=self._readiness(),
-                liveness=self._liveness(),
+                settings.http, self.metrics, readiness=probes.readiness(), liveness=probes.liveness()
             )
             try:
                 await self.http.start()
@@ -118,93 +95,20 @@ class Service:
                 raise
             # The collector is held off until the caches sync (loop/collector.py), and runs again at the end.
             self._quiet = asyncio.create_task(collector.quiet_until_synced(), name="gc-quiet-start")
-            # One redaction, every client's (their settings' secrets, their files' tokens), for every sink.
-            secrets = KnownSecrets()
             async with api_client, contextlib.AsyncExitStack() as clients:
-                kube = KubeApi(api_client, observe=self.metrics.observe_kubernetes_request)
-                backends = await open_backends(
-                    settings, self.metrics, self.clock.now, self.prometheus_skew, secrets, clients, kube
-                )
-                self.router = router = BackendRouter(backends)
-                read_many = router.read
-                election = settings.leader_election
-                lease = lease_namespace(election.lease_namespace), settings.sharding.lease_name(election.lease_name)
-                self.backend.post_events_to(kube, self.identity, lease if election.enabled else None)
-                if self.record:
-                    recorder = SyncRecorder(self.record, settings.controller)
-                self.manager = manager = Manager(
-                    kube,
-                    read_many,
-                    settings=settings.controller,
-                    period=settings.sync.period_seconds,
-                    jitter=settings.sync.jitter,
-                    concurrency=settings.sync.concurrency,
-                    batch_window=settings.sync.batch_window_seconds,
-                    dry_run=settings.dry_run,
-                    namespaces=settings.kubernetes.namespaces,
+                self.parts = parts = await build_service(
+                    settings,
+                    api_client,
+                    clients,
+                    self.reporting,
+                    identity=self.identity,
                     static_targets=self.static_targets,
-                    metrics=self.metrics,
-                    may_write=self._may_write,
-                    may_finish=lambda: self.elector is None or self.elector.is_leader,  # see writes.py
-                    identity=self.identity,
-                    on_targets=self.metrics.set_targets,
-                    watch_silence=settings.kubernetes.watch_silence_seconds,
-                    relist_policy=settings.kubernetes.relists,
-                    recorder=recorder,
-                    sharding=settings.sharding,
-                    clock=self.clock.now,
-                    backend_health=self.backend,
+                    record=self.record,
+                    stopping=lambda: self.stopping,
                 )
-                self.http.targets = manager
-                self.http.backends = self.backend.documents
-                self.http.redaction = manager.writer.redaction = secrets
-                redact_known_secrets(secrets)
-                self.metrics.watch_log_lines_dropped(log_lines_dropped)
-                self.metrics.watch_caches(lambda: cache_states(manager.caches))
-                log.info(
-                    "service starting",
-                    identity=self.identity,
-                    dry_run=settings.dry_run,
-                    targets="file" if self.static_targets is not None else "crd",
-                    leader_election=settings.leader_election.enabled,
-                    shard=settings.sharding.shard,
-                    target_selector=settings.sharding.label_selector,
-                    compiled_modules=f"{len(native.compiled())} of {len(native.COMPILED)}",
-                )
-                if stale := native.stale():
-                    log.warning(
-                        "compiled modules older than their source: the old code runs (rebuild them or delete them)",
-                        modules=list(stale),
-                    )
-                if settings.leader_election.enabled:
-                    election = settings.leader_election
-                    kubernetes = settings.kubernetes
-                    # Its own thread, loop and client: renewals never wait for this loop (kube/election_thread.py).
-                    self.elector = ElectionThread(
-                        lambda: make_api_client(kubernetes.kubeconfig, kubernetes.context),
-                        namespace=lease_namespace(election.lease_namespace),
-                        name=settings.sharding.lease_name(election.lease_name),
-                        identity=self.identity,
-                        lease_duration=election.lease_duration_seconds,
-                        renew_deadline=election.renew_deadline_seconds,
-                        retry_period=election.retry_period_seconds,
-                        observe_renew_late=self.metrics.observe_leader_renew_late,
-                    )
-                    self.elector.on_started_leading(self._lead)
-                    self.elector.on_stopped_leading(self._follow)
-                    elector_task = asyncio.create_task(self.elector.run(), name="leader-election")
-                    # The caches list once the first campaign has an outcome (a few hundred ms): a leader
-                    # whose target caches listed after it began to lead need not read every target again
-                    # at takeover (Manager.activate).
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(min(election.retry_period_seconds, FIRST_CAMPAIGN_WAIT)):
-                            await self.elector.leader_known.wait()
-                    await manager.start_caches()
-                else:
-                    leading_since = time.monotonic()
-                    await manager.start_caches()
-                    await manager.activate(leading_since)
-                    self.metrics.set_leader(True)
+                self._serve_introspection(parts)
+                self._log_start()
+                elector_task = await self._start(parts)
                 await self._wait_synced_then_ready(stop)
                 await stop.wait()
                 await self._shutdown(elector_task)
@@ -213,15 +117,63 @@ class Service:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            if recorder is not None:
-                await recorder.close()
+            if self.parts is not None and self.parts.recorder is not None:
+                await self.parts.recorder.close()
             if self.http is not None:
                 await self.http.stop()
-            untrack_gc()
             if self._quiet is not None:
                 self._quiet.cancel()
-            gc.enable()
-            gc.set_threshold(*thresholds)
+
+    def _serve_introspection(self, parts: ServiceParts) -> None:
+        """What the HTTP server and the metrics show besides the probes: the targets, the backends, the caches."""
+        assert self.http is not None
+        secrets = self.reporting.secrets
+        self.http.targets = parts.manager
+        self.http.backends = self.reporting.backends.documents
+        self.http.redaction = secrets
+        redact_known_secrets(secrets)
+        self.metrics.watch_log_lines_dropped(log_lines_dropped)
+        self.metrics.watch_caches(lambda: cache_states(parts.manager.caches))
+
+    def _log_start(self) -> None:
+        settings = self.settings
+        log.info(
+            "service starting",
+            identity=self.identity,
+            dry_run=settings.dry_run,
+            targets="file" if self.static_targets is not None else "crd",
+            leader_election=settings.leader_election.enabled,
+            shard=settings.sharding.shard,
+            target_selector=settings.sharding.label_selector,
+            compiled_modules=f"{len(native.compiled())} of {len(native.COMPILED)}",
+        )
+        if stale := native.stale():
+            log.warning(
+                "compiled modules older than their source: the old code runs (rebuild them or delete them)",
+                modules=list(stale),
+            )
+
+    async def _start(self, parts: ServiceParts) -> asyncio.Task[None] | None:
+        """The caches, then the reconcilers: at once without leader election, else while leading (the
+        elector's task, returned, runs until shutdown)."""
+        manager, elector = parts.manager, parts.elector
+        if elector is None:
+            leading_since = time.monotonic()
+            await manager.start_caches()
+            await manager.activate(leading_since)
+            self.metrics.set_leader(True)
+            return None
+        elector.on_started_leading(self._lead)
+        elector.on_stopped_leading(self._follow)
+        elector_task = asyncio.create_task(elector.run(), name="leader-election")
+        # The caches list once the first campaign has an outcome (a few hundred ms): a leader whose target
+        # caches listed after it began to lead need not read every target again at takeover (Manager.activate).
+        with contextlib.suppress(TimeoutError):
+            retry_period = self.settings.leader_election.retry_period_seconds
+            async with asyncio.timeout(min(retry_period, FIRST_CAMPAIGN_WAIT)):
+                await elector.leader_known.wait()
+        await manager.start_caches()
+        return elector_task
 
     async def _wait_synced_then_ready(self, stop: asyncio.Event) -> None:
         assert self.manager is not None
@@ -264,16 +216,11 @@ class Service:
         self.metrics.set_leader(False)
         if self.manager is not None:
             await self.manager.deactivate()
-        if not self._stopping:
+        if not self.stopping:
             log.warning("leadership lost: reconcilers stopped", identity=self.identity)
 
-    def _may_write(self) -> bool:
-        if self._stopping:
-            return False
-        return self.elector is None or self.elector.is_leader
-
     async def _shutdown(self, elector_task: asyncio.Task[None] | None) -> None:
-        self._stopping = True
+        self.stopping = True
         self.ready.clear()
         log.info("shutting down")
         assert self.manager is not None
@@ -287,60 +234,6 @@ class Service:
         except TimeoutError:
             log.warning("shutdown took longer than expected", seconds=SHUTDOWN_SECONDS + SCALE_WRITE_GRACE_SECONDS)
         log.info("stopped")
-
-    def stale_cache_limit(self) -> float:
-        """How long a watch cache may not follow the API server before /readyz fails: two sync periods.
-        (Decisions of the targets it serves pause at once; readiness tolerates a reconnect's blip.)"""
-        return 2 * self.settings.sync.period_seconds
-
-    def _readiness(self) -> list[ReadinessCheck]:
-        def caches() -> tuple[bool, str]:
-            if self.manager is None:
-                return False, "starting"
-            return cache_readiness(self.manager.caches, self.stale_cache_limit())
-
-        def leadership() -> tuple[bool, str]:
-            if self.elector is None:
-                return True, "leader election disabled"
-            holder = self.elector.leader_identity
-            if self.elector.is_leader:
-                return True, "leading"
-            return (holder is not None, f"standby (leader: {holder})" if holder else "no leader known yet")
-
-        return [
-            ReadinessCheck("caches", caches),
-            ReadinessCheck("leadership", leadership),
-            # One check a backend: "prometheus" the default one, "prometheus:<name>" each of prometheus.backends.
-            *(
-                ReadinessCheck(
-                    "prometheus" if name == DEFAULT_BACKEND else f"prometheus:{name}", self._backend_check(name)
-                )
-                for name in self.backend.healths
-            ),
-        ]
-
-    def _backend_check(self, name: str) -> Callable[[], Awaitable[tuple[bool, str]]]:
-        """``/readyz``'s check of the backend ``name``: it answers (within the last minute, or now), and whether
-        it is degraded (answering some targets, failing most)."""
-
-        async def check() -> tuple[bool, str]:
-            backend: Backend | None = self.router.backends.get(name) if self.router is not None else None
-            if backend is None:
-                return False, "starting"
-            ok, detail = await backend.readiness()
-            degraded = self.backend.healths[name].readiness_note() if ok else None
-            return ok, detail + (f"; {degraded}" if degraded else "")
-
-        return check
-
-    def _liveness(self) -> list[ReadinessCheck]:
-        def watches() -> tuple[bool, str]:
-            # A cache's task runs until shutdown, whatever fails (it relists); one that ended is a bug,
-            # and a restart of the process is the cure.
-            stopped = self.manager.stopped_caches() if self.manager is not None and not self._stopping else []
-            return (not stopped, "running" if not stopped else f"ended: {', '.join(stopped)}")
-
-        return [ReadinessCheck("watches", watches)]
 
 
 def install_signal_handlers(stop: asyncio.Event) -> None:

@@ -7,8 +7,9 @@ one that arrives with a status, as a target moved from another shard does, after
 condition and an Event listing every problem, and no reconciler; the others go on.
 
 That lifecycle is all the manager does. What the reconcilers read is :mod:`autoscaler.service.sync.view`,
-what they write :mod:`autoscaler.service.sync.writes`; the manager builds both (and the watch caches they
-stand on, :mod:`autoscaler.service.cluster.caches`) and hands them to every reconciler.
+what they write :mod:`autoscaler.service.sync.writes`; :mod:`autoscaler.service.wiring` builds both (and the
+watch caches they stand on, :mod:`autoscaler.service.cluster.caches`), and the manager hands them to every
+reconciler.
 """
 
 from __future__ import annotations
@@ -17,33 +18,20 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from autoscaler.core.settings import ControllerSettings
-from autoscaler.kube.api import KubeApi, KubeError
-from autoscaler.kube.events import EventRecorder
-from autoscaler.kube.pods import PodIndex
-from autoscaler.kube.relists import DEFAULT_RELIST_POLICY, RelistPolicy
-from autoscaler.kube.scale import ScaleAccess
-from autoscaler.kube.watch import SILENCE_SECONDS, Key, WatchCache
-from autoscaler.loop.clock import ProcessClock
-from autoscaler.loop.pacing import TurnPacer
-from autoscaler.service.backends.healths import BackendHealths
-from autoscaler.service.cluster.caches import ClusterCaches
-from autoscaler.service.cluster.sharding import ShardingSettings
+from autoscaler.kube.api import KubeError
+from autoscaler.kube.watch import Key, WatchCache
 from autoscaler.service.cluster.takeover import statuses_at_takeover
 from autoscaler.service.cluster.targets import Target, error_text
-from autoscaler.service.sync.batcher import MetricsBatcher, ReadMany
-from autoscaler.service.sync.reconciler import SyncContext, TargetReconciler
-from autoscaler.service.sync.scales import ClusterScales
-from autoscaler.service.sync.schedule import Schedule, TickTimers, first_delay
+from autoscaler.service.sync.reconciler import TargetReconciler
+from autoscaler.service.sync.schedule import first_delay
 from autoscaler.service.sync.status import invalid_status
-from autoscaler.service.sync.view import CachedView
-from autoscaler.service.sync.writes import ApiWriter
-from autoscaler.service.telemetry.metrics_sink import MetricsSink, NullMetrics
-from autoscaler.service.telemetry.recorder import SyncRecorder
+
+if TYPE_CHECKING:
+    from autoscaler.service.wiring import SyncParts
 
 log = structlog.get_logger("autoscaler.manager")
 
@@ -62,72 +50,26 @@ class Running:
 class Manager:
     def __init__(
         self,
-        api: KubeApi,
-        read_many: ReadMany,
+        parts: SyncParts,
         *,
-        settings: ControllerSettings,
-        period: float = 15.0,
-        jitter: float = 0.1,
-        concurrency: int = 50,
-        batch_window: float = 1.0,
-        dry_run: bool = False,
-        namespaces: Iterable[str] = (),
         static_targets: list[Target] | None = None,
-        metrics: MetricsSink | None = None,
-        may_write: Callable[[], bool] = lambda: True,
-        may_finish: Callable[[], bool] | None = None,  # a scale write's own writes while stopping (writes.py)
-        identity: str = "",
         on_targets: Callable[[int, int], None] | None = None,
-        watch_silence: float = SILENCE_SECONDS,
-        relist_policy: RelistPolicy = DEFAULT_RELIST_POLICY,
-        recorder: SyncRecorder | None = None,
-        sharding: ShardingSettings | None = None,
-        clock: Callable[[], float] | None = None,
-        backend_health: BackendHealths | None = None,
     ) -> None:
-        """``clock``: decisions' "now" (Unix time that never steps); a :class:`ProcessClock` unless given.
-        ``backend_health``: each Prometheus backend's health, which every reconciler reports to (backend_healths.py)."""
-        self.api = api
-        self.namespaces = tuple(namespaces)
+        """``parts``: what the reconcilers stand on (service/wiring.py builds them); the manager starts and
+        stops its caches and closes its batcher. ``static_targets``: targets from a file (then the caches
+        hold none). ``on_targets``: told (active, invalid) whenever the set of targets changes."""
+        self.api = parts.kube
+        self.cluster = parts.cluster
+        self.namespaces = parts.cluster.namespaces
+        self.sharding = parts.cluster.sharding
         self.static = static_targets is not None
-        self.sharding = sharding or ShardingSettings()
-        pacer = TurnPacer()  # the syncs' starts and their returns from the batcher share its turns
-        self.batcher = MetricsBatcher(read_many, window=batch_window, pacer=pacer)
-        self.pods = PodIndex()
-        self.cluster = ClusterCaches(
-            api,
-            self.namespaces,
-            on_pod=self.pods.on_change,
-            on_target=None if self.static else self._target_event,
-            silence_seconds=watch_silence,
-            sharding=self.sharding,
-            relist_policy=relist_policy,
-        )
-        scales = ClusterScales(self.cluster.deployment, ScaleAccess(api))
-        self.view = CachedView(self.cluster, self.pods, scales, self.batcher)
-        sink = metrics or NullMetrics()
-        self.writer = ApiWriter(
-            api,
-            scales,
-            EventRecorder(api, instance=event_instance(identity, self.sharding), on_dropped=sink.count_event_dropped),
-            may_write=may_write,
-            may_finish=may_finish,
-            static=self.static,
-            target_problem=self.cluster.target_problem,
-        )
-        self.context = SyncContext(
-            settings,
-            period,
-            dry_run,
-            Schedule(period, jitter),
-            asyncio.Semaphore(concurrency),
-            sink,
-            clock or ProcessClock().now,
-            TickTimers(pacer),
-            recorder=recorder,
-            shard=self.sharding.shard,
-            backend=backend_health,
-        )
+        self.batcher = parts.batcher
+        self.pods = parts.pods
+        self.view = parts.view
+        self.writer = parts.writer
+        self.context = parts.context
+        if not self.static:
+            self.cluster.listen_to_targets(self._target_event)
         self.running: dict[Key, Running] = {}
         self.invalid: dict[Key, Target] = {}
         # The last status of targets without a running reconciler, for /api/targets only: a new term
@@ -140,7 +82,7 @@ class Manager:
         # Targets whose reconciler runs and that left this instance's watch since (deleted, or labelled for
         # another shard): stopped when the change is handled, even if the target is back by then.
         self._left: set[Key] = set()
-        self._on_targets = on_targets  # told (active, invalid) whenever the set of targets changes
+        self._on_targets = on_targets
 
     # -- the caches (for the service and its health checks) -----------------------------------------
 
@@ -369,8 +311,3 @@ class Manager:
         """A target's latest status (parsed from its reconciler's copy now), for /api/targets and explain."""
         status = running.reconciler.last_status if (running := self.running.get(key)) is not None else None
         return status if status is not None else self.statuses.get(key)
-
-
-def event_instance(identity: str, sharding: ShardingSettings) -> str:
-    """The Events' ``reportingInstance``: the instance, and its shard (at most 128 characters)."""
-    return (identity if sharding.shard is None else f"{identity} (shard {sharding.shard})")[:128]

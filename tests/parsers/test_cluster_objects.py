@@ -21,7 +21,6 @@ from kubernetes_asyncio.client import ApiClient
 
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.kube.api import KubeApi
-from autoscaler.service.manager import Manager
 from autoscaler.values.limits import MAX_DEPTH
 from kube_emulator import KubeEmulator
 from tests.service.cluster import (
@@ -34,6 +33,7 @@ from tests.service.cluster import (
     status_of,
     target,
 )
+from tests.service.manager_setup import build_manager
 
 MARKER = b'"deep-marker"'
 LEVELS = 3000  # far past what json.loads survives (about 1000, fewer inside a deep asyncio stack)
@@ -118,7 +118,7 @@ async def test_a_target_nested_thousands_deep_is_invalid_and_the_others_go_on(em
     metrics = FakeMetrics()
     metrics.set("queue", 40)  # 40 / 10 per pod: 4 replicas
     async with DeepeningRelay(emu) as relay, relay.api_client() as api:
-        manager = Manager(
+        manager = build_manager(
             KubeApi(api), metrics.read_many, settings=ControllerSettings(), period=0.3, jitter=0.0, batch_window=0.05
         )
         try:

@@ -4,9 +4,8 @@ metrics source the test controls."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,7 @@ from autoscaler.core.observation import (
     Sample,
 )
 from autoscaler.core.spec import MetricSourceType
-from autoscaler.kube.api import KubeApi
 from autoscaler.prometheus.queries import TargetQuery
-from autoscaler.service.manager import Manager
 from autoscaler_sandbox import demo_objects
 from kube_emulator import KubeEmulator
 
@@ -175,17 +172,3 @@ def vpa(name: str, workload: str, *, cpu: str, memory: str, namespace: str = "de
             },
         },
     }
-
-
-@contextlib.asynccontextmanager
-async def running_manager(emu: KubeEmulator, read_many: Any, **options: Any) -> AsyncIterator[Manager]:
-    """A manager against ``emu`` with its caches synced and its reconcilers started; stopped on the way
-    out. ``options`` go to :class:`Manager`."""
-    async with emu.api_client() as api:
-        manager = Manager(KubeApi(api), read_many, **options)
-        await manager.start_caches()
-        await manager.activate()
-        try:
-            yield manager
-        finally:
-            await manager.stop()

@@ -22,10 +22,10 @@ from tests.service.cluster import (
     eventually,
     queue_metric,
     replicas_of,
-    running_manager,
     status_of,
     target,
 )
+from tests.service.manager_setup import running_manager
 
 
 @pytest.fixture

@@ -15,11 +15,11 @@ import pytest
 
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.kube.api import KubeApi
-from autoscaler.service.manager import Manager
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.manifests import load_documents
 from tests.schemas import crd_version_schema, custom_resource_errors, pruned_fields
 from tests.service.cluster import CRD, VPA_CRD, FakeMetrics, deployment, eventually, status_of, target, vpa
+from tests.service.manager_setup import build_manager
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ async def test_written_statuses_fit_the_crd_schema(emu: KubeEmulator, dry_run: b
     metrics = FakeMetrics()
     metrics.set("queue", 40)
     async with emu.api_client() as client:
-        manager = Manager(
+        manager = build_manager(
             KubeApi(client),
             metrics.read_many,
             settings=ControllerSettings(),

@@ -23,10 +23,10 @@ from tests.service.cluster import (
     deployment,
     eventually,
     replicas_of,
-    running_manager,
     status_of,
     target,
 )
+from tests.service.manager_setup import running_manager
 
 OPTIONS: dict[str, Any] = {"settings": ControllerSettings(), "period": 0.3, "jitter": 0.0, "batch_window": 0.05}
 

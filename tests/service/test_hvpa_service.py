@@ -15,10 +15,10 @@ from tests.service.cluster import (
     FakeMetrics,
     eventually,
     replicas_of,
-    running_manager,
     status_of,
     vpa,
 )
+from tests.service.manager_setup import running_manager
 
 INTERVALS = [
     {"maxReplicas": 1, "maxResources": {"cpu": "500m", "memory": "2Gi"}},

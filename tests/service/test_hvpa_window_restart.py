@@ -13,7 +13,8 @@ import pytest
 
 from autoscaler.core.settings import ControllerSettings
 from kube_emulator import KubeEmulator
-from tests.service.cluster import CRD, VPA_CRD, FakeMetrics, eventually, running_manager, status_of, vpa
+from tests.service.cluster import CRD, VPA_CRD, FakeMetrics, eventually, status_of, vpa
+from tests.service.manager_setup import running_manager
 
 HELD = "requests held at 400m: the largest recommendation in the last 10m"
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from autoscaler.loop.health import monitor_event_loop_lag, track_gc_pauses
+from autoscaler.loop.collector import track_pauses
+from autoscaler.loop.health import monitor_event_loop_lag
 from autoscaler.service.telemetry.metrics import ServiceMetrics
 from autoscaler.service.telemetry.metrics_caches import CacheState
 from autoscaler.service.telemetry.metrics_targets import LIMIT_REASONS
@@ -387,7 +388,7 @@ async def test_a_scrape_in_its_thread_while_the_loop_changes_every_target() -> N
 
 def test_gc_pauses_are_timed_until_untracked() -> None:
     metrics = ServiceMetrics(process_metrics=False)
-    untrack = track_gc_pauses(metrics.gc_pauses)
+    untrack = track_pauses(metrics.observe_gc_pause)
     try:
         gc.collect()
         gc.collect(0)

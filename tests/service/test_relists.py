@@ -134,7 +134,7 @@ async def test_the_relist_settings_reach_every_cache_of_the_service() -> None:
             KubeApi(api),
             ("a", "b"),
             on_pod=lambda *_: None,
-            on_target=lambda *_: None,
+            watch_targets=True,
             silence_seconds=90.0,
             relist_policy=settings.kubernetes.relists,
         )

@@ -17,7 +17,6 @@ from autoscaler.core.settings import ControllerSettings
 from autoscaler.kube.api import KubeApi
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.service.cluster.sharding import ShardingSettings
-from autoscaler.service.manager import Manager
 from autoscaler.service.sync.reconciler import TargetReconciler
 from kube_emulator import KubeEmulator
 from tests.service.cluster import (
@@ -25,10 +24,10 @@ from tests.service.cluster import (
     deployment,
     eventually,
     replicas_of,
-    running_manager,
     status_of,
     target,
 )
+from tests.service.manager_setup import build_manager, running_manager
 
 PERIOD = 0.3
 KEY = "autoscaler.dev/shard"
@@ -146,7 +145,7 @@ async def test_a_sync_in_progress_writes_nothing_once_its_target_left(emu: KubeE
     metrics = HeldMetrics()
     metrics.set("queue", 40)  # 4 replicas
     async with emu.api_client() as client:
-        manager = Manager(KubeApi(client), metrics.read_many, **options("a"))
+        manager = build_manager(KubeApi(client), metrics.read_many, **options("a"))
         await manager.start_caches()
         try:
             await manager.wait_synced()

@@ -4,11 +4,10 @@ syncs on its own grid while the namespace's other targets keep the service's per
 from __future__ import annotations
 
 from autoscaler.kube.api import KubeApi
-from autoscaler.service.manager import Manager
 from autoscaler.service.telemetry.metrics import ServiceMetrics
 from kube_emulator import KubeEmulator
 from tests.service.cluster import FakeMetrics, deployment, eventually, target
-from tests.service.manager_setup import manager_options
+from tests.service.manager_setup import build_manager, manager_options
 
 
 async def test_a_target_with_its_own_period_syncs_that_often_and_the_others_do_not(emu: KubeEmulator) -> None:
@@ -22,7 +21,7 @@ async def test_a_target_with_its_own_period_syncs_that_often_and_the_others_do_n
     metrics.set("queue", 20)
     async with emu.api_client() as api:
         exported = ServiceMetrics(process_metrics=False)
-        manager = Manager(KubeApi(api), metrics.read_many, **manager_options(period=30.0, metrics=exported))
+        manager = build_manager(KubeApi(api), metrics.read_many, **manager_options(period=30.0, metrics=exported))
         await manager.start_caches()
         await manager.activate()
         try:

@@ -88,7 +88,7 @@ async def test_caches_of_many_namespaces_list_a_few_at_a_time() -> None:
             web["metadata"]["namespace"] = namespace
             emu.seed(web)
         emu.faults.delay(0.1, verb="list")
-        caches = ClusterCaches(KubeApi(api), namespaces, on_pod=lambda *_: None, on_target=None, silence_seconds=60)
+        caches = ClusterCaches(KubeApi(api), namespaces, on_pod=lambda *_: None, watch_targets=False, silence_seconds=60)
         await caches.start()
         try:
             await asyncio.wait_for(caches.wait_synced(), 20)

@@ -110,17 +110,21 @@ class ClusterCaches:
         namespaces: tuple[str, ...],
         *,
         on_pod: PodHandler,
-        on_target: TargetHandler | None,
+        watch_targets: bool,
         silence_seconds: float,
         sharding: ShardingSettings | None = None,
         relist_policy: RelistPolicy = DEFAULT_RELIST_POLICY,
     ) -> None:
-        """``on_target`` None: targets come from a file, no target cache. ``sharding``: the targets this
+        """``watch_targets`` false: targets come from a file, no target cache; else each change of a target
+        goes to the handler given to :meth:`listen_to_targets` (the manager's). ``sharding``: the targets this
         instance serves (its shard's label selector, see :mod:`autoscaler.service.cluster.sharding`); the workloads,
         pods and VPAs carry no shard label and are watched whole. Every cache leaves out what the API server
         sends from outside its namespace or shard (:mod:`autoscaler.service.cluster.scope`). ``relist_policy``: every
         cache's backoff and relist limit (``kubernetes.relists``)."""
+        self.api = api
         self.namespaces = namespaces
+        self.sharding = sharding or ShardingSettings()
+        self._on_target: TargetHandler | None = None
         scopes: tuple[str | None, ...] = namespaces or (None,)
         # Caches per namespace (kubernetes.namespaces) would otherwise all list at once: two shards of 25
         # namespaces each held 100 LISTs' pages in memory together at start-up (RSS at ready 465-513 MiB
@@ -162,16 +166,30 @@ class ClusterCaches:
             relist_policy=policy,
         )
         self.targets = (
-            {}
-            if on_target is None
-            else {
+            {
                 ns: _target_cache(
-                    api, ns, on_target, sharding, silence_seconds=quiet, list_slots=slots, relist_policy=policy
+                    api,
+                    ns,
+                    self._target_changed,
+                    sharding,
+                    silence_seconds=quiet,
+                    list_slots=slots,
+                    relist_policy=policy,
                 )
                 for ns in scopes
             }
+            if watch_targets
+            else {}
         )
         self._tasks: list[asyncio.Task[None]] = []
+
+    def listen_to_targets(self, handler: TargetHandler) -> None:
+        """Tell ``handler`` of every change of a target the target caches hold (one listener: the manager)."""
+        self._on_target = handler
+
+    def _target_changed(self, key: Key, old: Target | None, new: Target | None) -> None:
+        if self._on_target is not None:
+            self._on_target(key, old, new)
 
     def scope(self, namespace: str) -> str | None:
         """The cache scope that holds ``namespace``'s objects."""

@@ -194,7 +194,7 @@ class ServiceMetrics:
             buckets=LAG_BUCKETS,
             registry=r,
         )
-        self.gc_pauses = [self.gc_pause.labels(str(generation)) for generation in range(3)]  # loop_health.py
+        self.gc_pauses = [self.gc_pause.labels(str(generation)) for generation in range(3)]  # loop/collector.py
         self.event_loop_lag = Histogram(
             "autoscaler_event_loop_lag_seconds",
             "How late the event loop ran a timer (blocked or overloaded loop).",
@@ -380,6 +380,11 @@ class ServiceMetrics:
 
     def observe_leader_renew_late(self, seconds: float) -> None:
         self.leader_renew_late.observe(max(0.0, seconds))
+
+    def observe_gc_pause(self, generation: int, seconds: float) -> None:
+        """One cyclic collection of ``generation`` (0-2) stopped the process ``seconds`` (loop/collector.py)."""
+        if 0 <= generation < len(self.gc_pauses):
+            self.gc_pauses[generation].observe(seconds)
 
     def set_targets(self, active: int, invalid: int) -> None:
         self.targets.labels("active").set(active)
