@@ -197,3 +197,15 @@ def test_the_forecast_line_of_seasonal_naive_is_the_series_a_season_later() -> N
     line = forecast_series(history, spec(PredictionModel.SEASONAL_NAIVE))
     assert line[0][0] == DAY
     assert all(value == pytest.approx(sine(t)) for t, value in line)
+
+
+@pytest.mark.parametrize("model", [PredictionModel.SEASONAL_NAIVE, PredictionModel.HOLT_WINTERS])
+def test_until_gives_the_largest_forecast_over_a_span(model: PredictionModel) -> None:
+    history = series(3, sine)
+    at = at_after(history)  # the sine rises here (a quarter day before its peak at 0.25 day)
+    assert sine(at + 3600) > sine(at)
+    alone = forecast(history, at, spec(model))
+    over = forecast(history, at, spec(model), until=at + 3600)
+    assert over.value is not None and alone.value is not None
+    assert over.value == pytest.approx(sine(at + 3600), rel=0.01) and over.value > alone.value
+    assert over.error_percent == alone.error_percent

@@ -34,6 +34,7 @@ before each point — is the textbook recursion, tested here against series with
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -91,12 +92,15 @@ def forecast(
     spec: PredictionSpec,
     *,
     horizon_seconds: float | None = None,
+    until: float | None = None,
 ) -> Forecast:
     """The value at ``at`` (now + the horizon) forecast from ``history``, ``(unix time, value)`` pairs at
     ``spec.step_seconds`` in time order, ending at or before now.
 
     ``horizon_seconds``: how far ahead of now ``at`` is (default ``spec.horizon()``); the error is measured
-    on forecasts that far ahead, and "now" is ``at`` minus it."""
+    on forecasts that far ahead, and "now" is ``at`` minus it. ``until``: the value is the largest forecast
+    from ``at`` to ``until`` (at ``at``, each step between, and ``until``): a forecast kept for the syncs of
+    a while (the service's, refreshed every step) covers the instants each of them looks ahead to."""
     horizon = spec.horizon() if horizon_seconds is None else horizon_seconds
     grid = Grid.of(history, spec.step_seconds)
     model_name = spec.model.value
@@ -124,12 +128,16 @@ def forecast(
             f"{span:.0f}s of history, {spec.min_history_seconds}s needed",
         )
     setup = Setup(grid, spec, horizon)
+    instants = [at]
+    if until is not None and until > at:
+        instants.extend(at + k * grid.step for k in range(1, math.ceil((until - at) / grid.step)))
+        instants.append(until)
     candidates: list[tuple[float | None, str, float | None]] = []
     if spec.model is not PredictionModel.HOLT_WINTERS:
-        candidates.append(seasonal_naive(setup, at))
+        candidates.append(seasonal_naive(setup, instants))
     if spec.model is not PredictionModel.SEASONAL_NAIVE:
         if grid.count >= 3 * setup.season_steps:
-            candidates.append(holt_winters(setup, at))
+            candidates.append(holt_winters(setup, instants))
         elif spec.model is PredictionModel.HOLT_WINTERS:
             return Forecast(
                 None,

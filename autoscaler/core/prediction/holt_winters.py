@@ -144,9 +144,16 @@ def fit(setup: Setup) -> tuple[HoltParams, HoltState]:
     return best[1], best[2]
 
 
-def holt_winters(setup: Setup, at: float) -> tuple[float | None, str, float | None]:
+def holt_winters(setup: Setup, instants: Sequence[float]) -> tuple[float | None, str, float | None]:
+    """The largest forecast over ``instants``, the model's name and its error."""
     params, start = fit(setup)
     line, state = holt_line(setup, params, start)
+    value = max(_holt_at(setup, state, params, at) for at in instants)
+    return value, PredictionModel.HOLT_WINTERS.value, error_percent_over_last_season(setup, line)
+
+
+def _holt_at(setup: Setup, state: HoltState, params: HoltParams, at: float) -> float:
+    """The forecast at ``at``: between two steps, on the line between their forecasts."""
     grid = setup.grid
     ahead = max(0.0, (at - grid.time(state.last)) / grid.step)
     low = math.floor(ahead)
@@ -155,7 +162,7 @@ def holt_winters(setup: Setup, at: float) -> tuple[float | None, str, float | No
     if fraction > 1e-9:
         after = holt_ahead(state, params, low + 1, setup.season_steps)
         value += (after - value) * fraction
-    return value, PredictionModel.HOLT_WINTERS.value, error_percent_over_last_season(setup, line)
+    return value
 
 
 def holt_ahead(state: HoltState, params: HoltParams, steps: int, season_steps: int) -> float:

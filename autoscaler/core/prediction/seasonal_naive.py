@@ -41,8 +41,11 @@ def naive_line(setup: Setup) -> list[float | None]:
     return [season_back(values, i, m, i - h) if i >= m else None for i in range(setup.grid.count)]
 
 
-def seasonal_naive(setup: Setup, at: float) -> tuple[float | None, str, float | None]:
+def seasonal_naive(setup: Setup, instants: Sequence[float]) -> tuple[float | None, str, float | None]:
+    """The largest forecast over ``instants`` (None if none has one), the model's name and its error."""
     grid = setup.grid
-    index = (at - grid.start) / grid.step
-    value = season_back(grid.values, index, setup.season_steps, grid.count - 1)
+    found = [
+        season_back(grid.values, (at - grid.start) / grid.step, setup.season_steps, grid.count - 1) for at in instants
+    ]
+    value = max((v for v in found if v is not None), default=None)
     return value, PredictionModel.SEASONAL_NAIVE.value, error_percent_over_last_season(setup, naive_line(setup))
