@@ -20,8 +20,8 @@ from kubernetes_asyncio.client import ApiClient
 from autoscaler.kube.leader import LeaderElector, NotLeader
 from autoscaler.kube.lease import default_identity, micro_time
 from kube_emulator import KubeEmulator
-from tests.service.conftest import Link
-from tests.service.leader_candidates import (
+from tests.kube.emulated import Link
+from tests.kube.leader_candidates import (
     FAST,
     MICRO_TIME,
     NAME,

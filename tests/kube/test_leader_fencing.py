@@ -20,8 +20,8 @@ from kubernetes_asyncio.client import ApiClient
 
 from autoscaler.kube.leader import LeaderElector, NotLeader
 from kube_emulator import KubeEmulator
-from tests.service.conftest import Link
-from tests.service.leader_candidates import FAST, Candidate, eventually, lease_requests, lease_spec, running
+from tests.kube.emulated import Link
+from tests.kube.leader_candidates import FAST, Candidate, eventually, lease_requests, lease_spec, running
 
 
 @pytest.mark.parametrize("mode", ["error", "hang"])

@@ -14,7 +14,7 @@ import pytest
 
 from autoscaler.kube.api import KubeApi, KubeError
 from autoscaler.kube.client import make_api_client
-from tests.service.test_token_file import kubeconfig
+from tests.kube.test_token_file import kubeconfig
 
 ANSWER = b'{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"through-the-proxy"}}'
 
