@@ -55,7 +55,7 @@ from autoscaler.service.sync.hvpa import vpa_observation
 from autoscaler.service.sync.observe import TargetObserver
 from autoscaler.service.sync.report import SyncReporter, reconcile_result
 from autoscaler.service.sync.scale_grace import finish_scale_write
-from autoscaler.service.sync.schedule import ConcurrencySlot, Schedule, TickTimers
+from autoscaler.service.sync.schedule import ConcurrencySlot, Schedule, TickTimers, first_delay
 from autoscaler.service.sync.status import restore
 from autoscaler.service.sync.status_sections import HVPA, decision_sections, hvpa_status
 from autoscaler.service.sync.view import ClusterView
@@ -69,10 +69,14 @@ log = structlog.get_logger("autoscaler.reconciler")
 @dataclass(frozen=True)
 class SyncContext:
     """What every reconciler shares besides the cluster: the settings it decides with, when it syncs,
-    how many syncs work at once, where it reports, and its clock."""
+    how many syncs work at once, where it reports, and its clock.
+
+    The one owner of the sync period: ``period`` is the service's (``sync.periodSeconds``, the grid of
+    ``schedule``, which must be the same), :meth:`period_of` a target's, :meth:`first_delay` when a new
+    reconciler's first sync comes."""
 
     settings: ControllerSettings
-    period: float
+    period: float  # the service's; a target's own is period_of's answer
     dry_run: bool
     schedule: Schedule
     semaphore: asyncio.Semaphore
@@ -82,6 +86,25 @@ class SyncContext:
     recorder: SyncRecorder | None = None  # autoscaler run --record FILE
     shard: str | None = None  # the shard this instance serves (status.shard names it), None: unsharded
     backend: BackendHealths | None = None  # each Prometheus' health and its budget of writes (backend_healths.py)
+
+    def __post_init__(self) -> None:
+        if self.schedule.period != self.period:
+            raise ValueError(f"the schedule's grid ({self.schedule.period}s) is not the sync period ({self.period}s)")
+
+    def period_of(self, spec: TargetSpec) -> float:
+        """How often a target syncs: its spec's ``syncPeriodSeconds`` (KEDA's pollingInterval), else the
+        service's period."""
+        own = spec.sync_period_seconds
+        return float(own) if own is not None else self.period
+
+    def first_delay(self, *, at_startup: bool, served_before: bool) -> float | None:
+        """When a new reconciler syncs first: None, on its namespace's next tick (a target present at start-up:
+        namespaces spread over one period); a period from now for a target that arrives with a status (it was
+        served before, maybe by another shard, which stops writing it about when this one starts:
+        docs/sharding.md); else within a second, then on its namespace's ticks."""
+        if served_before and not at_startup:
+            return self.period
+        return first_delay(self.period, at_startup=at_startup)
 
 
 @dataclass(frozen=True)
@@ -116,9 +139,7 @@ class TargetReconciler:
         self._spec: TargetSpec = target.spec
         self._view = view
         self._context = context
-        # The target's own period (spec.syncPeriodSeconds, KEDA's pollingInterval), else the service's.
-        own = target.spec.sync_period_seconds
-        self._period: float | None = float(own) if own is not None else None
+        self.period = context.period_of(target.spec)  # how often this target syncs
         self._writes = TargetWrites(writer, self.period, context.metrics)
         self._observer = TargetObserver(view)
         self._reporter = SyncReporter(
@@ -134,11 +155,6 @@ class TargetReconciler:
         # one, or the one after a sync cut short).
         self._state = state
         self._syncs = 0
-
-    @property
-    def period(self) -> float:
-        """How often this target syncs: its spec's ``syncPeriodSeconds``, else the service's period."""
-        return self._period if self._period is not None else self._context.period
 
     @property
     def syncs(self) -> int:
@@ -162,7 +178,7 @@ class TargetReconciler:
         """Sync on the namespace's ticks (see :class:`~autoscaler.service.sync.schedule.Schedule`; of the target's
         own period if it has one) until cancelled; the first sync after ``first_delay`` seconds if given (a
         new target), else on the next tick."""
-        schedule, metrics, period = self._context.schedule, self._context.metrics, self._period
+        schedule, metrics, period = self._context.schedule, self._context.metrics, self.period
         namespace = self._target.namespace
         now = time.monotonic()
         planned = now + first_delay if first_delay is not None else schedule.next_tick(namespace, now, period)
