@@ -93,6 +93,17 @@ class ReadinessCheck:
     timeout: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ProbeTiming:
+    """How the probes are timed: an asynchronous check's default bound, the heartbeat behind ``/healthz``
+    and how stale it may get, and the clock they are read on."""
+
+    check_timeout: float = 2.0
+    heartbeat_interval: float = 1.0
+    liveness_timeout: float = 10.0
+    clock: Callable[[], float] = time.monotonic
+
+
 class HttpServer:
     def __init__(
         self,
@@ -102,11 +113,8 @@ class HttpServer:
         readiness: Sequence[ReadinessCheck] = (),
         liveness: Sequence[ReadinessCheck] = (),
         targets: TargetStatuses | None = None,
-        check_timeout: float = 2.0,
-        heartbeat_interval: float = 1.0,
-        liveness_timeout: float = 10.0,
+        timing: ProbeTiming = ProbeTiming(),
         access_log: bool = False,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
         self.metrics = metrics
@@ -115,12 +123,12 @@ class HttpServer:
         self.targets: TargetStatuses = targets or StatusMap()  # the service sets its manager's once it has one
         self.backends: Callable[[], list[dict[str, Any]]] = list  # each backend's document (the service sets it)
         self.redaction = KnownSecrets()  # likewise: its one redaction (service/telemetry/redaction.py)
-        self.check_timeout = check_timeout
-        self.heartbeat_interval = heartbeat_interval
-        self.liveness_timeout = liveness_timeout
+        self.check_timeout = timing.check_timeout
+        self.heartbeat_interval = timing.heartbeat_interval
+        self.liveness_timeout = timing.liveness_timeout
         self._access_log = access_log
-        self._clock = clock
-        self._last_beat = clock()
+        self._clock = timing.clock
+        self._last_beat = self._clock()
         self._heartbeat: asyncio.Task[None] | None = None
         self._runner: web.AppRunner | None = None
         self._port: int | None = None

@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from autoscaler.service.http import CheckResult, HttpServer, ReadinessCheck, StatusMap
+from autoscaler.service.http import CheckResult, HttpServer, ProbeTiming, ReadinessCheck, StatusMap
 from autoscaler.service.settings import HttpSettings
 from autoscaler.service.telemetry.metrics import ServiceMetrics
 from tests.loop_turns import LoopTurns
@@ -72,7 +72,7 @@ async def serve(
 
 async def test_healthz_follows_the_heartbeat(session: aiohttp.ClientSession) -> None:
     clock = Clock()
-    running = await serve(session, clock=clock, heartbeat_interval=60, liveness_timeout=10)
+    running = await serve(session, timing=ProbeTiming(heartbeat_interval=60, liveness_timeout=10, clock=clock))
     try:
         status, body, _ = await running.get("/healthz")
         assert (status, body["alive"]) == (200, True)
