@@ -184,7 +184,8 @@ class TargetReconciler:
         planned = now + first_delay if first_delay is not None else schedule.next_tick(namespace, now, period)
         # Bound for the task's life (its context is its own): bound and unbound around every sync, each
         # sync made new context mappings that its sleep's timer then held for a period, for the cyclic
-        # collector to walk (BENCHMARKS.md, "Fewer objects per in-flight sync").
+        # collector to walk (docs/benchmarks-history.md, "Start-up, `/metrics`, shorter pauses", "Fewer
+        # objects per in-flight sync").
         structlog.contextvars.bind_contextvars(namespace=namespace, name=self._target.name)
         slot = ConcurrencySlot(self._context.semaphore)  # one sync at a time: the same slot for each
         while True:

@@ -25,9 +25,8 @@ def _phase(namespace: str) -> float:
 
 @functools.lru_cache(maxsize=8192)
 def _draw(namespace: str, k: int) -> float:
-    """Tick ``k``'s jitter draw for ``namespace``, in [-1, 1): every target of the namespace asks for the
-    same few ticks at each of its syncs (a hash of a new string each time was ~1 % of a 10,000-target
-    service's CPU)."""
+    """Tick ``k``'s jitter draw for ``namespace``, in [-1, 1): cached, as every target of the namespace asks
+    for the same few ticks at each of its syncs (a new string hashed at each ask showed in the profile)."""
     return 2 * _fraction(f"{namespace}#{k}") - 1
 
 
@@ -36,8 +35,9 @@ class Schedule:
 
     A batched Prometheus query covers whole namespaces (``namespace=~"a|b"``), so a batch is cheapest
     when it holds every target of the namespaces it reads. With each target on its own random phase, a
-    0.2 s batch window held ~13 of 1,000 targets but read ~12 namespaces' pods: ~17× the series the
-    targets needed, which made decoding Prometheus' answers most of the service's CPU. So the phase
+    batch window held a few targets of each of many namespaces but read all of those namespaces' pods: many
+    times the series the targets needed, and decoding them was most of the service's CPU
+    (docs/benchmarks-history.md, "The first service table: 1,000 targets, a 1 s scrape"). So the phase
     belongs to the namespace: namespaces spread over the period (a hash of the name) and each tick is
     jittered by up to ± ``jitter`` of the period (a hash of the namespace and the tick number), so
     namespaces still do not align, but a namespace's targets sync together and share one query per
@@ -107,10 +107,9 @@ class Schedule:
         that tick (an overloaded service, a slow answer) skips it and waits for the first tick after
         ``now``, as the upstream controller requeues a late HPA a period after it synced: syncing at once
         instead made one sync more per late target (two 5-7 s apart, once back on the grid) and took it
-        out of its namespace's batch, just when the service had the least to spare (at 10,000 targets,
-        50 % more syncs than a period holds for ~30 s after the first full pass; BENCHMARKS.md, "Where
-        the loop stalls, the syncs after the first pass, …"). ``period``: the target's own sync period (None:
-        the service's)."""
+        out of its namespace's batch, just when the service had the least to spare (docs/benchmarks-history.md,
+        "Where the loop stalls, the syncs after the first pass, …"). ``period``: the target's own sync period
+        (None: the service's)."""
         gap = self.min_gap if period is None else self.gap_for(period)
         planned_next = self.next_tick(namespace, planned + gap, period)
         return planned_next if planned_next >= now else self.next_tick(namespace, now, period)
@@ -121,11 +120,11 @@ class TickTimers:
 
     Every target of a namespace waits for the same tick. A sleep each made, per target and period, a coroutine, a
     future, the loop's timer handle with its arguments and a copy of the context: objects alive for the whole
-    period, that the cyclic collector walked at every young collection they lived through (at 3,000 targets the
-    timer handles, timers and contexts alone were ~3,800 of the 33,500 objects generation 1 held; BENCHMARKS.md,
-    "Shared tick timers"). Here a tick's targets share one timer; each still waits on a future of its own, so that a
-    cancelled wait cancels no other. With a ``pacer``, a tick's futures are done through it, a few per turn
-    (:mod:`~autoscaler.loop.pacing`): the syncs that waited for the tick pass the pacer in the same wait."""
+    period, that the cyclic collector walked at every young collection they lived through
+    (docs/benchmarks-history.md, "Shared tick timers, the harness's core at start-up, …"). Here a tick's
+    targets share one timer; each still waits on a future of its own, so that a cancelled wait cancels no
+    other. With a ``pacer``, a tick's futures are done through it, a few per turn (:mod:`~autoscaler.loop.pacing`):
+    the syncs that waited for the tick pass the pacer in the same wait."""
 
     def __init__(self, pacer: TurnPacer | None = None) -> None:
         self._due: dict[float, list[asyncio.Future[None]]] = {}

@@ -51,8 +51,8 @@ class StatusDigest(NamedTuple):
     hold anything, so the fields are frozen copies of whatever is there).
 
     A named tuple rather than a frozen dataclass, as :class:`~autoscaler.core.observation.Sample` is:
-    every sync of every target makes one, and a named tuple is made in a quarter of the time. Its
-    fields are read by name, and two digests are compared only by :meth:`needs_write_after`."""
+    every sync of every target makes one, and a named tuple is the quicker to make. Its fields are read
+    by name, and two digests are compared only by :meth:`needs_write_after`."""
 
     generation: Any
     current_replicas: Any
@@ -198,8 +198,9 @@ def _seconds(value: float) -> str:
 
 # A target's times repeat from sync to sync (a condition's transition, a recommendation's time): each
 # is formatted once, not at every sync of every target. Keyed by the whole second the text shows: each
-# target's times are floats of their own (10,000 targets' transition times missed a cache of 4,096 at
-# every sync), but they fall in the few seconds the targets' first syncs took.
+# target's times are floats of their own (keyed by them, the cache missed at every sync of a large service:
+# docs/benchmarks-history.md, "Cyclic garbage of the compiled build; …"), but they fall in the few seconds
+# the targets' first syncs took.
 @functools.lru_cache(maxsize=4096)
 def _whole_seconds(whole: int) -> str:
     return seconds_time(whole)
@@ -212,7 +213,7 @@ def _micro(value: float) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _only(count: int) -> frozenset[int]:
-    """``{count}``, one set per count for every target's digest (each set takes 216 bytes)."""
+    """``{count}``: one set per count, shared by every target's digest, rather than a set of each digest's."""
     return frozenset((count,))
 
 

@@ -195,5 +195,6 @@ class CachedView:
 
     def read_metrics(self, query: TargetQuery) -> Awaitable[list[MetricReading]]:
         # The batcher's coroutine itself, not one around it: a sync waits here for a second or more, and
-        # each coroutine it waits in is one more object the cyclic collector walks (BENCHMARKS.md).
+        # each coroutine it waits in is one more object the cyclic collector walks
+        # (docs/benchmarks-history.md, "Start-up, `/metrics`, shorter pauses").
         return self._batcher.read(query)

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 WRITE_BACKOFF_CAP = 300.0  # seconds
 JITTER = 0.2  # each delay is shortened by up to this fraction
-# One jitter source for every target's backoff: a Random of each (two per target) cost 2.5 KiB of
-# Mersenne Twister state and an os.urandom seeding apiece, 50 MiB and 0.6 s of start-up at 10,000 targets.
+# One jitter source for every target's backoff: a Random of each (two per target) cost a Mersenne Twister
+# state and an os.urandom seeding apiece (docs/benchmarks-history.md, "The collector's walk cut").
 _JITTER_SOURCE = random.Random()
 
 
