@@ -14,7 +14,9 @@ from autoscaler.service.settings import (
     LeaderElectionSettings,
     LoggingSettings,
     ServiceSettings,
+    ServingSettings,
     SyncSettings,
+    TelemetrySettings,
 )
 from autoscaler_sandbox.timescale import TimeScale
 
@@ -42,7 +44,8 @@ def service_settings(scale: TimeScale, prometheus_url: str, rate_window: float, 
             initial_readiness_delay=scale.wall(INITIAL_READINESS_DELAY),
             downscale_stabilization_window=scale.wall(DOWNSCALE_STABILIZATION),
         ),
-        http=HttpSettings(address="127.0.0.1", port=0),
-        leader_election=LeaderElectionSettings(enabled=False),
-        logging=LoggingSettings(format="json", level="info"),
+        serving=ServingSettings(leader_election=LeaderElectionSettings(enabled=False)),
+        telemetry=TelemetrySettings(
+            http=HttpSettings(address="127.0.0.1", port=0), logging=LoggingSettings(format="json", level="info")
+        ),
     )

@@ -266,7 +266,7 @@ def test_probes_and_ports_match_the_settings() -> None:
     container = service_container(docs)
     settings = parse_service_settings(yaml.safe_load(settings_text(docs)))
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"http": settings.http.port}
+    assert ports == {"http": settings.telemetry.http.port}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     # /readyz bounds each check at 2 s: the probe must wait longer than that
@@ -297,17 +297,17 @@ def test_settings_file_is_the_one_the_service_reads() -> None:
             yaml.safe_load(settings_text(docs)), environment_overrides(container_environment(docs))
         )
         settings = parse_service_settings(document)  # SpecError lists every problem
-        assert settings.leader_election.enabled
-        assert settings.leader_election.lease_namespace is None, "the Lease lives in the pod's own namespace"
-        assert settings.targets_file is None and not settings.dry_run
-        assert settings.logging.format == "json"
+        assert settings.serving.leader_election.enabled
+        assert settings.serving.leader_election.lease_namespace is None, "the Lease lives in the pod's own namespace"
+        assert settings.serving.targets_file is None and not settings.serving.dry_run
+        assert settings.telemetry.logging.format == "json"
         assert re.fullmatch(r"https?://[a-z0-9.-]+\.svc(:\d+)?(/.*)?", settings.prometheus.url), (
             "an in-cluster Service address"
         )
         role = one(docs, "Role", "autoscaler-leader-election")
         assert role["metadata"]["namespace"] == one(docs, "Deployment", "autoscaler")["metadata"]["namespace"]
         named = [r for r in role["rules"] if r.get("resourceNames")]
-        assert [settings.leader_election.lease_name] == named[0]["resourceNames"], "Role and leaseName agree"
+        assert [settings.serving.leader_election.lease_name] == named[0]["resourceNames"], "Role and leaseName agree"
         expected = () if variant == "default" else ("shop", "team-a")
         assert settings.kubernetes.namespaces == expected
 
@@ -317,8 +317,8 @@ def test_the_repository_settings_file_matches_the_configmap() -> None:
     baked = parse_service_settings(yaml.safe_load((ROOT / "config" / "autoscaler.yaml").read_text()))
     mounted = parse_service_settings(yaml.safe_load(settings_text(default_install())))
     assert baked.prometheus.url == mounted.prometheus.url
-    assert baked.http == mounted.http
-    assert baked.leader_election.lease_name == mounted.leader_election.lease_name
+    assert baked.telemetry.http == mounted.telemetry.http
+    assert baked.serving.leader_election.lease_name == mounted.serving.leader_election.lease_name
 
 
 def test_image_user_is_the_pods_user() -> None:

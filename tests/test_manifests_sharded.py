@@ -65,9 +65,11 @@ def test_sharded_install_runs_each_shard_with_its_own_lease() -> None:
     leases = {}
     for name, shard in SHARDS.items():
         settings = instance_settings(docs, name)
-        assert settings.sharding.shard == shard, f"{name} runs --shard {shard}"
-        assert settings.leader_election.enabled and deployments[name]["spec"]["replicas"] == 2, "a leader, a standby"
-        leases[name] = settings.sharding.lease_name(settings.leader_election.lease_name)
+        assert settings.serving.sharding.shard == shard, f"{name} runs --shard {shard}"
+        assert settings.serving.leader_election.enabled and deployments[name]["spec"]["replicas"] == 2, (
+            "a leader, a standby"
+        )
+        leases[name] = settings.serving.sharding.lease_name(settings.serving.leader_election.lease_name)
         args = service_container(docs, name)["args"]
         assert (args[args.index("--shard") + 1] if "--shard" in args else None) == shard
     assert leases == {

@@ -128,13 +128,13 @@ def read_run_inputs(
     from autoscaler.service.settings import load_service_settings
 
     settings = load_service_settings(config, flags=flags)
-    if not settings.targets_file:
+    if not settings.serving.targets_file:
         return settings, None
     try:
         # A file's targets obey the shard's label selector too: every shard may read the same file.
-        return settings, load_targets_file(settings.targets_file, keep=settings.sharding.serves)
+        return settings, load_targets_file(settings.serving.targets_file, keep=settings.serving.sharding.serves)
     except SpecError as exc:
-        raise TargetsFileError(settings.targets_file, exc) from exc
+        raise TargetsFileError(settings.serving.targets_file, exc) from exc
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -86,7 +86,7 @@ class Service:
             # A watch cache may not follow the API server for two sync periods before /readyz fails.
             probes = Probes(self, stale_cache_limit=2 * settings.sync.period_seconds)
             self.http = HttpServer(
-                settings.http, self.metrics, readiness=probes.readiness(), liveness=probes.liveness()
+                settings.telemetry.http, self.metrics, readiness=probes.readiness(), liveness=probes.liveness()
             )
             try:
                 await self.http.start()
@@ -140,11 +140,11 @@ class Service:
         log.info(
             "service starting",
             identity=self.identity,
-            dry_run=settings.dry_run,
+            dry_run=settings.serving.dry_run,
             targets="file" if self.static_targets is not None else "crd",
-            leader_election=settings.leader_election.enabled,
-            shard=settings.sharding.shard,
-            target_selector=settings.sharding.label_selector,
+            leader_election=settings.serving.leader_election.enabled,
+            shard=settings.serving.sharding.shard,
+            target_selector=settings.serving.sharding.label_selector,
             compiled_modules=f"{len(native.compiled())} of {len(native.COMPILED)}",
         )
         if stale := native.stale():
@@ -169,7 +169,7 @@ class Service:
         # The caches list once the first campaign has an outcome (a few hundred ms): a leader whose target
         # caches listed after it began to lead need not read every target again at takeover (Manager.activate).
         with contextlib.suppress(TimeoutError):
-            retry_period = self.settings.leader_election.retry_period_seconds
+            retry_period = self.settings.serving.leader_election.retry_period_seconds
             async with asyncio.timeout(min(retry_period, FIRST_CAMPAIGN_WAIT)):
                 await elector.leader_known.wait()
         await manager.start_caches()
@@ -251,7 +251,7 @@ async def serve(
     stop: asyncio.Event | None = None,
     record: str | None = None,
 ) -> None:
-    configure_logging(settings.logging, in_thread=True)
+    configure_logging(settings.telemetry.logging, in_thread=True)
     stop = stop or asyncio.Event()
     install_signal_handlers(stop)
     try:

@@ -96,19 +96,37 @@ class MetricsSettings:
     per_target_series_limit: int = DEFAULT_PER_TARGET_LIMIT
 
 
+@dataclass(frozen=True, slots=True)
+class ServingSettings:
+    """Which targets this instance serves and how: from a file (``targets``) or the CRD (its shard's), while
+    it leads (``leaderElection``), writing nothing in a dry run (``dryRun``)."""
+
+    targets_file: str | None = None
+    dry_run: bool = False
+    leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
+    sharding: ShardingSettings = field(default_factory=ShardingSettings)
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetrySettings:
+    """What the service shows of itself: its HTTP server (probes, /metrics, /api), its logs, its metrics."""
+
+    http: HttpSettings = field(default_factory=HttpSettings)
+    logging: LoggingSettings = field(default_factory=LoggingSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+
+
 @dataclass(frozen=True)
 class ServiceSettings:
+    """The settings file's sections, grouped: ``targets``, ``dryRun``, ``leaderElection`` and ``sharding``
+    are :class:`ServingSettings`; ``http``, ``logging`` and ``metrics`` :class:`TelemetrySettings`."""
+
     prometheus: PrometheusSettings
     kubernetes: KubernetesSettings = field(default_factory=KubernetesSettings)
     sync: SyncSettings = field(default_factory=SyncSettings)
     controller: ControllerSettings = field(default_factory=ControllerSettings)
-    targets_file: str | None = None
-    dry_run: bool = False
-    http: HttpSettings = field(default_factory=HttpSettings)
-    leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
-    logging: LoggingSettings = field(default_factory=LoggingSettings)
-    metrics: MetricsSettings = field(default_factory=MetricsSettings)
-    sharding: ShardingSettings = field(default_factory=ShardingSettings)
+    serving: ServingSettings = field(default_factory=ServingSettings)
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
     backend_health: BackendHealthSettings = field(default_factory=BackendHealthSettings)
     # prometheus.backends: the named Prometheus backends besides the default one (prometheus/backends.py).
     prometheus_backends: Mapping[str, PrometheusSettings] = field(default_factory=dict)
@@ -233,18 +251,15 @@ def _read(document: object, errors: ErrorList) -> ServiceSettings | None:
     assert None not in (kubernetes, sync, controller, http, election, logging, metrics, sharding, backend_health)
     return ServiceSettings(
         prometheus,
-        kubernetes or KubernetesSettings(),
-        sync or SyncSettings(),
-        controller or ControllerSettings(),
-        targets,
-        bool(dry_run),
-        http or HttpSettings(),
-        election or LeaderElectionSettings(),
-        logging or LoggingSettings(),
-        metrics or MetricsSettings(),
-        sharding or ShardingSettings(),
-        backend_health or BackendHealthSettings(),
-        backends or {},
+        kubernetes=kubernetes or KubernetesSettings(),
+        sync=sync or SyncSettings(),
+        controller=controller or ControllerSettings(),
+        serving=ServingSettings(
+            targets, bool(dry_run), election or LeaderElectionSettings(), sharding or ShardingSettings()
+        ),
+        telemetry=TelemetrySettings(http or HttpSettings(), logging or LoggingSettings(), metrics or MetricsSettings()),
+        backend_health=backend_health or BackendHealthSettings(),
+        prometheus_backends=backends or {},
     )
 
 

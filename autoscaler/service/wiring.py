@@ -68,8 +68,8 @@ class Reporting:
 
 
 def build_reporting(settings: ServiceSettings) -> Reporting:
-    metrics = ServiceMetrics(per_target_limit=settings.metrics.per_target_series_limit)
-    metrics.set_shard(settings.sharding.shard, settings.sharding.label_key)
+    metrics = ServiceMetrics(per_target_limit=settings.telemetry.metrics.per_target_series_limit)
+    metrics.set_shard(settings.serving.sharding.shard, settings.serving.sharding.label_key)
     skew = SkewMonitor("prometheus", settings.sync.clock_skew_warning_seconds, metrics.set_clock_skew)
     healths = BackendHealths.for_service(settings, metrics.registry)
     return Reporting(metrics, ProcessClock(), skew, healths, KnownSecrets())
@@ -106,7 +106,7 @@ def build_sync_parts(
     settings: ServiceSettings, kube: KubeApi, read_many: ReadMany, hooks: SyncHooks, *, static: bool
 ) -> SyncParts:
     """``static``: the targets come from a file (no target caches, no status on the server)."""
-    sync, kubernetes, sharding = settings.sync, settings.kubernetes, settings.sharding
+    sync, kubernetes, sharding = settings.sync, settings.kubernetes, settings.serving.sharding
     pacer = TurnPacer()  # the syncs' starts and their returns from the batcher share its turns
     batcher = MetricsBatcher(read_many, window=sync.batch_window_seconds, pacer=pacer)
     pods = PodIndex()
@@ -136,7 +136,7 @@ def build_sync_parts(
     context = SyncContext(
         settings.controller,
         sync.period_seconds,
-        settings.dry_run,
+        settings.serving.dry_run,
         Schedule(sync.period_seconds, sync.jitter),
         asyncio.Semaphore(sync.concurrency),
         hooks.metrics,
@@ -185,8 +185,8 @@ async def build_service(
         settings, metrics, reporting.clock.now, reporting.prometheus_skew, reporting.secrets, clients, kube
     )
     router = BackendRouter(backends)
-    election = settings.leader_election
-    lease = lease_namespace(election.lease_namespace), settings.sharding.lease_name(election.lease_name)
+    election = settings.serving.leader_election
+    lease = lease_namespace(election.lease_namespace), settings.serving.sharding.lease_name(election.lease_name)
     reporting.backends.post_events_to(kube, identity, lease if election.enabled else None)
     elector = build_elector(settings, identity, lease, metrics) if election.enabled else None
 
@@ -209,7 +209,7 @@ def build_elector(
 ) -> ElectionThread:
     """The elector, on its own thread, loop and client: renewals never wait for the service's loop
     (kube/election_thread.py)."""
-    election, kubernetes = settings.leader_election, settings.kubernetes
+    election, kubernetes = settings.serving.leader_election, settings.kubernetes
     namespace, name = lease
     return ElectionThread(
         lambda: make_api_client(kubernetes.kubeconfig, kubernetes.context),

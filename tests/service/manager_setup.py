@@ -16,7 +16,7 @@ from autoscaler.prometheus.settings import PrometheusSettings
 from autoscaler.service.cluster.sharding import ShardingSettings
 from autoscaler.service.cluster.targets import Target
 from autoscaler.service.manager import Manager
-from autoscaler.service.settings import KubernetesSettings, ServiceSettings, SyncSettings
+from autoscaler.service.settings import KubernetesSettings, ServiceSettings, ServingSettings, SyncSettings
 from autoscaler.service.sync.batcher import ReadMany
 from autoscaler.service.wiring import SyncHooks, build_sync_parts
 from kube_emulator import KubeEmulator
@@ -51,8 +51,7 @@ def build_manager(
             period_seconds=period, jitter=jitter, concurrency=concurrency, batch_window_seconds=batch_window
         ),
         controller=settings or ControllerSettings(),
-        dry_run=dry_run,
-        sharding=sharding or ShardingSettings(),
+        serving=ServingSettings(dry_run=dry_run, sharding=sharding or ShardingSettings()),
     )
     parts = build_sync_parts(service_settings, api, read_many, SyncHooks(**hooks), static=static_targets is not None)
     return Manager(parts, static_targets=static_targets, on_targets=on_targets)

@@ -179,7 +179,7 @@ async def service_from_manifests(
         }
         environment = {e["name"]: str(e["value"]) for e in container.get("env") or [] if "value" in e}
         settings = load_service_settings(str(config), flags=flags, environ=environment)
-        assert settings.leader_election.enabled, "the shipped settings must elect a leader (2 replicas)"
+        assert settings.serving.leader_election.enabled, "the shipped settings must elect a leader (2 replicas)"
         service = Service(settings, identity="autoscaler-7d9f_1")
         # The test's own objects go in through the in-process API: the request log holds the service's only.
         assert emu.requests.count() == 0
@@ -191,7 +191,7 @@ async def service_from_manifests(
             await asyncio.wait_for(task, 15)
 
         try:
-            lease = settings.sharding.lease_name(settings.leader_election.lease_name)
+            lease = settings.serving.sharding.lease_name(settings.serving.leader_election.lease_name)
             yield emu, service, (pod_namespace, lease), shutdown
         finally:
             if not task.done():

@@ -106,8 +106,8 @@ async def test_a_token_file_that_cannot_be_read_stops_the_start(tmp_path: Path) 
 def test_the_address_and_token_settings(tmp_path: Path) -> None:
     base = {"prometheus": {"url": "http://p"}}
     settings = parse_service_settings({**base, "http": {"address": "::1", "tokenFile": "/etc/token"}})
-    assert settings.http == HttpSettings("::1", 8080, "/etc/token")
-    assert parse_service_settings(base).http == HttpSettings("0.0.0.0", 8080, None)
+    assert settings.telemetry.http == HttpSettings("::1", 8080, "/etc/token")
+    assert parse_service_settings(base).telemetry.http == HttpSettings("0.0.0.0", 8080, None)
     with pytest.raises(SpecError) as raised:
         parse_service_settings({**base, "http": {"address": "127.0.0.1:8080", "tokenFile": ""}})
     assert str(raised.value).count("http.") == 2
@@ -117,6 +117,6 @@ def test_the_address_and_token_settings(tmp_path: Path) -> None:
     environment = load_service_settings(
         None, environ={"AUTOSCALER_PROMETHEUS_URL": "http://p", "AUTOSCALER_HTTP_ADDRESS": "127.0.0.1"}
     )
-    assert environment.http.address == "127.0.0.1"
+    assert environment.telemetry.http.address == "127.0.0.1"
     args = build_parser().parse_args(["run", "--http-address", "127.0.0.1", "--http-port", "9090"])
     assert flag_overrides(args) == {("http", "address"): "127.0.0.1", ("http", "port"): 9090}

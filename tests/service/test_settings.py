@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_shipped_file_is_valid() -> None:
     settings = load_service_settings(str(ROOT / "config" / "autoscaler.yaml"), environ={})
     assert settings.sync.period_seconds == 15
-    assert settings.leader_election.enabled
+    assert settings.serving.leader_election.enabled
 
 
 def test_environment_overrides_the_file_and_flags_override_both(tmp_path: Path) -> None:
@@ -32,7 +32,7 @@ def test_environment_overrides_the_file_and_flags_override_both(tmp_path: Path) 
     assert settings.prometheus.url == "http://env:9090"
     assert settings.sync.period_seconds == 10
     assert settings.kubernetes.namespaces == ("a", "b")
-    assert settings.dry_run is True
+    assert settings.serving.dry_run is True
 
 
 def test_every_problem_is_reported_at_once() -> None:

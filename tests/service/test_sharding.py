@@ -24,19 +24,21 @@ def problems(document: dict[str, object]) -> list[str]:
 
 
 def test_unsharded_by_default_serving_the_targets_without_the_label() -> None:
-    sharding = parse_service_settings(URL).sharding
+    sharding = parse_service_settings(URL).serving.sharding
     assert sharding == ShardingSettings(None, "autoscaler.dev/shard")
     assert sharding.label_selector == "!autoscaler.dev/shard"
     assert sharding.lease_name("autoscaler") == "autoscaler"
 
 
 def test_a_shard_selects_its_label_and_has_a_lease_of_its_own() -> None:
-    sharding = parse_service_settings({**URL, "sharding": {"shard": "eu-1"}}).sharding
+    sharding = parse_service_settings({**URL, "sharding": {"shard": "eu-1"}}).serving.sharding
     assert sharding.label_selector == "autoscaler.dev/shard=eu-1"
     assert sharding.lease_name("autoscaler") == "autoscaler-eu-1"
-    custom = parse_service_settings({**URL, "sharding": {"shard": "b", "labelKey": "example.com/team"}}).sharding
+    custom = parse_service_settings(
+        {**URL, "sharding": {"shard": "b", "labelKey": "example.com/team"}}
+    ).serving.sharding
     assert custom.label_selector == "example.com/team=b"
-    assert parse_service_settings({**URL, "sharding": {"labelKey": "team"}}).sharding.label_selector == "!team"
+    assert parse_service_settings({**URL, "sharding": {"labelKey": "team"}}).serving.sharding.label_selector == "!team"
 
 
 @pytest.mark.parametrize(
@@ -84,7 +86,7 @@ def test_a_shard_name_must_also_fit_in_its_lease_name() -> None:
         "characters: lowercase letters, digits, '-' and '.', beginning and ending with a letter or digit"
     ]
     alone = {**URL, "sharding": {"shard": "EU_1"}, "leaderElection": {"enabled": False}}
-    assert parse_service_settings(alone).sharding.shard == "EU_1"
+    assert parse_service_settings(alone).serving.sharding.shard == "EU_1"
 
 
 def test_flag_environment_and_file(tmp_path: Path) -> None:
@@ -92,12 +94,14 @@ def test_flag_environment_and_file(tmp_path: Path) -> None:
     assert flag_overrides(args) == {("sharding", "shard"): "a"}
     path = tmp_path / "s.yaml"
     path.write_text("prometheus: {url: http://p:9090}\nsharding: {shard: file, labelKey: example.com/shard}\n")
-    assert load_service_settings(str(path), environ={}).sharding == ShardingSettings("file", "example.com/shard")
+    assert load_service_settings(str(path), environ={}).serving.sharding == ShardingSettings(
+        "file", "example.com/shard"
+    )
     # The environment's value is the shard's name as written: "1" stays text (YAML would read a number).
     from_env = load_service_settings(str(path), environ={"AUTOSCALER_SHARD": "1"})
-    assert from_env.sharding.shard == "1"
+    assert from_env.serving.sharding.shard == "1"
     flagged = load_service_settings(str(path), environ={"AUTOSCALER_SHARD": "1"}, flags=flag_overrides(args))
-    assert flagged.sharding == ShardingSettings("a", "example.com/shard")
+    assert flagged.serving.sharding == ShardingSettings("a", "example.com/shard")
 
 
 def test_a_bad_shard_flag_exits_2_naming_the_setting(capsys: pytest.CaptureFixture[str]) -> None:
