@@ -15,7 +15,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from autoscaler.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, fail
+from autoscaler.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, fail
 
 if TYPE_CHECKING:  # the sandbox and the service load only when the command runs
     from autoscaler.cli.parser import Subcommands
@@ -29,6 +29,30 @@ SANDBOX_MISSING = (
     "the demo's sandbox (the packages autoscaler_sandbox and kube_emulator) is not installed: it ships "
     "with the source repository (pip install -e . in a clone), not in the service's container image"
 )
+# The API emulator's own dependencies are pyproject's ``emulator`` extra, which the service's install (and its
+# image) leaves out: each module the emulator imports, and the package that holds it.
+EMULATOR_EXTRA = "emulator"
+EMULATOR_PACKAGES = {"jsonschema": "jsonschema", "fastjsonschema": "fastjsonschema", "google.protobuf": "protobuf"}
+
+
+def missing_emulator_packages() -> list[str]:
+    """The packages of the emulator extra that cannot be imported (absent, or broken), in the extra's order."""
+    import importlib
+
+    missing = []
+    for module, package in EMULATOR_PACKAGES.items():
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(package)
+    return missing
+
+
+def emulator_missing(packages: list[str]) -> str:
+    return (
+        f"the demo runs the Kubernetes API emulator, which needs {', '.join(packages)} (the {EMULATOR_EXTRA} "
+        f"extra): pip install 'autoscaler[{EMULATOR_EXTRA}]' (in a clone: pip install -e '.[{EMULATOR_EXTRA}]')"
+    )
 
 
 def sandbox_installed() -> bool:
@@ -109,6 +133,8 @@ def parse_demo_duration(text: str) -> float:
 def cmd_demo(args: argparse.Namespace) -> int:
     if not sandbox_installed():
         return fail("demo", SANDBOX_MISSING, EXIT_FAILED)
+    if missing := missing_emulator_packages():  # an install to fix, as a bad flag is: argparse's exit code
+        return fail("demo", emulator_missing(missing), EXIT_INVALID)
     # Imported here, before the event loop starts: importing the service and the emulator takes a
     # good half second, which would otherwise stall the loop.
     from autoscaler_sandbox.demo_run import DemoError, DemoOptions
