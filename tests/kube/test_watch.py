@@ -1,4 +1,5 @@
-"""Watch caches against the API emulator: a paged LIST, an optional resource that is not served yet."""
+"""Watch caches against the API emulator: a paged LIST, an optional resource that is not served yet. The
+service's caches of many namespaces: tests/service/test_cluster_caches.py."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 from autoscaler.kube.api import DEPLOYMENTS, VPAS, KubeApi
 from autoscaler.kube.records import trim_deployment, trim_object
 from autoscaler.kube.watch import TRIM_SLICE, WatchCache
-from autoscaler.service.cluster.caches import LISTS_AT_ONCE, ClusterCaches
 from kube_emulator import KubeEmulator
 from tests.service.cluster import VPA_CRD, deployment, eventually, vpa
 
@@ -76,29 +76,3 @@ async def test_the_next_page_is_asked_for_before_this_one_is_trimmed() -> None:
         assert asked[0] == 2, "the second page was asked for before the first was trimmed"
         assert asked[-1] == 2, "the last page asks for no other"
         assert emu.requests.count("list", "deployments") == 2
-
-
-async def test_caches_of_many_namespaces_list_a_few_at_a_time() -> None:
-    """An instance given 12 namespaces has 36 caches (pods, Deployments, VPAs per namespace): listing them
-    all at once held every one's pages in memory together (bench/service.py --shard-by namespace)."""
-    namespaces = tuple(f"team-{i}" for i in range(12))
-    async with KubeEmulator(bookmark_interval=0.5) as emu, emu.api_client() as api:
-        for namespace in namespaces:
-            web = deployment("web", 1)
-            web["metadata"]["namespace"] = namespace
-            emu.seed(web)
-        emu.faults.delay(0.1, verb="list")
-        caches = ClusterCaches(KubeApi(api), namespaces, on_pod=lambda *_: None, watch_targets=False, silence_seconds=60)
-        await caches.start()
-        try:
-            await asyncio.wait_for(caches.wait_synced(), 20)
-        finally:
-            await caches.stop()
-        lists = [r for r in emu.requests.records if r.verb == "list" and r.duration is not None]
-        assert len(lists) >= 12 * 2  # pods and Deployments of every namespace (the VPAs are not served)
-        edges = sorted([(r.started, 1) for r in lists] + [(r.started + r.duration, -1) for r in lists])
-        at_once = peak = 0
-        for _, step in edges:
-            at_once += step
-            peak = max(peak, at_once)
-        assert peak <= LISTS_AT_ONCE
