@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from autoscaler.backtest.compare import Divergence
+from autoscaler.backtest.forecasting import ForecastFeed
 from autoscaler.backtest.hints import BACKTEST_HINTS, OptionHints
 from autoscaler.backtest.history import (
     FetchStats,
@@ -32,11 +33,12 @@ from autoscaler.backtest.target import BacktestTarget
 from autoscaler.backtest.workload import RealWorkload, WorkloadHistory, restrict_to_pods, workload_queries
 from autoscaler.core.hvpa.spec import Source
 from autoscaler.core.observation import MetricReading, ResourceReading
+from autoscaler.core.prediction.spec import PredictionSpec
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import MetricSourceType
 from autoscaler.core.sync import SyncInputs, SyncState, sync
 from autoscaler.core.sync_step import StepResult
-from autoscaler.plot.records import StepRecord, step_record
+from autoscaler.plot.records import ForecastPoint, StepRecord, step_record
 from autoscaler.prometheus.errors import PrometheusError
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.prometheus.reader import MetricsReader
@@ -83,6 +85,8 @@ class RunResult:
     target: BacktestTarget
     report: Report
     records: list[StepRecord] | None
+    # With spec.prediction, per forecast metric: its history and its forecast line within the window.
+    forecast_lines: dict[str, tuple[list[tuple[float, float]], list[tuple[float, float]]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,11 +122,15 @@ class Run:
             label, target.source, target.namespace, target.name, target.spec, options.start, options.end, options.step
         )
         self.records: list[StepRecord] | None = [] if options.keep_records else None
+        self.feed = _feed(target, options.step)
+        if self.feed is not None:
+            self.report.forecast(self.feed.tally)
 
     def step(self, real: RealWorkload, readings: Sequence[MetricReading], now: float) -> None:
         if self.replicas is None:
             self.replicas = _initial_replicas(real, self.hints)
         observation = self.workload.observe(real, readings, self.replicas, now, self.selector)
+        forecasts = self.feed.at(now) if self.feed is not None else {}
         # The wall clock HVPA's maintenance windows read is the sync's own time (Unix seconds here).
         outcome = sync(self.target.spec, SyncInputs(observation, clock=now), self.state, self.settings, now)
         self.state = outcome.state
@@ -130,12 +138,29 @@ class Run:
         if outcome.hvpa is not None and outcome.hvpa.applied:
             self.workload.pin(outcome.hvpa.requests, outcome.hvpa.limits)
         ideal = ideal_replicas(self.target.spec, observation, decision)
-        self.report.add(now, decision, real.replicas, ideal=ideal, ready=ready_replicas(observation))
+        ready = ready_replicas(observation)
+        self.report.add(now, decision, real.replicas, ideal=ideal, ready=ready)
+        points: tuple[ForecastPoint, ...] = ()
+        if self.feed is not None:
+            floor = getattr(decision, "forecast", None)  # the decision's ForecastOutcome (core/prediction/floor.py)
+            raised = bool(floor is not None and floor.raised)
+            self.feed.score(forecasts, raised, decision.scale and decision.replicas < decision.current_replicas)
+            points = self.feed.points(forecasts, now, ready)
         if self.records is not None:
-            self.records.append(step_record(now, outcome, real_replicas=real.replicas))
+            self.records.append(step_record(now, outcome, real_replicas=real.replicas, forecasts=points))
         if self.observer is not None:
             self.observer(self.label, StepResult(now, observation, outcome), real)
         self.replicas = decision.replicas
+
+
+def _feed(target: BacktestTarget, sync_period: float) -> ForecastFeed | None:
+    """The run's forecasts, when its spec predicts (``spec.prediction``)."""
+    prediction: PredictionSpec | None = getattr(target.spec, "prediction", None)  # TargetSpec.prediction (H5)
+    if prediction is None:
+        return None
+    composite = target.spec.composite is not None
+    metrics = [m for m in target.spec.metrics if prediction.predicts(m, composite=composite)]
+    return ForecastFeed(prediction, metrics, sync_period) if metrics else None
 
 
 def _initial_replicas(real: RealWorkload, hints: OptionHints) -> int:
@@ -241,6 +266,18 @@ async def run_backtest(
     }
     names = list(labels) or [t.source for t in targets]
     runs = [Run(name, t, settings, options, selector, observer) for name, t in zip(names, targets, strict=True)]
+    for run in runs:
+        if run.feed is not None:
+            planned = reader.planned_queries(_target_query(run.target, selector, ()))
+            texts = {m.name: p.text for m, p in zip(run.target.spec.metrics, planned, strict=True) if p.text}
+            try:
+                await run.feed.load(
+                    client, texts, options.start, options.end, max_points=options.max_points, stats=history.stats
+                )
+            except PrometheusError as error:
+                raise BacktestError(
+                    f"reading the forecast's history failed: {error}", 2 if error.kind == "bad_query" else 1
+                ) from None
     divergence = Divergence()
     chunks = list(grid.chunks(options.chunk_points))
     done = 0
@@ -285,5 +322,14 @@ async def run_backtest(
                 f"{target.source}: HVPA is replayed without the VPA source (Prometheus does not keep a "
                 "VPA's recommendations): it decides from the HPA source alone"
             )
-    results = [RunResult(run.label, run.target, run.report.build(notes), run.records) for run in runs]
+    results = [
+        RunResult(
+            run.label,
+            run.target,
+            run.report.build(notes),
+            run.records,
+            run.feed.lines() if run.feed is not None else {},
+        )
+        for run in runs
+    ]
     return BacktestResult(results, divergence, history.stats, notes)

@@ -174,6 +174,10 @@ class ReportBuilder:
         self._replay = self._replay_covered = self._real_covered = 0.0
         self._covered = 0
 
+    def forecast(self, tally: ForecastTally) -> None:
+        """The run's spec predicts: the report carries what its forecasts did."""
+        self._report.forecast = tally
+
     def add(
         self,
         at: float,

@@ -37,6 +37,18 @@ class HvpaPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class ForecastPoint:
+    """One metric's forecast made at a sync (backtest of a spec with ``spec.prediction``): the instant it is
+    for, its value (None: no forecast), whether the decision could use it, and the replicas it asks for."""
+
+    metric: str
+    at: float
+    value: float | None
+    usable: bool
+    replicas: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class StepRecord:
     at: float
     current_replicas: int
@@ -47,6 +59,7 @@ class StepRecord:
     hvpa: HvpaPoint | None = None
     real_replicas: int | None = None  # backtest: what the workload really had
     old_desired_replicas: int | None = None  # convert --compare: what the old autoscaler wanted
+    forecasts: tuple[ForecastPoint, ...] = ()  # backtest with spec.prediction: the forecasts made at this sync
 
 
 def metric_value(outcome: MetricOutcome) -> float | None:
@@ -61,7 +74,13 @@ def metric_value(outcome: MetricOutcome) -> float | None:
     return milli / 1000 if milli is not None else None
 
 
-def step_record(at: float, outcome: SyncOutcome, *, real_replicas: int | None = None) -> StepRecord:
+def step_record(
+    at: float,
+    outcome: SyncOutcome,
+    *,
+    real_replicas: int | None = None,
+    forecasts: tuple[ForecastPoint, ...] = (),
+) -> StepRecord:
     """The plotted part of one sync at ``at``."""
     decision = outcome.decision
     hvpa = outcome.hvpa
@@ -85,4 +104,5 @@ def step_record(at: float, outcome: SyncOutcome, *, real_replicas: int | None = 
         tuple(MetricPoint(o.spec, metric_value(o), bool(o.error)) for o in decision.metrics),
         point,
         real_replicas,
+        forecasts=forecasts,
     )
