@@ -1,8 +1,8 @@
-"""The limits themselves: depth, size, the data model, and decoding JSON too deep for ``json.loads``."""
+"""The limits themselves: depth, size, the data model (decoding JSON too deep for ``json.loads``:
+tests/kube/test_jsondecode.py)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import date
 from typing import Any
@@ -11,8 +11,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.kube.jsondecode import MAX_DEPTH as DECODED_LEVELS
-from autoscaler.kube.jsondecode import TOO_DEEP, loads, tolerant_loads
 from autoscaler.service.cluster.targets import error_text
 from autoscaler.values.fields import ErrorList, FieldError, Obj, SpecError, to_quantity
 from autoscaler.values.limits import MAX_DEPTH, MAX_VALUES, _check_with_paths, _within_limits, check_document
@@ -116,28 +114,6 @@ def test_numbers_and_quantities_past_what_the_api_carries_are_refused() -> None:
         f"q: invalid quantity '{'9' * 99}: quantity has 1,001 digits: at most 1000",
         "q: must be at most 9223372036854775807m (a milli-value fits in 64 bits)",
     ]
-
-
-def test_json_too_deep_for_the_decoders_is_cut_below_the_limit() -> None:
-    body = json.dumps({"metadata": {"name": "deep"}, "spec": {"x": 'a]}[{\\"', "n": 10**30, "hvpa": "HERE"}})
-    body = body.replace('"HERE"', "[" * 5000 + "1" + "]" * 5000)
-    with pytest.raises(RecursionError):
-        json.loads(body)
-    obj = loads(body.encode())
-    assert obj["metadata"] == {"name": "deep"} and obj["spec"]["x"] == 'a]}[{\\"'  # brackets in strings kept
-    assert obj["spec"]["n"] == 10**30  # beyond 64 bits (orjson's limit), kept exact
-    levels, value = 2, obj["spec"]["hvpa"]  # spec.hvpa is the object's level 3
-    while isinstance(value, list):
-        levels, value = levels + 1, value[0]
-    assert (levels, value) == (DECODED_LEVELS, TOO_DEEP)  # the container that would be level 257 is cut
-    assert problems(obj["spec"], level=2)[0].startswith("spec.hvpa" + "[0]" * (MAX_DEPTH - 2) + ": nested too deeply")
-
-
-def test_the_tolerant_decoder_decodes_what_orjson_does() -> None:
-    text = '{"a": [1, {"b": "[[[["}], "c": {}, "d": 1.5e3, "e": null, "f": true, "g": "\\u00e9"}'
-    assert tolerant_loads(text) == json.loads(text)
-    with pytest.raises(ValueError):
-        tolerant_loads('{"a": [1,]}')
 
 
 def test_a_condition_message_lists_twenty_problems_and_counts_the_rest() -> None:
