@@ -27,7 +27,6 @@ from autoscaler.kube.watch import Key, WatchCache
 from autoscaler.service.cluster.takeover import statuses_at_takeover
 from autoscaler.service.cluster.targets import Target, error_text
 from autoscaler.service.sync.reconciler import TargetReconciler
-from autoscaler.service.sync.schedule import first_delay
 from autoscaler.service.sync.status import invalid_status
 
 if TYPE_CHECKING:
@@ -247,11 +246,9 @@ class Manager:
         reconciler = TargetReconciler(
             target, self.view, self.writer, self.context, state=state, last_status=last_status
         )
-        delay = first_delay(self.context.period, at_startup=at_startup)
-        if running is None and not at_startup and target.status:
-            # A target arriving with a status was served before: maybe by another shard, which stops writing
-            # it when its watch shows the label change, about when this one's does (docs/sharding.md).
-            delay = self.context.period
+        # A new target arriving with a status was served before (maybe by another shard: docs/sharding.md).
+        served_before = running is None and not at_startup and bool(target.status)
+        delay = self.context.first_delay(at_startup=at_startup, served_before=served_before)
         task = asyncio.create_task(reconciler.run(delay), name=f"reconcile {key[0]}/{key[1]}")
         self.running[key] = Running(target, reconciler, task)
         # At takeover one line says how many started (activate): a line each was 10,000 lines at 10,000 targets.
