@@ -94,7 +94,11 @@ async def run_demo(
         stack.callback(interrupted.cancel)
 
         await _until_ready(service.ready, running, interrupted)
-        assert service.http is not None  # started before the service is ready
+        # Ready means the HTTP server listens; an interrupt may come first (a slow start), and then the
+        # header says so instead of asking a server that has no port yet for it.
+        service_url = "not started"
+        if service.ready.is_set() and service.http is not None:
+            service_url = f"http://127.0.0.1:{service.http.port}"
         kubectl = [f"watch it        KUBECONFIG={user_kubeconfig} kubectl get st -w"]
         if options.keep_running:
             kubectl.append(
@@ -105,7 +109,7 @@ async def run_demo(
             timeline,
             emulator.url,
             source.description,
-            f"http://127.0.0.1:{service.http.port}",
+            service_url,
             scale,
             duration,
             DEMO_CURVE,
