@@ -59,11 +59,11 @@ class PredictionModel(enum.StrEnum):
     AUTO = "auto"
 
 
-def seasons_needed(model: PredictionModel) -> int:
-    """Whole seasons of history a model needs before it has a measured error: seasonal naive looks one back
-    and is measured over the next; Holt-Winters starts from one, fits its parameters on the next and is
-    measured over the third. ``auto`` needs what seasonal naive needs (it tries Holt-Winters once it can)."""
-    return 3 if model is PredictionModel.HOLT_WINTERS else 2
+def default_history_seasons(model: PredictionModel) -> int:
+    """Whole seasons of history a model reads by default: seasonal naive looks one back and is measured over
+    the next; Holt-Winters starts from one, fits its parameters on the next and is measured over the third.
+    ``auto`` reads three, so as to try Holt-Winters (it forecasts with seasonal naive on two)."""
+    return 2 if model is PredictionModel.SEASONAL_NAIVE else 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +124,7 @@ def read_prediction(obj: Obj, *, metrics: Sequence[MetricSpec] | None, has_compo
             "podStartupSeconds",
             f"must be less than seasonSeconds ({season}): the horizon is start-up plus a sync period",
         )
-    history_default = season * seasons_needed(model) if season is not None and model is not None else None
+    history_default = season * default_history_seasons(model) if season is not None and model is not None else None
     history = history if history is not None else history_default
     least = 2 * season if season is not None else None
     if least is not None and history is not None and history < least and obj.has("historySeconds"):
