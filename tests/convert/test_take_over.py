@@ -21,7 +21,7 @@ def test_converted_targets_agree_to_the_cut_over(tmp_path: Path) -> None:
         converted(conversion, tmp_path)
         assert conversion.target is not None
         assert conversion.target["metadata"]["annotations"] == {TAKE_OVER_ANNOTATION: "true"}
-        assert target_from_object(conversion.target).take_over  # as the service reads it
+        assert target_from_object(conversion.target).metadata.take_over  # as the service reads it
 
 
 def _first_scaled_object() -> str:

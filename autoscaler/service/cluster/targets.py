@@ -32,21 +32,23 @@ TARGETS = ResourcePath(GROUP, VERSION, "scalingtargets")
 
 
 @dataclass(frozen=True)
-class Target:
-    namespace: str
-    name: str
-    uid: str
-    generation: int | None
-    spec: TargetSpec | None
-    errors: tuple[FieldError, ...] = ()
+class TargetText:
+    """The target's spec and status as written, as text."""
+
     spec_json: str = ""  # the spec as written (canonical JSON): an edit restarts the reconciler
     # The status the object carried, as compact JSON: it is read only when a reconciler starts (the
     # decision history of a restarted service or a new leader), and as text it costs a fraction of the
     # parsed document. It takes part in equality: a status-only change (another leader's write) must
     # reach the manager, or a later leader would start from a history older than the server's (D3).
     status_json: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class TargetMetadata:
+    """What every sync reads of the object's metadata besides its identity (none of it restarts the reconciler)."""
+
     # TAKE_OVER_ANNOTATION "true": the cut-over is agreed, the target scales as soon as the other autoscaler
-    # that held it is gone (service/cluster/other_autoscalers.py). An annotation: changing it restarts nothing.
+    # that held it is gone (service/cluster/other_autoscalers.py).
     take_over: bool = False
     # metadata.creationTimestamp (Unix seconds; None when absent, as in a targets file without it): what
     # spec.activation.initialCooldownSeconds counts from. It never changes for one object (uid).
@@ -55,12 +57,24 @@ class Target:
     # so that a pause set with kubectl annotate takes effect without a restart.
     pause_annotations: tuple[tuple[str, str], ...] = ()
 
+
+@dataclass(frozen=True)
+class Target:
+    namespace: str
+    name: str
+    uid: str
+    generation: int | None
+    spec: TargetSpec | None
+    errors: tuple[FieldError, ...] = ()
+    text: TargetText = TargetText()
+    metadata: TargetMetadata = TargetMetadata()
+
     @property
     def status(self) -> Mapping[str, Any] | None:
         """The status the object carried when read (a fresh copy on every access)."""
-        if self.status_json is None:
+        if self.text.status_json is None:
             return None
-        status: Mapping[str, Any] = json.loads(self.status_json)
+        status: Mapping[str, Any] = json.loads(self.text.status_json)
         return status
 
     @property
@@ -73,7 +87,7 @@ class Target:
 
     def same_spec(self, other: Target) -> bool:
         """Whether a change of ``other`` needs no restart of this target's reconciler."""
-        return (self.uid, self.generation, self.spec_json) == (other.uid, other.generation, other.spec_json)
+        return (self.uid, self.generation, self.text.spec_json) == (other.uid, other.generation, other.text.spec_json)
 
 
 def target_from_object(
@@ -107,9 +121,10 @@ def target_from_object(
         if check_document(status, "status", status_problems, level=2):
             return replace(
                 known,
-                status_json=_compact(status) if isinstance(status, Mapping) else None,
-                take_over=_takes_over(meta),
-                pause_annotations=pause_annotation_items(meta.get("annotations")),
+                text=TargetText(known.text.spec_json, _compact(status) if isinstance(status, Mapping) else None),
+                metadata=TargetMetadata(
+                    _takes_over(meta), known.metadata.created, pause_annotation_items(meta.get("annotations"))
+                ),
             )
     problems = ErrorList()
     if raw_meta is not None and not isinstance(raw_meta, Mapping):
@@ -131,13 +146,17 @@ def target_from_object(
         generation,
         spec,
         errors,
-        # A spec past the limits is not written out (that walk is what the limits protect);
-        # its text then only has to differ from any valid spec's.
-        _canonical(raw_spec) if spec_fits else f"(invalid: {error_text(errors)})",
-        _compact(status) if status_fits and isinstance(status, Mapping) else None,
-        _takes_over(meta),
-        parse_rfc3339(meta.get("creationTimestamp")),
-        pause_annotation_items(meta.get("annotations")),
+        TargetText(
+            # A spec past the limits is not written out (that walk is what the limits protect);
+            # its text then only has to differ from any valid spec's.
+            _canonical(raw_spec) if spec_fits else f"(invalid: {error_text(errors)})",
+            _compact(status) if status_fits and isinstance(status, Mapping) else None,
+        ),
+        TargetMetadata(
+            _takes_over(meta),
+            parse_rfc3339(meta.get("creationTimestamp")),
+            pause_annotation_items(meta.get("annotations")),
+        ),
     )
 
 

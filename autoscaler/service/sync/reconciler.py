@@ -248,7 +248,9 @@ class TargetReconciler:
             )
             if spec.hvpa is None:
                 inputs = SyncInputs(
-                    observation, created=self._target.created, annotations=self._target.pause_annotations
+                    observation,
+                    created=self._target.metadata.created,
+                    annotations=self._target.metadata.pause_annotations,
                 )
             else:
                 inputs = SyncInputs(
@@ -256,11 +258,13 @@ class TargetReconciler:
                     vpa_observation(self._view.find_vpa(target)),
                     template=self._view.template_of(target),
                     clock=now,
-                    created=self._target.created,
-                    annotations=self._target.pause_annotations,
+                    created=self._target.metadata.created,
+                    annotations=self._target.metadata.pause_annotations,
                 )
             plan = plan_sync(spec, inputs, state, self._context.settings, now)
-            held = hold(self._view.other_autoscaler(self._target), state.target.conditions, self._target.take_over)
+            held = hold(
+                self._view.other_autoscaler(self._target), state.target.conditions, self._target.metadata.take_over
+            )
             if held is not None:  # never two writers: decided, reported, not written (issue 43)
                 plan = held_plan(plan, held)
                 return await self._carry_out(plan, scale, observation, started, held=True)

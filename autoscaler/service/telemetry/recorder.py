@@ -45,7 +45,7 @@ class SyncRecorder:
     ) -> None:
         """Append one sync of ``target``."""
         try:
-            spec: Any = json.loads(target.spec_json) if target.spec_json else None
+            spec: Any = json.loads(target.text.spec_json) if target.text.spec_json else None
             line = self._sync_line(
                 f"{target.namespace}/{target.name}",
                 spec,
@@ -54,7 +54,7 @@ class SyncRecorder:
                 observation,
                 results,
                 outcome,
-                target.pause_annotations,
+                target.metadata.pause_annotations,
             )
             self._lines.put(json.dumps(line, separators=(",", ":")))
         except Exception as exc:  # recording is a side show: it never stops a sync
