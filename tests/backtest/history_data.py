@@ -210,6 +210,9 @@ def backfill_text() -> str:
     add_web(backfill, syncs)
     add_noise(backfill)
     add_lean(backfill)
+    from tests.backtest.prediction_data import add_step  # it imports this module's T0
+
+    add_step(backfill)
     return backfill.text()
 
 

@@ -9,6 +9,7 @@ from autoscaler.core.observation import (
     ConditionStatus,
     ContainerInfo,
     ExternalReading,
+    Observation,
     PodInfo,
     PodPhase,
     PodsReading,
@@ -125,3 +126,51 @@ def test_rescale_without_samples_or_live_pods() -> None:
     assert rescale(empty, {"a"}, {"a"}, ["x"]) == PodsReading({})
     only_dead = ResourceReading({"d": usage(app=5)})
     assert rescale(only_dead, set(), set(), ["x"]) == only_dead
+
+
+def _serving(observation: Observation) -> list[str]:
+    return sorted(p.name for p in observation.pods if p.phase is PodPhase.RUNNING and p.ready is ConditionStatus.TRUE)
+
+
+def test_with_a_start_up_a_real_pod_brought_back_starts_up_too() -> None:
+    """The replay went down to 2 of the 3 real ready pods, then back to 3: the real pod it brings back is
+    one it adds, Pending until --pod-startup has passed (the history shows it ready all along)."""
+    ready = RealWorkload((pod("a", since=100), pod("b", since=50), pod("x", since=10)), 3, 3)
+    workload = SimulatedWorkload("web-backtest-", 30)
+    assert _serving(workload.observe(ready, [RPS], 3, NOW, "s")) == ["a", "b", "x"]
+    # Down to 2: the two ready longest stay (x, b); back to 3: a returns, and starts up.
+    assert _serving(workload.observe(ready, [RPS], 2, NOW + 15, "s")) == ["b", "x"]
+    back = workload.observe(ready, [RPS], 3, NOW + 30, "s")
+    assert _serving(back) == ["b", "x"]
+    rps = back.readings[0]
+    assert isinstance(rps, PodsReading) and "a" not in rps.pods  # a starting pod carries nothing
+    assert sum(s.value for s in rps.pods.values()) == 9000  # the load is conserved on the serving pods
+    assert _serving(workload.observe(ready, [RPS], 3, NOW + 60, "s")) == ["a", "b", "x"]
+
+
+def test_with_a_start_up_the_replays_own_replicas_keep_serving_when_the_history_catches_up() -> None:
+    """The replay scaled 2 → 3 early; when the real workload adds its own third pod (Pending in the history),
+    the replay's replica that started long ago serves: the real pod stands for it, carrying the average."""
+    two = RealWorkload((pod("a", since=100), pod("b", since=50)), 2, 2)
+    workload = SimulatedWorkload("web-backtest-", 30)
+    workload.observe(two, [RPS], 2, NOW, "s")
+    assert _serving(workload.observe(two, [RPS], 3, NOW + 15, "s")) == ["a", "b"]  # web-backtest-1 starting
+    assert _serving(workload.observe(two, [RPS], 3, NOW + 45, "s")) == ["a", "b", "web-backtest-1"]
+    late = pod("c", ready=False, since=NOW + 50, started=NOW + 50, phase=PodPhase.PENDING)
+    three = RealWorkload((pod("a", since=100), pod("b", since=50), late), 3, 3)
+    caught_up = workload.observe(three, [RPS], 3, NOW + 60, "s")
+    assert _serving(caught_up) == ["a", "b", "c"]
+    rps = caught_up.readings[0]
+    # c carries the real pods' average (3000, its own 0 included), all scaled so that the total stays 9000.
+    assert isinstance(rps, PodsReading) and rps.pods["c"].value == 2250
+    assert sum(s.value for s in rps.pods.values()) == 9000
+
+
+def test_without_a_start_up_the_history_decides_readiness_as_before() -> None:
+    two = RealWorkload((pod("a", since=100), pod("b", since=50)), 2, 2)
+    workload = SimulatedWorkload("web-backtest-", 0)
+    workload.observe(two, [RPS], 2, NOW, "s")
+    late = pod("c", ready=False, since=NOW + 50, started=NOW + 50, phase=PodPhase.PENDING)
+    three = RealWorkload((pod("a", since=100), pod("b", since=50), late), 3, 3)
+    observation = workload.observe(three, [RPS], 3, NOW + 60, "s")
+    assert observation.pods == three.pods and _serving(observation) == ["a", "b"]
