@@ -212,7 +212,7 @@ class Manager:
     def _forget(self, *keys: Key) -> None:
         """Remove these targets' series from /metrics (their reconcilers have stopped: none sets them again)."""
         for namespace, name in keys:
-            self.context.metrics.forget_target(namespace, name)
+            self.context.reports.metrics.forget_target(namespace, name)
 
     def _report_counts(self) -> None:
         if self._on_targets is not None:

@@ -40,7 +40,7 @@ from autoscaler.service.cluster.targets import Target
 from autoscaler.service.manager import Manager
 from autoscaler.service.settings import ServiceSettings
 from autoscaler.service.sync.batcher import MetricsBatcher, ReadMany
-from autoscaler.service.sync.reconciler import SyncContext
+from autoscaler.service.sync.reconciler import SyncContext, SyncReports
 from autoscaler.service.sync.scales import ClusterScales
 from autoscaler.service.sync.schedule import Schedule, TickTimers
 from autoscaler.service.sync.view import CachedView
@@ -139,12 +139,9 @@ def build_sync_parts(
         settings.serving.dry_run,
         Schedule(sync.period_seconds, sync.jitter),
         asyncio.Semaphore(sync.concurrency),
-        hooks.metrics,
         hooks.clock or ProcessClock().now,
         TickTimers(pacer),
-        recorder=hooks.recorder,
-        shard=sharding.shard,
-        backend=hooks.backend_health,
+        SyncReports(hooks.metrics, hooks.recorder, sharding.shard, hooks.backend_health),
     )
     return SyncParts(kube, batcher, pods, cluster, view, writer, context)
 

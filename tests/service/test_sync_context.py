@@ -11,7 +11,7 @@ import pytest
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
 from autoscaler.core.spec_parse import parse_target_spec
-from autoscaler.service.sync.reconciler import SyncContext
+from autoscaler.service.sync.reconciler import SyncContext, SyncReports
 from autoscaler.service.sync.schedule import Schedule, TickTimers
 from autoscaler.service.telemetry.metrics_sink import NullMetrics
 
@@ -23,9 +23,9 @@ def context(period: float, grid: float | None = None) -> SyncContext:
         False,
         Schedule(period if grid is None else grid, 0.1),
         asyncio.Semaphore(1),
-        NullMetrics(),
         lambda: 0.0,
         TickTimers(),
+        SyncReports(NullMetrics()),
     )
 
 

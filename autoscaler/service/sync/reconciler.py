@@ -67,6 +67,16 @@ log = structlog.get_logger("autoscaler.reconciler")
 
 
 @dataclass(frozen=True)
+class SyncReports:
+    """Where every sync reports besides its target's status."""
+
+    metrics: MetricsSink
+    recorder: SyncRecorder | None = None  # autoscaler run --record FILE
+    shard: str | None = None  # the shard this instance serves (status.shard names it), None: unsharded
+    backend: BackendHealths | None = None  # each Prometheus' health and its budget of writes (backend_healths.py)
+
+
+@dataclass(frozen=True)
 class SyncContext:
     """What every reconciler shares besides the cluster: the settings it decides with, when it syncs,
     how many syncs work at once, where it reports, and its clock.
@@ -80,12 +90,9 @@ class SyncContext:
     dry_run: bool
     schedule: Schedule
     semaphore: asyncio.Semaphore
-    metrics: MetricsSink
     clock: Callable[[], float]  # decisions' "now": Unix time that never steps (loop/clock.py)
     timers: TickTimers  # one loop timer per tick, its waits done through the pacer (service/sync/schedule.py)
-    recorder: SyncRecorder | None = None  # autoscaler run --record FILE
-    shard: str | None = None  # the shard this instance serves (status.shard names it), None: unsharded
-    backend: BackendHealths | None = None  # each Prometheus' health and its budget of writes (backend_healths.py)
+    reports: SyncReports
 
     def __post_init__(self) -> None:
         if self.schedule.period != self.period:
@@ -140,15 +147,15 @@ class TargetReconciler:
         self._view = view
         self._context = context
         self.period = context.period_of(target.spec)  # how often this target syncs
-        self._writes = TargetWrites(writer, self.period, context.metrics)
+        self._writes = TargetWrites(writer, self.period, context.reports.metrics)
         self._observer = TargetObserver(view)
         self._reporter = SyncReporter(
             self._writes,
-            context.metrics,
+            context.reports.metrics,
             dry_run=context.dry_run,
-            shard=context.shard,
+            shard=context.reports.shard,
             last_status=last_status if last_status is not None else target.status,
-            backend=context.backend,
+            backend=context.reports.backend,
             sync_period=self.period,
         )
         # What the next sync starts from; None: restored from the last status at the next sync (the first
@@ -178,7 +185,7 @@ class TargetReconciler:
         """Sync on the namespace's ticks (see :class:`~autoscaler.service.sync.schedule.Schedule`; of the target's
         own period if it has one) until cancelled; the first sync after ``first_delay`` seconds if given (a
         new target), else on the next tick."""
-        schedule, metrics, period = self._context.schedule, self._context.metrics, self.period
+        schedule, metrics, period = self._context.schedule, self._context.reports.metrics, self.period
         namespace = self._target.namespace
         now = time.monotonic()
         planned = now + first_delay if first_delay is not None else schedule.next_tick(namespace, now, period)
@@ -212,7 +219,7 @@ class TargetReconciler:
 
     async def _sync(self, started: float, now: float, slot: ConcurrencySlot | None) -> Decision | None:
         """One sync (:meth:`sync_once` without binding the log context: :meth:`run` binds it once)."""
-        target, spec, metrics = self._target, self._spec, self._context.metrics
+        target, spec, metrics = self._target, self._spec, self._context.reports.metrics
         try:
             stale = self._view.cache_problem(target)
             if stale is not None:
@@ -295,8 +302,8 @@ class TargetReconciler:
         target, now = self._target, plan.now
         results = NOTHING_WRITTEN if held else await self._write(plan, scale)
         outcome = settle(plan, results)
-        if self._context.recorder is not None:
-            self._context.recorder.record(target, plan, observation, results, outcome)
+        if self._context.reports.recorder is not None:
+            self._context.reports.recorder.record(target, plan, observation, results, outcome)
         decision = outcome.decision
         extra = decision_sections(decision)
         if outcome.hvpa is not None:
@@ -306,7 +313,9 @@ class TargetReconciler:
         self._state = outcome.state
         self._syncs += 1
         result = ("held", None) if held else reconcile_result(decision)
-        self._context.metrics.observe_reconcile(target.namespace, target.name, time.monotonic() - started, *result)
+        self._context.reports.metrics.observe_reconcile(
+            target.namespace, target.name, time.monotonic() - started, *result
+        )
         return decision
 
     def _forget_state(self) -> None:
