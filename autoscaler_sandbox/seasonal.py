@@ -18,14 +18,21 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from autoscaler.backtest.target import load_target
 from autoscaler.core.observation import ExternalReading, Observation, ScaleInfo
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.sync import SyncInputs, SyncState, sync
+from autoscaler_sandbox.backtest_demo import DemoUnavailable
 from autoscaler_sandbox.history import OpenMetricsHistory
+from autoscaler_sandbox.prometheus import PrometheusSandbox, find_binary
 
 START = 1_714_953_600.0  # 2024-05-06T00:00:00Z, a Monday
 DAY = 86_400
@@ -126,11 +133,6 @@ def random_walk(
 def history(rate: Callable[[float], float], spec: dict[str, Any] | None = None, *, days: int = DAYS) -> str:
     """The history (OpenMetrics for promtool) of ``days`` days of ``rate`` while ``spec`` (default
     :data:`REACTIVE`) scaled the workload, its new pods serving after :data:`POD_STARTUP` seconds."""
-    import tempfile
-    from pathlib import Path
-
-    import yaml
-
     with tempfile.TemporaryDirectory(prefix="autoscaler-seasonal-") as directory:
         path = Path(directory) / "reactive.yaml"
         path.write_text(yaml.safe_dump(spec or REACTIVE, sort_keys=False), encoding="utf-8")
@@ -175,3 +177,34 @@ def history(rate: Callable[[float], float], spec: dict[str, Any] | None = None, 
 def specs_text() -> Sequence[tuple[str, dict[str, Any]]]:
     """The two specs the demo and the benchmark compare, with their file names."""
     return (("reactive.yaml", REACTIVE), ("predictive.yaml", PREDICTIVE))
+
+
+# What ``--demo-week`` replays: the last four days (the first three are the forecast's history).
+REPLAY_FROM = START + 3 * DAY
+REPLAY_TO = START + DAYS * DAY - STEP
+
+
+def write_specs(directory: Path) -> tuple[Path, Path]:
+    """:data:`REACTIVE` and :data:`PREDICTIVE` as files (what ``--demo-week`` compares without TARGET.yaml)."""
+    paths = []
+    for name, spec in specs_text():
+        path = directory / name
+        path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+@contextmanager
+def week_prometheus(rate: Callable[[float], float] = seasonal_rate) -> Iterator[str]:
+    """A private Prometheus holding the week of ``rate``; yields its URL, and stops it on exit."""
+    missing = [name for name in ("prometheus", "promtool") if find_binary(name) is None]
+    if missing:
+        raise DemoUnavailable(f"--demo-week needs {' and '.join(missing)} (Debian package 'prometheus')")
+    # Samples every 30 s, read at the syncs' own times: a short lookback makes a removed pod vanish at once.
+    prometheus = PrometheusSandbox(extra_args=["--query.lookback-delta=25s"])
+    try:
+        prometheus.backfill(history(rate))
+        prometheus.start()
+        yield prometheus.url
+    finally:
+        prometheus.close()

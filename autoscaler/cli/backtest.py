@@ -58,6 +58,14 @@ def add_parser(sub: Subcommands) -> None:
         "Prometheus (needs the prometheus and promtool binaries); without TARGET.yaml, the spec "
         "that scaled it is compared with a proposed one",
     )
+    parser.add_argument(
+        "--demo-week",
+        action="store_true",
+        help="like --demo, with a week of request-rate history with a morning ramp each day: the last four days "
+        "replayed (the first three are the forecast's history), pods starting in 90s (unless --pod-startup "
+        "says otherwise); without TARGET.yaml, a reactive spec is compared with the same spec predicting "
+        "(spec.prediction, docs/prediction.md)",
+    )
     parser.add_argument("--prometheus", metavar="URL", help="where Prometheus answers (or prometheus.url in --config)")
     parser.add_argument(
         "--from",
@@ -116,7 +124,9 @@ def add_parser(sub: Subcommands) -> None:
         "--pod-startup",
         default="0s",
         metavar="DURATION",
-        help="how long a pod the replay adds stays Pending before it is Running and Ready (default 0s)",
+        help="how long a replica the replay adds takes to serve: Pending until then, carrying no load; with more "
+        "than 0s the replay's own start-up decides which of its pods serve, also a real pod it brings back "
+        "(default 0s: added pods serve at once, real pods as the history shows them)",
     )
     parser.add_argument(
         "--chunk",
@@ -216,12 +226,16 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         check_outputs(args.plot)
     except PlotError as exc:
         return _fail(str(exc))
+    if args.demo and args.demo_week:
+        return _fail("--demo and --demo-week: choose one (a day, or a week with a morning ramp)")
     if args.demo:
         return _demo(args)
+    if args.demo_week:
+        return _demo_week(args)
     if args.target is None:
         return _fail("TARGET.yaml is required (or --demo, which needs nothing)")
     if args.start is None:
-        return _fail("--from is required (or --demo, which replays its own day)")
+        return _fail("--from is required (or --demo / --demo-week, which replay their own history)")
     try:
         settings = read_settings(args)
     except SpecError as exc:
@@ -328,6 +342,56 @@ def _demo(args: argparse.Namespace) -> int:
             return fail("backtest", f"the demo's Prometheus did not start: {exc}", EXIT_FAILED)
 
 
+def _demo_week(args: argparse.Namespace) -> int:
+    """``--demo-week``: a week of seasonal request-rate history in a private Prometheus; the last four days
+    replayed, the reactive spec against the same spec predicting (docs/prediction.md)."""
+    from autoscaler.cli.demo import SANDBOX_MISSING, sandbox_installed
+
+    if not sandbox_installed():
+        return fail("backtest", f"--demo-week: {SANDBOX_MISSING}", EXIT_FAILED)
+    from autoscaler_sandbox.backtest_demo import DemoUnavailable
+    from autoscaler_sandbox.prometheus import SandboxError
+    from autoscaler_sandbox.seasonal import POD_STARTUP, REPLAY_FROM, REPLAY_TO, STEP, week_prometheus, write_specs
+
+    given = [
+        option
+        for option, value in (("--prometheus", args.prometheus), ("--config", args.config), ("--from", args.start))
+        if value is not None
+    ]
+    if given or args.end != "now":
+        return _fail(f"--demo-week brings its own Prometheus and week: leave out {', '.join(given) or '--to'}")
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="autoscaler-backtest-demo-week-") as directory:
+        reactive, predictive = write_specs(Path(directory))
+        if args.target is None:
+            args.target, args.compare = str(reactive), args.compare or str(predictive)
+        try:
+            with week_prometheus() as url:
+                print(
+                    f"autoscaler backtest --demo-week: a synthetic week of Deployment shop/web's request rate, with "
+                    f"a morning ramp each day, scaled by {reactive.name}'s spec, in a private Prometheus at {url}; "
+                    f"replaying {rfc3339_millis(REPLAY_FROM)} to {rfc3339_millis(REPLAY_TO)}",
+                    file=sys.stderr,
+                )
+                week_args = argparse.Namespace(
+                    **{
+                        **vars(args),
+                        "demo_week": False,
+                        "prometheus": url,
+                        "start": str(int(REPLAY_FROM)),
+                        "end": str(int(REPLAY_TO)),
+                        "step": args.step or f"{STEP}s",
+                        "pod_startup": args.pod_startup if args.pod_startup not in ("0", "0s") else f"{POD_STARTUP}s",
+                    }
+                )
+                return cmd_backtest(week_args)
+        except DemoUnavailable as exc:
+            return _fail(str(exc))
+        except SandboxError as exc:
+            return fail("backtest", f"the demo's Prometheus did not start: {exc}", EXIT_FAILED)
+
+
 async def _run(
     prometheus: Any,
     settings: ServiceSettings,
@@ -375,7 +439,9 @@ def _plot(result: BacktestResult, paths: list[str]) -> None:
         f": {' vs '.join(r.label for r in result.runs)}" if len(result.runs) > 1 else ""
     )
     data = plot_data(
-        [PlotRun(run.label, run.records or [], run.target.spec) for run in result.runs], title, absolute_times=True
+        [PlotRun(run.label, run.records or [], run.target.spec, run.forecast_lines) for run in result.runs],
+        title,
+        absolute_times=True,
     )
     write_plots(paths, data)
     for path in paths:

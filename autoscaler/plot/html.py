@@ -86,6 +86,10 @@ def _trace(data: PlotData, series: Series) -> go.Scatter:
         line.update(color="black", dash="dot")
     elif series.kind == "desired":
         line.update(dash="dash", width=1)
+    elif series.kind == "forecast":
+        line.update(color="#ff7f0e", dash="dot", width=1.5)
+        if series.panel != "replicas":
+            line.update(shape="linear", dash="dash")
     elif series.run:
         line.update(dash="dashdot")
     return go.Scatter(mode="lines", line=line, connectgaps=False, **common)

@@ -112,6 +112,10 @@ def _draw(data: PlotData, ax: Any, series: Series, many: bool, blocked: list[str
             label=series.name,
         )
         return
+    if series.kind == "forecast" and series.panel != "replicas":
+        # Forecast values at their instants: a line between points, not steps.
+        ax.plot(_x(data, series.x), finite(series.y), color="#ff7f0e", linestyle="--", linewidth=1.3, label=series.name)
+        return
     xs, ys = held(series.x, series.y, data.end)
     x, y = _x(data, xs), finite(ys)
     if series.kind == "real":
@@ -120,6 +124,8 @@ def _draw(data: PlotData, ax: Any, series: Series, many: bool, blocked: list[str
         ax.step(x, y, where="post", color="black", linestyle=":", linewidth=1.4, label=series.name)
     elif series.kind == "desired":
         ax.step(x, y, where="post", color=color, linestyle="--", linewidth=1.0, alpha=0.7, label=series.name)
+    elif series.kind == "forecast":
+        ax.step(x, y, where="post", color="#ff7f0e", linestyle=":", linewidth=1.4, label=series.name)
     else:
         ax.step(
             x,

@@ -6,7 +6,7 @@ same named series."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,7 @@ class Series:
     panel: str
     x: list[float]
     y: list[float | None]
-    kind: str = "line"  # line | target | limit | failed | bound | real | old | desired | blocked
+    kind: str = "line"  # line | target | limit | failed | bound | real | old | desired | blocked | forecast
     run: int = 0
     reason: str | None = None  # for kind "limit"
     own: bool = False  # a target or bound of one run only (compared runs that differ): its colour
@@ -99,13 +99,21 @@ def requests_panel(resource: str) -> str:
     return f"HVPA {resource} requests per pod"
 
 
+def forecast_panel(metric: str) -> str:
+    return f"{metric}: value and forecast"
+
+
 @dataclass(frozen=True)
 class PlotRun:
-    """One run to plot: its label, its per-step records and its spec."""
+    """One run to plot: its label, its per-step records and its spec; with ``spec.prediction`` (backtest),
+    per forecast metric its value's history and its forecast line (``(time, value)`` each)."""
 
     label: str
     records: Sequence[StepRecord]
     spec: TargetSpec
+    forecast_lines: Mapping[str, tuple[Sequence[tuple[float, float]], Sequence[tuple[float, float]]]] = field(
+        default_factory=dict
+    )
 
 
 def _identity(metric: MetricSpec) -> tuple[str, str, str | None]:
@@ -129,6 +137,8 @@ def plot_data(runs: Sequence[PlotRun], title: str, *, absolute_times: bool) -> P
             if _identity(metric) not in metrics:
                 metrics[_identity(metric)] = metric_title(metric)[0]
                 data.panels.append(metric_title(metric))
+    for name in sorted({name for run in runs for name in run.forecast_lines}):
+        data.panels.append((forecast_panel(name), "value"))
     data.panels.append((REPLICAS_PANEL, "replicas"))
     resources = sorted(
         {resource for run in runs for r in run.records if r.hvpa is not None for _, resource in r.hvpa.requests}
@@ -161,10 +171,36 @@ def plot_data(runs: Sequence[PlotRun], title: str, *, absolute_times: bool) -> P
                 data.series.append(
                     Series(name, panel, [x[0], x[-1]], [target, target], "target", index, own=not shared)
                 )
+        _forecasts(data, index, prefix, run)
         _replicas(data, index, prefix, x, records, run.spec, [r.spec for r in runs])
         if resources:
             _requests(data, index, prefix, x, records)
     return _without_empty_panels(data)
+
+
+def _forecasts(data: PlotData, index: int, prefix: str, run: PlotRun) -> None:
+    """A predicting run's forecast lines: each forecast metric's value and forecast (each point made the
+    horizon before it) in its own panel, and the replicas the forecasts asked for in the replicas panel."""
+    for name, (values, line) in sorted(run.forecast_lines.items()):
+        panel = forecast_panel(name)
+        data.series.append(Series(f"{prefix}{name}", panel, [t for t, _ in values], [v for _, v in values], run=index))
+        data.series.append(
+            Series(f"{prefix}{name} forecast", panel, [t for t, _ in line], [v for _, v in line], "forecast", index)
+        )
+    asked = [
+        max((p.replicas for p in r.forecasts if p.usable and p.replicas is not None), default=None) for r in run.records
+    ]
+    if any(v is not None for v in asked):
+        data.series.append(
+            Series(
+                f"{prefix}forecast replicas",
+                REPLICAS_PANEL,
+                [float(r.at) for r in run.records],
+                [float(v) if v is not None else None for v in asked],
+                "forecast",
+                index,
+            )
+        )
 
 
 def _without_empty_panels(data: PlotData) -> PlotData:
