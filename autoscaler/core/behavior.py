@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from autoscaler.core import conditions as c
 from autoscaler.core.gomath import MAX_INT32, MIN_INT32, clamp_int32, trunc_to_int32
@@ -28,39 +29,56 @@ LEGACY_SCALE_UP_FACTOR = 2.0
 LEGACY_SCALE_UP_MINIMUM = 4.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class PolicyLimit:
     """One policy's evaluation: replicas at the start of its period and the count it allows."""
 
-    policy: ScalingPolicy
-    period_start_replicas: int
-    allowed: int
+    policy: Final[ScalingPolicy]
+    period_start_replicas: Final[int]
+    allowed: Final[int]
+
+    def __init__(self, policy: ScalingPolicy, period_start_replicas: int, allowed: int) -> None:
+        self.policy = policy
+        self.period_start_replicas = period_start_replicas
+        self.allowed = allowed
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class RateLimit:
     """The bound the rate rules put on one direction, and how it was reached."""
 
-    direction: str  # "up" or "down"
-    bound: int  # the most (up) / fewest (down) replicas allowed
-    select_policy: SelectPolicy | None  # None on the legacy path
-    policies: tuple[PolicyLimit, ...] = ()
+    direction: Final[str]  # "up" or "down"
+    bound: Final[int]  # the most (up) / fewest (down) replicas allowed
+    select_policy: Final[SelectPolicy | None]  # None on the legacy path
+    policies: Final[tuple[PolicyLimit, ...]]
+
+    def __init__(
+        self,
+        direction: str,
+        bound: int,
+        select_policy: SelectPolicy | None,
+        policies: tuple[PolicyLimit, ...] = (),
+    ) -> None:
+        self.direction = direction
+        self.bound = bound
+        self.select_policy = select_policy
+        self.policies = policies
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Normalization:
-    proposal: int
-    stabilized: int
-    final: int
-    able_reason: str
-    able_message: str
-    limit_reason: str
-    limit_message: str
-    history: DecisionHistory
-    up_window: float | None  # seconds; None on the legacy path (no up window)
-    down_window: float
-    binding_recommendation: Recommendation | None = None
-    rate_limit: RateLimit | None = None
+    proposal: Final[int]
+    stabilized: Final[int]
+    final: Final[int]
+    able_reason: Final[str]
+    able_message: Final[str]
+    limit_reason: Final[str]
+    limit_message: Final[str]
+    history: Final[DecisionHistory]
+    up_window: Final[float | None]  # seconds; None on the legacy path (no up window)
+    down_window: Final[float]
+    binding_recommendation: Final[Recommendation | None]
+    rate_limit: Final[RateLimit | None]
 
     def __init__(
         self,
@@ -77,18 +95,18 @@ class Normalization:
         binding_recommendation: Recommendation | None = None,
         rate_limit: RateLimit | None = None,
     ) -> None:
-        object.__setattr__(self, "proposal", proposal)
-        object.__setattr__(self, "stabilized", stabilized)
-        object.__setattr__(self, "final", final)
-        object.__setattr__(self, "able_reason", able_reason)
-        object.__setattr__(self, "able_message", able_message)
-        object.__setattr__(self, "limit_reason", limit_reason)
-        object.__setattr__(self, "limit_message", limit_message)
-        object.__setattr__(self, "history", history)
-        object.__setattr__(self, "up_window", up_window)
-        object.__setattr__(self, "down_window", down_window)
-        object.__setattr__(self, "binding_recommendation", binding_recommendation)
-        object.__setattr__(self, "rate_limit", rate_limit)
+        self.proposal = proposal
+        self.stabilized = stabilized
+        self.final = final
+        self.able_reason = able_reason
+        self.able_message = able_message
+        self.limit_reason = limit_reason
+        self.limit_message = limit_message
+        self.history = history
+        self.up_window = up_window
+        self.down_window = down_window
+        self.binding_recommendation = binding_recommendation
+        self.rate_limit = rate_limit
 
     @property
     def limited(self) -> bool:

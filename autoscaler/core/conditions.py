@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-from autoscaler.values.frozen import quick_init
+from typing import Final
 
 ABLE_TO_SCALE = "AbleToScale"
 SCALING_ACTIVE = "ScalingActive"
@@ -58,14 +57,27 @@ LIMIT_MESSAGES = {
 }
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Condition:
-    type: str
-    status: str
-    reason: str
-    message: str
-    last_transition_time: float | None = None
+    type: Final[str]
+    status: Final[str]
+    reason: Final[str]
+    message: Final[str]
+    last_transition_time: Final[float | None]
+
+    def __init__(
+        self,
+        type: str,
+        status: str,
+        reason: str,
+        message: str,
+        last_transition_time: float | None = None,
+    ) -> None:
+        self.type = type
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.last_transition_time = last_transition_time
 
 
 def set_condition(

@@ -11,6 +11,7 @@ everything needed to explain it. It writes nothing; the caller applies the scale
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from autoscaler.core import conditions as c
 from autoscaler.core.activation_outcome import ActivationOutcome
@@ -24,23 +25,26 @@ from autoscaler.core.pause_state import PauseState
 from autoscaler.core.results import MetricOutcome, MetricsOutcome
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
-from autoscaler.values.frozen import quick_init
 
 NORMAL = "Normal"
 WARNING = "Warning"
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Event:
     """A Kubernetes Event to post on the target."""
 
-    type: str
-    reason: str
-    message: str
+    type: Final[str]
+    reason: Final[str]
+    message: Final[str]
+
+    def __init__(self, type: str, reason: str, message: str) -> None:
+        self.type = type
+        self.reason = reason
+        self.message = message
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class TargetState:
     """What a target carries from one sync to the next (persisted in its status by the service).
 
@@ -50,14 +54,14 @@ class TargetState:
     ``last_active_time``: with ``spec.activation``, the last sync a metric was above its activation
     threshold (KEDA's ``status.lastActiveTime``); the cooldown to idle counts from it."""
 
-    history: DecisionHistory | None = None
-    conditions: tuple[Condition, ...] = ()
-    desired_replicas: int | None = None  # status.desiredReplicas as last written
-    last_scale_time: float | None = None
-    scale_intent: ScaleIntent | None = None
-    last_active_time: float | None = None
-    metric_health: tuple[MetricHealth, ...] = ()  # with spec.fallback: each metric's failures (core/metric_health.py)
-    pause: PauseState | None = None  # a pause in effect: its mode and since when (autoscaler.core.pause)
+    history: Final[DecisionHistory | None]
+    conditions: Final[tuple[Condition, ...]]
+    desired_replicas: Final[int | None]  # status.desiredReplicas as last written
+    last_scale_time: Final[float | None]
+    scale_intent: Final[ScaleIntent | None]
+    last_active_time: Final[float | None]
+    metric_health: Final[tuple[MetricHealth, ...]]  # with spec.fallback: each metric's failures (core/metric_health.py)
+    pause: Final[PauseState | None]  # a pause in effect: its mode and since when (autoscaler.core.pause)
 
     def __init__(
         self,
@@ -70,40 +74,40 @@ class TargetState:
         metric_health: tuple[MetricHealth, ...] = (),
         pause: PauseState | None = None,
     ) -> None:
-        object.__setattr__(self, "history", history)
-        object.__setattr__(self, "conditions", conditions)
-        object.__setattr__(self, "desired_replicas", desired_replicas)
-        object.__setattr__(self, "last_scale_time", last_scale_time)
-        object.__setattr__(self, "scale_intent", scale_intent)
-        object.__setattr__(self, "last_active_time", last_active_time)
-        object.__setattr__(self, "metric_health", metric_health)
-        object.__setattr__(self, "pause", pause)
+        self.history = history
+        self.conditions = conditions
+        self.desired_replicas = desired_replicas
+        self.last_scale_time = last_scale_time
+        self.scale_intent = scale_intent
+        self.last_active_time = last_active_time
+        self.metric_health = metric_health
+        self.pause = pause
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Decision:
-    current_replicas: int
-    desired_replicas: int | None  # the sync's proposal before normalization; None when metrics failed
-    replicas: int  # the count the scale is to be set to (== current when not scaling)
-    scale: bool
-    branch: str  # which path the sync took (see BRANCHES)
-    rescale_reason: str
-    metrics: tuple[MetricOutcome, ...]
-    combined: MetricsOutcome | None
-    normalization: Normalization | None
-    conditions: tuple[Condition, ...]
-    history: DecisionHistory
-    status_desired_replicas: int  # what status.desiredReplicas becomes
-    last_scale_time: float | None
-    events: tuple[Event, ...] = ()
-    error: str | None = None  # the sync's error (a metric failed, or the scale could not be written)
-    applied: bool | None = None  # after apply_scale_result: whether the scale write succeeded
-    previous_desired_replicas: int | None = None  # status.desiredReplicas before this sync
-    notes: tuple[str, ...] = ()  # sentences explain shows before the metrics' (the composite's, core/composite)
-    activation: ActivationOutcome | None = None  # with spec.activation: what its step found and did
-    metric_health: tuple[MetricHealth, ...] = ()  # with spec.fallback: each metric's health after this sync
-    held_replicas: int | None = None  # the count a pause kept the decision from setting (autoscaler.core.pause)
-    pause: PauseState | None = None  # the pause in effect after this sync (the next sync's TargetState.pause)
+    current_replicas: Final[int]
+    desired_replicas: Final[int | None]  # the sync's proposal before normalization; None when metrics failed
+    replicas: Final[int]  # the count the scale is to be set to (== current when not scaling)
+    scale: Final[bool]
+    branch: Final[str]  # which path the sync took (see BRANCHES)
+    rescale_reason: Final[str]
+    metrics: Final[tuple[MetricOutcome, ...]]
+    combined: Final[MetricsOutcome | None]
+    normalization: Final[Normalization | None]
+    conditions: Final[tuple[Condition, ...]]
+    history: Final[DecisionHistory]
+    status_desired_replicas: Final[int]  # what status.desiredReplicas becomes
+    last_scale_time: Final[float | None]
+    events: Final[tuple[Event, ...]]
+    error: Final[str | None]  # the sync's error (a metric failed, or the scale could not be written)
+    applied: Final[bool | None]  # after apply_scale_result: whether the scale write succeeded
+    previous_desired_replicas: Final[int | None]  # status.desiredReplicas before this sync
+    notes: Final[tuple[str, ...]]  # sentences explain shows before the metrics' (the composite's, core/composite)
+    activation: Final[ActivationOutcome | None]  # with spec.activation: what its step found and did
+    metric_health: Final[tuple[MetricHealth, ...]]  # with spec.fallback: each metric's health after this sync
+    held_replicas: Final[int | None]  # the count a pause kept the decision from setting (autoscaler.core.pause)
+    pause: Final[PauseState | None]  # the pause in effect after this sync (the next sync's TargetState.pause)
 
     def __init__(
         self,
@@ -130,28 +134,28 @@ class Decision:
         held_replicas: int | None = None,
         pause: PauseState | None = None,
     ) -> None:
-        object.__setattr__(self, "current_replicas", current_replicas)
-        object.__setattr__(self, "desired_replicas", desired_replicas)
-        object.__setattr__(self, "replicas", replicas)
-        object.__setattr__(self, "scale", scale)
-        object.__setattr__(self, "branch", branch)
-        object.__setattr__(self, "rescale_reason", rescale_reason)
-        object.__setattr__(self, "metrics", metrics)
-        object.__setattr__(self, "combined", combined)
-        object.__setattr__(self, "normalization", normalization)
-        object.__setattr__(self, "conditions", conditions)
-        object.__setattr__(self, "history", history)
-        object.__setattr__(self, "status_desired_replicas", status_desired_replicas)
-        object.__setattr__(self, "last_scale_time", last_scale_time)
-        object.__setattr__(self, "events", events)
-        object.__setattr__(self, "error", error)
-        object.__setattr__(self, "applied", applied)
-        object.__setattr__(self, "previous_desired_replicas", previous_desired_replicas)
-        object.__setattr__(self, "notes", notes)
-        object.__setattr__(self, "activation", activation)
-        object.__setattr__(self, "metric_health", metric_health)
-        object.__setattr__(self, "held_replicas", held_replicas)
-        object.__setattr__(self, "pause", pause)
+        self.current_replicas = current_replicas
+        self.desired_replicas = desired_replicas
+        self.replicas = replicas
+        self.scale = scale
+        self.branch = branch
+        self.rescale_reason = rescale_reason
+        self.metrics = metrics
+        self.combined = combined
+        self.normalization = normalization
+        self.conditions = conditions
+        self.history = history
+        self.status_desired_replicas = status_desired_replicas
+        self.last_scale_time = last_scale_time
+        self.events = events
+        self.error = error
+        self.applied = applied
+        self.previous_desired_replicas = previous_desired_replicas
+        self.notes = notes
+        self.activation = activation
+        self.metric_health = metric_health
+        self.held_replicas = held_replicas
+        self.pause = pause
 
     @property
     def limited_by(self) -> str | None:
@@ -218,20 +222,20 @@ def _decide(
         event, reason, message = selector_failure
         conditions = set_condition(_scale_read(known, now), c.SCALING_ACTIVE, c.FALSE, reason, message, now)
         return Decision(
-            current,
-            None,
-            current,
-            False,
-            "selector",
-            "",
-            _skipped(spec),
-            None,
-            None,
-            conditions,
-            history,
-            kept_desired_replicas(state.desired_replicas, current),
-            state.last_scale_time,
-            (event,),
+            current_replicas=current,
+            desired_replicas=None,
+            replicas=current,
+            scale=False,
+            branch="selector",
+            rescale_reason="",
+            metrics=_skipped(spec),
+            combined=None,
+            normalization=None,
+            conditions=conditions,
+            history=history,
+            status_desired_replicas=kept_desired_replicas(state.desired_replicas, current),
+            last_scale_time=state.last_scale_time,
+            events=(event,),
             error=event.message,
             previous_desired_replicas=state.desired_replicas,
         )
@@ -256,20 +260,20 @@ def _decide(
         )
         events.append(Event(WARNING, "FailedComputeMetricsReplicas", combined.error))
         return Decision(
-            current,
-            None,
-            current,
-            False,
-            "metrics-failed",
-            "",
-            outcomes,
-            combined,
-            None,
-            conditions,
-            history,
-            kept_desired_replicas(state.desired_replicas, current),
-            state.last_scale_time,
-            tuple(events),
+            current_replicas=current,
+            desired_replicas=None,
+            replicas=current,
+            scale=False,
+            branch="metrics-failed",
+            rescale_reason="",
+            metrics=outcomes,
+            combined=combined,
+            normalization=None,
+            conditions=conditions,
+            history=history,
+            status_desired_replicas=kept_desired_replicas(state.desired_replicas, current),
+            last_scale_time=state.last_scale_time,
+            events=tuple(events),
             error=combined.error,
             previous_desired_replicas=state.desired_replicas,
         )
@@ -316,20 +320,20 @@ def _decide(
         rescale_reason = rescale_reason or "Current number of replicas below Spec.MinReplicas"
     scale = final != current
     return Decision(
-        current,
-        desired,
-        final if scale else current,
-        scale,
-        "metrics",
-        rescale_reason,
-        outcomes,
-        combined,
-        norm,
-        conditions,
-        norm.history,
-        final if scale else current,
-        state.last_scale_time,
-        tuple(events),
+        current_replicas=current,
+        desired_replicas=desired,
+        replicas=final if scale else current,
+        scale=scale,
+        branch="metrics",
+        rescale_reason=rescale_reason,
+        metrics=outcomes,
+        combined=combined,
+        normalization=norm,
+        conditions=conditions,
+        history=norm.history,
+        status_desired_replicas=final if scale else current,
+        last_scale_time=state.last_scale_time,
+        events=tuple(events),
         error=combined.error,
         previous_desired_replicas=state.desired_replicas,
     )
@@ -342,7 +346,7 @@ def _scale_read(conditions: tuple[Condition, ...], now: float) -> tuple[Conditio
 
 def _skipped(spec: TargetSpec) -> tuple[MetricOutcome, ...]:
     """Every metric's outcome when the branch taken reads none."""
-    return tuple(MetricOutcome(m, skipped=True) for m in spec.metrics)
+    return tuple(MetricOutcome(spec=m, skipped=True) for m in spec.metrics)
 
 
 def _without_metrics(
@@ -358,19 +362,19 @@ def _without_metrics(
     """The decision of a branch taken before any metric is read (scaling disabled, replicas out of range)."""
     scale = branch in ("above-max", "below-min") and desired != current
     return Decision(
-        current,
-        desired,
-        desired if scale else current,
-        scale,
-        branch,
-        reason,
-        _skipped(spec),
-        None,
-        None,
-        conds,
-        history,
-        desired if scale else current,
-        state.last_scale_time,
+        current_replicas=current,
+        desired_replicas=desired,
+        replicas=desired if scale else current,
+        scale=scale,
+        branch=branch,
+        rescale_reason=reason,
+        metrics=_skipped(spec),
+        combined=None,
+        normalization=None,
+        conditions=conds,
+        history=history,
+        status_desired_replicas=desired if scale else current,
+        last_scale_time=state.last_scale_time,
         previous_desired_replicas=state.desired_replicas,
     )
 

@@ -10,21 +10,22 @@ recommendation.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Final
 
 from autoscaler.core.spec import Behavior, ScalingRules
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Recommendation:
-    replicas: int
-    at: float
+    replicas: Final[int]
+    at: Final[float]
 
     def __init__(self, replicas: int, at: float) -> None:
-        object.__setattr__(self, "replicas", replicas)
-        object.__setattr__(self, "at", at)
+        self.replicas = replicas
+        self.at = at
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class ScaleEvent:
     """A successful scale: ``change`` is the (positive) number of replicas added or removed.
 
@@ -32,12 +33,17 @@ class ScaleEvent:
     event was stored; upstream reuses such slots. Counting uses only the timestamps.
     """
 
-    change: int
-    at: float
-    outdated: bool = False
+    change: Final[int]
+    at: Final[float]
+    outdated: Final[bool]
+
+    def __init__(self, change: int, at: float, outdated: bool = False) -> None:
+        self.change = change
+        self.at = at
+        self.outdated = outdated
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class ScaleIntent:
     """A scale write decided and about to be sent: ``previous`` → ``replicas`` replicas, decided at ``at``
     (the time its scale event gets, should it land) for ``reason`` (the SuccessfulRescale Event's).
@@ -47,17 +53,23 @@ class ScaleIntent:
     has when the status is read back tells whether the write landed
     (:func:`~autoscaler.core.rescale.resolve_scale_intent`)."""
 
-    previous: int
-    replicas: int
-    at: float
-    reason: str = ""
+    previous: Final[int]
+    replicas: Final[int]
+    at: Final[float]
+    reason: Final[str]
+
+    def __init__(self, previous: int, replicas: int, at: float, reason: str = "") -> None:
+        self.previous = previous
+        self.replicas = replicas
+        self.at = at
+        self.reason = reason
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class DecisionHistory:
-    recommendations: tuple[Recommendation, ...] = ()
-    scale_up_events: tuple[ScaleEvent, ...] = ()
-    scale_down_events: tuple[ScaleEvent, ...] = ()
+    recommendations: Final[tuple[Recommendation, ...]]
+    scale_up_events: Final[tuple[ScaleEvent, ...]]
+    scale_down_events: Final[tuple[ScaleEvent, ...]]
 
     def __init__(
         self,
@@ -65,9 +77,9 @@ class DecisionHistory:
         scale_up_events: tuple[ScaleEvent, ...] = (),
         scale_down_events: tuple[ScaleEvent, ...] = (),
     ) -> None:
-        object.__setattr__(self, "recommendations", recommendations)
-        object.__setattr__(self, "scale_up_events", scale_up_events)
-        object.__setattr__(self, "scale_down_events", scale_down_events)
+        self.recommendations = recommendations
+        self.scale_up_events = scale_up_events
+        self.scale_down_events = scale_down_events
 
 
 def with_initial_recommendation(history: DecisionHistory | None, current_replicas: int, now: float) -> DecisionHistory:

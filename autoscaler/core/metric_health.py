@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from autoscaler.core.spec import MetricSpec
-from autoscaler.values.frozen import quick_init
 
 HAPPY = "Happy"
 FAILING = "Failing"
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class MetricHealth:
     """One metric's health after a sync.
 
@@ -30,12 +29,28 @@ class MetricHealth:
     This sync only, never kept in the status: ``fallback_replicas``, the count it stands for when it falls
     back (None: it does not); ``error``, why it failed; ``backend``, whether its backend failed it."""
 
-    key: str
-    failures: int = 0
-    since: float | None = None
-    fallback_replicas: int | None = None
-    error: str | None = None
-    backend: bool = False
+    key: Final[str]
+    failures: Final[int]
+    since: Final[float | None]
+    fallback_replicas: Final[int | None]
+    error: Final[str | None]
+    backend: Final[bool]
+
+    def __init__(
+        self,
+        key: str,
+        failures: int = 0,
+        since: float | None = None,
+        fallback_replicas: int | None = None,
+        error: str | None = None,
+        backend: bool = False,
+    ) -> None:
+        self.key = key
+        self.failures = failures
+        self.since = since
+        self.fallback_replicas = fallback_replicas
+        self.error = error
+        self.backend = backend
 
     @property
     def status(self) -> str:

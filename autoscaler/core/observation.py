@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import Final, NamedTuple
 
 # Sample windows default to 60 s for per-pod metrics that do not report one (upstream's custom
 # metrics client does the same).
@@ -31,7 +31,7 @@ class ConditionStatus(enum.StrEnum):
     UNKNOWN = "Unknown"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class ContainerInfo:
     """A container's name and its resource requests and limits (milli), as the pod spec declares them.
 
@@ -40,13 +40,25 @@ class ContainerInfo:
     ``limits`` are read only by the HVPA engine (its limit rules).
     """
 
-    name: str
-    requests: Mapping[str, int] = field(default_factory=dict)
-    sidecar: bool = False
-    limits: Mapping[str, int] = field(default_factory=dict)
+    name: Final[str]
+    requests: Final[Mapping[str, int]]
+    sidecar: Final[bool]
+    limits: Final[Mapping[str, int]]
+
+    def __init__(
+        self,
+        name: str,
+        requests: Mapping[str, int] | None = None,
+        sidecar: bool = False,
+        limits: Mapping[str, int] | None = None,
+    ) -> None:
+        self.name = name
+        self.requests = dict() if requests is None else requests
+        self.sidecar = sidecar
+        self.limits = dict() if limits is None else limits
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class PodInfo:
     """The slice of a pod the HPA algorithm reads.
 
@@ -55,14 +67,34 @@ class PodInfo:
     ``pod_requests`` holds pod-level requests (``spec.resources``) when the pod sets them.
     """
 
-    name: str
-    phase: PodPhase = PodPhase.RUNNING
-    ready: ConditionStatus | None = ConditionStatus.TRUE
-    ready_since: float | None = None
-    started_at: float | None = None
-    deleting: bool = False
-    containers: tuple[ContainerInfo, ...] = ()
-    pod_requests: Mapping[str, int] | None = None
+    name: Final[str]
+    phase: Final[PodPhase]
+    ready: Final[ConditionStatus | None]
+    ready_since: Final[float | None]
+    started_at: Final[float | None]
+    deleting: Final[bool]
+    containers: Final[tuple[ContainerInfo, ...]]
+    pod_requests: Final[Mapping[str, int] | None]
+
+    def __init__(
+        self,
+        name: str,
+        phase: PodPhase = PodPhase.RUNNING,
+        ready: ConditionStatus | None = ConditionStatus.TRUE,
+        ready_since: float | None = None,
+        started_at: float | None = None,
+        deleting: bool = False,
+        containers: tuple[ContainerInfo, ...] = (),
+        pod_requests: Mapping[str, int] | None = None,
+    ) -> None:
+        self.name = name
+        self.phase = phase
+        self.ready = ready
+        self.ready_since = ready_since
+        self.started_at = started_at
+        self.deleting = deleting
+        self.containers = containers
+        self.pod_requests = pod_requests
 
 
 class Sample(NamedTuple):
@@ -89,91 +121,111 @@ class PodUsage(NamedTuple):
     window: float = DEFAULT_SAMPLE_WINDOW
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class ResourceReading:
     """Per-pod, per-container usage of the resource a Resource/ContainerResource metric names."""
 
-    pods: Mapping[str, PodUsage]
+    pods: Final[Mapping[str, PodUsage]]
 
     def __init__(self, pods: Mapping[str, PodUsage]) -> None:
-        object.__setattr__(self, "pods", pods)
+        self.pods = pods
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class PodsReading:
     """Per-pod samples of a Pods metric."""
 
-    pods: Mapping[str, Sample]
+    pods: Final[Mapping[str, Sample]]
 
     def __init__(self, pods: Mapping[str, Sample]) -> None:
-        object.__setattr__(self, "pods", pods)
+        self.pods = pods
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class ObjectReading:
     """The value (milli) of an Object metric."""
 
-    value: int
-    timestamp: float
+    value: Final[int]
+    timestamp: Final[float]
+
+    def __init__(self, value: int, timestamp: float) -> None:
+        self.value = value
+        self.timestamp = timestamp
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class ExternalReading:
     """The series values (milli) an External metric's query returned; upstream sums them."""
 
-    values: tuple[int, ...]
-    timestamp: float
+    values: Final[tuple[int, ...]]
+    timestamp: Final[float]
+
+    def __init__(self, values: tuple[int, ...], timestamp: float) -> None:
+        self.values = values
+        self.timestamp = timestamp
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class MetricFailure:
     """The metric could not be read this sync; ``message`` says why (never contains secrets). ``backend``:
     the backend failed, not the query or its data (no answer in time, no connection, a 5xx or 429, a
     partial answer); it decides nothing here, the service counts it toward the backend's health
     (service/backends/health.py)."""
 
-    message: str
-    backend: bool = False
+    message: Final[str]
+    backend: Final[bool]
+
+    def __init__(self, message: str, backend: bool = False) -> None:
+        self.message = message
+        self.backend = backend
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class FallbackReading:
     """No reader makes one: a Pods, Resource or ContainerResource metric that failed long enough for the
     target's ``spec.fallback`` stands for ``replicas`` in the sync's decision (autoscaler.core.fallback).
     ``backend``: the failure it stands in for was the backend's (:class:`MetricFailure`)."""
 
-    replicas: int
-    backend: bool = False
+    replicas: Final[int]
+    backend: Final[bool]
+
+    def __init__(self, replicas: int, backend: bool = False) -> None:
+        self.replicas = replicas
+        self.backend = backend
 
 
 MetricReading = ResourceReading | PodsReading | ObjectReading | ExternalReading | MetricFailure | FallbackReading
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class ScaleInfo:
     """The scale subresource: ``spec.replicas``, ``status.replicas`` and ``status.selector``
     (the label selector string; empty when the target does not publish one)."""
 
-    spec_replicas: int
-    status_replicas: int
-    selector: str
+    spec_replicas: Final[int]
+    status_replicas: Final[int]
+    selector: Final[str]
 
     def __init__(self, spec_replicas: int, status_replicas: int, selector: str) -> None:
-        object.__setattr__(self, "spec_replicas", spec_replicas)
-        object.__setattr__(self, "status_replicas", status_replicas)
-        object.__setattr__(self, "selector", selector)
+        self.spec_replicas = spec_replicas
+        self.status_replicas = status_replicas
+        self.selector = selector
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class SelectorProblem:
     """The selector cannot be used: ``reason`` InvalidSelector (unparseable) or AmbiguousSelector
     (its pods are also selected by another target); ``message`` as upstream words it."""
 
-    reason: str
-    message: str
+    reason: Final[str]
+    message: Final[str]
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        self.message = message
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Observation:
     """Everything one sync observes about a target.
 
@@ -182,10 +234,10 @@ class Observation:
     Prometheus).
     """
 
-    scale: ScaleInfo
-    pods: Sequence[PodInfo]
-    readings: Sequence[MetricReading]
-    selector_problem: SelectorProblem | None = None
+    scale: Final[ScaleInfo]
+    pods: Final[Sequence[PodInfo]]
+    readings: Final[Sequence[MetricReading]]
+    selector_problem: Final[SelectorProblem | None]
 
     def __init__(
         self,
@@ -194,7 +246,7 @@ class Observation:
         readings: Sequence[MetricReading],
         selector_problem: SelectorProblem | None = None,
     ) -> None:
-        object.__setattr__(self, "scale", scale)
-        object.__setattr__(self, "pods", pods)
-        object.__setattr__(self, "readings", readings)
-        object.__setattr__(self, "selector_problem", selector_problem)
+        self.scale = scale
+        self.pods = pods
+        self.readings = readings
+        self.selector_problem = selector_problem

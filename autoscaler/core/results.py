@@ -6,26 +6,25 @@ metric's (:class:`ValueResult`), one metric's outcome (:class:`MetricOutcome`, w
 Apart from the calculations (:mod:`autoscaler.core.replicas`, :mod:`autoscaler.core.metrics`) because
 the decision, the status, the explanation and the service's report all read them.
 
-The records every sync makes write their ``__init__`` out (``init=False``): compiled, that one is
-native code, where the dataclass's own is generated at import and runs interpreted
-(:mod:`autoscaler.values.frozen`; tests/core/test_written_inits.py checks each against its fields).
+Records written the one way (:mod:`autoscaler.values.records`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from autoscaler.core.spec import MetricSpec
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class PodGroups:
     """How each listed pod was classified; names keep the pod list's order."""
 
-    ready_count: int
-    unready: tuple[str, ...] = ()
-    missing: tuple[str, ...] = ()
-    ignored: tuple[str, ...] = ()
+    ready_count: Final[int]
+    unready: Final[tuple[str, ...]]
+    missing: Final[tuple[str, ...]]
+    ignored: Final[tuple[str, ...]]
 
     def __init__(
         self,
@@ -34,35 +33,41 @@ class PodGroups:
         missing: tuple[str, ...] = (),
         ignored: tuple[str, ...] = (),
     ) -> None:
-        object.__setattr__(self, "ready_count", ready_count)
-        object.__setattr__(self, "unready", unready)
-        object.__setattr__(self, "missing", missing)
-        object.__setattr__(self, "ignored", ignored)
+        self.ready_count = ready_count
+        self.unready = unready
+        self.missing = missing
+        self.ignored = ignored
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Rebalance:
     """The second pass over missing and unready pods (upstream's "rebalance")."""
 
-    new_ratio: float
-    considered: int  # samples in the enlarged set (len(metrics) upstream)
-    missing_filled_with: str  # "target" / "zero" / "nothing"
-    unready_as_zero: bool
+    new_ratio: Final[float]
+    considered: Final[int]  # samples in the enlarged set (len(metrics) upstream)
+    missing_filled_with: Final[str]  # "target" / "zero" / "nothing"
+    unready_as_zero: Final[bool]
+
+    def __init__(self, new_ratio: float, considered: int, missing_filled_with: str, unready_as_zero: bool) -> None:
+        self.new_ratio = new_ratio
+        self.considered = considered
+        self.missing_filled_with = missing_filled_with
+        self.unready_as_zero = unready_as_zero
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class PodMetricResult:
     """A per-pod metric's proposal with everything that explains it."""
 
-    replicas: int
-    ratio: float
-    usage: int  # average milli value (raw average for utilization)
-    utilization: int | None  # integer percent of request (utilization targets only)
-    groups: PodGroups
-    samples_used: int  # samples left after dropping ignored and unready pods
-    rule: str  # which rule produced ``replicas``
-    rebalance: Rebalance | None = None
-    superfluous: tuple[str, ...] = ()
+    replicas: Final[int]
+    ratio: Final[float]
+    usage: Final[int]  # average milli value (raw average for utilization)
+    utilization: Final[int | None]  # integer percent of request (utilization targets only)
+    groups: Final[PodGroups]
+    samples_used: Final[int]  # samples left after dropping ignored and unready pods
+    rule: Final[str]  # which rule produced ``replicas``
+    rebalance: Final[Rebalance | None]
+    superfluous: Final[tuple[str, ...]]
 
     def __init__(
         self,
@@ -76,58 +81,65 @@ class PodMetricResult:
         rebalance: Rebalance | None = None,
         superfluous: tuple[str, ...] = (),
     ) -> None:
-        object.__setattr__(self, "replicas", replicas)
-        object.__setattr__(self, "ratio", ratio)
-        object.__setattr__(self, "usage", usage)
-        object.__setattr__(self, "utilization", utilization)
-        object.__setattr__(self, "groups", groups)
-        object.__setattr__(self, "samples_used", samples_used)
-        object.__setattr__(self, "rule", rule)
-        object.__setattr__(self, "rebalance", rebalance)
-        object.__setattr__(self, "superfluous", superfluous)
+        self.replicas = replicas
+        self.ratio = ratio
+        self.usage = usage
+        self.utilization = utilization
+        self.groups = groups
+        self.samples_used = samples_used
+        self.rule = rule
+        self.rebalance = rebalance
+        self.superfluous = superfluous
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class ValueResult:
     """An Object/External metric's proposal."""
 
-    replicas: int
-    ratio: float
-    usage: int  # the value compared (sum of series, or per-pod average)
-    ready_pods: int | None  # Running & Ready pods multiplied in (Value targets)
-    rule: str
+    replicas: Final[int]
+    ratio: Final[float]
+    usage: Final[int]  # the value compared (sum of series, or per-pod average)
+    ready_pods: Final[int | None]  # Running & Ready pods multiplied in (Value targets)
+    rule: Final[str]
+
+    def __init__(self, replicas: int, ratio: float, usage: int, ready_pods: int | None, rule: str) -> None:
+        self.replicas = replicas
+        self.ratio = ratio
+        self.usage = usage
+        self.ready_pods = ready_pods
+        self.rule = rule
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class MetricValue:
     """``MetricValueStatus``: milli values, or an integer percent."""
 
-    average_utilization: int | None = None
-    average_value: int | None = None
-    value: int | None = None
+    average_utilization: Final[int | None]
+    average_value: Final[int | None]
+    value: Final[int | None]
 
     def __init__(
         self, average_utilization: int | None = None, average_value: int | None = None, value: int | None = None
     ) -> None:
-        object.__setattr__(self, "average_utilization", average_utilization)
-        object.__setattr__(self, "average_value", average_value)
-        object.__setattr__(self, "value", value)
+        self.average_utilization = average_utilization
+        self.average_value = average_value
+        self.value = value
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class MetricOutcome:
     """One metric's proposal, the value the status reports, or its error and the condition reason."""
 
-    spec: MetricSpec
-    proposal: int | None = None
-    current: MetricValue | None = None
-    description: str = ""  # upstream's metric name text, e.g. "pods metric qps"
-    error: str | None = None  # the condition's error text (None on success)
-    reason: str | None = None  # the ScalingActive reason when this metric failed
-    pod_result: PodMetricResult | None = None
-    value_result: ValueResult | None = None
-    skipped: bool = False  # not evaluated this sync (replicas outside [min, max], disabled)
-    backend_failure: bool = False  # failed because the backend did (MetricFailure.backend), not the query
+    spec: Final[MetricSpec]
+    proposal: Final[int | None]
+    current: Final[MetricValue | None]
+    description: Final[str]  # upstream's metric name text, e.g. "pods metric qps"
+    error: Final[str | None]  # the condition's error text (None on success)
+    reason: Final[str | None]  # the ScalingActive reason when this metric failed
+    pod_result: Final[PodMetricResult | None]
+    value_result: Final[ValueResult | None]
+    skipped: Final[bool]  # not evaluated this sync (replicas outside [min, max], disabled)
+    backend_failure: Final[bool]  # failed because the backend did (MetricFailure.backend), not the query
 
     def __init__(
         self,
@@ -142,28 +154,28 @@ class MetricOutcome:
         skipped: bool = False,
         backend_failure: bool = False,
     ) -> None:
-        object.__setattr__(self, "spec", spec)
-        object.__setattr__(self, "proposal", proposal)
-        object.__setattr__(self, "current", current)
-        object.__setattr__(self, "description", description)
-        object.__setattr__(self, "error", error)
-        object.__setattr__(self, "reason", reason)
-        object.__setattr__(self, "pod_result", pod_result)
-        object.__setattr__(self, "value_result", value_result)
-        object.__setattr__(self, "skipped", skipped)
-        object.__setattr__(self, "backend_failure", backend_failure)
+        self.spec = spec
+        self.proposal = proposal
+        self.current = current
+        self.description = description
+        self.error = error
+        self.reason = reason
+        self.pod_result = pod_result
+        self.value_result = value_result
+        self.skipped = skipped
+        self.backend_failure = backend_failure
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class MetricsOutcome:
     """The metrics combined: the largest proposal, and what failed."""
 
-    outcomes: tuple[MetricOutcome, ...]
-    proposal: int | None  # None: no usable proposal (nothing scales)
-    description: str  # the winning metric's text
-    invalid: int
-    first_invalid: MetricOutcome | None
-    error: str | None  # upstream's aggregated error, if any metric failed
+    outcomes: Final[tuple[MetricOutcome, ...]]
+    proposal: Final[int | None]  # None: no usable proposal (nothing scales)
+    description: Final[str]  # the winning metric's text
+    invalid: Final[int]
+    first_invalid: Final[MetricOutcome | None]
+    error: Final[str | None]  # upstream's aggregated error, if any metric failed
 
     def __init__(
         self,
@@ -174,9 +186,9 @@ class MetricsOutcome:
         first_invalid: MetricOutcome | None,
         error: str | None,
     ) -> None:
-        object.__setattr__(self, "outcomes", outcomes)
-        object.__setattr__(self, "proposal", proposal)
-        object.__setattr__(self, "description", description)
-        object.__setattr__(self, "invalid", invalid)
-        object.__setattr__(self, "first_invalid", first_invalid)
-        object.__setattr__(self, "error", error)
+        self.outcomes = outcomes
+        self.proposal = proposal
+        self.description = description
+        self.invalid = invalid
+        self.first_invalid = first_invalid
+        self.error = error

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 from autoscaler.core.activation_spec import ActivationSpec
 from autoscaler.core.fallback_spec import FallbackSpec
@@ -57,42 +57,83 @@ class SelectPolicy(enum.StrEnum):
     DISABLED = "Disabled"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class CrossVersionObjectReference:
-    kind: str
-    name: str
-    api_version: str = ""
+    kind: Final[str]
+    name: Final[str]
+    api_version: Final[str]
+
+    def __init__(self, kind: str, name: str, api_version: str = "") -> None:
+        self.kind = kind
+        self.name = name
+        self.api_version = api_version
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class MetricTarget:
-    type: MetricTargetType
-    value: Quantity | None = None
-    average_value: Quantity | None = None
-    average_utilization: int | None = None
+    type: Final[MetricTargetType]
+    value: Final[Quantity | None]
+    average_value: Final[Quantity | None]
+    average_utilization: Final[int | None]
+
+    def __init__(
+        self,
+        type: MetricTargetType,
+        value: Quantity | None = None,
+        average_value: Quantity | None = None,
+        average_utilization: int | None = None,
+    ) -> None:
+        self.type = type
+        self.value = value
+        self.average_value = average_value
+        self.average_utilization = average_utilization
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class MetricSpec:
     """One entry of ``spec.metrics``, flattened: ``name`` is the resource name for
     ``Resource``/``ContainerResource`` and the metric name otherwise."""
 
-    type: MetricSourceType
-    name: str
-    target: MetricTarget
-    container: str | None = None
-    selector: Mapping[str, Any] | None = None
-    described_object: CrossVersionObjectReference | None = None
-    query: str | None = None
+    type: Final[MetricSourceType]
+    name: Final[str]
+    target: Final[MetricTarget]
+    container: Final[str | None]
+    selector: Final[Mapping[str, Any] | None]
+    described_object: Final[CrossVersionObjectReference | None]
+    query: Final[str | None]
     # The named Prometheus backend of the service settings (prometheus.backends) the query is sent to;
     # None: the default one (prometheus.url). The core never reads it: the service routes by it.
-    backend: str | None = None
+    backend: Final[str | None]
     # KEDA's ignoreNullValues (Object/External only): an empty answer, or a NaN or infinite value, reads as 0
     # instead of failing the metric (autoscaler.prometheus.value_readings).
-    ignore_null_values: bool = False
+    ignore_null_values: Final[bool]
     # KEDA's activationThreshold (Object/External only, with spec.activation): the metric makes the target
     # active while its value is strictly greater (None: 0). autoscaler.core.activation reads it.
-    activation_threshold: Quantity | None = None
+    activation_threshold: Final[Quantity | None]
+
+    def __init__(
+        self,
+        type: MetricSourceType,
+        name: str,
+        target: MetricTarget,
+        container: str | None = None,
+        selector: Mapping[str, Any] | None = None,
+        described_object: CrossVersionObjectReference | None = None,
+        query: str | None = None,
+        backend: str | None = None,
+        ignore_null_values: bool = False,
+        activation_threshold: Quantity | None = None,
+    ) -> None:
+        self.type = type
+        self.name = name
+        self.target = target
+        self.container = container
+        self.selector = selector
+        self.described_object = described_object
+        self.query = query
+        self.backend = backend
+        self.ignore_null_values = ignore_null_values
+        self.activation_threshold = activation_threshold
 
     @property
     def is_pod_metric(self) -> bool:
@@ -100,28 +141,49 @@ class MetricSpec:
         return self.type in POD_METRIC_TYPES
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class ScalingPolicy:
-    type: PolicyType
-    value: int
-    period_seconds: int
+    type: Final[PolicyType]
+    value: Final[int]
+    period_seconds: Final[int]
+
+    def __init__(self, type: PolicyType, value: int, period_seconds: int) -> None:
+        self.type = type
+        self.value = value
+        self.period_seconds = period_seconds
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class ScalingRules:
     """One direction of ``behavior`` after API defaulting. ``stabilization_window_seconds`` None
     means "the controller setting" (only the scale-down default leaves it unset)."""
 
-    stabilization_window_seconds: int | None
-    select_policy: SelectPolicy
-    policies: tuple[ScalingPolicy, ...]
-    tolerance: Quantity | None = None
+    stabilization_window_seconds: Final[int | None]
+    select_policy: Final[SelectPolicy]
+    policies: Final[tuple[ScalingPolicy, ...]]
+    tolerance: Final[Quantity | None]
+
+    def __init__(
+        self,
+        stabilization_window_seconds: int | None,
+        select_policy: SelectPolicy,
+        policies: tuple[ScalingPolicy, ...],
+        tolerance: Quantity | None = None,
+    ) -> None:
+        self.stabilization_window_seconds = stabilization_window_seconds
+        self.select_policy = select_policy
+        self.policies = policies
+        self.tolerance = tolerance
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Behavior:
-    scale_up: ScalingRules
-    scale_down: ScalingRules
+    scale_up: Final[ScalingRules]
+    scale_down: Final[ScalingRules]
+
+    def __init__(self, scale_up: ScalingRules, scale_down: ScalingRules) -> None:
+        self.scale_up = scale_up
+        self.scale_down = scale_down
 
 
 # autoscaling/v2 defaults (pkg/apis/autoscaling/v2/defaults.go).
@@ -153,7 +215,7 @@ def default_metrics() -> tuple[MetricSpec, ...]:
 DEFAULT_COMPOSITE_NAME = "composite-metric"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class CompositeSpec:
     """``spec.composite`` (KEDA's ``advanced.scalingModifiers``): one metric computed by a CEL ``formula``
     over the target's External metrics (its variables, by metric name), scaled on in their place with
@@ -161,33 +223,71 @@ class CompositeSpec:
     (None: KEDA's default, 0). The formula is validated when the spec is parsed and compiled once per
     formula (autoscaler.core.composite_spec); autoscaler.core.composite evaluates it each sync."""
 
-    formula: str
-    target: MetricTarget
-    name: str = DEFAULT_COMPOSITE_NAME
-    activation_target: Quantity | None = None
+    formula: Final[str]
+    target: Final[MetricTarget]
+    name: Final[str]
+    activation_target: Final[Quantity | None]
+
+    def __init__(
+        self,
+        formula: str,
+        target: MetricTarget,
+        name: str = DEFAULT_COMPOSITE_NAME,
+        activation_target: Quantity | None = None,
+    ) -> None:
+        self.formula = formula
+        self.target = target
+        self.name = name
+        self.activation_target = activation_target
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class TargetSpec:
     """A parsed, defaulted and valid target spec."""
 
-    scale_target_ref: CrossVersionObjectReference
-    max_replicas: int
-    min_replicas: int = 1
-    metrics: tuple[MetricSpec, ...] = field(default_factory=default_metrics)
-    behavior: Behavior | None = None
+    scale_target_ref: Final[CrossVersionObjectReference]
+    max_replicas: Final[int]
+    min_replicas: Final[int]
+    metrics: Final[tuple[MetricSpec, ...]]
+    behavior: Final[Behavior | None]
     # The optional ``hvpa`` section: combined horizontal and vertical scaling (autoscaler.core.hvpa).
-    hvpa: HvpaSpec | None = None
+    hvpa: Final[HvpaSpec | None]
     # KEDA's scalingModifiers: a formula over the External metrics (autoscaler.core.composite).
-    composite: CompositeSpec | None = None
+    composite: Final[CompositeSpec | None]
     # KEDA's pollingInterval: this target's sync period in seconds; None: the service's sync.periodSeconds.
-    sync_period_seconds: int | None = None
+    sync_period_seconds: Final[int | None]
     # KEDA's activation phase: idle <-> active by activation thresholds and a cooldown (autoscaler.core.activation).
-    activation: ActivationSpec | None = None
+    activation: Final[ActivationSpec | None]
     # KEDA's fallback: the count a failed metric stands for once it failed long enough (autoscaler.core.fallback).
-    fallback: FallbackSpec | None = None
+    fallback: Final[FallbackSpec | None]
     # KEDA's paused/paused-replicas/paused-scale-in/-out, in the spec (autoscaler.core.pause; annotations too).
-    pause: PauseSpec | None = None
+    pause: Final[PauseSpec | None]
+
+    def __init__(
+        self,
+        scale_target_ref: CrossVersionObjectReference,
+        max_replicas: int,
+        min_replicas: int = 1,
+        metrics: tuple[MetricSpec, ...] | None = None,
+        behavior: Behavior | None = None,
+        hvpa: HvpaSpec | None = None,
+        composite: CompositeSpec | None = None,
+        sync_period_seconds: int | None = None,
+        activation: ActivationSpec | None = None,
+        fallback: FallbackSpec | None = None,
+        pause: PauseSpec | None = None,
+    ) -> None:
+        self.scale_target_ref = scale_target_ref
+        self.max_replicas = max_replicas
+        self.min_replicas = min_replicas
+        self.metrics = default_metrics() if metrics is None else metrics
+        self.behavior = behavior
+        self.hvpa = hvpa
+        self.composite = composite
+        self.sync_period_seconds = sync_period_seconds
+        self.activation = activation
+        self.fallback = fallback
+        self.pause = pause
 
     @property
     def has_object_or_external_metric(self) -> bool:

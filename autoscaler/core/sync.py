@@ -26,9 +26,9 @@ Pure: no I/O, no clock (``now`` is an argument). Same inputs, same outcome.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final
 
 from autoscaler.core import conditions as c
 from autoscaler.core.activation import (
@@ -52,22 +52,21 @@ from autoscaler.core.pause import pause_step, settle_pause
 from autoscaler.core.rescale import apply_scale_result, resolve_scale_intent
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
-from autoscaler.values.frozen import quick_init
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class SyncState:
     """Everything a target carries from one sync to the next: the HPA engine's state and HVPA's."""
 
-    target: TargetState = field(default_factory=TargetState)
-    hvpa: HvpaState = field(default_factory=HvpaState)
+    target: Final[TargetState]
+    hvpa: Final[HvpaState]
 
     def __init__(self, target: TargetState | None = None, hvpa: HvpaState | None = None) -> None:
-        object.__setattr__(self, "target", TargetState() if target is None else target)
-        object.__setattr__(self, "hvpa", HvpaState() if hvpa is None else hvpa)
+        self.target = TargetState() if target is None else target
+        self.hvpa = HvpaState() if hvpa is None else hvpa
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class SyncInputs:
     """What one sync observed. ``observation`` is what the HPA engine reads (its metric readings are
     "not read" failures when :func:`reads_metrics` is False); the rest is read by HVPA only: the VPA,
@@ -75,14 +74,14 @@ class SyncInputs:
     the target was created (its metadata.creationTimestamp; simulate: the scenario's start), which
     ``activation.initialCooldownSeconds`` counts from; None: unknown (no initial cooldown)."""
 
-    observation: Observation
-    vpa: VpaObservation | None = None
-    template: Sequence[ContainerInfo] = ()
-    clock: Fraction | float | None = None
-    created: float | None = None
+    observation: Final[Observation]
+    vpa: Final[VpaObservation | None]
+    template: Final[Sequence[ContainerInfo]]
+    clock: Final[Fraction | float | None]
+    created: Final[float | None]
     # The target's pause annotations (autoscaler.core.pause_spec.pause_annotation_items): annotations restart
     # nothing, so they come with each sync's inputs rather than with the spec.
-    annotations: tuple[tuple[str, str], ...] = ()
+    annotations: Final[tuple[tuple[str, str], ...]]
 
     def __init__(
         self,
@@ -93,12 +92,12 @@ class SyncInputs:
         created: float | None = None,
         annotations: tuple[tuple[str, str], ...] = (),
     ) -> None:
-        object.__setattr__(self, "observation", observation)
-        object.__setattr__(self, "vpa", vpa)
-        object.__setattr__(self, "template", template)
-        object.__setattr__(self, "clock", clock)
-        object.__setattr__(self, "created", created)
-        object.__setattr__(self, "annotations", annotations)
+        self.observation = observation
+        self.vpa = vpa
+        self.template = template
+        self.clock = clock
+        self.created = created
+        self.annotations = annotations
 
 
 def reads_metrics(spec: TargetSpec) -> bool:
@@ -106,24 +105,24 @@ def reads_metrics(spec: TargetSpec) -> bool:
     return spec.hvpa is None or Source.HPA in spec.hvpa.sources
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class SyncPlan:
     """A sync decided, before its writes: what to write, and what :func:`settle` needs afterwards."""
 
-    spec: TargetSpec
-    now: float
-    state: SyncState  # the state the sync started from
-    decision: Decision  # the HPA engine's decision, carrying HVPA's count when there is HVPA
-    hvpa: HvpaDecision | None
+    spec: Final[TargetSpec]
+    now: Final[float]
+    state: Final[SyncState]  # the state the sync started from
+    decision: Final[Decision]  # the HPA engine's decision, carrying HVPA's count when there is HVPA
+    hvpa: Final[HvpaDecision | None]
 
     def __init__(
         self, spec: TargetSpec, now: float, state: SyncState, decision: Decision, hvpa: HvpaDecision | None
     ) -> None:
-        object.__setattr__(self, "spec", spec)
-        object.__setattr__(self, "now", now)
-        object.__setattr__(self, "state", state)
-        object.__setattr__(self, "decision", decision)
-        object.__setattr__(self, "hvpa", hvpa)
+        self.spec = spec
+        self.now = now
+        self.state = state
+        self.decision = decision
+        self.hvpa = hvpa
 
     @property
     def scale_to(self) -> int | None:
@@ -136,8 +135,7 @@ class SyncPlan:
         return self.hvpa.vpa_patch if self.hvpa is not None else None
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class WriteResults:
     """How a plan's writes went.
 
@@ -147,29 +145,34 @@ class WriteResults:
     the next sync decides again from it.
     """
 
-    scale: bool | None = True
-    scale_error: str | None = None
-    vpa: bool = True
+    scale: Final[bool | None]
+    scale_error: Final[str | None]
+    vpa: Final[bool]
+
+    def __init__(self, scale: bool | None = True, scale_error: str | None = None, vpa: bool = True) -> None:
+        self.scale = scale
+        self.scale_error = scale_error
+        self.vpa = vpa
 
 
 ALL_WRITTEN = WriteResults()  # simulate and backtest: every write succeeds
 NOTHING_WRITTEN = WriteResults(scale=None, vpa=False)  # a dry run
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class SyncOutcome:
     """A sync after its writes: the decisions as recorded, and the state the next sync starts from."""
 
-    now: float
-    decision: Decision
-    hvpa: HvpaDecision | None
-    state: SyncState
+    now: Final[float]
+    decision: Final[Decision]
+    hvpa: Final[HvpaDecision | None]
+    state: Final[SyncState]
 
     def __init__(self, now: float, decision: Decision, hvpa: HvpaDecision | None, state: SyncState) -> None:
-        object.__setattr__(self, "now", now)
-        object.__setattr__(self, "decision", decision)
-        object.__setattr__(self, "hvpa", hvpa)
-        object.__setattr__(self, "state", state)
+        self.now = now
+        self.decision = decision
+        self.hvpa = hvpa
+        self.state = state
 
     def explanation(self) -> list[str]:
         """The decision in words, HVPA's after the HPA engine's."""
@@ -237,10 +240,10 @@ def settle(plan: SyncPlan, results: WriteResults) -> SyncOutcome:
     if plan.hvpa is not None and decision.applied is not False and results.vpa:
         hvpa_state = plan.hvpa.state
     target = TargetState(
-        decision.history,
-        decision.conditions,
-        decision.status_desired_replicas,
-        decision.last_scale_time,
+        history=decision.history,
+        conditions=decision.conditions,
+        desired_replicas=decision.status_desired_replicas,
+        last_scale_time=decision.last_scale_time,
         last_active_time=decision.activation.last_active_time if decision.activation is not None else None,
         metric_health=decision.metric_health,
         pause=decision.pause,

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 from autoscaler.core.observation import ConditionStatus, ContainerInfo, PodInfo, PodPhase
 from autoscaler.kube.labels import SelectorError, selector_from_label_selector
@@ -63,13 +63,31 @@ def _requests(resources: object) -> dict[str, int]:
     return out
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class PodRecord(PodInfo):
     """A pod as the cache keeps it: the slice the HPA algorithm reads (a :class:`PodInfo`, which it is,
     so that a pod is one object, not two: 100,000 pods are ~5 MiB less) and what selects it."""
 
-    namespace: str
-    labels: Mapping[str, str]
+    namespace: Final[str]
+    labels: Final[Mapping[str, str]]
+
+    def __init__(
+        self,
+        name: str,
+        phase: PodPhase = PodPhase.RUNNING,
+        ready: ConditionStatus | None = ConditionStatus.TRUE,
+        ready_since: float | None = None,
+        started_at: float | None = None,
+        deleting: bool = False,
+        containers: tuple[ContainerInfo, ...] = (),
+        pod_requests: Mapping[str, int] | None = None,
+        *,
+        namespace: str,
+        labels: Mapping[str, str],
+    ) -> None:
+        PodInfo.__init__(self, name, phase, ready, ready_since, started_at, deleting, containers, pod_requests)
+        self.namespace = namespace
+        self.labels = labels
 
     @property
     def info(self) -> PodInfo:
@@ -116,19 +134,41 @@ def trim_pod(obj: Mapping[str, Any]) -> PodRecord | None:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class WorkloadRecord:
     """A Deployment as its ``scale`` subresource shows it."""
 
-    namespace: str
-    name: str
-    uid: str
-    resource_version: str
-    spec_replicas: int
-    status_replicas: int
-    selector: str  # status.selector of the scale: the label selector as a string
-    selector_error: str | None = None
-    container_requests: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # template, per container
+    namespace: Final[str]
+    name: Final[str]
+    uid: Final[str]
+    resource_version: Final[str]
+    spec_replicas: Final[int]
+    status_replicas: Final[int]
+    selector: Final[str]  # status.selector of the scale: the label selector as a string
+    selector_error: Final[str | None]
+    container_requests: Final[Mapping[str, Mapping[str, int]]]  # template, per container
+
+    def __init__(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        resource_version: str,
+        spec_replicas: int,
+        status_replicas: int,
+        selector: str,
+        selector_error: str | None = None,
+        container_requests: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> None:
+        self.namespace = namespace
+        self.name = name
+        self.uid = uid
+        self.resource_version = resource_version
+        self.spec_replicas = spec_replicas
+        self.status_replicas = status_replicas
+        self.selector = selector
+        self.selector_error = selector_error
+        self.container_requests = dict() if container_requests is None else container_requests
 
 
 def trim_deployment(obj: Mapping[str, Any]) -> WorkloadRecord | None:

@@ -11,7 +11,7 @@ the decision is stale and the next sync decides again.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from autoscaler.core.spec import CrossVersionObjectReference
 from autoscaler.kube.api import KubeApi, KubeError, ResourcePath
@@ -34,18 +34,18 @@ class StaleScale(ScaleError):
     """The replica count changed under us: the decision was made on old state."""
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Scale:
-    spec_replicas: int
-    status_replicas: int
-    selector: str
-    resource_version: str
+    spec_replicas: Final[int]
+    status_replicas: Final[int]
+    selector: Final[str]
+    resource_version: Final[str]
 
     def __init__(self, spec_replicas: int, status_replicas: int, selector: str, resource_version: str) -> None:
-        object.__setattr__(self, "spec_replicas", spec_replicas)
-        object.__setattr__(self, "status_replicas", status_replicas)
-        object.__setattr__(self, "selector", selector)
-        object.__setattr__(self, "resource_version", resource_version)
+        self.spec_replicas = spec_replicas
+        self.status_replicas = status_replicas
+        self.selector = selector
+        self.resource_version = resource_version
 
 
 def parse_scale(body: Any) -> Scale:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from autoscaler.core.observation import (
     MetricFailure,
@@ -36,11 +36,16 @@ from autoscaler.prometheus.sample_values import milli_or_none
 from autoscaler.prometheus.typed_series import series_decoding
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class LabelNames:
-    pod: str = "pod"
-    container: str = "container"
-    namespace: str = "namespace"
+    pod: Final[str]
+    container: Final[str]
+    namespace: Final[str]
+
+    def __init__(self, pod: str = "pod", container: str = "container", namespace: str = "namespace") -> None:
+        self.pod = pod
+        self.container = container
+        self.namespace = namespace
 
 
 def describe(labels: Mapping[str, str], limit: int = 160) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Final
 
 from autoscaler.core.observation import DEFAULT_SAMPLE_WINDOW, MetricReading, PodsReading, ResourceReading
 from autoscaler.core.spec import RESOURCE_METRIC_TYPES, MetricSpec
@@ -39,14 +40,19 @@ from autoscaler.prometheus.templates import SCOPE_SLOT
 SERIES_PER_QUERY = 1000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class PlannedQuery:
     """The query one metric of a target is read with: ``text`` (None when the metric cannot be
     planned; ``problem`` says why) and whether it is a per-pod metric's query."""
 
-    text: str | None
-    per_pod: bool
-    problem: str | None = None
+    text: Final[str | None]
+    per_pod: Final[bool]
+    problem: Final[str | None]
+
+    def __init__(self, text: str | None, per_pod: bool, problem: str | None = None) -> None:
+        self.text = text
+        self.per_pod = per_pod
+        self.problem = problem
 
 
 @dataclass(eq=False, slots=True, init=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from autoscaler.core.spec import RESOURCE_METRIC_TYPES, CrossVersionObjectReference, MetricSpec
 from autoscaler.prometheus.extract import LabelNames
@@ -25,20 +26,20 @@ SHARED_PLACEHOLDERS = frozenset({"scope", "window", "pod_label", "namespace_labe
 _RENDERED_REMEMBERED = 1000  # shared renderings kept (forgotten all at once past this)
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class TargetQuery:
     """One target's needs for one sync."""
 
-    namespace: str
-    name: str
-    scale_target: CrossVersionObjectReference
-    selector: str
-    pod_names: Sequence[str]
-    metrics: Sequence[MetricSpec]
+    namespace: Final[str]
+    name: Final[str]
+    scale_target: Final[CrossVersionObjectReference]
+    selector: Final[str]
+    pod_names: Final[Sequence[str]]
+    metrics: Final[Sequence[MetricSpec]]
     # Pods the service knows in the namespace, its targets' or not (0: not known). Where a batch's
     # targets read only a small part of a namespace, its per-pod query names their pods instead of
     # asking for the whole namespace (see :mod:`autoscaler.prometheus.planning`).
-    namespace_pods: int = 0
+    namespace_pods: Final[int]
 
     def __init__(
         self,
@@ -50,13 +51,13 @@ class TargetQuery:
         metrics: Sequence[MetricSpec],
         namespace_pods: int = 0,
     ) -> None:
-        object.__setattr__(self, "namespace", namespace)
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "scale_target", scale_target)
-        object.__setattr__(self, "selector", selector)
-        object.__setattr__(self, "pod_names", pod_names)
-        object.__setattr__(self, "metrics", metrics)
-        object.__setattr__(self, "namespace_pods", namespace_pods)
+        self.namespace = namespace
+        self.name = name
+        self.scale_target = scale_target
+        self.selector = selector
+        self.pod_names = pod_names
+        self.metrics = metrics
+        self.namespace_pods = namespace_pods
 
 
 class Unplannable(Exception):

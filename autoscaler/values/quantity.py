@@ -23,6 +23,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Final
 
 MAX_INT64 = 2**63 - 1
 _NANO = Fraction(1, 10**9)
@@ -54,16 +55,22 @@ def _round_up_to_nano(value: Fraction) -> Fraction:
     return magnitude if value >= 0 else -magnitude
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Quantity:
     """An exact Kubernetes quantity with the format it prints in."""
 
-    value: Fraction
-    format: Format = Format.DECIMAL_SI
+    value: Final[Fraction]
+    format: Final[Format]
     # milli_value() and as_float(), kept once computed: a metric target's are read every sync (the decision,
     # the service's own metrics), and Fraction is slow.
-    _milli: int | None = field(default=None, init=False, repr=False, compare=False)
-    _float: float | None = field(default=None, init=False, repr=False, compare=False)
+    _milli: int | None = field(init=False, repr=False, compare=False)
+    _float: float | None = field(init=False, repr=False, compare=False)
+
+    def __init__(self, value: Fraction, format: Format = Format.DECIMAL_SI) -> None:
+        self.value = value
+        self.format = format
+        self._milli = None
+        self._float = None
 
     @classmethod
     def parse(cls, text: str) -> Quantity:
@@ -105,7 +112,7 @@ class Quantity:
     def milli_value(self) -> int:
         """``Quantity.MilliValue()``: value × 1000, any remainder rounded away from zero."""
         if self._milli is None:
-            object.__setattr__(self, "_milli", _round_away_from_zero(self.value * 1000))
+            self._milli = _round_away_from_zero(self.value * 1000)
         assert self._milli is not None
         return self._milli
 
@@ -116,7 +123,7 @@ class Quantity:
     def as_float(self) -> float:
         """``Quantity.AsApproximateFloat64()``."""
         if self._float is None:
-            object.__setattr__(self, "_float", float(self.value))
+            self._float = float(self.value)
         assert self._float is not None
         return self._float
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from autoscaler.core.decision import Decision, TargetState
+from autoscaler.core.decision import Decision, TargetState, kept_desired_replicas
 from autoscaler.core.history import with_initial_recommendation
 from autoscaler.core.hvpa.decision import HvpaDecision
 from autoscaler.core.results import MetricOutcome
@@ -31,22 +31,21 @@ HVPA_ONLY = "hvpa-only"
 def hpa_off_decision(spec: TargetSpec, current: int, state: TargetState, now: float) -> Decision:
     """The HPA side of a sync in which the HPA is not an HVPA source."""
     history = with_initial_recommendation(state.history, current, now)
-    skipped = tuple(MetricOutcome(m, skipped=True) for m in spec.metrics)
-    previous = state.desired_replicas if state.desired_replicas is not None else current
+    skipped = tuple(MetricOutcome(spec=m, skipped=True) for m in spec.metrics)
     return Decision(
-        current,
-        None,
-        current,
-        False,
-        HVPA_ONLY,
-        "",
-        skipped,
-        None,
-        None,
-        state.conditions,
-        history,
-        previous,
-        state.last_scale_time,
+        current_replicas=current,
+        desired_replicas=None,
+        replicas=current,
+        scale=False,
+        branch=HVPA_ONLY,
+        rescale_reason="",
+        metrics=skipped,
+        combined=None,
+        normalization=None,
+        conditions=state.conditions,
+        history=history,
+        status_desired_replicas=kept_desired_replicas(state.desired_replicas, current),
+        last_scale_time=state.last_scale_time,
         previous_desired_replicas=state.desired_replicas,
     )
 

@@ -25,10 +25,8 @@ from autoscaler.service.cluster.targets import Target
 from autoscaler.service.sync.batcher import MetricsBatcher
 from autoscaler.service.sync.hvpa import find_vpa
 from autoscaler.service.sync.scales import ClusterScales
-from autoscaler.values.frozen import quick_init
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Selection:
     """A target's pods, and the other targets of the namespace selecting any of them (AmbiguousSelector)."""

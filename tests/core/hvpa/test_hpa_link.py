@@ -114,3 +114,18 @@ def test_a_failed_hpa_metric_leaves_only_the_vpa() -> None:
     assert d.sources is not None and d.sources.hpa_replicas is None
     assert any("HPA source unavailable" in note for note in d.sources.unavailable)
     assert d.applied and texts(d.requests) == {"main": {"cpu": "900m"}}
+
+
+def test_without_the_hpa_source_status_desired_replicas_is_kept_as_a_sync_that_cannot_decide_keeps_it() -> None:
+    # One rule (core/decision.py's kept_desired_replicas): the last written value, else the current count.
+    from autoscaler.core.observation import MetricFailure
+
+    spec = target_spec("  sources: [vpa]\n", extra=EXTERNAL)
+    for written in (None, 7):
+        state = TargetState(desired_replicas=written)
+        off = hpa_off_decision(spec, 3, state, 50.0)
+        failed = decide(
+            spec, Observation(ScaleInfo(3, 3, "app=x"), [], (MetricFailure("down"),)), state, ControllerSettings(), 50.0
+        )
+        assert failed.branch == "metrics-failed"
+        assert off.status_desired_replicas == failed.status_desired_replicas == (3 if written is None else 7)
