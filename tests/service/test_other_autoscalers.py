@@ -137,6 +137,19 @@ def test_matching_by_group_kind_name_and_namespace() -> None:
     assert keda is not None and keda.description == "ScaledObject shop/b"
 
 
+def test_owner_references_of_an_odd_shape_are_skipped_not_fatal() -> None:
+    """Anyone may write an HPA's metadata as they like (a client that skips the API server's validation, an
+    admission webhook): an odd ``ownerReferences`` is read as none, and the KEDA label still counts."""
+    for odd in (5, "ScaledObject", {"kind": "ScaledObject"}, [None, 7, "x"]):
+        obj = hpa("keda-hpa-b", "web", owner="b")
+        obj["metadata"]["ownerReferences"] = odd
+        by_label = trim_hpa(obj)
+        assert by_label is not None and by_label.description == "ScaledObject default/b", odd
+        del obj["metadata"]["labels"]
+        unowned = trim_hpa(obj)
+        assert unowned is not None and unowned.description == "HorizontalPodAutoscaler default/keda-hpa-b", odd
+
+
 async def test_a_scaled_object_crd_installed_later_is_watched_from_then_on(emu: KubeEmulator) -> None:
     """KEDA installed while the service runs: its ScaledObjects count from when discovery serves them (looked
     for again every minute; a second here)."""
