@@ -27,13 +27,11 @@ from autoscaler.core.conditions import Condition
 from autoscaler.core.decision import Decision, Event
 from autoscaler.core.history import ScaleIntent
 from autoscaler.core.results import MetricOutcome
-from autoscaler.core.status import condition_json
 from autoscaler.service.backends.health import backend_event
 from autoscaler.service.backends.healths import BackendHealths
 from autoscaler.service.cluster.targets import Target, compact_json
-from autoscaler.service.sync.status import seconds_time, status_document
+from autoscaler.service.sync.status import scale_intent_status, status_document, unreadable_status
 from autoscaler.service.sync.status_digest import StatusDigest
-from autoscaler.service.sync.status_sections import HVPA, PENDING_SCALE, decision_sections, scale_intent_document
 from autoscaler.service.sync.writes import TargetWrites
 from autoscaler.service.telemetry.metrics_sink import MetricsSink
 
@@ -162,16 +160,13 @@ class SyncReporter:
         self, target: Target, decision: Decision, intent: ScaleIntent, now: float
     ) -> str | None:
         """Before ``decision``'s scale write: the status of the decision as made, with the write as
-        ``pendingScale`` (:mod:`autoscaler.service.sync.status`), HVPA's section as it was. None once written,
-        else why not (the write is then not sent: a scale no status could record is not made)."""
-        last = self.last_status or {}
-        extra: dict[str, Any] = {HVPA: last[HVPA]} if HVPA in last else {}
-        if self._shard is not None:
-            extra["shard"] = self._shard
-        extra.update(decision_sections(decision))
-        extra[PENDING_SCALE] = scale_intent_document(intent)
-        document = status_document(decision, generation=target.generation, now=now, extra=extra)
-        error = await self._writes.status_before_scale(target, document, self.last_status)
+        ``pendingScale`` (:func:`~autoscaler.service.sync.status.scale_intent_status`), HVPA's section as it was.
+        None once written, else why not (the write is then not sent: a scale no status could record is not made)."""
+        last = self.last_status
+        document = scale_intent_status(
+            decision, intent, generation=target.generation, now=now, last=last, shard=self._shard
+        )
+        error = await self._writes.status_before_scale(target, document, last)
         if error is None:
             self._store(document)  # the next status written drops pendingScale (write_status nulls what it lacks)
         return error
@@ -182,18 +177,13 @@ class SyncReporter:
         if not self._writes.may_write():
             return
         await self._writes.event(target, event.type, event.reason, event.message)
-        document = dict(self.last_status or {})
-        document.pop("shard", None)  # the shard that wrote the last status may not be this one
-        if self._shard is not None:
-            document["shard"] = self._shard
-        document["conditions"] = [condition_json(x, seconds_time) for x in conditions]
-        if target.generation is not None:
-            document["observedGeneration"] = target.generation
+        last = self.last_status
+        document = unreadable_status(last, conditions, generation=target.generation, shard=self._shard)
         digest = StatusDigest.of_status(document)
         if (
             digest is not None
             and digest.needs_write_after(self._written)
-            and await self._writes.status(target, document, self.last_status)
+            and await self._writes.status(target, document, last)
         ):
             self._store(document, digest)
 

@@ -29,7 +29,7 @@ read is left out, never an error (:mod:`autoscaler.values.loose_json`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +37,7 @@ from autoscaler.core import conditions as c
 from autoscaler.core.conditions import Condition, set_condition
 from autoscaler.core.decision import Decision, TargetState
 from autoscaler.core.explain import explain_lines
-from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
+from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent, ScaleIntent
 from autoscaler.core.pause_state import restore_pause
 from autoscaler.core.status import condition_json, metric_status
 from autoscaler.core.sync import SyncState
@@ -46,11 +46,13 @@ from autoscaler.service.sync.status_sections import (
     HVPA,
     METRIC_HEALTH,
     PENDING_SCALE,
+    decision_sections,
     replica_count,
     restore_hvpa_state,
     restore_last_active_time,
     restore_metric_health,
     restore_scale_intent,
+    scale_intent_document,
 )
 from autoscaler.values.loose_json import as_mapping, mappings_in
 from autoscaler.values.timestamps import parse_rfc3339, rfc3339
@@ -203,6 +205,40 @@ def status_document(
     if extra:
         doc.update(extra)
     return doc
+
+
+def scale_intent_status(
+    decision: Decision,
+    intent: ScaleIntent,
+    *,
+    generation: int | None,
+    now: float,
+    last: Mapping[str, Any] | None,
+    shard: str | None,
+) -> dict[str, Any]:
+    """The status recorded before ``decision``'s scale write is sent: the decision as made, with the write as
+    ``pendingScale``, HVPA's section as the ``last`` status had it (HVPA decides again once the scale is done)."""
+    extra: dict[str, Any] = {HVPA: last[HVPA]} if last is not None and HVPA in last else {}
+    if shard is not None:
+        extra["shard"] = shard
+    extra.update(decision_sections(decision))
+    extra[PENDING_SCALE] = scale_intent_document(intent)
+    return status_document(decision, generation=generation, now=now, extra=extra)
+
+
+def unreadable_status(
+    last: Mapping[str, Any] | None, conditions: Sequence[Condition], *, generation: int | None, shard: str | None
+) -> dict[str, Any]:
+    """The status of a sync that could not read the scale: the ``last`` one with ``conditions`` (everything else
+    in it stays as it was), written by this instance's shard (the one that wrote ``last`` may be another)."""
+    document = dict(last or {})
+    document.pop("shard", None)
+    if shard is not None:
+        document["shard"] = shard
+    document["conditions"] = [condition_json(x, seconds_time) for x in conditions]
+    if generation is not None:
+        document["observedGeneration"] = generation
+    return document
 
 
 def last_decision_document(decision: Decision, now: float) -> dict[str, Any]:
