@@ -9,7 +9,7 @@ from kubernetes_asyncio.client import ApiClient
 from structlog.testing import capture_logs
 
 from autoscaler.kube.api import KubeApi
-from autoscaler.service.cluster.scope import Scope, ScopedRetrim, ScopedTrim
+from autoscaler.service.cluster.scope import Scope, scoped_retrim, scoped_trim
 from autoscaler.service.cluster.sharding import ShardingSettings
 from autoscaler.service.cluster.takeover import statuses_at_takeover
 from kube_emulator import KubeEmulator
@@ -66,10 +66,10 @@ def test_trimmers_see_only_what_the_scope_admits() -> None:
     def retrim(known: str, item: Any) -> str:
         return f"{known}+{trim(item)}"
 
-    trimmed = ScopedTrim(trim, scope)
+    trimmed = scoped_trim(trim, scope)
     assert trimmed(obj("team-a", "ours", {KEY: "a"})) == "ours"
     assert trimmed(obj("team-b", "theirs", {KEY: "a"})) is None
-    again = ScopedRetrim(retrim, scope)
+    again = scoped_retrim(retrim, scope)
     assert again("ours", obj("team-a", "ours", {KEY: "a"})) == "ours+ours"
     # A known target relabelled for another shard leaves the cache (None), as the server's DELETED would.
     assert again("ours", obj("team-a", "ours", {KEY: "b"})) is None

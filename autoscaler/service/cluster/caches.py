@@ -14,7 +14,7 @@ from autoscaler.kube.records import PodRecord, WorkloadRecord, trim_deployment, 
 from autoscaler.kube.relists import DEFAULT_RELIST_POLICY, RelistPolicy
 from autoscaler.kube.watch import ChangeHandler, Key, WatchCache
 from autoscaler.service.cluster.other_autoscalers import AutoscalerIndex, trim_hpa, trim_scaled_object
-from autoscaler.service.cluster.scope import Scope, ScopedRetrim, ScopedTrim
+from autoscaler.service.cluster.scope import Scope, scoped_retrim, scoped_trim
 from autoscaler.service.cluster.sharding import ShardingSettings
 from autoscaler.service.cluster.targets import TARGETS, Target, target_from_object
 
@@ -66,7 +66,7 @@ def _scoped_caches(
         ns: WatchCache(
             api,
             resource,
-            ScopedTrim(trim, _scope(resource, ns)),
+            scoped_trim(trim, _scope(resource, ns)),
             namespace=ns,
             on_change=on_change,
             optional=optional,
@@ -92,8 +92,8 @@ def _target_cache(
     return WatchCache(
         api,
         TARGETS,
-        ScopedTrim(trim_target, scope),
-        retrim=ScopedRetrim(retrim_target, scope),
+        scoped_trim(trim_target, scope),
+        retrim=scoped_retrim(retrim_target, scope),
         namespace=namespace,
         on_change=on_target,
         label_selector=sharding.label_selector if sharding is not None else None,
@@ -126,9 +126,9 @@ class ClusterCaches:
         self.sharding = sharding or ShardingSettings()
         self._on_target: TargetHandler | None = None
         scopes: tuple[str | None, ...] = namespaces or (None,)
-        # Caches per namespace (kubernetes.namespaces) would otherwise all list at once: two shards of 25
-        # namespaces each held 100 LISTs' pages in memory together at start-up (RSS at ready 465-513 MiB
-        # against 193 for one unsharded service of all 50; bench/service.py --shard-by namespace).
+        # Caches per namespace (kubernetes.namespaces) would otherwise all list at once, and hold all their
+        # LISTs' pages in memory together at start-up (docs/benchmarks-history.md, "Shared tick timers, the
+        # harness's core at start-up, shards by namespace").
         slots = asyncio.Semaphore(LISTS_AT_ONCE)
         quiet, policy = silence_seconds, relist_policy
         self.pods = _scoped_caches(

@@ -15,7 +15,7 @@ says so.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import structlog
 
@@ -61,27 +61,21 @@ class Scope:
         return False
 
 
-class ScopedTrim(Generic[R]):
-    """A watch cache's trimmer that first leaves out what is outside its :class:`Scope`."""
+def scoped_trim(trim: Callable[[Mapping[str, Any]], R | None], scope: Scope) -> Callable[[Mapping[str, Any]], R | None]:
+    """A watch cache's trimmer that first leaves out what is outside ``scope``."""
 
-    __slots__ = ("_scope", "_trim")
+    def trim_in_scope(obj: Mapping[str, Any]) -> R | None:
+        return trim(obj) if scope.admits(obj) else None
 
-    def __init__(self, trim: Callable[[Mapping[str, Any]], R | None], scope: Scope) -> None:
-        self._trim = trim
-        self._scope = scope
-
-    def __call__(self, obj: Mapping[str, Any]) -> R | None:
-        return self._trim(obj) if self._scope.admits(obj) else None
+    return trim_in_scope
 
 
-class ScopedRetrim(Generic[R]):
-    """A watch cache's ``retrim`` (a new version of a known object) that first checks the :class:`Scope`."""
+def scoped_retrim(
+    retrim: Callable[[R, Mapping[str, Any]], R | None], scope: Scope
+) -> Callable[[R, Mapping[str, Any]], R | None]:
+    """A watch cache's ``retrim`` (a new version of a known object) that first checks ``scope``."""
 
-    __slots__ = ("_retrim", "_scope")
+    def retrim_in_scope(known: R, obj: Mapping[str, Any]) -> R | None:
+        return retrim(known, obj) if scope.admits(obj) else None
 
-    def __init__(self, retrim: Callable[[R, Mapping[str, Any]], R | None], scope: Scope) -> None:
-        self._retrim = retrim
-        self._scope = scope
-
-    def __call__(self, known: R, obj: Mapping[str, Any]) -> R | None:
-        return self._retrim(known, obj) if self._scope.admits(obj) else None
+    return retrim_in_scope
