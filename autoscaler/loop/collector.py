@@ -9,19 +9,19 @@ cycles, and what it costs is the objects it walks. So:
   on, and the young collections walked it again and again;
 * start-up's objects (modules, the caches' records, then every target's state after its first sync) are
   frozen out of its sight (``gc.freeze``): they hold no garbage, and full collections walked them every
-  time (at 1,000 targets × 10 pods ~0.2 s each, ~14 mCPU in all; ~2 mCPU after the freeze). Objects freed
+  time (docs/benchmarks-history.md, "The first service table: 1,000 targets, a 1 s scrape"). Objects freed
   later are still freed by reference counting; only a cycle among frozen objects would outlive its use;
-* the young generation is collected every ``YOUNG_THRESHOLD`` allocations (the interpreter's 700 ran a
-  young collection ~8 times a second at 1,000 targets, to find nothing in the syncs' short-lived
-  containers), generation 1 every other young collection, and the interpreter never starts a full
-  collection itself (it ran one every ~30 s at 10,000 targets, ~350 ms each);
+* the young generation is collected every ``YOUNG_THRESHOLD`` allocations (the interpreter's 700 ran
+  young collections several times a second, to find nothing in the syncs' short-lived containers),
+  generation 1 every other young collection, and the interpreter never starts a full collection itself
+  (at 10,000 targets it ran long ones every half minute);
 * no collection starts inside a step of decoding a Prometheus answer (``loop/turns.py``): the
   step's objects are freed at its end, and a collection in the middle of one walked them all;
 * this module runs the full collections, with a period that doubles from 5 minutes to an hour while they
   find nothing, and goes back to 5 minutes as soon as one finds cyclic garbage that only a full collection
-  could find. A full collection walks every target's state (each sync replaces it, so it is never frozen): at
-  10,000 targets it stopped the loop for ~0.5 s, every 5 minutes, finding nothing (bench/service.py,
-  BENCHMARKS.md "Scaling", "What did not meet its goal"; "Collector steering, the scrape's measure…").
+  could find. A full collection walks every target's state (each sync replaces it, so it is never frozen),
+  and at 10,000 targets it stopped the loop for a long pause every 5 minutes, finding nothing
+  (docs/benchmarks-history.md, "Collector steering, the scrape's measure, where a sync's CPU goes").
 
 Once every target has synced, the memory start-up freed is handed back to the system (glibc's
 ``malloc_trim``): the resident size otherwise stays at start-up's high-water mark.
@@ -48,19 +48,19 @@ log = structlog.get_logger("autoscaler.service")
 
 # The young generation's threshold during start-up and after it. Every object that outlives a young
 # collection is walked about twice, whatever the threshold: a smaller one spreads that over shorter
-# pauses. After start-up, 10,000 instead of 20,000 halved them at 10,000 targets (young: 25 -> 9 ms on
-# average, p99 93 -> 51 ms; generation 1: 64 -> 25 ms, p99 116 -> 77 ms) for the same time in all; during
-# start-up it cost ~10 s more CPU to the first full pass (35 -> 45 s), so start-up keeps 20,000 until every
-# target has synced once (bench/service.py; BENCHMARKS.md, "Start-up, /metrics, shorter pauses"). The
-# collector now runs during start-up only when the caches take longer than QUIET_START_SECONDS to sync.
+# pauses. After start-up, 10,000 instead of 20,000 halved them at 10,000 targets for the same time in all;
+# during start-up it cost more CPU to the first full pass, so start-up keeps 20,000 until every target has
+# synced once (docs/benchmarks-history.md, "Start-up, `/metrics`, shorter pauses"). The collector now runs
+# during start-up only when the caches take longer than QUIET_START_SECONDS to sync.
 STARTUP_YOUNG_THRESHOLD = 20_000
 YOUNG_THRESHOLD = 10_000
 # Generation 1 is collected every other young collection (the interpreter: every eleventh). It holds what
 # outlived a young collection: at 10,000 targets, the in-flight syncs' coroutines, futures and readings,
-# ~100,000 objects after ten young collections, walked in one pause of 130-220 ms. Collected this often
-# it holds a tenth of that: every survivor is still walked once before it is promoted, in pauses of ~25 ms
-# (bench/service.py). Never collecting it would spare them, but an outage's failed queries leave cyclic
-# garbage only it finds (BENCHMARKS.md, "Loop lag at 10,000 targets", "Why generation 1 is still collected").
+# walked in one long pause after ten young collections. Collected this often it holds a tenth of that:
+# every survivor is still walked once before it is promoted, in short pauses. Never collecting it would
+# spare them, but an outage's failed queries leave cyclic garbage only it finds (docs/benchmarks-history.md,
+# "Loop lag at 10,000 targets: where it goes"; "Start-up, `/metrics`, shorter pauses": "Why generation 1
+# is still collected").
 MIDDLE_THRESHOLD = 1
 NEVER = 2**30  # generation 2's threshold: the interpreter never starts a full collection itself
 # The longest the collector is held off at start-up while the caches list (see quiet_until_synced).
@@ -127,8 +127,8 @@ async def quiet_until_synced(limit: float = QUIET_START_SECONDS) -> None:
     """Hold the collector off from the service's start until :func:`steer_collector` takes over (the caches
     synced), or ``limit`` seconds at most: the caches' LIST pages decode into tens of thousands of objects
     each, alive until the page is trimmed, and a young collection in the middle of a page walked them all
-    (decoding and trimming 20,000 pods: 127 → 95 µs of CPU a pod without it, BENCHMARKS.md "Pods in groups
-    of equal labels, …"). Reference counting frees everything else meanwhile; only cyclic garbage waits,
+    (docs/benchmarks-history.md, "Pods in groups of equal labels, start-up's freed memory, the collector's
+    share"). Reference counting frees everything else meanwhile; only cyclic garbage waits,
     and the bound keeps that small when the caches cannot sync (an API server down at start-up)."""
     gc.disable()
     await asyncio.sleep(limit)  # cancelled when the service stops, which runs the collector again itself
@@ -160,8 +160,9 @@ async def steer_collector(
     the collector with the steady threshold, then run the full collections (:func:`next_full_collection`).
 
     Why not collect during the first pass: its objects are the targets' first state, which lives on, and
-    the young collections walked them again and again (at 10,000 targets ~2 s of the pass's ~30 s of CPU,
-    the pass being CPU-bound). The collection before the second freeze walks them once; it walked them
+    the young collections walked them again and again, the pass being CPU-bound (docs/benchmarks-history.md,
+    "Collector steering, the scrape's measure, where a sync's CPU goes"). The collection before the second
+    freeze walks them once; it walked them
     all before too, so the pause there is no longer than it was."""
     gc.collect()
     gc.freeze()
@@ -211,9 +212,9 @@ def release_free_memory() -> bool:
 
     Start-up decodes every LIST page and every first sync's answers into objects that are freed soon
     after, but glibc keeps what they freed inside the process: the resident size stayed at start-up's
-    high-water mark for good (at 1,000 targets 38.5 → 34.8 MiB above the idle service, the pods' smaller
-    records among it). Objects still alive are not touched; only whole free pages go back (BENCHMARKS.md,
-    "Pods in groups of equal labels, start-up's freed memory, …")."""
+    high-water mark for good. Objects still alive are not touched; only whole free pages go back
+    (docs/benchmarks-history.md, "Pods in groups of equal labels, start-up's freed memory, the collector's
+    share")."""
     if _TRIM is None:
         return False
     _TRIM(0)

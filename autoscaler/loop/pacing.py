@@ -2,12 +2,12 @@
 
 The loop runs everything that is ready before it looks at its timers again. A namespace's targets sync
 on the same tick (so that their metrics share queries), and one answer completes a namespace's
-readings at once: at 10,000 targets in 50 namespaces that is 200 syncs ready together, each ~1 ms of
-work or more on a slow core, up to ``sync.concurrency`` (50) of them back to back in one turn. A sync
+readings at once: at 10,000 targets in 50 namespaces that is 200 syncs ready together, each a millisecond
+of work or more on a slow core, up to ``sync.concurrency`` (50) of them back to back in one turn. A sync
 passes a :class:`TurnPacer` before each of its two parts of work (as its tick's timer ends its wait, as
 the batcher hands it its readings): at most ``per_turn`` pass in one turn, the others wait for the next
 turns, in the order they came. (It bounds the work of a turn; the loop's lag at 10,000 targets is mostly
-something else, the garbage collector: BENCHMARKS.md "Loop lag at 10,000 targets".)
+something else, the garbage collector: docs/benchmarks-history.md, "Loop lag at 10,000 targets: where it goes".)
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ def running_loop(known: asyncio.AbstractEventLoop | None) -> asyncio.AbstractEve
 
     For the objects every sync goes through a few times (the pacer, the tick timers, the batcher): on
     CPython 3.11 ``asyncio.get_running_loop()`` asks the kernel for the process id at every call (a loop
-    must not be used across a fork), ~3 % of the service's CPU at 10,000 targets (py-spy, BENCHMARKS.md
-    "Cyclic garbage of the compiled build"). Each object lives in the service's one loop; a closed one
+    must not be used across a fork), which showed in the profile at 10,000 targets (docs/benchmarks-history.md,
+    "Cyclic garbage of the compiled build; the coroutine modules compiled"). Each object lives in the
+    service's one loop; a closed one
     (a test's earlier loop) is asked for again."""
     if known is None or known.is_closed():
         return asyncio.get_running_loop()

@@ -1,21 +1,20 @@
 """Long work on the event loop in steps, with a turn for the loop between them.
 
-A 10,000-target sync reads answers of 100,000 series: decoding one and turning it into readings is
-~100 ms of pure Python (200+ ms on a slow core). Done in one go, everything else on the loop (the
+A 10,000-target sync reads answers of 100,000 series: decoding one and turning it into readings is a
+tenth of a second of pure Python or more. Done in one go, everything else on the loop (the
 reconcilers' ticks, the HTTP server's answers, the watches' events) waits for all of it. The work is written as a
 generator that yields every few milliseconds; :func:`in_turns` runs it, letting the loop run whatever is
 ready at each yield.
 
 Not a worker thread: the work is pure Python, so a thread never runs it beside the loop, only instead
-of it, taking the interpreter lock in turns with the loop's thread, whose own steps then took longer: at
-10,000 targets with one decoding thread, the loop's own decodes of smaller answers took up to 240 ms a
-step. In steps on the loop, the sync duration p99 went from 9.3 to 4.9 s (bench/service.py,
-BENCHMARKS.md "Loop lag at 10,000 targets").
+of it, taking the interpreter lock in turns with the loop's thread, whose own steps then took longer, and
+the syncs' durations with them (docs/benchmarks-history.md, "Loop lag at 10,000 targets: where it goes").
 
 The cyclic collector is held off during each step (:func:`~autoscaler.loop.collector.collector_paused`).
 A step decodes a slice of an answer into thousands of containers that reference counting frees at the
 step's end; a collection that started in the middle of one walked them all, with everything else young,
-and the decoding steps were where the loop stalled longest at 10,000 targets (BENCHMARKS.md, "Where the loop stalls").
+and the decoding steps were where the loop stalled longest at 10,000 targets (docs/benchmarks-history.md,
+"Where the loop stalls, the syncs after the first pass, a trial that lost writes").
 """
 
 from __future__ import annotations

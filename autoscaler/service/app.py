@@ -270,8 +270,8 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop's event loop where it is installed (a dependency on Linux and macOS), else asyncio's.
 
     The service is a loop of many small steps (a thousand targets' timers, futures and requests a
-    period); uvloop schedules them in C (in the 1,000-target benchmark, 3.5 % of the service's CPU is
-    in its loop; it was not measured alone against asyncio's). Everything the service uses (aiohttp,
+    period); uvloop schedules them in C (its share of the service's CPU: docs/benchmarks-history.md, "The
+    first service table"; it was not measured alone against asyncio's). Everything the service uses (aiohttp,
     kubernetes-asyncio, signal handlers, timeouts) runs on it unchanged."""
     try:
         import uvloop

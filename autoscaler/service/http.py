@@ -250,7 +250,7 @@ class HttpServer:
         accept = request.headers.get("Accept", "")
         use_gzip = "gzip" in request.headers.get("Accept-Encoding", "")
 
-        def render() -> tuple[bytes, str]:  # in a worker thread: per-target series are ~2 µs each to format
+        def render() -> tuple[bytes, str]:  # in a worker thread: thousands of per-target series to format
             body, content_type = self.metrics.exposition(accept)
             return (gzip.compress(body, compresslevel=1) if use_gzip else body), content_type
 

@@ -126,7 +126,8 @@ class Manager:
 
         ``leading_since`` (monotonic): when this instance began to lead. Target caches that listed after it
         and follow the API server hold every status written before it, and only this instance writes them
-        since: their statuses are current (a cold start, or no election; the read was ~3.5 s at 10,000)."""
+        since: their statuses are current (a cold start, or no election; docs/benchmarks-history.md, "The first
+        pass: the harness's own share, the first syncs' report, the takeover read")."""
         await self.wait_synced()
         if self._active:
             return
@@ -259,8 +260,8 @@ class Manager:
         )
 
     async def _stop(self, *keys: Key, keep_statuses: bool = True, tasks: Iterable[asyncio.Task[None]] = ()) -> None:
-        """Stop these reconcilers (and ``tasks``), each cancelled before any is awaited (one by one: 3 s at
-        10,000 targets)."""
+        """Stop these reconcilers (and ``tasks``), each cancelled before any is awaited (one by one took seconds
+        at 10,000 targets: docs/benchmarks-history.md, "Shutdown at scale, and where the CPU goes now")."""
         stopping = [(key, running) for key in keys if (running := self.running.pop(key, None)) is not None]
         tasks = [*tasks, *(running.task for _, running in stopping)]
         for key, _ in stopping:

@@ -2,15 +2,14 @@
 
 Writing to stderr is a blocking call: a pipe whose reader falls behind (a container runtime under load,
 a log shipper that stalls, a terminal scrolled back) blocks the writer until it drains. Written from the
-loop, every reconciler, probe and watch waits meanwhile: at 10,000 targets the 10,000 lines of a start-up
-held the loop for over a second (bench/service.py). Here a line is formatted where it is logged (the
+loop, every reconciler, probe and watch waits meanwhile: at 10,000 targets the lines of a start-up held
+the loop for over a second. Here a line is formatted where it is logged (the
 task's context variables are there), queued, and written by the ``log-writer`` thread, in batches.
 
 A woken writer lingers :data:`LINGER_SECONDS` before it takes the queue: a namespace's targets sync
 together, and a first pass logs a line for every target. Woken for each line, the writer thread took the
-interpreter lock from the loop's thread once a line: the wake-ups were 8 % of a profile's samples of a
-10,000-target first pass (py-spy; the CPU to the first pass moved by no more than run-to-run noise after
-this change, BENCHMARKS.md "Collector steering…"). :meth:`flush` cuts the lingering short.
+interpreter lock from the loop's thread once a line (docs/benchmarks-history.md, "Collector steering, the
+scrape's measure, where a sync's CPU goes"). :meth:`flush` cuts the lingering short.
 
 The queue is bounded: if the stream does not keep up with :data:`LINES_QUEUED` lines, further lines are
 dropped and counted, and a warning saying how many follows the lines written before them — a stream

@@ -1,8 +1,9 @@
 """A histogram observed on the event loop at every sync, without prometheus-client's locks.
 
 prometheus-client's ``Histogram.observe`` walks the buckets in Python and takes two locks (the sum's and the
-bucket's), ~1.9 µs on the benchmark machine; a sync observes two histograms (its duration and its schedule
-lag), and at 10,000 targets they were ~2-3 % of the service's CPU (py-spy, BENCHMARKS.md). A
+bucket's); a sync observes two histograms (its duration and its schedule lag), and at 10,000 targets they
+showed in the service's profile (docs/benchmarks-history.md, "Typed records for the answers, quicker frozen
+records, lock-free sync histograms"). A
 :class:`LoopHistogram` is observed only on the event loop's thread: a bisection and two additions. The
 scrape, rendered in a worker thread, collects it from a copy of its counts made in one step (a list copy
 is one operation under the interpreter's lock), so every bucket and the count are of one moment; the sum

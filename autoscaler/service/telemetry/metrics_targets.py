@@ -2,9 +2,10 @@
 
 Per-target series carry only ``namespace`` and ``name`` (plus ``metric``, ``reason``, ``direction``,
 ``condition`` or ``path``), never a pod; they are kept as plain values (:class:`TargetSeries`) and rendered
-only when /metrics is scraped, as text written here (:func:`render_per_target`: ~2 µs a series, where
-prometheus-client's general path takes ~15 µs). They cost about 15 series a target: 150,000 and 13 MiB per
-answer at 10,000 targets. So they are exported while the service knows at most
+only when /metrics is scraped, as text written here (:func:`render_per_target`, several times quicker than
+prometheus-client's general path: docs/benchmarks-history.md, "Start-up, `/metrics`, shorter pauses"). They
+are about 15 series a target: 150,000 in every answer at 10,000 targets. So they are exported while the
+service knows at most
 ``metrics.perTargetSeriesLimit`` targets (1,000 by default; 0: never), and not at all above it — never an
 arbitrary subset. ``autoscaler_per_target_series_exported`` says which it is. The aggregates (how many targets
 are limited by each reason, in each condition status, backing off their writes, the oldest sync, scale
@@ -30,7 +31,7 @@ PAUSE_MODES = ("paused", "replicas", "scaleIn", "scaleOut")  # core/pause_state.
 
 
 class TargetSeries:
-    """One target's series, as plain values (prometheus-client's labelled children cost ~1 KiB a series)."""
+    """One target's series, as plain values (prometheus-client's labelled children cost far more memory)."""
 
     __slots__ = (
         "conditions",
@@ -228,8 +229,8 @@ FALLBACK_CONDITION = "Fallback"  # autoscaler_target_fallback_active is this con
 def render_per_target(targets: list[tuple[tuple[str, str], TargetSeries]], *, openmetrics: bool) -> str:
     """The per-target families as exposition text, in the text format (0.0.4) or OpenMetrics' (without
     its ``# EOF``): the same text prometheus-client writes for them (a test compares the two), written
-    here because its general path costs ~15 µs a sample, 230 ms of CPU for the ~15,000 series of
-    1,000 targets. Each target's label pairs are escaped once, not once per sample."""
+    here because its general path was most of a scrape's CPU (docs/benchmarks-history.md, "Start-up,
+    `/metrics`, shorter pauses"). Each target's label pairs are escaped once, not once per sample."""
     lines: list[list[str]] = [[] for _ in _PER_TARGET_FAMILIES]
     current, desired, final, limited, values, goals, events, conditions, last_sync, backoff, fallback, *rest = lines
     paused, paused_since, sync_period = rest
