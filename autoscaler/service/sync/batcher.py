@@ -77,9 +77,21 @@ class MetricsBatcher:
         if not live:
             return
         self.batches += 1
-        handover = _Handover(self._pacer, [future for _, future in live])
+        pacer = self._pacer
+        # A row handed over is queued in the pacer (its future is not done yet): each is handed once, as soon
+        # as it is complete or with the read's result, to the sync still waiting on its future.
+        handed = [False] * len(live)
+
+        def hand_over(index: int, row: list[MetricReading]) -> None:
+            if handed[index]:
+                return
+            handed[index] = True
+            future = live[index][1]
+            if not future.done():
+                pacer.pass_on(future, row)
+
         try:
-            rows = await self._read_many([q for q, _ in live], None, on_ready=handover.ready)
+            rows = await self._read_many([q for q, _ in live], None, on_ready=hand_over)
         except asyncio.CancelledError:  # closed: the syncs still waiting for this batch wait no more
             for _, future in live:
                 future.cancel()
@@ -88,7 +100,7 @@ class MetricsBatcher:
             log.exception("metrics read failed")
             rows = [[MetricFailure(f"reading metrics failed: {exc}") for _ in q.metrics] for q, _ in live]
         for index, row in enumerate(rows):
-            handover.ready(index, row)
+            hand_over(index, row)
 
     async def close(self) -> None:
         """Cancel every batch, the ones being read included: a read that went on after the service's
@@ -101,28 +113,3 @@ class MetricsBatcher:
             if not future.done():
                 future.cancel()
         self._pending = []
-
-
-class _Handover:
-    """Each row of a batch's readings handed, once, to the sync waiting on its future, in one of the pacer's
-    turns (unless that sync was cancelled): as soon as the row is complete, or with the read's result.
-
-    A class rather than a closure inside :meth:`MetricsBatcher._flush_later`: a compiled module defines no
-    function inside another (``autoscaler/native.py``; the cycles it can make: ``prometheus/reader.py``'s
-    ``_Progress``)."""
-
-    __slots__ = ("_futures", "_handed", "_pacer")
-
-    def __init__(self, pacer: TurnPacer, futures: list[asyncio.Future[list[MetricReading]]]) -> None:
-        self._pacer = pacer
-        self._futures = futures
-        # A row handed over is queued in the pacer: its future is not done yet.
-        self._handed = [False] * len(futures)
-
-    def ready(self, index: int, row: list[MetricReading]) -> None:
-        if self._handed[index]:
-            return
-        self._handed[index] = True
-        future = self._futures[index]
-        if not future.done():
-            self._pacer.pass_on(future, row)

@@ -282,8 +282,6 @@ class TargetReconciler:
             return await finish_scale_write(writing, self._writes, self._forget_state)
         except (asyncio.CancelledError, LeadershipLost):
             raise
-        # A name of its own, not the ``exc`` of the ScaleError clause above: compiled, one name is one typed
-        # variable, and a TargetLeft stored in a ScaleError variable is a TypeError.
         except TargetLeft as left:  # moved to another shard (or deleted) mid-sync: nothing more is written
             log.info("sync stopped before writing: the target is not this instance's now", reason=str(left))
             return None

@@ -1,11 +1,9 @@
 """A scale write that a stop lets finish: no new scale write is sent once the reconciler is stopped, but one
 already sent is finished, with the status that records it, for :data:`SCALE_WRITE_GRACE_SECONDS` at most.
 
-Kept out of the compiled modules (:data:`autoscaler.native.COMPILED`) on purpose: compiled by mypyc, a
-coroutine that awaited ``asyncio.shield`` and ``asyncio.wait`` on a task crashed the process (a future's
-done-callback was freed while the future still held it: a segmentation fault when the loop formatted the
-callback). It runs once per scale write, never in a steady sync, so running it as Python costs nothing
-that shows.
+Never to be compiled (:data:`autoscaler.native.COMPILED`): compiled by mypyc, a coroutine that awaited
+``asyncio.shield`` and ``asyncio.wait`` on a task crashed the process (a future's done-callback freed while
+the future still held it).
 """
 
 from __future__ import annotations
