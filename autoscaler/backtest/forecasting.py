@@ -6,10 +6,11 @@ that sync only (:func:`autoscaler.core.prediction.forecast.forecast`), refreshed
 the syncs it serves look ahead to, it is the largest forecast from the refresh plus the horizon to the next
 refresh plus the horizon, as the service's.
 
-The metric's history is its query's value summed over its series (what an Object or External metric's value
-is). The report's error is the forecast line's (:func:`~autoscaler.core.prediction.forecast.forecast_series`:
-each point forecast the horizon ahead from the points before it) against the history, over the points within
-the window: the mean absolute percentage error (points whose value is 0 have no percentage error and are left
+The metric's history is its query's series summed at each step (what an Object or External metric's value
+is), over the service's window: the ``historySeconds ÷ stepSeconds`` points up to the sync's step. The
+report's error is the forecast line's (:func:`~autoscaler.core.prediction.forecast.forecast_series`: each
+point forecast the horizon ahead from the points before it) against the history, over the points within the
+window: the mean absolute percentage error (points whose value is 0 have no percentage error and are left
 out).
 """
 
@@ -81,15 +82,9 @@ class ForecastFeed:
         self._start, self._end = start, end
         grid = history_grid(self.prediction, start, end)
         for metric in self.metrics:
-            matrix = await fetch_matrix(
-                client, f"sum({queries[metric.name]})", grid, max_points=max_points, stats=stats
-            )
-            points = []
-            for t_ms in sorted(matrix.by_time):
-                values = [float(s.value) for s in matrix.at(t_ms)]
-                finite = [v for v in values if math.isfinite(v)]
-                if finite:
-                    points.append((t_ms / 1000, sum(finite)))
+            matrix = await fetch_matrix(client, queries[metric.name], grid, max_points=max_points, stats=stats)
+            # The series summed at each step, as the service's forecast cache sums them.
+            points = [(t_ms / 1000, sum(float(s.value) for s in matrix.at(t_ms))) for t_ms in sorted(matrix.by_time)]
             self._points[metric.name] = points
             self._times[metric.name] = [t for t, _ in points]
             self._values[metric.name] = {round(t * 1000): v for t, v in points}
@@ -102,7 +97,11 @@ class ForecastFeed:
             times = self._times.get(name, [])
             end = bisect.bisect_right(times, now)
             if end != self._made.get(name) or name not in self._cached:
-                begin = bisect.bisect_left(times, now - self.prediction.history_seconds)
+                # The service's window: the historySeconds ÷ stepSeconds points up to now's step.
+                step = self.prediction.step_seconds
+                begin = bisect.bisect_left(
+                    times, math.floor(now / step) * step - self.prediction.history_seconds + step
+                )
                 made = forecast(
                     self._points[name][begin:end],
                     now + self.horizon,
