@@ -131,3 +131,23 @@ async def test_the_collector_freezes_start_up_and_collects_fully_less_often_unti
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.usefixtures("collector_restored")
+def test_the_service_run_governs_the_collector_and_gives_it_back_as_it_was() -> None:
+    before = gc.get_threshold()
+    pauses: list[tuple[int, float]] = []
+    with (
+        pytest.raises(RuntimeError),
+        collector.governed(lambda generation, seconds: pauses.append((generation, seconds))),
+    ):
+        assert gc.get_threshold() == (collector.STARTUP_YOUNG_THRESHOLD, collector.MIDDLE_THRESHOLD, collector.NEVER)
+        gc.collect()
+        gc.collect(0)
+        gc.disable()  # as the service's quiet start-up leaves it when the run fails
+        raise RuntimeError("the run failed")
+    assert gc.get_threshold() == before and gc.isenabled()
+    assert {generation for generation, _ in pauses} >= {0, 2} and all(seconds >= 0 for _, seconds in pauses)
+    timed = len(pauses)
+    gc.collect()
+    assert len(pauses) == timed, "no pause is timed once the run is over"
