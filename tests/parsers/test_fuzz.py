@@ -33,8 +33,8 @@ from autoscaler.cli.run import read_run_inputs
 from autoscaler.kube.records import trim_deployment, trim_object, trim_pod
 from autoscaler.service.cluster.targets import target_from_object
 from autoscaler.service.sync.hvpa import find_vpa, vpa_observation
-from autoscaler.service.sync.status import restore
-from autoscaler.service.sync.status_digest import StatusDigest, needs_write
+from autoscaler.service.sync.status import StatusDigest, needs_write
+from autoscaler.service.sync.status_restore import restore
 from autoscaler.values.fields import SpecError
 from autoscaler.values.yaml_files import load_yaml_documents
 from tests.parsers.mutations import as_json_bytes, byte_mutants, data_mutants

@@ -28,7 +28,7 @@ from autoscaler.service.backends.health import (
     service_object,
 )
 from autoscaler.service.settings import parse_service_settings
-from autoscaler.service.sync.status_digest import StatusDigest
+from autoscaler.service.sync.status import StatusDigest
 from autoscaler.values.fields import ErrorList, Obj, SpecError
 from autoscaler.values.quantity import Quantity
 

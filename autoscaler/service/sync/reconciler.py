@@ -56,7 +56,7 @@ from autoscaler.service.sync.observe import TargetObserver
 from autoscaler.service.sync.report import SyncReporter, reconcile_result
 from autoscaler.service.sync.scale_grace import finish_scale_write
 from autoscaler.service.sync.schedule import ConcurrencySlot, Schedule, TickTimers, first_delay
-from autoscaler.service.sync.status import restore
+from autoscaler.service.sync.status_restore import restore
 from autoscaler.service.sync.status_sections import HVPA, decision_sections, hvpa_status
 from autoscaler.service.sync.view import ClusterView
 from autoscaler.service.sync.writes import ClusterWriter, LeadershipLost, TargetLeft, TargetWrites

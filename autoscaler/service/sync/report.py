@@ -1,7 +1,7 @@
 """What a target's sync reports: its Events, its status, the decision's log line and the target's gauges.
 
 The status is written only when what it says changed. The last status written (or found on the object)
-is kept with its digest (:mod:`autoscaler.service.sync.status_digest`); a steady sync compares digests and
+is kept with its digest (:class:`~autoscaler.service.sync.status.StatusDigest`); a steady sync compares digests and
 never builds the document. It is kept as compressed compact JSON, a fraction of the parsed document's
 memory (~0.7 KiB instead of ~1.6 KiB of text, and far less than the parsed document): only writes,
 restarts and /api/targets read it.
@@ -30,8 +30,7 @@ from autoscaler.core.results import MetricOutcome
 from autoscaler.service.backends.health import backend_event
 from autoscaler.service.backends.healths import BackendHealths
 from autoscaler.service.cluster.targets import Target, compact_json
-from autoscaler.service.sync.status import scale_intent_status, status_document, unreadable_status
-from autoscaler.service.sync.status_digest import StatusDigest
+from autoscaler.service.sync.status import StatusDigest, scale_intent_status, status_document, unreadable_status
 from autoscaler.service.sync.writes import TargetWrites
 from autoscaler.service.telemetry.metrics_sink import MetricsSink
 

@@ -1,14 +1,14 @@
-"""A target's status in the service: written from a decision, read back (:func:`restore`) into the
-:class:`~autoscaler.core.sync.SyncState` the next sync starts from. Every section of it is here, both ways:
-the HPA engine's (history, conditions, the last decision) here, the others (``pendingScale``,
-``lastActiveTime``, ``metricHealth``, ``hvpa``) in :mod:`autoscaler.service.sync.status_sections`, each
-written and read back side by side; core has the shapes ``simulate`` shares (:mod:`autoscaler.core.status`).
+"""A target's status in the service: the document written from a decision, and whether it is worth a write
+(:class:`StatusDigest`). The status's home is three modules, by concept: this one; the sections besides the
+HPA engine's (``pendingScale``, ``lastActiveTime``, ``metricHealth``, ``hvpa``), each written and read back
+side by side (:mod:`autoscaler.service.sync.status_sections`); and the status read back into the
+:class:`~autoscaler.core.sync.SyncState` the next sync starts from
+(:func:`autoscaler.service.sync.status_restore.restore`). Core has the shapes ``simulate`` shares
+(:mod:`autoscaler.core.status`).
 
 The status carries everything a restarted (or newly elected) service needs to decide exactly as the
 old one would have — the decision history included, which upstream keeps only in memory — and it is
-written only when something a reader or a restart needs has changed, never just because a sync ran
-(:mod:`autoscaler.service.sync.status_digest` tells; the one other module of the status, as it is the
-steady sync's whole share of it).
+written only when something a reader or a restart needs has changed, never just because a sync ran.
 
 The history is kept compact without changing any decision. Stabilization only ever takes the highest or
 lowest recommendation inside a window, so for each replica count only the latest time it was
@@ -22,40 +22,35 @@ A scale write is recorded before it is sent: the status of the decision as made,
 status read back with it tells the next sync a write whose outcome was never recorded
 (:func:`~autoscaler.core.rescale.resolve_scale_intent` settles it against the workload's count).
 
-A status read back may hold anything (edited by hand, written by an older version): a part that does not
-read is left out, never an error (:mod:`autoscaler.values.loose_json`).
+Whether a status needs a write: :class:`StatusDigest` holds the part of a status worth one, what a reader acts
+on and what a restart needs, exactly as the status document holds it (times as the text written). It is built
+either from a decision (what the status would become, without building the document: a steady sync does this
+and nothing more) or from a status as stored (the last one written, or whatever the object carries). Both give
+the same value for the same status (a test checks it), and :meth:`StatusDigest.needs_write_after` is the one
+rule comparing two of them. Left out, so that a steady sync writes nothing: the metric values, the
+explanation, and the moving end of the ongoing recommendation.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from autoscaler.core import conditions as c
 from autoscaler.core.conditions import Condition, set_condition
-from autoscaler.core.decision import Decision, TargetState
+from autoscaler.core.decision import Decision
 from autoscaler.core.explain import explain_lines
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent, ScaleIntent
-from autoscaler.core.pause_state import restore_pause
 from autoscaler.core.status import condition_json, metric_status
-from autoscaler.core.sync import SyncState
 from autoscaler.service.cluster.targets import Target, error_text
-from autoscaler.service.sync.status_sections import (
-    HVPA,
-    METRIC_HEALTH,
-    PENDING_SCALE,
-    decision_sections,
-    replica_count,
-    restore_hvpa_state,
-    restore_last_active_time,
-    restore_metric_health,
-    restore_scale_intent,
-    scale_intent_document,
-)
+from autoscaler.service.sync.status_restore import restore_conditions
+from autoscaler.service.sync.status_sections import HVPA, PENDING_SCALE, decision_sections, scale_intent_document
 from autoscaler.values.loose_json import as_mapping, mappings_in
-from autoscaler.values.timestamps import parse_rfc3339, rfc3339
+from autoscaler.values.timestamps import rfc3339
 
 # Keep recommendations this long at least (the longest stabilization window allowed is 3600 s).
 MAX_WINDOW_SECONDS = 3600.0
@@ -121,65 +116,6 @@ def history_document(compact: CompactHistory) -> dict[str, Any]:
     }
 
 
-def restore_history(document: object, now: float) -> DecisionHistory | None:
-    """The history a sync starts from after a restart; None when the status has none (a new target)."""
-    if not isinstance(document, Mapping):
-        return None
-    recs: list[Recommendation] = []
-    for item in mappings_in(document.get("recommendations")):
-        replicas, at = replica_count(item.get("replicas")), parse_rfc3339(item.get("at"))
-        if replicas is not None and at is not None:
-            # The ongoing count was still being recommended when the status was written: hold it until now.
-            recs.append(Recommendation(replicas, max(now, at) if item.get("ongoing") else at))
-    return DecisionHistory(
-        tuple(recs), _events(document.get("scaleUpEvents")), _events(document.get("scaleDownEvents"))
-    )
-
-
-def _events(value: object) -> tuple[ScaleEvent, ...]:
-    out = []
-    for item in mappings_in(value):
-        change, at = replica_count(item.get("change")), parse_rfc3339(item.get("at"))
-        if change is not None and at is not None:
-            out.append(ScaleEvent(change, at, bool(item.get("outdated", False))))
-    return tuple(out)
-
-
-def restore_conditions(value: object) -> tuple[Condition, ...]:
-    out = []
-    for item in mappings_in(value):
-        type_, status = item.get("type"), item.get("status")
-        if isinstance(type_, str) and isinstance(status, str):
-            out.append(
-                Condition(
-                    type_,
-                    status,
-                    str(item.get("reason", "")),
-                    str(item.get("message", "")),
-                    parse_rfc3339(item.get("lastTransitionTime")),
-                )
-            )
-    return tuple(out)
-
-
-def restore(status: object, now: float) -> SyncState:
-    """What the next sync starts from, read from the target's status: the HPA engine's state and HVPA's
-    (a status that is not an object, or holds neither: a new target's)."""
-    if not isinstance(status, Mapping):
-        return SyncState()
-    target = TargetState(
-        history=restore_history(status.get("history"), now),
-        conditions=restore_conditions(status.get("conditions")),
-        desired_replicas=replica_count(status.get("desiredReplicas")),
-        last_scale_time=parse_rfc3339(status.get("lastScaleTime")),
-        scale_intent=restore_scale_intent(status.get(PENDING_SCALE)),
-        last_active_time=restore_last_active_time(status, now),
-        metric_health=restore_metric_health(status.get(METRIC_HEALTH)),
-        pause=restore_pause(status.get("pause")),
-    )
-    return SyncState(target, restore_hvpa_state(as_mapping(status.get(HVPA)).get("state")))
-
-
 def status_document(
     decision: Decision,
     *,
@@ -188,8 +124,7 @@ def status_document(
     retention: float = MAX_WINDOW_SECONDS,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The status subresource's content after ``decision`` (whether it is worth writing:
-    :mod:`autoscaler.service.sync.status_digest`)."""
+    """The status subresource's content after ``decision`` (whether it is worth writing: :class:`StatusDigest`)."""
     doc: dict[str, Any] = {
         "currentReplicas": decision.current_replicas,
         "desiredReplicas": decision.status_desired_replicas,
@@ -271,3 +206,216 @@ def invalid_status(target: Target, now: float, previous: Mapping[str, Any] | Non
     if target.generation is not None:
         document["observedGeneration"] = target.generation
     return document
+
+
+# The status keys the digest reads one by one; every other key (``hvpa``, ``dryRun``…) is ``extra``.
+_OWN_KEYS = frozenset(
+    {
+        "observedGeneration",
+        "currentReplicas",
+        "desiredReplicas",
+        "lastScaleTime",
+        "conditions",
+        "history",
+        "lastDecision",
+        "currentMetrics",
+    }
+)
+_ONGOING = "ongoing"
+_SCALING_ACTIVE = "ScalingActive"
+_ABLE_TO_SCALE = "AbleToScale"
+_TRUE = "True"
+_NONE: frozenset[Any] = frozenset()
+_AT = operator.attrgetter("at")
+
+
+class StatusDigest(NamedTuple):
+    """The significant part of a status. Values are as stored (a status read back from the API may
+    hold anything, so the fields are frozen copies of whatever is there).
+
+    A named tuple rather than a frozen dataclass, as :class:`~autoscaler.core.observation.Sample` is:
+    every sync of every target makes one, and a named tuple is the quicker to make. Its fields are read
+    by name, and two digests are compared only by :meth:`needs_write_after`."""
+
+    generation: Any
+    current_replicas: Any
+    desired_replicas: Any
+    last_scale_time: Any
+    conditions: tuple[Any, ...]  # (type, status, reason, message, lastTransitionTime) each
+    recommendations: frozenset[Any]  # the closed ones: (replicas, at)
+    ongoing: frozenset[Any]  # the count(s) recommended at the last sync
+    scale_up_events: Any
+    scale_down_events: Any
+    limited_by: Any
+    error: Any
+    extra: Any  # every other key of the status, frozen
+
+    @classmethod
+    def of_decision(
+        cls,
+        decision: Decision,
+        *,
+        generation: int | None,
+        now: float,
+        extra: Mapping[str, Any] | None = None,
+        retention: float = MAX_WINDOW_SECONDS,
+    ) -> StatusDigest:
+        """The digest of ``status_document(decision, generation=…, now=…, extra=…)``."""
+        # What compact_history keeps, without building it: every steady sync of every target comes here.
+        history = decision.history
+        latest = max(history.recommendations, key=_AT, default=None)
+        ongoing = latest.replicas if latest is not None else None
+        cutoff = now - retention
+        closed: dict[int, float] = {}
+        for rec in history.recommendations:
+            if rec.replicas != ongoing and rec.at >= cutoff:
+                at = closed.get(rec.replicas)
+                if at is None or rec.at > at:
+                    closed[rec.replicas] = rec.at
+        return cls(
+            generation,
+            decision.current_replicas,
+            decision.status_desired_replicas,
+            _seconds(decision.last_scale_time) if decision.last_scale_time is not None else None,
+            tuple(
+                [
+                    (
+                        x.type,
+                        x.status,
+                        x.reason,
+                        x.message,
+                        _seconds(x.last_transition_time) if x.last_transition_time is not None else None,
+                    )
+                    for x in decision.conditions
+                ]
+            ),
+            frozenset([(count, _micro(at)) for count, at in closed.items()]) if closed else _NONE,
+            _only(ongoing) if ongoing is not None else _NONE,
+            _events(history.scale_up_events, now),
+            _events(history.scale_down_events, now),
+            decision.limited_by,
+            decision.error,
+            _freeze(extra) if extra else (),
+        )
+
+    @classmethod
+    def of_status(cls, status: Mapping[str, Any] | None) -> StatusDigest | None:
+        """The digest of a stored status; None for none (a target never written)."""
+        if not isinstance(status, Mapping) or not status:
+            return None
+        history = as_mapping(status.get("history"))
+        closed, ongoing = set(), set()
+        for item in mappings_in(history.get("recommendations")):
+            if item.get(_ONGOING):
+                ongoing.add(_freeze(item.get("replicas")))
+            else:
+                closed.add((_freeze(item.get("replicas")), _freeze(item.get("at"))))
+        last = as_mapping(status.get("lastDecision"))
+        return cls(
+            _freeze(status.get("observedGeneration")),
+            _freeze(status.get("currentReplicas")),
+            _freeze(status.get("desiredReplicas")),
+            _freeze(status.get("lastScaleTime")),
+            tuple(
+                tuple(_freeze(x.get(key)) for key in ("type", "status", "reason", "message", "lastTransitionTime"))
+                for x in mappings_in(status.get("conditions"))
+            ),
+            frozenset(closed),
+            frozenset(ongoing),
+            _freeze(history.get("scaleUpEvents")),
+            _freeze(history.get("scaleDownEvents")),
+            _freeze(last.get("limitedBy")),
+            _freeze(last.get("error")),
+            _freeze({k: v for k, v in status.items() if k not in _OWN_KEYS}),
+        )
+
+    def needs_write_after(self, previous: StatusDigest | None) -> bool:
+        """Whether a status with this digest is worth writing over one with ``previous``: anything
+        differs, except that a closed recommendation which merely aged out of the retention window is
+        not worth a write (the next restore would drop it anyway)."""
+        if previous is None:
+            return True
+        if self == previous:  # the steady state
+            return False
+        return (
+            not self.recommendations <= previous.recommendations
+            or self._replace(recommendations=previous.recommendations) != previous
+        )
+
+    def differs_only_in_scaling_activity(self, previous: StatusDigest | None) -> bool:
+        """Whether this digest differs from ``previous`` only where a metric failure (or its end) shows:
+        the ScalingActive condition, AbleToScale between two True reasons (SucceededGetScale while the
+        metrics fail, ReadyForNewScale when they are read), and the sync's error. Such a write only says
+        that the metrics could (not) be read; the backend's budget may hold it (service/backends/health.py)."""
+        if previous is None or self._replace(conditions=(), error=None) != previous._replace(conditions=(), error=None):
+            return False
+        mine, theirs = _by_type(self.conditions), _by_type(previous.conditions)
+        if mine.keys() != theirs.keys():
+            return False
+        for kind, condition in mine.items():
+            other = theirs[kind]
+            if condition == other or kind == _SCALING_ACTIVE:
+                continue
+            if not (kind == _ABLE_TO_SCALE and condition[1] == other[1] == _TRUE):
+                return False
+        return True
+
+
+def _by_type(conditions: tuple[Any, ...]) -> dict[Any, Any]:
+    return {condition[0]: condition for condition in conditions if isinstance(condition, tuple) and condition}
+
+
+def needs_write(previous: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
+    """Whether the status ``new`` is worth writing over ``previous`` (both as stored)."""
+    digest = StatusDigest.of_status(new)
+    return (
+        digest.needs_write_after(StatusDigest.of_status(previous))
+        if digest is not None
+        else (StatusDigest.of_status(previous) is not None)
+    )
+
+
+def _seconds(value: float) -> str:
+    return _whole_seconds(math.floor(value))
+
+
+# A target's times repeat from sync to sync (a condition's transition, a recommendation's time): each
+# is formatted once, not at every sync of every target. Keyed by the whole second the text shows: each
+# target's times are floats of their own (keyed by them, the cache missed at every sync of a large service:
+# docs/benchmarks-history.md, "Cyclic garbage of the compiled build; …"), but they fall in the few seconds
+# the targets' first syncs took.
+@functools.lru_cache(maxsize=4096)
+def _whole_seconds(whole: int) -> str:
+    return seconds_time(whole)
+
+
+@functools.lru_cache(maxsize=4096)
+def _micro(value: float) -> str:
+    return rfc3339(value, fraction=True)
+
+
+@functools.lru_cache(maxsize=256)
+def _only(count: int) -> frozenset[int]:
+    """``{count}``: one set per count, shared by every target's digest, rather than a set of each digest's."""
+    return frozenset((count,))
+
+
+def _events(events: tuple[ScaleEvent, ...], now: float) -> tuple[Any, ...]:
+    """``history.scale*Events`` as the status keeps them (:func:`recent_events`) and :func:`_freeze`
+    leaves them (keys sorted)."""
+    if not events:
+        return ()
+    return tuple(
+        (("at", _micro(e.at)), ("change", e.change), ("outdated", True))
+        if e.outdated
+        else (("at", _micro(e.at)), ("change", e.change))
+        for e in recent_events(events, now)
+    )
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return tuple(_freeze(v) for v in value)
+    return value
