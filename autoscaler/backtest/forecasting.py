@@ -147,6 +147,7 @@ class ForecastFeed:
                 if seen is not None and seen != 0:
                     errors.append(abs(value - seen) / abs(seen))
             lines[metric.name] = ([(t, v) for t, v in points if self._start <= t <= self._end], inside)
+            self.tally.lines[metric.name] = [(t, value, actual.get(round(t * 1000))) for t, value in inside]
         self.tally.errors = errors
         return lines
 

@@ -84,8 +84,10 @@ class ForecastTally:
     decided_syncs: int = 0  # syncs where its floor was above the reactive proposal
     scale_downs: int = 0  # scale-downs at a sync where the forecast decided (the goal: none)
     ignored: dict[str, int] = field(default_factory=dict)  # guard reason → syncs
-    errors: list[float] = field(default_factory=list)  # |forecast − actual| ÷ |actual| per matched sync
+    errors: list[float] = field(default_factory=list)  # |forecast − actual| ÷ |actual| per matched point
     model: str = ""
+    # Per forecast metric, each point of its forecast line within the window: (time, forecast, actual or None).
+    lines: dict[str, list[tuple[float, float, float | None]]] = field(default_factory=dict)
 
     @property
     def mape(self) -> float | None:
@@ -396,6 +398,10 @@ def forecast_json(tally: ForecastTally | None) -> dict[str, Any] | None:
         ],
         "mapePercent": round(mape, 3) if mape is not None else None,
         "comparedPoints": len(tally.errors),
+        "lines": {
+            metric: [{"at": rfc3339_millis(at), "forecast": value, "actual": actual} for at, value, actual in points]
+            for metric, points in tally.lines.items()
+        },
     }
 
 

@@ -297,6 +297,8 @@ def test_demo_needs_nothing_but_the_binaries(capsys: pytest.CaptureFixture[str])
     ("argv", "message"),
     [
         (["--demo", "--from", "-1h"], "--demo brings its own Prometheus and day: leave out --from"),
+        (["--demo-week", "--to", "-1h"], "--demo-week brings its own Prometheus and week: leave out --to"),
+        (["--demo", "--demo-week"], "--demo and --demo-week: choose one"),
         (["--prometheus", "http://127.0.0.1:1", "--from", "-1h"], "TARGET.yaml is required (or --demo"),
         (["web.yaml", "--prometheus", "http://127.0.0.1:1"], "--from is required (or --demo"),
     ],

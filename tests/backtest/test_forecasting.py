@@ -8,11 +8,13 @@ import pytest
 
 from autoscaler.backtest.forecasting import ForecastFeed, history_grid
 from autoscaler.backtest.history import FetchStats
+from autoscaler.backtest.report import forecast_json
 from autoscaler.core.prediction.spec import PredictionModel, PredictionSpec
 from autoscaler.core.spec import MetricSourceType
 from autoscaler.core.spec_parse import read_target_spec
 from autoscaler.prometheus import PrometheusClient, PrometheusSettings
 from autoscaler.values.fields import ErrorList
+from autoscaler.values.timestamps import rfc3339_millis
 from autoscaler_sandbox import PrometheusSandbox
 from tests.backtest import history_data as hd
 from tests.backtest import prediction_data as pd
@@ -72,6 +74,12 @@ async def test_forecasts_from_the_history_before_each_sync(history_prometheus: P
     assert [v for _, v in history] == [pd.value_at(t) for t, _ in history]
     assert line and all(value == pd.value_at(t) for t, value in line)  # the season repeats exactly
     assert feed.tally.mape == 0.0 and len(feed.tally.errors) == len(line)
+    document = forecast_json(feed.tally)
+    assert document is not None
+    assert document["mapePercent"] == 0.0 and document["comparedPoints"] == len(line)
+    assert document["lines"]["queue_rate"] == [
+        {"at": rfc3339_millis(t), "forecast": value, "actual": float(pd.value_at(t))} for t, value in line
+    ]
 
 
 async def test_a_short_history_is_not_used(history_prometheus: PrometheusSandbox) -> None:
