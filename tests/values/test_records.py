@@ -163,9 +163,18 @@ def test_every_record_of_the_compiled_modules_is_written_the_one_way(name: str) 
     assert record_problems(RECORDS[name]) == []
 
 
+def _constructible(cls: type[Any]) -> type[Any]:
+    """``cls``, unless a base of it from the package runs compiled: its native ``__init__`` checks each
+    argument's type, so the stand-ins below are refused (the interpreted build's run checks those)."""
+    for base in cls.__mro__[1:-1]:
+        if native.is_extension(getattr(sys.modules[base.__module__], "__file__", None) or ""):
+            pytest.skip(f"{base.__qualname__} runs compiled")
+    return cls
+
+
 @pytest.mark.parametrize("name", sorted(RECORDS))
 def test_a_records_init_sets_every_field_to_what_it_was_given(name: str) -> None:
-    cls = RECORDS[name]
+    cls = _constructible(RECORDS[name])
     given = {f.name: object() for f in dataclasses.fields(cls) if f.init}
     made = cls(**given)
     assert {name: getattr(made, name) for name in given} == given
@@ -173,7 +182,7 @@ def test_a_records_init_sets_every_field_to_what_it_was_given(name: str) -> None
 
 @pytest.mark.parametrize("name", sorted(RECORDS))
 def test_a_records_init_sets_every_field_with_only_what_it_needs(name: str) -> None:
-    cls = RECORDS[name]
+    cls = _constructible(RECORDS[name])
     parameters = dataclasses.fields(cls)
     required = {
         p.name: object()
