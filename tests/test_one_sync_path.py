@@ -77,7 +77,6 @@ NOT_ON_THE_PATH: dict[str, str] = {
     "autoscaler.service.cluster.targets": PLUMBING,  # Target.key
     "autoscaler.service.sync.scales": PLUMBING,  # the scale read from the Deployment cache
     "autoscaler.service.sync.schedule": PLUMBING,  # the concurrency slot given back while the metrics are read
-    "autoscaler.service.sync.write_backoff": PLUMBING,  # writes.py's backoff
     "autoscaler.service.telemetry.metrics_sink": PLUMBING,  # the gauges and counters a sync sets
 }
 

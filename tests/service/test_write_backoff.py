@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import tracemalloc
 
-from autoscaler.service.sync.write_backoff import WriteBackoff
+from autoscaler.service.sync.writes import WriteBackoff
 
 
 def test_delays_double_from_one_period_to_the_cap_with_jitter() -> None:
