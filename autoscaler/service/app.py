@@ -1,4 +1,5 @@
-"""``autoscaler run``: wiring the service together, and shutting it down cleanly.
+"""``autoscaler run``: the service's start-up and shutdown, in order (its parts are built by
+:mod:`autoscaler.service.wiring`, its probes are :mod:`autoscaler.service.probes`).
 
 Start-up: logging → the service's own metrics → the HTTP server (``/readyz`` answers 503 until the
 caches are synced) → the Kubernetes and Prometheus clients → the watch caches → leader election
