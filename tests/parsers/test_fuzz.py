@@ -32,9 +32,9 @@ from autoscaler.cli.explain import explain_status
 from autoscaler.cli.run import read_run_inputs
 from autoscaler.kube.records import trim_deployment, trim_object, trim_pod
 from autoscaler.service.cluster.targets import target_from_object
-from autoscaler.service.sync.hvpa import find_vpa, vpa_observation
 from autoscaler.service.sync.status import StatusDigest, needs_write
 from autoscaler.service.sync.status_restore import restore
+from autoscaler.service.sync.view import vpa_for, vpa_observation
 from autoscaler.values.fields import SpecError
 from autoscaler.values.yaml_files import load_yaml_documents
 from tests.parsers.mutations import as_json_bytes, byte_mutants, data_mutants
@@ -318,7 +318,7 @@ def test_vpa_pod_and_deployment_objects_are_trimmed_without_raising(data: st.Dat
         if record is not None:
             vpa_observation(record)
             spec = next(t.spec for t in map(target_from_object, cluster_targets()) if t.spec and t.spec.hvpa)
-            find_vpa([record], "shop", spec)
+            vpa_for([record], "shop", spec)
 
 
 # -- arguments ------------------------------------------------------------------------------------------

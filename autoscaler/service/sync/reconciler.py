@@ -23,6 +23,7 @@ settle against the workload's count (:func:`~autoscaler.core.rescale.resolve_sca
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -51,14 +52,13 @@ from autoscaler.core.sync import (
 from autoscaler.kube.scale import Scale, ScaleError
 from autoscaler.service.backends.healths import BackendHealths
 from autoscaler.service.cluster.targets import Target
-from autoscaler.service.sync.hvpa import vpa_observation
 from autoscaler.service.sync.observe import TargetObserver
 from autoscaler.service.sync.report import SyncReporter, reconcile_result
 from autoscaler.service.sync.scale_grace import finish_scale_write
-from autoscaler.service.sync.schedule import ConcurrencySlot, Schedule, TickTimers, first_delay
+from autoscaler.service.sync.schedule import ConcurrencySlot, Schedule, TickTimers
 from autoscaler.service.sync.status_restore import restore
 from autoscaler.service.sync.status_sections import HVPA, decision_sections, hvpa_status
-from autoscaler.service.sync.view import ClusterView
+from autoscaler.service.sync.view import ClusterView, vpa_observation
 from autoscaler.service.sync.writes import ClusterWriter, LeadershipLost, TargetLeft, TargetWrites
 from autoscaler.service.telemetry.metrics_sink import MetricsSink
 from autoscaler.service.telemetry.recorder import SyncRecorder
@@ -109,9 +109,9 @@ class SyncContext:
         namespaces spread over one period); a period from now for a target that arrives with a status (it was
         served before, maybe by another shard, which stops writing it about when this one starts:
         docs/sharding.md); else within a second, then on its namespace's ticks."""
-        if served_before and not at_startup:
-            return self.period
-        return first_delay(self.period, at_startup=at_startup)
+        if at_startup:
+            return None
+        return self.period if served_before else random.uniform(0, min(1.0, self.period))
 
 
 @dataclass(frozen=True)
@@ -255,14 +255,14 @@ class TargetReconciler:
             )
             if spec.hvpa is None:
                 inputs = SyncInputs(
-                    observation,
+                    observation=observation,
                     created=self._target.metadata.created,
                     annotations=self._target.metadata.pause_annotations,
                 )
             else:
                 inputs = SyncInputs(
-                    observation,
-                    vpa_observation(self._view.find_vpa(target)),
+                    observation=observation,
+                    vpa=vpa_observation(self._view.find_vpa(target)),
                     template=self._view.template_of(target),
                     clock=now,
                     created=self._target.metadata.created,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
-import random
 import time
 import zlib
 
@@ -201,9 +200,3 @@ class _GivenBack:
         if self._slot is not None:
             await self._slot._semaphore.acquire()
             self._slot._held = True
-
-
-def first_delay(period: float, *, at_startup: bool) -> float | None:
-    """Targets present at start-up sync on their namespace's first tick (namespaces spread over one
-    period); a new target syncs within a second, then joins its namespace's ticks."""
-    return None if at_startup else random.uniform(0, min(1.0, period))

@@ -1,5 +1,7 @@
 """What the service reads: everything a reconciler observes about its target, from the watch caches,
-the scale subresource and Prometheus (through the batcher).
+the scale subresource and Prometheus (through the batcher); an HVPA target's VPA too (:func:`vpa_for`,
+:func:`vpa_observation`: its CRD may not say what its parts hold, so a part that is not what it should be
+reads as empty; HVPA's decision is :func:`autoscaler.core.hvpa.decision.decide_hvpa`, docs/hvpa.md).
 
 :class:`ClusterView` is the interface a reconciler depends on; :class:`CachedView` answers it from the
 service's caches. A reconciler never reads the cluster any other way, and the view holds no state of a
@@ -8,12 +10,15 @@ reconciler: which targets select which pods (for AmbiguousSelector) is told to i
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from autoscaler.core.hvpa.decision import VpaObservation
+from autoscaler.core.hvpa.vpa import read_vpa_status
 from autoscaler.core.observation import ContainerInfo, MetricReading
 from autoscaler.core.other_autoscalers import api_group, scaled_by
+from autoscaler.core.spec import TargetSpec
 from autoscaler.kube.labels import LabelSelector
 from autoscaler.kube.pods import PodIndex
 from autoscaler.kube.records import PodRecord
@@ -23,8 +28,9 @@ from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.service.cluster.caches import ClusterCaches
 from autoscaler.service.cluster.targets import Target
 from autoscaler.service.sync.batcher import MetricsBatcher
-from autoscaler.service.sync.hvpa import find_vpa
 from autoscaler.service.sync.scales import ClusterScales
+from autoscaler.values.fields import ErrorList
+from autoscaler.values.loose_json import as_mapping, mappings_in
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +178,7 @@ class CachedView:
     def find_vpa(self, target: Target) -> Mapping[str, Any] | None:
         if target.spec is None or target.spec.hvpa is None:
             return None
-        return find_vpa(self._caches.vpas_of(target.namespace), target.namespace, target.spec)
+        return vpa_for(self._caches.vpas_of(target.namespace), target.namespace, target.spec)
 
     def other_autoscaler(self, target: Target) -> str | None:
         if target.spec is None:
@@ -196,3 +202,35 @@ class CachedView:
         # each coroutine it waits in is one more object the cyclic collector walks
         # (docs/benchmarks-history.md, "Start-up, `/metrics`, shorter pauses").
         return self._batcher.read(query)
+
+
+def vpa_for(vpas: Iterable[Mapping[str, Any]], namespace: str, spec: TargetSpec) -> Mapping[str, Any] | None:
+    """The VPA named in ``hvpa.vpa``, else the one in the namespace whose targetRef is the scale target."""
+    assert spec.hvpa is not None
+    ref = spec.scale_target_ref
+    for vpa in vpas:
+        meta = as_mapping(vpa.get("metadata"))
+        if meta.get("namespace") != namespace:
+            continue
+        if spec.hvpa.vpa is not None:
+            if meta.get("name") == spec.hvpa.vpa:
+                return vpa
+            continue
+        target_ref = as_mapping(as_mapping(vpa.get("spec")).get("targetRef"))
+        if target_ref.get("kind") == ref.kind and target_ref.get("name") == ref.name:
+            return vpa
+    return None
+
+
+def vpa_observation(vpa: Mapping[str, Any] | None) -> VpaObservation | None:
+    """The VPA as the HVPA engine reads it; a malformed status reads as no recommendation."""
+    if vpa is None:
+        return None
+    status = read_vpa_status(vpa.get("status") or {}, "status", ErrorList(), strict=False)
+    policies = as_mapping(as_mapping(vpa.get("spec")).get("resourcePolicy")).get("containerPolicies")
+    meta = as_mapping(vpa.get("metadata"))
+    return VpaObservation(
+        status,
+        tuple(mappings_in(policies)),
+        str(meta.get("resourceVersion") or "") or None,
+    )
