@@ -62,6 +62,7 @@ from autoscaler.service.sync.view import ClusterView, vpa_observation
 from autoscaler.service.sync.writes import ClusterWriter, LeadershipLost, TargetLeft, TargetWrites
 from autoscaler.service.telemetry.metrics_sink import MetricsSink
 from autoscaler.service.telemetry.recorder import SyncRecorder
+from autoscaler.values.loose_json import as_mapping
 
 log = structlog.get_logger("autoscaler.reconciler")
 
@@ -337,7 +338,7 @@ class TargetReconciler:
         patch = plan.vpa_patch
         if patch is None:
             return ALL_WRITTEN
-        name = str(((self._view.find_vpa(self._target) or {}).get("metadata") or {}).get("name") or "")
+        name = str(as_mapping(as_mapping(self._view.find_vpa(self._target)).get("metadata")).get("name") or "")
         return WriteResults(vpa=bool(name) and await self._writes.vpa(self._target, name, patch))
 
     async def _scale_unreadable(self, state: SyncState, error: str, now: float) -> None:
