@@ -28,7 +28,7 @@ from autoscaler.service.backends.health import (
     service_object,
 )
 from autoscaler.service.settings import parse_service_settings
-from autoscaler.service.sync.status import StatusDigest
+from autoscaler.service.sync.status import HistoryDigest, LastDecisionDigest, StatusDigest
 from autoscaler.values.fields import ErrorList, Obj, SpecError
 from autoscaler.values.quantity import Quantity
 
@@ -193,7 +193,8 @@ def condition(type_: str, status: str, reason: str, at: str = "2026-01-01T00:00:
 
 
 def digest(*conditions: tuple[str, ...], error: str | None = None, desired: int = 1) -> StatusDigest:
-    return StatusDigest(1, 1, desired, None, conditions, frozenset(), frozenset({1}), (), (), None, error, ())
+    history = HistoryDigest(frozenset(), frozenset({1}), (), ())
+    return StatusDigest(1, 1, desired, None, conditions, history, LastDecisionDigest(None, error), ())
 
 
 def test_a_write_that_only_says_the_metrics_could_not_be_read() -> None:

@@ -229,6 +229,22 @@ _NONE: frozenset[Any] = frozenset()
 _AT = operator.attrgetter("at")
 
 
+class HistoryDigest(NamedTuple):
+    """The significant part of a status's decision history."""
+
+    recommendations: frozenset[Any]  # the closed ones: (replicas, at)
+    ongoing: frozenset[Any]  # the count(s) recommended at the last sync
+    scale_up_events: Any
+    scale_down_events: Any
+
+
+class LastDecisionDigest(NamedTuple):
+    """The significant part of a status's ``lastDecision``."""
+
+    limited_by: Any
+    error: Any
+
+
 class StatusDigest(NamedTuple):
     """The significant part of a status. Values are as stored (a status read back from the API may
     hold anything, so the fields are frozen copies of whatever is there).
@@ -242,12 +258,8 @@ class StatusDigest(NamedTuple):
     desired_replicas: Any
     last_scale_time: Any
     conditions: tuple[Any, ...]  # (type, status, reason, message, lastTransitionTime) each
-    recommendations: frozenset[Any]  # the closed ones: (replicas, at)
-    ongoing: frozenset[Any]  # the count(s) recommended at the last sync
-    scale_up_events: Any
-    scale_down_events: Any
-    limited_by: Any
-    error: Any
+    history: HistoryDigest
+    last_decision: LastDecisionDigest
     extra: Any  # every other key of the status, frozen
 
     @classmethod
@@ -289,12 +301,13 @@ class StatusDigest(NamedTuple):
                     for x in decision.conditions
                 ]
             ),
-            frozenset([(count, _micro(at)) for count, at in closed.items()]) if closed else _NONE,
-            _only(ongoing) if ongoing is not None else _NONE,
-            _events(history.scale_up_events, now),
-            _events(history.scale_down_events, now),
-            decision.limited_by,
-            decision.error,
+            HistoryDigest(
+                frozenset([(count, _micro(at)) for count, at in closed.items()]) if closed else _NONE,
+                _only(ongoing) if ongoing is not None else _NONE,
+                _events(history.scale_up_events, now),
+                _events(history.scale_down_events, now),
+            ),
+            LastDecisionDigest(decision.limited_by, decision.error),
             _freeze(extra) if extra else (),
         )
 
@@ -320,12 +333,13 @@ class StatusDigest(NamedTuple):
                 tuple(_freeze(x.get(key)) for key in ("type", "status", "reason", "message", "lastTransitionTime"))
                 for x in mappings_in(status.get("conditions"))
             ),
-            frozenset(closed),
-            frozenset(ongoing),
-            _freeze(history.get("scaleUpEvents")),
-            _freeze(history.get("scaleDownEvents")),
-            _freeze(last.get("limitedBy")),
-            _freeze(last.get("error")),
+            HistoryDigest(
+                frozenset(closed),
+                frozenset(ongoing),
+                _freeze(history.get("scaleUpEvents")),
+                _freeze(history.get("scaleDownEvents")),
+            ),
+            LastDecisionDigest(_freeze(last.get("limitedBy")), _freeze(last.get("error"))),
             _freeze({k: v for k, v in status.items() if k not in _OWN_KEYS}),
         )
 
@@ -337,9 +351,10 @@ class StatusDigest(NamedTuple):
             return True
         if self == previous:  # the steady state
             return False
+        recommendations, before = self.history.recommendations, previous.history.recommendations
         return (
-            not self.recommendations <= previous.recommendations
-            or self._replace(recommendations=previous.recommendations) != previous
+            not recommendations <= before
+            or self._replace(history=self.history._replace(recommendations=before)) != previous
         )
 
     def differs_only_in_scaling_activity(self, previous: StatusDigest | None) -> bool:
@@ -347,7 +362,7 @@ class StatusDigest(NamedTuple):
         the ScalingActive condition, AbleToScale between two True reasons (SucceededGetScale while the
         metrics fail, ReadyForNewScale when they are read), and the sync's error. Such a write only says
         that the metrics could (not) be read; the backend's budget may hold it (service/backends/health.py)."""
-        if previous is None or self._replace(conditions=(), error=None) != previous._replace(conditions=(), error=None):
+        if previous is None or _without_activity(self) != _without_activity(previous):
             return False
         mine, theirs = _by_type(self.conditions), _by_type(previous.conditions)
         if mine.keys() != theirs.keys():
@@ -359,6 +374,11 @@ class StatusDigest(NamedTuple):
             if not (kind == _ABLE_TO_SCALE and condition[1] == other[1] == _TRUE):
                 return False
         return True
+
+
+def _without_activity(digest: StatusDigest) -> StatusDigest:
+    """``digest`` without what a metric failure (or its end) changes: the conditions and the sync's error."""
+    return digest._replace(conditions=(), last_decision=digest.last_decision._replace(error=None))
 
 
 def _by_type(conditions: tuple[Any, ...]) -> dict[Any, Any]:
