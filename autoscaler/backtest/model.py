@@ -207,15 +207,20 @@ class SimulatedWorkload:
         ready_at = pod.created_at + self._startup
         if now < ready_at:
             return PodInfo(
-                pod.name,
-                PodPhase.PENDING,
-                ConditionStatus.FALSE,
-                pod.created_at,
-                pod.created_at,
+                name=pod.name,
+                phase=PodPhase.PENDING,
+                ready=ConditionStatus.FALSE,
+                ready_since=pod.created_at,
+                started_at=pod.created_at,
                 containers=self._template,
             )
         return PodInfo(
-            pod.name, PodPhase.RUNNING, ConditionStatus.TRUE, ready_at, pod.created_at, containers=self._template
+            name=pod.name,
+            phase=PodPhase.RUNNING,
+            ready=ConditionStatus.TRUE,
+            ready_since=ready_at,
+            started_at=pod.created_at,
+            containers=self._template,
         )
 
 

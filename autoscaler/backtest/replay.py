@@ -132,7 +132,7 @@ class Run:
         observation = self.workload.observe(real, readings, self.replicas, now, self.selector)
         forecasts = self.feed.at(now) if self.feed is not None else {}
         # The wall clock HVPA's maintenance windows read is the sync's own time (Unix seconds here).
-        outcome = sync(self.target.spec, SyncInputs(observation, clock=now), self.state, self.settings, now)
+        outcome = sync(self.target.spec, SyncInputs(observation=observation, clock=now), self.state, self.settings, now)
         self.state = outcome.state
         decision = outcome.decision
         if outcome.hvpa is not None and outcome.hvpa.applied:
@@ -179,7 +179,12 @@ def _initial_replicas(real: RealWorkload, hints: OptionHints) -> int:
 
 def _target_query(target: BacktestTarget, selector: str, pods: Sequence[str]) -> TargetQuery:
     return TargetQuery(
-        target.namespace, target.name, target.spec.scale_target_ref, selector, tuple(pods), target.spec.metrics
+        namespace=target.namespace,
+        name=target.name,
+        scale_target=target.spec.scale_target_ref,
+        selector=selector,
+        pod_names=tuple(pods),
+        metrics=target.spec.metrics,
     )
 
 

@@ -103,7 +103,14 @@ async def compare(
         observer=recorder,
     )
     grid = Grid.between(options.start, options.end, options.step)
-    asked = TargetQuery(origin.namespace, origin.name, spec.scale_target_ref, "backtest=selector", (), spec.metrics)
+    asked = TargetQuery(
+        namespace=origin.namespace,
+        name=origin.name,
+        scale_target=spec.scale_target_ref,
+        selector="backtest=selector",
+        pod_names=(),
+        metrics=spec.metrics,
+    )
     unread = await unread_metrics(client, prometheus, asked, spec, recorder, grid, options.max_points)
     desired = await fetch_matrix(
         client,

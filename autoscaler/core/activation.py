@@ -116,10 +116,28 @@ def apply_activation(
         conditions = set_condition(conditions, ACTIVE, c.TRUE, "ScalerActive", MSG_ACTIVE, now)
         if current < floor:
             triggers = ", ".join(r.name for r in readings if r.active)
-            outcome = ActivationOutcome(True, Action.WAKE, tuple(readings), now, None, floor, idle)
+            outcome = ActivationOutcome(
+                active=True,
+                action=Action.WAKE,
+                readings=tuple(readings),
+                last_active_time=now,
+                cooldown_ends=None,
+                floor=floor,
+                idle_replicas=idle,
+            )
             return _scaled(decision, outcome, conditions, floor, f"activated: {triggers} above activation threshold")
         return _kept(
-            decision, ActivationOutcome(True, Action.NONE, tuple(readings), now, None, floor, idle), conditions
+            decision,
+            ActivationOutcome(
+                active=True,
+                action=Action.NONE,
+                readings=tuple(readings),
+                last_active_time=now,
+                cooldown_ends=None,
+                floor=floor,
+                idle_replicas=idle,
+            ),
+            conditions,
         )
     ends = cooldown_end(activation, last_active_time, created)
     if active is None:
@@ -132,12 +150,28 @@ def apply_activation(
         action = Action.STAY_IDLE
     elif ends is None or ends < now:
         conditions = set_condition(conditions, ACTIVE, c.FALSE, "ScalerNotActive", MSG_NOT_ACTIVE, now)
-        outcome = ActivationOutcome(False, Action.IDLE, tuple(readings), last_active_time, ends, floor, idle)
+        outcome = ActivationOutcome(
+            active=False,
+            action=Action.IDLE,
+            readings=tuple(readings),
+            last_active_time=last_active_time,
+            cooldown_ends=ends,
+            floor=floor,
+            idle_replicas=idle,
+        )
         return _scaled(decision, outcome, conditions, idle, "deactivated: no metric above its activation threshold")
     else:
         conditions = set_condition(conditions, ACTIVE, c.FALSE, "ScalerCooldown", MSG_COOLDOWN, now)
         action = Action.COOLING_DOWN
-    outcome = ActivationOutcome(active, action, tuple(readings), last_active_time, ends, floor, idle)
+    outcome = ActivationOutcome(
+        active=active,
+        action=action,
+        readings=tuple(readings),
+        last_active_time=last_active_time,
+        cooldown_ends=ends,
+        floor=floor,
+        idle_replicas=idle,
+    )
     if action is Action.STAY_IDLE:
         return _held(decision, outcome, conditions)
     return _kept(decision, outcome, conditions)

@@ -157,18 +157,18 @@ def normalize_legacy(
         final, reason = stabilized, "DesiredWithinRange"
     rate = RateLimit("up", scale_up_limit, None) if reason == "ScaleUpLimit" else None
     return Normalization(
-        proposal,
-        stabilized,
-        final,
-        able[0],
-        able[1],
-        reason,
-        c.LIMIT_MESSAGES[reason],
-        history,
-        None,
-        window,
-        binding,
-        rate,
+        proposal=proposal,
+        stabilized=stabilized,
+        final=final,
+        able_reason=able[0],
+        able_message=able[1],
+        limit_reason=reason,
+        limit_message=c.LIMIT_MESSAGES[reason],
+        history=history,
+        up_window=None,
+        down_window=window,
+        binding_recommendation=binding,
+        rate_limit=rate,
     )
 
 
@@ -196,18 +196,18 @@ def normalize_with_behavior(
         able = ("ReadyForNewScale", c.MSG_READY_FOR_NEW_SCALE)
     final, reason, rate = _apply_rate_limits(history, behavior, current, stabilized, min_replicas, max_replicas, now)
     return Normalization(
-        proposal,
-        stabilized,
-        final,
-        able[0],
-        able[1],
-        reason,
-        c.LIMIT_MESSAGES[reason],
-        history,
-        up_window,
-        down_window,
-        binding,
-        rate,
+        proposal=proposal,
+        stabilized=stabilized,
+        final=final,
+        able_reason=able[0],
+        able_message=able[1],
+        limit_reason=reason,
+        limit_message=c.LIMIT_MESSAGES[reason],
+        history=history,
+        up_window=up_window,
+        down_window=down_window,
+        binding_recommendation=binding,
+        rate_limit=rate,
     )
 
 

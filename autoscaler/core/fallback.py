@@ -73,14 +73,14 @@ def fallback_readings(
     for index, (metric, key) in enumerate(zip(spec.metrics, metric_keys(spec.metrics), strict=True)):
         reading = readings[index]
         if not isinstance(reading, MetricFailure):
-            healths.append(MetricHealth(key))
+            healths.append(MetricHealth(key=key))
             continue
         last = before.get(key)
         failures, since = (last.failures, last.since) if last is not None else (0, None)
         if not fallback.reached(failures, since, now):  # counted up to the sync the fallback begins at
             failures += 1
         since = now if since is None else since
-        health = MetricHealth(key, failures, since, error=reading.message, backend=reading.backend)
+        health = MetricHealth(key=key, failures=failures, since=since, error=reading.message, backend=reading.backend)
         if fallback.reached(failures, since, now):
             standing = stand_in(metric, replicas, observation, reading, now)
             readings[index] = standing
@@ -195,7 +195,11 @@ def _kept(spec: TargetSpec, previous: Sequence[MetricHealth]) -> tuple[MetricHea
     kept = []
     for key in metric_keys(spec.metrics):
         last = before.get(key)
-        kept.append(MetricHealth(key, last.failures, last.since) if last is not None else MetricHealth(key))
+        kept.append(
+            MetricHealth(key=key, failures=last.failures, since=last.since)
+            if last is not None
+            else MetricHealth(key=key)
+        )
     return tuple(kept)
 
 

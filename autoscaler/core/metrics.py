@@ -148,7 +148,7 @@ def compute_metric(
         return _external(spec, reading, scale, pods, tolerances, description)
     except ReplicaCalculationError as exc:
         backend = isinstance(reading, MetricFailure) and reading.backend
-        return MetricOutcome(spec, description=description, error=str(exc), reason=reason, backend_failure=backend)
+        return MetricOutcome(spec=spec, description=description, error=str(exc), reason=reason, backend_failure=backend)
 
 
 def _fallback(
@@ -160,7 +160,14 @@ def _fallback(
     result = per_pod_replicas(scale.status_replicas, reading.replicas * 1000, 1000, tolerances)
     if result.rule != "within-tolerance":
         result = ValueResult(result.replicas, result.ratio, result.usage, None, "fallback")
-    return MetricOutcome(spec, result.replicas, None, description, value_result=result, backend_failure=reading.backend)
+    return MetricOutcome(
+        spec=spec,
+        proposal=result.replicas,
+        current=None,
+        description=description,
+        value_result=result,
+        backend_failure=reading.backend,
+    )
 
 
 def _fetch_failed(prefix: str, reading: MetricReading) -> None:
@@ -211,7 +218,9 @@ def _resource(
     except ReplicaCalculationError as exc:
         # computeStatusForResourceMetricGeneric wraps every error this way.
         raise ReplicaCalculationError(f"failed to get {spec.name} {what}: {exc}") from exc
-    return MetricOutcome(spec, result.replicas, current, description, pod_result=result)
+    return MetricOutcome(
+        spec=spec, proposal=result.replicas, current=current, description=description, pod_result=result
+    )
 
 
 def _pods(
@@ -241,7 +250,13 @@ def _pods(
         settings,
         now,
     )
-    return MetricOutcome(spec, result.replicas, MetricValue(average_value=result.usage), description, pod_result=result)
+    return MetricOutcome(
+        spec=spec,
+        proposal=result.replicas,
+        current=MetricValue(average_value=result.usage),
+        description=description,
+        pod_result=result,
+    )
 
 
 def _object(
@@ -261,11 +276,21 @@ def _object(
     target = spec.target
     if target.type is MetricTargetType.VALUE and target.value is not None:
         result = usage_ratio_replicas(scale.spec_replicas, reading.value, target.value.milli_value(), pods, tolerances)
-        return MetricOutcome(spec, result.replicas, MetricValue(value=reading.value), description, value_result=result)
+        return MetricOutcome(
+            spec=spec,
+            proposal=result.replicas,
+            current=MetricValue(value=reading.value),
+            description=description,
+            value_result=result,
+        )
     if target.type is MetricTargetType.AVERAGE_VALUE and target.average_value is not None:
         result = per_pod_replicas(scale.status_replicas, reading.value, target.average_value.milli_value(), tolerances)
         return MetricOutcome(
-            spec, result.replicas, MetricValue(average_value=result.usage), description, value_result=result
+            spec=spec,
+            proposal=result.replicas,
+            current=MetricValue(average_value=result.usage),
+            description=description,
+            value_result=result,
         )
     raise ReplicaCalculationError(
         "invalid object metric source: neither a value target nor an average value target was set"
@@ -292,11 +317,21 @@ def _external(
     if target.average_value is not None:
         result = per_pod_replicas(scale.status_replicas, usage, target.average_value.milli_value(), tolerances)
         return MetricOutcome(
-            spec, result.replicas, MetricValue(average_value=result.usage), description, value_result=result
+            spec=spec,
+            proposal=result.replicas,
+            current=MetricValue(average_value=result.usage),
+            description=description,
+            value_result=result,
         )
     if target.value is not None:
         result = usage_ratio_replicas(scale.spec_replicas, usage, target.value.milli_value(), pods, tolerances)
-        return MetricOutcome(spec, result.replicas, MetricValue(value=usage), description, value_result=result)
+        return MetricOutcome(
+            spec=spec,
+            proposal=result.replicas,
+            current=MetricValue(value=usage),
+            description=description,
+            value_result=result,
+        )
     raise ReplicaCalculationError(
         "invalid external metric source: neither a value target nor an average value target was set"
     )
@@ -352,5 +387,19 @@ def combine_metrics(outcomes: Sequence[MetricOutcome], spec_replicas: int) -> Me
             f"{sync_error_text(first_invalid)}"
         )
     if invalid >= len(outcomes) or (invalid > 0 and replicas < spec_replicas):
-        return MetricsOutcome(tuple(outcomes), None, "", invalid, first_invalid, error)
-    return MetricsOutcome(tuple(outcomes), replicas, description, invalid, first_invalid, error)
+        return MetricsOutcome(
+            outcomes=tuple(outcomes),
+            proposal=None,
+            description="",
+            invalid=invalid,
+            first_invalid=first_invalid,
+            error=error,
+        )
+    return MetricsOutcome(
+        outcomes=tuple(outcomes),
+        proposal=replicas,
+        description=description,
+        invalid=invalid,
+        first_invalid=first_invalid,
+        error=error,
+    )

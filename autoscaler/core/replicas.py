@@ -191,7 +191,15 @@ def resource_replicas(
         recompute=lambda enlarged: utilization_ratio(enlarged, requests, target_utilization)[0],
     )
     return PodMetricResult(
-        replicas, ratio, raw_average, utilization, groups, len(values), rule, rebalance, _superfluous(samples, pods)
+        replicas=replicas,
+        ratio=ratio,
+        usage=raw_average,
+        utilization=utilization,
+        groups=groups,
+        samples_used=len(values),
+        rule=rule,
+        rebalance=rebalance,
+        superfluous=_superfluous(samples, pods),
     )
 
 
@@ -227,7 +235,15 @@ def plain_replicas(
         recompute=lambda enlarged: usage_ratio(enlarged, target)[0],
     )
     return PodMetricResult(
-        replicas, ratio, usage, None, groups, len(values), rule, rebalance, _superfluous(samples, pods)
+        replicas=replicas,
+        ratio=ratio,
+        usage=usage,
+        utilization=None,
+        groups=groups,
+        samples_used=len(values),
+        rule=rule,
+        rebalance=rebalance,
+        superfluous=_superfluous(samples, pods),
     )
 
 

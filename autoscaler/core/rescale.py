@@ -93,11 +93,11 @@ def state_before_write(decision: Decision, intent: ScaleIntent) -> TargetState:
     """What a status written before the scale write holds: the decision as made (its history with this
     sync's recommendation, its conditions), its write not yet recorded, and the write as ``intent``."""
     return TargetState(
-        decision.history,
-        decision.conditions,
-        decision.status_desired_replicas,
-        decision.last_scale_time,
-        intent,
+        history=decision.history,
+        conditions=decision.conditions,
+        desired_replicas=decision.status_desired_replicas,
+        last_scale_time=decision.last_scale_time,
+        scale_intent=intent,
         last_active_time=decision.activation.last_active_time if decision.activation is not None else None,
         metric_health=decision.metric_health,
         pause=decision.pause,
@@ -131,10 +131,10 @@ def resolve_scale_intent(state: TargetState, spec: TargetSpec, current: int) -> 
     )
     conditions = _rescaled_conditions(state.conditions, spec, intent.previous, intent.replicas, intent.at)
     landed = TargetState(
-        history,
-        conditions,
-        intent.replicas,
-        intent.at,
+        history=history,
+        conditions=conditions,
+        desired_replicas=intent.replicas,
+        last_scale_time=intent.at,
         last_active_time=state.last_active_time,
         metric_health=state.metric_health,
         pause=state.pause,

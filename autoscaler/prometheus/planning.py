@@ -129,7 +129,11 @@ class QueryPlanner:
         group = pod_groups.get(key)
         if group is None:
             group = pod_groups[key] = PodGroup(
-                key_text, per_container, window, fixed_scope=fixed_scope, nanocores=nanocores
+                key_text=key_text,
+                per_container=per_container,
+                window=window,
+                fixed_scope=fixed_scope,
+                nanocores=nanocores,
             )
         group.members.append(member)
         return None

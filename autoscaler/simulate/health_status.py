@@ -33,7 +33,7 @@ def read_metric_health(status: Obj | None, max_time: float) -> tuple[MetricHealt
         since = entry.number("since", minimum=-max_time, maximum=max_time)
         entry.finish()
         if failures is not None:
-            health.append(MetricHealth(str(key), failures, since if failures > 0 else None))
+            health.append(MetricHealth(key=str(key), failures=failures, since=since if failures > 0 else None))
     return tuple(health)
 
 

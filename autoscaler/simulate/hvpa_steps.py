@@ -140,4 +140,4 @@ def carried_requests(pods: Sequence[PodInfo], decision: HvpaDecision | None) -> 
 
 def closed_loop_pods(requests: Mapping[str, Mapping[str, int]], replicas: int) -> tuple[PodInfo, ...]:
     containers = tuple(ContainerInfo(name, dict(amounts)) for name, amounts in requests.items())
-    return tuple(PodInfo(f"pod-{index}", containers=containers) for index in range(replicas))
+    return tuple(PodInfo(name=f"pod-{index}", containers=containers) for index in range(replicas))

@@ -23,10 +23,10 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
     """
     state = SyncState(
         TargetState(
-            scenario.history,
-            scenario.conditions,
-            scenario.desired_replicas,
-            scenario.last_scale_time,
+            history=scenario.history,
+            conditions=scenario.conditions,
+            desired_replicas=scenario.desired_replicas,
+            last_scale_time=scenario.last_scale_time,
             metric_health=scenario.metric_health,
             last_active_time=scenario.last_active_time,
             pause=scenario.pause,
@@ -42,7 +42,7 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
         if step.annotations is not None:
             annotations = pause_annotation_items(step.annotations)
         observation = observation_for(scenario, step, replicas)
-        inputs = SyncInputs(observation, created=created, annotations=annotations)
+        inputs = SyncInputs(observation=observation, created=created, annotations=annotations)
         hvpa = step.hvpa
         if hvpa is not None:
             if hvpa.last_scale_time is not None:
@@ -55,8 +55,8 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
                     observation = replace(observation, pods=pods)
                 vpa = demand_vpa(hvpa.demand, replicas)
             inputs = SyncInputs(
-                observation,
-                VpaObservation(vpa) if vpa is not None else None,
+                observation=observation,
+                vpa=VpaObservation(vpa) if vpa is not None else None,
                 clock=hvpa.clock,
                 created=created,
                 annotations=annotations,

@@ -87,7 +87,13 @@ def _container(obj: Obj | None) -> ContainerPolicy | None:
     assert name is not None and mode is not None and controlled is not None and values is not None
     assert min_allowed is not None and max_allowed is not None
     return ContainerPolicy(
-        name, ContainerMode(mode), controlled, ControlledValues(values), min_allowed, max_allowed, explicit
+        name=name,
+        mode=ContainerMode(mode),
+        controlled_resources=controlled,
+        controlled_values=ControlledValues(values),
+        min_allowed=min_allowed,
+        max_allowed=max_allowed,
+        explicit=explicit,
     )
 
 

@@ -135,26 +135,36 @@ def decide_hvpa(
                     f"{intervals.field}: {intervals.message}"
                 )
                 intervals = ()
-            pairs.append(PairOutcome(pair, totals, intervals, None, None, now_has.request, now_has.limit))
+            pairs.append(
+                PairOutcome(
+                    pair=pair,
+                    totals=totals,
+                    intervals=intervals,
+                    desired=None,
+                    sizing=None,
+                    request=now_has.request,
+                    limit=now_has.limit,
+                )
+            )
 
     def inactive(why: str) -> HvpaDecision:
         return HvpaDecision(
-            current,
-            current,
-            current,
-            False,
-            {},
-            False,
-            None,
-            None,
-            "",
-            _per_container(pairs, True),
-            _per_container(pairs, False),
-            None,
-            tuple(pairs),
-            sources,
-            why,
-            state,
+            current_replicas=current,
+            desired_replicas=current,
+            replicas=current,
+            scale=False,
+            desired_by_pair={},
+            scale_in_postponed=False,
+            direction=None,
+            blocked=None,
+            block_detail="",
+            requests=_per_container(pairs, True),
+            limits=_per_container(pairs, False),
+            vpa_patch=None,
+            pairs=tuple(pairs),
+            sources=sources,
+            inactive=why,
+            state=state,
         )
 
     if current == 0:
@@ -188,7 +198,13 @@ def _decide(
             pair_desired = desired_for_total(outcome.intervals, current, total)
             desired_by_pair[outcome.pair.label] = pair_desired
             pairs[index] = PairOutcome(
-                outcome.pair, outcome.totals, outcome.intervals, pair_desired, None, outcome.request, outcome.limit
+                pair=outcome.pair,
+                totals=outcome.totals,
+                intervals=outcome.intervals,
+                desired=pair_desired,
+                sizing=None,
+                request=outcome.request,
+                limit=outcome.limit,
             )
     proposal = min(max(max(desired_by_pair.values()), spec.min_replicas), spec.max_replicas)
     inside = interval_at(next(p.intervals for p in pairs if p.desired is not None), current) is not None
@@ -231,7 +247,14 @@ def _decide(
         elif limit is not None:
             limit = max(round_up(pair.resource, limit), rounded)
         pairs[index] = PairOutcome(
-            pair, outcome.totals, outcome.intervals, outcome.desired, sizing, rounded, limit, windowed.reason
+            pair=pair,
+            totals=outcome.totals,
+            intervals=outcome.intervals,
+            desired=outcome.desired,
+            sizing=sizing,
+            request=rounded,
+            limit=limit,
+            stabilized=windowed.reason,
         )
         changes.append(PairChange(pair.label, pair.resource, current * request, desired * rounded, total))
 
@@ -276,22 +299,22 @@ def _decide(
     )
     replicas = desired if applied else current
     return HvpaDecision(
-        current,
-        desired,
-        replicas,
-        replicas != current,
-        desired_by_pair,
-        postponed,
-        way,
-        blocked,
-        detail,
-        _per_container(pairs, True),
-        _per_container(pairs, False),
-        patch,
-        tuple(pairs),
-        sources,
-        None,
-        new_state,
+        current_replicas=current,
+        desired_replicas=desired,
+        replicas=replicas,
+        scale=replicas != current,
+        desired_by_pair=desired_by_pair,
+        scale_in_postponed=postponed,
+        direction=way,
+        blocked=blocked,
+        block_detail=detail,
+        requests=_per_container(pairs, True),
+        limits=_per_container(pairs, False),
+        vpa_patch=patch,
+        pairs=tuple(pairs),
+        sources=sources,
+        inactive=None,
+        state=new_state,
     )
 
 

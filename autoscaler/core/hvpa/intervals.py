@@ -111,7 +111,16 @@ def effective_intervals(
             below = built[position - 1][1]
             amount = overlap.larger(below) if overlap is not None else Fraction(0)
             min_total = max(Fraction(0), below - amount)  # A5
-        result.append(EffectiveInterval(replicas, max_total, min_total, per_pod, horizontal_only, index))
+        result.append(
+            EffectiveInterval(
+                replicas=replicas,
+                max_total=max_total,
+                min_total=min_total,
+                per_pod_max=per_pod,
+                horizontal_only=horizontal_only,
+                index=index,
+            )
+        )
     return tuple(result)
 
 

@@ -88,7 +88,17 @@ def read_hvpa_spec(
     assert intervals is not None and overlap is not None and base is not None and gap is not None
     assert scale_up is not None and scale_down is not None and containers is not None and sources is not None
     return HvpaSpec(
-        intervals, overlap, base, gap, scale_up, scale_down, window, vpa, containers, sources, tuple(warnings)
+        scaling_intervals=intervals,
+        scaling_intervals_overlap=overlap,
+        base_resources_per_replica=base,
+        limits_requests_gap_scale_params=gap,
+        scale_up=scale_up,
+        scale_down=scale_down,
+        maintenance_time_window=window,
+        vpa=vpa,
+        containers=containers,
+        sources=sources,
+        warnings=tuple(warnings),
     )
 
 
@@ -275,7 +285,7 @@ def _check_intervals(
         previous = top
     if not counts_ok:
         return
-    spec = HvpaSpec(intervals, overlap)
+    spec = HvpaSpec(scaling_intervals=intervals, scaling_intervals_overlap=overlap)
     active = [p for p in containers if p.mode is ContainerMode.AUTO] or ([] if containers else [DEFAULT_POLICY])
     reported: set[tuple[str, str]] = set()
     for policy in active:

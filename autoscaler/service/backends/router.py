@@ -255,11 +255,11 @@ class BackendRouter:
 def _with_metrics(query: TargetQuery, metrics: list[MetricSpec]) -> TargetQuery:
     """``query`` with only ``metrics`` (those read from one backend)."""
     return TargetQuery(
-        query.namespace,
-        query.name,
-        query.scale_target,
-        query.selector,
-        query.pod_names,
-        metrics,
-        query.namespace_pods,
+        namespace=query.namespace,
+        name=query.name,
+        scale_target=query.scale_target,
+        selector=query.selector,
+        pod_names=query.pod_names,
+        metrics=metrics,
+        namespace_pods=query.namespace_pods,
     )

@@ -133,7 +133,7 @@ def restore_metric_health(document: object) -> tuple[MetricHealth, ...]:
         if failures is None:
             continue
         since = parse_rfc3339(entry.get("since")) if failures > 0 else None
-        restored.append(MetricHealth(key, failures, since))
+        restored.append(MetricHealth(key=key, failures=failures, since=since))
     return tuple(restored)
 
 
