@@ -18,7 +18,7 @@ written each time; a restore treats it as recommended until the moment of the re
 windows at least as long as they would have held (never shorter).
 
 A scale write is recorded before it is sent: the status of the decision as made, with the write as
-``pendingScale`` (:func:`scale_intent_document`); the status written once the write is done drops it. A
+``pendingScale`` (:func:`scale_intent_status`); the status written once the write is done drops it. A
 status read back with it tells the next sync a write whose outcome was never recorded
 (:func:`~autoscaler.core.rescale.resolve_scale_intent` settles it against the workload's count).
 
