@@ -1,6 +1,7 @@
-"""No constructor in autoscaler/service/ takes more than 8 parameters (issue 38): a wider one is a sign
-that the object builds its own parts (the wiring's job: service/wiring.py) or that its fields want
-grouping into sub-records. Counted: an ``__init__``'s parameters (self excluded), a dataclass's or a
+"""The service's shape (issue 38): its object graph built in one module (service/wiring.py), the cyclic
+collector controlled from one (loop/collector.py), and no constructor in autoscaler/service/ over 8
+parameters: a wider one is a sign that the object builds its own parts (the wiring's job) or that its fields
+want grouping into sub-records. Counted: an ``__init__``'s parameters (self excluded), a dataclass's or a
 NamedTuple's fields (its own and those of a base record in the same module; ``init=False`` fields and
 ClassVars excluded)."""
 
@@ -9,8 +10,24 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SERVICE = Path(__file__).resolve().parent.parent / "autoscaler" / "service"
+PRODUCT = Path(__file__).resolve().parent.parent / "autoscaler"
+SERVICE = PRODUCT / "service"
 LIMIT = 8
+# The shared parts of the running service: built by service/wiring.py, and nowhere else in the product.
+WIRED = {
+    "ApiWriter",
+    "BackendRouter",
+    "CachedView",
+    "ClusterCaches",
+    "ClusterScales",
+    "ElectionThread",
+    "Manager",
+    "MetricsBatcher",
+    "PodIndex",
+    "SyncContext",
+    "SyncRecorder",
+    "TickTimers",
+}
 
 
 def _is_record(node: ast.ClassDef) -> bool:
@@ -93,3 +110,44 @@ def test_no_constructor_in_the_service_takes_more_than_eight_parameters() -> Non
         f"constructors over {LIMIT} parameters (build the parts in service/wiring.py, or group the fields):\n"
         + "\n".join(wide)
     )
+
+
+def _product_modules() -> list[tuple[str, ast.Module]]:
+    return [
+        (str(path.relative_to(PRODUCT.parent)), ast.parse(path.read_text(encoding="utf-8")))
+        for path in sorted(PRODUCT.rglob("*.py"))
+    ]
+
+
+def _called_name(call: ast.Call) -> str | None:
+    function = call.func
+    return (
+        function.id
+        if isinstance(function, ast.Name)
+        else function.attr
+        if isinstance(function, ast.Attribute)
+        else None
+    )
+
+
+def test_the_service_parts_are_built_in_the_wiring_only() -> None:
+    built = {
+        (module, name)
+        for module, tree in _product_modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and (name := _called_name(node)) in WIRED
+    }
+    assert {name for _, name in built} == WIRED, "a part the wiring no longer builds: update WIRED"
+    elsewhere = sorted(f"{module}: {name}(...)" for module, name in built if module != "autoscaler/service/wiring.py")
+    assert not elsewhere, "service parts built outside service/wiring.py:\n" + "\n".join(elsewhere)
+
+
+def test_the_cyclic_collector_is_controlled_from_loop_collector_only() -> None:
+    importing = sorted(
+        module
+        for module, tree in _product_modules()
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Import) and any(alias.name == "gc" for alias in node.names))
+        or (isinstance(node, ast.ImportFrom) and node.module == "gc")
+    )
+    assert importing == ["autoscaler/loop/collector.py"], importing
