@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from autoscaler.core.gomath import MAX_INT64
 from autoscaler.core.observation import Observation
@@ -34,31 +35,55 @@ REASON_FORECAST_DECIDED = "ForecastAboveReactive"
 REASON_REACTIVE_DECIDED = "ReactiveAtOrAboveForecast"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class MetricForecast:
     """One forecast metric at one sync: its forecast and the replicas the forecast asks for (None when the
     forecast is not used: ``reason`` says why)."""
 
-    metric: str  # the metric's name
-    description: str  # the metric's text as conditions show it ("external metric queue(<nil>)")
-    forecast: Forecast
-    replicas: int | None
-    reason: str  # "" when used; else a forecast reason (ShortHistory, HighError…) or NoForecast
-    message: str = ""
+    metric: Final[str]  # the metric's name
+    description: Final[str]  # the metric's text as conditions show it ("external metric queue(<nil>)")
+    forecast: Final[Forecast]
+    replicas: Final[int | None]
+    reason: Final[str]  # "" when used; else a forecast reason (ShortHistory, HighError…) or NoForecast
+    message: Final[str]
+
+    def __init__(
+        self, metric: str, description: str, forecast: Forecast, replicas: int | None, reason: str, message: str = ""
+    ) -> None:
+        self.metric = metric
+        self.description = description
+        self.forecast = forecast
+        self.replicas = replicas
+        self.reason = reason
+        self.message = message
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class ForecastOutcome:
     """What the forecasts did to one sync's proposal: ``reactive`` the metrics' own proposal, ``replicas``
     the largest a usable forecast asked for (None: none usable), ``proposal`` the larger of the two (what
     the behavior policies and bounds were given). ``raised``: the forecast decided (``proposal`` above
     ``reactive``)."""
 
-    metrics: tuple[MetricForecast, ...]
-    reactive: int
-    replicas: int | None
-    proposal: int
-    deciding: MetricForecast | None  # the metric whose forecast asked for ``replicas``
+    metrics: Final[tuple[MetricForecast, ...]]
+    reactive: Final[int]
+    replicas: Final[int | None]
+    proposal: Final[int]
+    deciding: Final[MetricForecast | None]  # the metric whose forecast asked for ``replicas``
+
+    def __init__(
+        self,
+        metrics: tuple[MetricForecast, ...],
+        reactive: int,
+        replicas: int | None,
+        proposal: int,
+        deciding: MetricForecast | None,
+    ) -> None:
+        self.metrics = metrics
+        self.reactive = reactive
+        self.replicas = replicas
+        self.proposal = proposal
+        self.deciding = deciding
 
     @property
     def raised(self) -> bool:

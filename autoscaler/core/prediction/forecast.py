@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from autoscaler.core.prediction.grid import Grid, Setup, error_key, error_percent_over_last_season
 from autoscaler.core.prediction.holt_winters import fit, holt_line, holt_winters
@@ -66,19 +67,29 @@ REASON_STALE_HISTORY = "StaleHistory"  # the history ends too long before now (t
 STALE_STEPS = 3
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Forecast:
     """One metric's forecast. ``value``: the forecast value (None when there is none); ``model``: the model
     that made it (``seasonalNaive`` or ``holtWinters``; the spec's when none did); ``error_percent``: its
     error over the history's last season (None when not measured); ``usable``: whether the decision may use
     it; ``reason``: why not ("" when usable); ``message``: the same in words, for conditions and explain."""
 
-    value: float | None
-    model: str
-    error_percent: float | None
-    usable: bool
-    reason: str
-    message: str = ""
+    value: Final[float | None]
+    model: Final[str]
+    error_percent: Final[float | None]
+    usable: Final[bool]
+    reason: Final[str]
+    message: Final[str]
+
+    def __init__(
+        self, value: float | None, model: str, error_percent: float | None, usable: bool, reason: str, message: str = ""
+    ) -> None:
+        self.value = value
+        self.model = model
+        self.error_percent = error_percent
+        self.usable = usable
+        self.reason = reason
+        self.message = message
 
 
 def failed(spec: PredictionSpec, message: str) -> Forecast:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from autoscaler.values.fields import Obj
 
@@ -66,20 +66,44 @@ def default_history_seasons(model: PredictionModel) -> int:
     return 2 if model is PredictionModel.SEASONAL_NAIVE else 3
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class PredictionSpec:
     """A parsed, valid ``spec.prediction`` (seconds throughout)."""
 
-    model: PredictionModel = PredictionModel.AUTO
-    season_seconds: int = DEFAULT_SEASON_SECONDS
-    pod_startup_seconds: int | None = None
-    horizon_seconds: int | None = None
-    step_seconds: int = DEFAULT_STEP_SECONDS
-    history_seconds: int = 3 * DEFAULT_SEASON_SECONDS
-    min_history_seconds: int = 2 * DEFAULT_SEASON_SECONDS
-    max_error_percent: float = DEFAULT_MAX_ERROR_PERCENT
-    damped_trend: bool = False
-    metrics: tuple[str, ...] = ()  # empty: every Object and External metric
+    model: Final[PredictionModel]
+    season_seconds: Final[int]
+    pod_startup_seconds: Final[int | None]
+    horizon_seconds: Final[int | None]
+    step_seconds: Final[int]
+    history_seconds: Final[int]
+    min_history_seconds: Final[int]
+    max_error_percent: Final[float]
+    damped_trend: Final[bool]
+    metrics: Final[tuple[str, ...]]  # empty: every Object and External metric
+
+    def __init__(
+        self,
+        model: PredictionModel = PredictionModel.AUTO,
+        season_seconds: int = DEFAULT_SEASON_SECONDS,
+        pod_startup_seconds: int | None = None,
+        horizon_seconds: int | None = None,
+        step_seconds: int = DEFAULT_STEP_SECONDS,
+        history_seconds: int = 3 * DEFAULT_SEASON_SECONDS,
+        min_history_seconds: int = 2 * DEFAULT_SEASON_SECONDS,
+        max_error_percent: float = DEFAULT_MAX_ERROR_PERCENT,
+        damped_trend: bool = False,
+        metrics: tuple[str, ...] = (),
+    ) -> None:
+        self.model = model
+        self.season_seconds = season_seconds
+        self.pod_startup_seconds = pod_startup_seconds
+        self.horizon_seconds = horizon_seconds
+        self.step_seconds = step_seconds
+        self.history_seconds = history_seconds
+        self.min_history_seconds = min_history_seconds
+        self.max_error_percent = max_error_percent
+        self.damped_trend = damped_trend
+        self.metrics = metrics
 
     def horizon(self, sync_period_seconds: float = DEFAULT_SYNC_PERIOD_SECONDS) -> float:
         """How far ahead to forecast: ``horizonSeconds``, else the pods' start-up plus a sync period (a
