@@ -20,6 +20,7 @@ from types import FrameType
 
 from aiohttp import web
 
+from autoscaler import native
 from autoscaler.kube.api import KubeApi
 from autoscaler.prometheus import MetricsReader, PrometheusClient, PrometheusSettings
 from autoscaler.service.sync.reconciler import TargetReconciler
@@ -136,7 +137,7 @@ async def steady_sync_modules() -> set[str]:
             await manager.start_caches()
             try:
                 await manager.wait_synced()
-                web_target = manager.target_caches[None].get("default", "web")
+                web_target = manager.cluster.targets[None].get("default", "web")
                 assert web_target is not None
                 reconciler = TargetReconciler(web_target, manager.view, manager.writer, manager.context)
                 first = await reconciler.sync_once()  # restores the state, writes the first status
@@ -170,5 +171,8 @@ def test_every_module_a_steady_sync_runs_is_on_the_reading_path_or_named_here() 
     listed = {module_of(file) for file in reading_path()}
     missing = sorted(found - listed - set(NOT_ON_THE_PATH))
     assert not missing, f"a steady sync runs these, neither on the reading path nor named as values: {missing}"
-    # The list holds nothing a sync does not run (a stale entry misleads as much as a missing one).
-    assert listed <= found, sorted(listed - found)
+    # The list holds nothing a sync does not run (a stale entry misleads as much as a missing one). Compiled
+    # (mypyc) code runs without profile events: on the compiled build its modules cannot be seen running, and
+    # only the rest are checked here (the interpreted build's run of this test checks them all).
+    unseen = set(native.compiled())
+    assert listed - unseen <= found, sorted(listed - unseen - found)
