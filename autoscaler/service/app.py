@@ -134,7 +134,7 @@ class Service:
         self.http.redaction = secrets
         redact_known_secrets(secrets)
         self.metrics.watch_log_lines_dropped(log_lines_dropped)
-        self.metrics.watch_caches(lambda: cache_states(parts.manager.caches))
+        self.metrics.watch_caches(lambda: cache_states(parts.sync.cluster.all))
 
     def _log_start(self) -> None:
         settings = self.settings
@@ -177,15 +177,16 @@ class Service:
         return elector_task
 
     async def _wait_synced_then_ready(self, stop: asyncio.Event) -> None:
-        assert self.manager is not None
-        synced = asyncio.create_task(self.manager.wait_synced())
+        assert self.parts is not None
+        caches = self.parts.sync.cluster
+        synced = asyncio.create_task(caches.wait_synced())
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({synced, stopping}, return_when=asyncio.FIRST_COMPLETED)
         for task in (synced, stopping):
             task.cancel()
-        if self.manager.synced():
+        if caches.synced():
             self.ready.set()
-            log.info("caches synced", lists=self.manager.list_calls())
+            log.info("caches synced", lists=caches.list_calls())
             if self._quiet is not None:
                 self._quiet.cancel()  # the steering holds the collector off from here, through the first pass
             self._freezer = asyncio.create_task(collector.steer_collector(self._first_pass), name="gc")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from autoscaler.kube.api import KubeError
-from autoscaler.kube.watch import Key, WatchCache
+from autoscaler.kube.watch import Key
 from autoscaler.service.cluster.takeover import statuses_at_takeover
 from autoscaler.service.cluster.targets import Target, error_text
 from autoscaler.service.sync.reconciler import TargetReconciler
@@ -83,22 +83,7 @@ class Manager:
         self._left: set[Key] = set()
         self._on_targets = on_targets
 
-    # -- the caches (for the service and its health checks) -----------------------------------------
-
-    @property
-    def caches(self) -> list[WatchCache[Any]]:
-        return self.cluster.all
-
-    @property
-    def target_caches(self) -> dict[str | None, WatchCache[Target]]:
-        return self.cluster.targets
-
-    def stopped_caches(self) -> list[str]:
-        """Caches whose task ended (it never should while the service runs: a bug), for /healthz."""
-        return self.cluster.stopped()
-
-    def synced(self) -> bool:
-        return self.cluster.synced()
+    # -- the caches the targets come from: started here, stopped with the manager -----------------------
 
     async def start_caches(self) -> None:
         await self.cluster.start()
@@ -109,9 +94,6 @@ class Manager:
     def unsynced(self) -> int:
         """How many running reconcilers have not decided a sync yet."""
         return sum(1 for running in self.running.values() if running.reconciler.syncs == 0)
-
-    def list_calls(self) -> int:
-        return self.cluster.list_calls()
 
     # -- lifecycle ----------------------------------------------------------------------------------
 

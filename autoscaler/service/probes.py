@@ -39,10 +39,10 @@ class Probes:
         return [ReadinessCheck("watches", self._watches)]
 
     def _caches(self) -> tuple[bool, str]:
-        manager = self._service.manager
-        if manager is None:
+        parts = self._service.parts
+        if parts is None:
             return False, "starting"
-        return cache_readiness(manager.caches, self._stale_cache_limit)
+        return cache_readiness(parts.sync.cluster.all, self._stale_cache_limit)
 
     def _leadership(self) -> tuple[bool, str]:
         elector = self._service.elector
@@ -71,6 +71,6 @@ class Probes:
     def _watches(self) -> tuple[bool, str]:
         # A cache's task runs until shutdown, whatever fails (it relists); one that ended is a bug, and a
         # restart of the process is the cure.
-        manager = self._service.manager
-        stopped = manager.stopped_caches() if manager is not None and not self._service.stopping else []
+        parts = self._service.parts
+        stopped = parts.sync.cluster.stopped() if parts is not None and not self._service.stopping else []
         return (not stopped, "running" if not stopped else f"ended: {', '.join(stopped)}")

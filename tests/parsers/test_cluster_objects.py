@@ -145,6 +145,6 @@ async def test_a_target_nested_thousands_deep_is_invalid_and_the_others_go_on(em
                 what="the second deep target's condition",
             )
             assert relay.rewritten >= 3  # LIST, WATCH, and the answers to the status writes
-            assert all(cache.last_error is None for cache in manager.target_caches.values())
+            assert all(cache.last_error is None for cache in manager.cluster.targets.values())
         finally:
             await manager.stop()

@@ -72,7 +72,9 @@ async def test_each_instance_holds_its_own_shards_targets_only(emu: KubeEmulator
             "b": ["b1"],
             None: ["u1"],
         }
-        assert {shard: sorted(name for _, name in m.target_caches[None].records) for shard, m in managers.items()} == {
+        assert {
+            shard: sorted(name for _, name in m.cluster.targets[None].records) for shard, m in managers.items()
+        } == {
             "a": ["a1", "a2"],
             "b": ["b1"],
             None: ["u1"],
@@ -149,7 +151,7 @@ async def test_a_sync_in_progress_writes_nothing_once_its_target_left(emu: KubeE
         await manager.start_caches()
         try:
             await manager.wait_synced()
-            cache = manager.target_caches[None]
+            cache = manager.cluster.targets[None]
             web = cache.get("default", "web")
             assert web is not None
             reconciler = TargetReconciler(web, manager.view, manager.writer, manager.context)
