@@ -47,6 +47,8 @@ class Probes:
     def _leadership(self) -> tuple[bool, str]:
         elector = self._service.elector
         if elector is None:
+            if self._service.settings.serving.leader_election.enabled:
+                return False, "starting"
             return True, "leader election disabled"
         holder = elector.leader_identity
         if elector.is_leader:
