@@ -1,14 +1,19 @@
-"""The modules of the per-sync path that can be compiled (mypyc), whether they are, and what build runs.
+"""The compiled build's boundary: which modules mypyc compiles, whether they run compiled, what build runs.
 
-Every sync of every target runs the same pure Python: the decision, the status digest, reading Prometheus'
-answers into readings, the reconciler's steps. Compiled with mypyc (the compiler mypy ships, which builds
-C extensions from the same type-annotated source that ``mypy --strict`` checks), that code runs the same
-decisions with less CPU (BENCHMARKS.md, "The sync path compiled"). The container image compiles them
-(``AUTOSCALER_COMPILE=1`` when building: ``setup.py``); a checkout installed with ``pip install -e .`` runs
-them as Python, unless built in place (docs/operations.md, "Compiled modules").
+Two parts of the program run per sync and per pod, and only they are compiled: reading Prometheus' answers
+into readings (``prometheus/``: the slicing decoder, sample values and times, the per-pod and value
+readings, the reader, the query planner and builder) and the decision engine (``core/``: the decision, the
+metrics and replica calculation, behavior, history, conditions, the sync step and the records they make;
+``values/quantity``; ``kube/``'s pod records and index). The service, the loop toolkit, start-up and the
+clients are plain Python. docs/compiled-boundary.md gives what each part costs interpreted and compiled,
+and the rules a compiled module follows (records written as :mod:`autoscaler.values.records` says, no
+function defined inside another, no Python subclass of its classes).
 
-Nothing else changes: the source is the same, and the tests run on either. This module has no imports
-besides the standard library, as ``setup.py`` reads :data:`COMPILED` from it before anything is installed.
+mypyc (the compiler mypy ships) builds C extensions from the same source ``mypy --strict`` checks. The
+container image compiles them (``AUTOSCALER_COMPILE=1`` when building: ``setup.py``); a checkout installed
+with ``pip install -e .`` runs them as Python unless built in place (docs/operations.md, "Compiled
+modules"). The source is the same and the tests run on either. This module imports only the standard
+library, as ``setup.py`` reads :data:`COMPILED` from it before anything is installed.
 """
 
 from __future__ import annotations
@@ -21,11 +26,9 @@ from pathlib import Path
 
 __all__ = ["COMPILED", "RUNTIME", "build_labels", "compiled", "is_extension", "stale", "summary"]
 
-# Compiled together, as one group: a class compiled in one of them is extended only by compiled code (a
-# Python subclass of a compiled class is refused), so a module whose classes another listed module extends
-# (``kube.records`` extends ``core.observation``'s ``PodInfo``) is listed too. A listed module defines no
-# function inside another: compiled, nested functions close over an environment object that can hold them
-# in turn (one calling another), a cycle only the cyclic collector frees (tests/test_cyclic_garbage.py).
+# Compiled together, as one group: a class compiled in one of them is extended only by compiled code, so
+# ``kube.records`` (whose ``PodRecord`` extends ``core.observation``'s ``PodInfo``) is listed with the core.
+# The rules and the figures: docs/compiled-boundary.md.
 COMPILED: tuple[str, ...] = (
     "autoscaler.core.behavior",
     "autoscaler.core.conditions",

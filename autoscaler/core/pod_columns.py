@@ -47,8 +47,7 @@ class _Columns:
         return pod in self._column()
 
     def __eq__(self, other: object) -> bool:
-        # Mapping's own, written out: compiled, == goes through this native base's comparison slot, which
-        # Mapping's __eq__ (a method of a Python base class) never fills, and a column never equalled a dict.
+        # Mapping's own, written out: compiled, Mapping's would not be reached (docs/compiled-boundary.md).
         if not isinstance(other, Mapping):
             return NotImplemented
         return dict(cast("Mapping[str, Any]", self).items()) == dict(other.items())

@@ -214,7 +214,7 @@ class PodReadings:
             of_namespace = owner.get(namespace)
             if of_namespace is None:
                 of_namespace = owner[namespace] = {}
-            for pod in pods:  # compiled, a loop of stores costs less than dict.fromkeys merged into the dict
+            for pod in pods:  # not dict.fromkeys: docs/compiled-boundary.md
                 of_namespace[pod] = index
             wanted_pods += len(pods)
         self._owner = owner
@@ -250,8 +250,7 @@ class PodReadings:
     def take(self, items: list[Any]) -> bool:
         """Take the records :meth:`decode` made; False when the answer must be read otherwise."""
         # The hot loop of a batched sync: the records are checked already (labels are strings or None,
-        # the value a number and a string). ``milli_or_none`` is called by its name: compiled, that is a
-        # direct call, where a local alias of it would go through Python's calling convention.
+        # the value a number and a string). ``milli_or_none`` by its name, not an alias: docs/compiled-boundary.md.
         owner, first_time = self._owner, self._timestamp
         per_container, nanocores = self._per_container, self._nanocores
         containers, values, no_value, times = self._containers, self._values, self._no_value, self._times

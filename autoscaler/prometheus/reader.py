@@ -322,7 +322,7 @@ class MetricsReader:
     def _timed(self, reading: MetricReading, reference: float) -> MetricReading:
         """A per-pod ``reading``, or its failure when a pod's sample is stamped out of bounds around the
         query's evaluation time ``reference`` (see :mod:`autoscaler.prometheus.sample_times`)."""
-        if isinstance(reading, (PodsReading, ResourceReading)):  # a tuple: what mypyc compiles best
+        if isinstance(reading, (PodsReading, ResourceReading)):
             failure = self._times.pods_failure(reading.pods, reference)
             if failure is not None:
                 return failure
@@ -344,10 +344,8 @@ class _Progress:
     """Which targets of a read have all their readings: each one's are handed to ``on_ready`` as its last
     job finishes (at once for a target with nothing to query).
 
-    A class rather than closures inside :meth:`MetricsReader.read`: compiled (mypyc), a nested function that
-    another one calls is kept in the environment object they both close over, which they hold: a cycle per
-    read that only the cyclic collector frees. Living as long as a read, it outlived the young collections
-    and kept the read's readings until a full one, minutes later (~50 MiB a period at 10,000 targets)."""
+    A class rather than closures inside :meth:`MetricsReader.read` (a compiled module's rule:
+    docs/compiled-boundary.md)."""
 
     __slots__ = ("_on_ready", "_out", "_pending")
 

@@ -79,7 +79,7 @@ class SampleTimes:
         lowest, highest = reference - self.max_age, reference + self.max_ahead
         offenders: list[tuple[str, float]] = []
         count = 0  # pods whose sample is out of bounds
-        if isinstance(pods, (SampleColumns, UsageColumns)):  # a tuple: what mypyc compiles best
+        if isinstance(pods, (SampleColumns, UsageColumns)):
             timestamp, times = pods.timestamp, pods.times
             shared_within = lowest <= timestamp <= highest
             if shared_within and not times:

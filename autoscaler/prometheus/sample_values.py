@@ -13,10 +13,9 @@ from autoscaler.values.quantity import milli_from_decimal_text
 
 __all__ = ["milli_or_none"]
 
-# Which way a plain decimal is read first. Compiled (mypyc), reading its digits one by one with machine
-# integers is several times cheaper than ``float()`` of a cAdvisor rate's 15-17 digits; as Python, that loop
-# costs more than the float read. Either way the result is the exact one (tests check both ways against the
-# exact conversion). Why: docs/benchmarks-history.md, "Columns through the engine, sample values digit by digit".
+# Which way a plain decimal is read first: digit by digit where this module runs compiled, through a float
+# where it runs as Python, each the cheaper there (docs/compiled-boundary.md). Either way the result is the
+# exact one (tests check both ways against the exact conversion).
 _DIGITS_FIRST = is_extension(__file__)
 
 _POWERS_OF_TEN: tuple[int, ...] = (1, 10, 100, 1000)  # 10**k

@@ -1,9 +1,5 @@
 """A scale write that a stop lets finish: no new scale write is sent once the reconciler is stopped, but one
 already sent is finished, with the status that records it, for :data:`SCALE_WRITE_GRACE_SECONDS` at most.
-
-Never to be compiled (:data:`autoscaler.native.COMPILED`): compiled by mypyc, a coroutine that awaited
-``asyncio.shield`` and ``asyncio.wait`` on a task crashed the process (a future's done-callback freed while
-the future still held it).
 """
 
 from __future__ import annotations
