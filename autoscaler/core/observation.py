@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, NamedTuple
+from typing import Final
 
 # Sample windows default to 60 s for per-pod metrics that do not report one (upstream's custom
 # metrics client does the same).
@@ -97,18 +97,22 @@ class PodInfo:
         self.pod_requests = pod_requests
 
 
-class Sample(NamedTuple):
-    """One per-pod sample: its milli value, when it was taken and over which window (seconds).
+@dataclass(slots=True, init=False, unsafe_hash=True)
+class Sample:
+    """One per-pod sample: its milli value, when it was taken and over which window (seconds)."""
 
-    A named tuple, as :class:`PodUsage`: a service makes one per pod and metric every sync, and a
-    tuple is made in a third of a frozen dataclass's time."""
+    value: Final[int]
+    timestamp: Final[float]
+    window: Final[float]
 
-    value: int
-    timestamp: float
-    window: float = DEFAULT_SAMPLE_WINDOW
+    def __init__(self, value: int, timestamp: float, window: float = DEFAULT_SAMPLE_WINDOW) -> None:
+        self.value = value
+        self.timestamp = timestamp
+        self.window = window
 
 
-class PodUsage(NamedTuple):
+@dataclass(slots=True, init=False, unsafe_hash=True)
+class PodUsage:
     """A pod's usage of one resource, per reported container (milli), with the sample's time and window.
 
     Upstream sums the containers' ``MilliValue()``s. A container reported without the resource
@@ -116,9 +120,16 @@ class PodUsage(NamedTuple):
     for a ContainerResource metric the pod is missing unless that container has a value.
     """
 
-    containers: Mapping[str, int | None]
-    timestamp: float
-    window: float = DEFAULT_SAMPLE_WINDOW
+    containers: Final[Mapping[str, int | None]]
+    timestamp: Final[float]
+    window: Final[float]
+
+    def __init__(
+        self, containers: Mapping[str, int | None], timestamp: float, window: float = DEFAULT_SAMPLE_WINDOW
+    ) -> None:
+        self.containers = containers
+        self.timestamp = timestamp
+        self.window = window
 
 
 @dataclass(slots=True, init=False, unsafe_hash=True)

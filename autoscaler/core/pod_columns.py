@@ -2,10 +2,10 @@
 
 A batched read at 10,000 targets makes 200,000 per-pod readings a period. Held as a
 :class:`~autoscaler.core.observation.Sample` (or :class:`~autoscaler.core.observation.PodUsage`) a pod, each
-is an object the cyclic collector counts and walks while it lives (a named tuple is never untracked, as
-a plain tuple may be): the readings alone started most of the service's young collections. Here a
-reading is one mapping of values (a dict of numbers, which the collector does not track) and the time
-and window its pods share (one answer has one evaluation time); a pod whose time differs is kept apart
+is an object the cyclic collector counts and walks while it lives: the readings alone started most of the
+service's young collections. Here a reading is one mapping of values (a dict of numbers, which the collector
+does not track) and the time and window its pods share (one answer has one evaluation time); a pod whose
+time differs is kept apart
 in ``times``. A ``Sample``/``PodUsage`` is made when one is asked for, and dropped by whoever asked.
 
 Both are read-only :class:`~collections.abc.Mapping`\\ s of pod names to what they would have held, equal to
@@ -79,8 +79,8 @@ class SampleColumns(_Columns, Mapping[str, Sample]):
     def samples(self) -> dict[str, Sample]:
         """Every pod's :class:`Sample`, made in one go (a decision reads the values' dict instead, and makes
         a ``Sample`` only for a pod whose time it needs)."""
-        make, timestamp, window, times = tuple.__new__, self.timestamp, self.window, self.times
-        return {pod: make(Sample, (value, times.get(pod, timestamp), window)) for pod, value in self.pod_values.items()}
+        timestamp, window, times = self.timestamp, self.window, self.times
+        return {pod: Sample(value, times.get(pod, timestamp), window) for pod, value in self.pod_values.items()}
 
     def __repr__(self) -> str:
         return f"SampleColumns({self.samples()!r})"

@@ -249,7 +249,7 @@ class StatusDigest(NamedTuple):
     """The significant part of a status. Values are as stored (a status read back from the API may
     hold anything, so the fields are frozen copies of whatever is there).
 
-    A named tuple rather than a frozen dataclass, as :class:`~autoscaler.core.observation.Sample` is:
+    A named tuple rather than a frozen dataclass:
     every sync of every target makes one, and a named tuple is the quicker to make. Its fields are read
     by name, and two digests are compared only by :meth:`needs_write_after`."""
 
