@@ -5,8 +5,8 @@ A batched read at 10,000 targets makes 200,000 per-pod readings a period. Held a
 is an object the cyclic collector counts and walks while it lives: the readings alone started most of the
 service's young collections. Here a reading is one mapping of values (a dict of numbers, which the collector
 does not track) and the time and window its pods share (one answer has one evaluation time); a pod whose
-time differs is kept apart
-in ``times``. A ``Sample``/``PodUsage`` is made when one is asked for, and dropped by whoever asked.
+time differs is kept apart in ``times``. A ``Sample``/``PodUsage`` is made when one is asked for, and
+dropped by whoever asked.
 
 Both are read-only :class:`~collections.abc.Mapping`\\ s of pod names to what they would have held, equal to
 a dict of the same items: the engine reads them as it reads a dict.
