@@ -31,6 +31,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
 
 from autoscaler.core.observation import ExternalReading, MetricFailure, ObjectReading
 from autoscaler.prometheus.extract import describe
@@ -56,11 +58,14 @@ _SAMPLED_PER_BUCKET = 4
 _Keyed = list[tuple[str, int]]  # (the series' sort key, its value): a bucket
 
 
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class SeriesValues:
     """What an answer's series come to: their values (milli) in their label sets' order (empty unless asked
     for), their sum, and the newest sample's time (the reading's)."""
 
-    __slots__ = ("ordered", "timestamp", "total")
+    ordered: Final[tuple[int, ...]]
+    total: Final[int]
+    timestamp: Final[float]
 
     def __init__(self, ordered: tuple[int, ...], total: int, timestamp: float) -> None:
         self.ordered = ordered
