@@ -10,6 +10,7 @@ everything needed to explain it. It writes nothing; the caller applies the scale
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -22,6 +23,8 @@ from autoscaler.core.metric_health import MetricHealth
 from autoscaler.core.metrics import combine_metrics, compute_metric
 from autoscaler.core.observation import Observation
 from autoscaler.core.pause_state import PauseState
+from autoscaler.core.prediction.floor import ForecastOutcome, apply_forecasts
+from autoscaler.core.prediction.forecast import Forecast
 from autoscaler.core.results import MetricOutcome, MetricsOutcome
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
@@ -108,6 +111,7 @@ class Decision:
     metric_health: Final[tuple[MetricHealth, ...]]  # with spec.fallback: each metric's health after this sync
     held_replicas: Final[int | None]  # the count a pause kept the decision from setting (autoscaler.core.pause)
     pause: Final[PauseState | None]  # the pause in effect after this sync (the next sync's TargetState.pause)
+    forecast: Final[ForecastOutcome | None]  # with spec.prediction: what the forecasts did to the proposal
 
     def __init__(
         self,
@@ -133,6 +137,7 @@ class Decision:
         metric_health: tuple[MetricHealth, ...] = (),
         held_replicas: int | None = None,
         pause: PauseState | None = None,
+        forecast: ForecastOutcome | None = None,
     ) -> None:
         self.current_replicas = current_replicas
         self.desired_replicas = desired_replicas
@@ -156,6 +161,7 @@ class Decision:
         self.metric_health = metric_health
         self.held_replicas = held_replicas
         self.pause = pause
+        self.forecast = forecast
 
     @property
     def limited_by(self) -> str | None:
@@ -170,14 +176,25 @@ class Decision:
 
 
 def decide(
-    spec: TargetSpec, observation: Observation, state: TargetState, settings: ControllerSettings, now: float
+    spec: TargetSpec,
+    observation: Observation,
+    state: TargetState,
+    settings: ControllerSettings,
+    now: float,
+    forecasts: Mapping[str, Forecast] | None = None,
 ) -> Decision:
-    """Compute one sync's decision. Pure: same inputs, same decision."""
-    return _decide(spec, observation, state, settings, now)
+    """Compute one sync's decision. Pure: same inputs, same decision. ``forecasts``: with ``spec.prediction``,
+    each forecast metric's forecast by name (autoscaler.core.prediction: a floor under the proposal)."""
+    return _decide(spec, observation, state, settings, now, forecasts)
 
 
 def _decide(
-    spec: TargetSpec, observation: Observation, state: TargetState, settings: ControllerSettings, now: float
+    spec: TargetSpec,
+    observation: Observation,
+    state: TargetState,
+    settings: ControllerSettings,
+    now: float,
+    forecasts: Mapping[str, Forecast] | None = None,
 ) -> Decision:
     known = state.conditions
     current = observation.scale.spec_replicas
@@ -290,8 +307,22 @@ def _decide(
 
     desired = max(0, combined.proposal)
     rescale_reason = ""
+    forecast: ForecastOutcome | None = None
+    if spec.prediction is not None:  # only ever up: the forecasts' replicas are a floor (core/prediction/floor.py)
+        forecast = apply_forecasts(
+            spec.prediction,
+            forecasts or {},
+            outcomes,
+            observation,
+            tolerances,
+            desired,
+            composite=spec.composite is not None,
+        )
+        desired = forecast.proposal
     if desired > current:
-        rescale_reason = f"{combined.description} above target"
+        deciding = forecast.deciding if forecast is not None and forecast.raised else None
+        text = f"{deciding.description} forecast" if deciding is not None else combined.description
+        rescale_reason = f"{text} above target"
     elif desired < current:
         rescale_reason = "All metrics below target"
     if spec.behavior is None:
@@ -336,6 +367,7 @@ def _decide(
         events=tuple(events),
         error=combined.error,
         previous_desired_replicas=state.desired_replicas,
+        forecast=forecast,
     )
 
 

@@ -15,6 +15,7 @@ from autoscaler.core.branches import BRANCHES
 from autoscaler.core.decision import Decision
 from autoscaler.core.other_autoscalers import held_because
 from autoscaler.core.pause import held_text
+from autoscaler.core.prediction.condition import forecast_lines
 from autoscaler.core.results import MetricOutcome, PodMetricResult, ValueResult
 from autoscaler.core.spec import MetricTargetType, PolicyType
 from autoscaler.values.quantity import format_milli
@@ -182,6 +183,8 @@ def explain_lines(decision: Decision, now: float) -> list[str]:
             lines.append(f"Largest proposal: {combined.proposal} from {readable(combined.description)}.")
             if combined.invalid:
                 lines.append(f"{combined.invalid} metric(s) failed; scaling up is still allowed, scaling down is not.")
+    if decision.forecast is not None:  # spec.prediction: each forecast, and whether it raised the proposal
+        lines.extend(forecast_lines(decision.forecast))
     if decision.normalization is not None:
         lines.extend(normalization_lines(decision.normalization, now))
     if decision.activation is not None:

@@ -17,6 +17,7 @@ from autoscaler.core.activation_spec import ActivationSpec
 from autoscaler.core.fallback_spec import FallbackSpec
 from autoscaler.core.hvpa.spec import HvpaSpec
 from autoscaler.core.pause_spec import PauseSpec
+from autoscaler.core.prediction.spec import PredictionSpec
 from autoscaler.values.quantity import Quantity
 
 
@@ -262,6 +263,8 @@ class TargetSpec:
     fallback: Final[FallbackSpec | None]
     # KEDA's paused/paused-replicas/paused-scale-in/-out, in the spec (autoscaler.core.pause; annotations too).
     pause: Final[PauseSpec | None]
+    # Predictive scale-up: a forecast of the Object/External metrics, a floor under the proposal (core/prediction).
+    prediction: Final[PredictionSpec | None]
 
     def __init__(
         self,
@@ -276,6 +279,7 @@ class TargetSpec:
         activation: ActivationSpec | None = None,
         fallback: FallbackSpec | None = None,
         pause: PauseSpec | None = None,
+        prediction: PredictionSpec | None = None,
     ) -> None:
         self.scale_target_ref = scale_target_ref
         self.max_replicas = max_replicas
@@ -288,6 +292,7 @@ class TargetSpec:
         self.activation = activation
         self.fallback = fallback
         self.pause = pause
+        self.prediction = prediction
 
     @property
     def has_object_or_external_metric(self) -> bool:

@@ -16,6 +16,7 @@ from autoscaler.core.gomath import MAX_INT32
 from autoscaler.core.hvpa.spec_parse import read_hvpa_spec
 from autoscaler.core.metric_spec_parse import read_metrics, read_object_reference
 from autoscaler.core.pause_spec import read_pause_spec
+from autoscaler.core.prediction.spec import read_prediction
 from autoscaler.core.spec import (
     DEFAULT_SCALE_DOWN_RULES,
     DEFAULT_SCALE_UP_RULES,
@@ -80,6 +81,12 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *, require_quer
     fallback = read_fallback(fallback_obj) if fallback_obj is not None else None
     pause_obj = obj.obj("pause")
     pause = read_pause_spec(pause_obj) if pause_obj is not None else None
+    prediction_obj = obj.obj("prediction")
+    prediction = (
+        read_prediction(prediction_obj, metrics=metrics, has_composite=obj.has("composite"))
+        if prediction_obj is not None
+        else None
+    )
     hvpa_obj = obj.obj("hvpa")
     hvpa = (
         read_hvpa_spec(hvpa_obj, spec_path=path, min_replicas=min_replicas, max_replicas=max_replicas, metrics=metrics)
@@ -102,6 +109,7 @@ def read_target_spec(data: object, path: str, errors: ErrorList, *, require_quer
         activation=activation,
         fallback=fallback,
         sync_period_seconds=sync_period,
+        prediction=prediction,
     )
 
 

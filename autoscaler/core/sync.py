@@ -49,6 +49,8 @@ from autoscaler.core.hvpa.hpa_link import adopt_hvpa, hpa_off_decision
 from autoscaler.core.hvpa.spec import Source
 from autoscaler.core.observation import ContainerInfo, Observation
 from autoscaler.core.pause import pause_step, settle_pause
+from autoscaler.core.prediction.condition import record_prediction
+from autoscaler.core.prediction.forecast import Forecast
 from autoscaler.core.rescale import apply_scale_result, resolve_scale_intent
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
@@ -82,6 +84,9 @@ class SyncInputs:
     # The target's pause annotations (autoscaler.core.pause_spec.pause_annotation_items): annotations restart
     # nothing, so they come with each sync's inputs rather than with the spec.
     annotations: Final[tuple[tuple[str, str], ...]]
+    # With spec.prediction: each forecast metric's forecast by name, as last made (the service's background
+    # refresh: autoscaler.service.prediction); None or a metric missing: none made yet.
+    forecasts: Final[Mapping[str, Forecast] | None]
 
     def __init__(
         self,
@@ -91,6 +96,7 @@ class SyncInputs:
         clock: Fraction | float | None = None,
         created: float | None = None,
         annotations: tuple[tuple[str, str], ...] = (),
+        forecasts: Mapping[str, Forecast] | None = None,
     ) -> None:
         self.observation = observation
         self.vpa = vpa
@@ -98,6 +104,7 @@ class SyncInputs:
         self.clock = clock
         self.created = created
         self.annotations = annotations
+        self.forecasts = forecasts
 
 
 def reads_metrics(spec: TargetSpec) -> bool:
@@ -202,13 +209,14 @@ def plan_sync(
             else None
         )
         decide_reads = decided if fallback is None else fallback.observation
-        decision = decide(spec_for_decide(decided_spec), decide_reads, state.target, settings, now)
+        decision = decide(spec_for_decide(decided_spec), decide_reads, state.target, settings, now, inputs.forecasts)
         if composite_notes:
             decision = replace(decision, notes=(*composite_notes, *decision.notes))
         if fallback is not None or state.target.metric_health:
             decision = record_fallback(decided_spec, decision, state.target.metric_health, fallback, now)
     else:
         decision = hpa_off_decision(spec, observation.scale.spec_replicas, state.target, now)
+    decision = record_prediction(spec, decision, now)  # the Predicting condition (core/prediction/condition.py)
     if spec.activation is not None:  # idle <-> active (KEDA's phase) around the HPA engine's decision
         activity = activity_readings(spec, decided_spec.metrics, decided.readings)  # composite's, before fallback
         decision = apply_activation(spec, activity, decision, state.target.last_active_time, inputs.created, now)
