@@ -22,9 +22,10 @@ from collections.abc import Mapping, Sequence
 
 from autoscaler.backtest.history import FetchStats, Grid, RangeQuerier, fetch_matrix
 from autoscaler.backtest.report import ForecastTally
+from autoscaler.core.prediction.floor import ForecastOutcome
 from autoscaler.core.prediction.forecast import Forecast, forecast, forecast_series
 from autoscaler.core.prediction.spec import PredictionSpec
-from autoscaler.core.spec import MetricSpec, MetricTargetType
+from autoscaler.core.spec import MetricSpec
 from autoscaler.plot.records import ForecastPoint
 
 
@@ -35,21 +36,6 @@ def history_grid(prediction: PredictionSpec, start: float, end: float) -> Grid:
     first = math.floor((start - prediction.history_seconds) / step) * step
     last = math.floor(end / step) * step
     return Grid(first * 1000, step * 1000, (last - first) // step + 1)
-
-
-def forecast_replicas(metric: MetricSpec, value: float | None, ready: int) -> int | None:
-    """The replicas a forecast value asks for, by the metric's own formula without tolerance:
-    ``AverageValue``: value ÷ target; ``Value``: value ÷ target × the ready pods."""
-    if value is None:
-        return None
-    target = metric.target
-    if target.type is MetricTargetType.AVERAGE_VALUE and target.average_value is not None:
-        per_pod = target.average_value.as_float()
-        return math.ceil(value / per_pod - 1e-9) if per_pod > 0 else None
-    if target.type is MetricTargetType.VALUE and target.value is not None:
-        whole = target.value.as_float()
-        return math.ceil(value / whole * ready - 1e-9) if whole > 0 else None
-    return None
 
 
 class ForecastFeed:
@@ -114,9 +100,9 @@ class ForecastFeed:
             result[name] = self._cached[name]
         return result
 
-    def score(self, forecasts: Mapping[str, Forecast], raised: bool, scaled_down: bool) -> None:
+    def score(self, forecasts: Mapping[str, Forecast], raised: bool, caused_scale_down: bool) -> None:
         """Count this sync's forecasts: usable or why not, whether the forecast decided the proposal
-        (``raised``), and a scale-down at such a sync."""
+        (``raised``), and whether the sync scaled down where it would not have without them."""
         tally = self.tally
         tally.syncs += 1
         if forecasts and all(f.usable for f in forecasts.values()):
@@ -129,8 +115,8 @@ class ForecastFeed:
                 tally.model = ", ".join(self._models)
         if raised:
             tally.decided_syncs += 1
-            if scaled_down:
-                tally.scale_downs += 1
+        if caused_scale_down:
+            tally.caused_scale_downs += 1
 
     def lines(self) -> dict[str, tuple[list[tuple[float, float]], list[tuple[float, float]]]]:
         """Per metric, within the window: its history and its forecast line (each point forecast the
@@ -151,16 +137,12 @@ class ForecastFeed:
         self.tally.errors = errors
         return lines
 
-    def points(self, forecasts: Mapping[str, Forecast], now: float, ready: int) -> tuple[ForecastPoint, ...]:
-        """This sync's forecasts as plot points (the instant each is for, and the replicas it asks for)."""
+    def points(self, outcome: ForecastOutcome | None, now: float) -> tuple[ForecastPoint, ...]:
+        """This sync's forecasts as plot points: the instant each is for, and the replicas it asked for when the
+        decision used it (by the metric's own rule: :mod:`autoscaler.core.prediction.floor`)."""
+        if outcome is None:
+            return ()
         return tuple(
-            ForecastPoint(
-                m.name,
-                now + self.horizon,
-                forecasts[m.name].value,
-                forecasts[m.name].usable,
-                forecast_replicas(m, forecasts[m.name].value, ready),
-            )
-            for m in self.metrics
-            if m.name in forecasts
+            ForecastPoint(m.metric, now + self.horizon, m.forecast.value, m.replicas is not None, m.replicas)
+            for m in outcome.metrics
         )

@@ -33,7 +33,6 @@ from autoscaler.backtest.target import BacktestTarget
 from autoscaler.backtest.workload import RealWorkload, WorkloadHistory, restrict_to_pods, workload_queries
 from autoscaler.core.hvpa.spec import Source
 from autoscaler.core.observation import MetricReading, ResourceReading
-from autoscaler.core.prediction.spec import PredictionSpec
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import MetricSourceType
 from autoscaler.core.sync import SyncInputs, SyncState, sync
@@ -130,9 +129,12 @@ class Run:
         if self.replicas is None:
             self.replicas = _initial_replicas(real, self.hints)
         observation = self.workload.observe(real, readings, self.replicas, now, self.selector)
-        forecasts = self.feed.at(now) if self.feed is not None else {}
+        # With spec.prediction, the forecasts as the service's cache would hand them to this sync.
+        forecasts = self.feed.at(now) if self.feed is not None else None
         # The wall clock HVPA's maintenance windows read is the sync's own time (Unix seconds here).
-        outcome = sync(self.target.spec, SyncInputs(observation=observation, clock=now), self.state, self.settings, now)
+        inputs = SyncInputs(observation=observation, clock=now, forecasts=forecasts)
+        before = self.state
+        outcome = sync(self.target.spec, inputs, before, self.settings, now)
         self.state = outcome.state
         decision = outcome.decision
         if outcome.hvpa is not None and outcome.hvpa.applied:
@@ -141,11 +143,17 @@ class Run:
         ready = ready_replicas(observation)
         self.report.add(now, decision, real.replicas, ideal=ideal, ready=ready)
         points: tuple[ForecastPoint, ...] = ()
-        if self.feed is not None:
-            floor = getattr(decision, "forecast", None)  # the decision's ForecastOutcome (core/prediction/floor.py)
-            raised = bool(floor is not None and floor.raised)
-            self.feed.score(forecasts, raised, decision.scale and decision.replicas < decision.current_replicas)
-            points = self.feed.points(forecasts, now, ready)
+        if self.feed is not None and forecasts is not None:
+            raised = decision.forecast is not None and decision.forecast.raised
+            caused = False
+            if decision.replicas < decision.current_replicas:
+                # The same sync without the forecasts, from the same state (sync is pure): did it scale down too?
+                plain = SyncInputs(observation=observation, clock=now)
+                caused = sync(self.target.spec, plain, before, self.settings, now).decision.replicas >= (
+                    decision.current_replicas
+                )
+            self.feed.score(forecasts, raised, caused)
+            points = self.feed.points(decision.forecast, now)
         if self.records is not None:
             self.records.append(step_record(now, outcome, real_replicas=real.replicas, forecasts=points))
         if self.observer is not None:
@@ -155,7 +163,7 @@ class Run:
 
 def _feed(target: BacktestTarget, sync_period: float) -> ForecastFeed | None:
     """The run's forecasts, when its spec predicts (``spec.prediction``)."""
-    prediction: PredictionSpec | None = getattr(target.spec, "prediction", None)  # TargetSpec.prediction (H5)
+    prediction = target.spec.prediction
     if prediction is None:
         return None
     composite = target.spec.composite is not None

@@ -82,7 +82,9 @@ class ForecastTally:
     syncs: int = 0  # syncs with a forecast computed
     usable_syncs: int = 0  # syncs where it passed its guards
     decided_syncs: int = 0  # syncs where its floor was above the reactive proposal
-    scale_downs: int = 0  # scale-downs at a sync where the forecast decided (the goal: none)
+    # Scale-downs the forecast caused: the sync scaled down where the same sync without the forecasts (same
+    # state, same readings) would not have (the goal: none; a floor cannot lower a proposal).
+    caused_scale_downs: int = 0
     ignored: dict[str, int] = field(default_factory=dict)  # guard reason → syncs
     errors: list[float] = field(default_factory=list)  # |forecast − actual| ÷ |actual| per matched point
     model: str = ""
@@ -392,7 +394,7 @@ def forecast_json(tally: ForecastTally | None) -> dict[str, Any] | None:
         "syncs": tally.syncs,
         "usableSyncs": tally.usable_syncs,
         "decidedSyncs": tally.decided_syncs,
-        "scaleDownsWhileDeciding": tally.scale_downs,
+        "scaleDownsCausedByForecast": tally.caused_scale_downs,
         "ignored": [
             {"reason": reason, "syncs": n} for reason, n in sorted(tally.ignored.items(), key=lambda kv: -kv[1])
         ],
@@ -495,7 +497,7 @@ def provisioning_lines(report: Report) -> list[str]:
         lines.append(
             f"  forecast ({tally.model or 'none'})  {error}; usable at {tally.usable_syncs:,} of "
             f"{tally.syncs:,} syncs, decided at {tally.decided_syncs:,}, "
-            f"scale-downs while deciding: {tally.scale_downs}"
+            f"scale-downs it caused: {tally.caused_scale_downs}"
         )
         for reason, syncs in sorted(tally.ignored.items(), key=lambda kv: -kv[1]):
             lines.append(f"    ignored: {reason} ({syncs:,} syncs)")

@@ -13,6 +13,7 @@ import pytest
 from autoscaler.cli import main
 from autoscaler_sandbox import PrometheusSandbox
 from tests.backtest import history_data as hd
+from tests.backtest import prediction_data as pd
 from tests.backtest.files import html_data, png_chunks, png_series
 from tests.backtest.helpers import write_target
 from tests.backtest.test_compare import CAPPED
@@ -306,3 +307,37 @@ def test_demo_needs_nothing_but_the_binaries(capsys: pytest.CaptureFixture[str])
 def test_demo_and_its_absence_are_explained(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert backtest(*argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.prometheus
+@pytest.mark.plot
+def test_the_forecast_is_plotted(
+    history_prometheus: PrometheusSandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A predicting spec beside the reactive one: a panel with the forecast metric's value and its forecast
+    line, and the replicas the forecast asked for in the replicas panel (PNG and HTML)."""
+    steady = write_target(tmp_path, "steady.yaml", pd.STEADY_SPEC, namespace=pd.NAMESPACE, name="steady")
+    predictive = write_target(
+        tmp_path,
+        "predictive.yaml",
+        {**pd.STEADY_SPEC, "prediction": pd.PREDICTION},
+        namespace=pd.NAMESPACE,
+        name="steady",
+    )
+    png, html = tmp_path / "forecast.png", tmp_path / "forecast.html"
+    arguments = ["--prometheus", history_prometheus.url, "--from", FROM, "--to", TO, "--pod-startup", "45s"]
+    assert backtest(str(steady), "--compare", str(predictive), *arguments, "--plot", str(png), "--plot", str(html)) == 0
+    assert "forecast error (MAPE)" in capsys.readouterr().out
+    panel = "queue_rate: value and forecast"
+    described = {s["name"]: s for s in png_series(png)}
+    assert described["predictive.yaml: queue_rate"]["panel"] == panel
+    assert described["predictive.yaml: queue_rate forecast"]["kind"] == "forecast"
+    assert described["predictive.yaml: forecast replicas"]["panel"] == "replicas"
+    series = {s["name"]: s for s in html_data(html)["series"]}
+    line = series["predictive.yaml: queue_rate forecast"]
+    assert line["panel"] == panel and line["y"] == [pd.value_at(t) for t in line["x"]]  # exact: the season repeats
+    assert all(hd.T0 <= t <= int(TO) for t in line["x"])
+    asked = series["predictive.yaml: forecast replicas"]["y"]
+    assert asked[11] == 3 and asked[15] == 6  # what the forecast asked for (tests/backtest/test_provisioning.py)
+    assert all(s["run"] == 1 for s in series.values() if s["panel"] == panel)  # the reactive spec forecasts nothing
+    assert "steady.yaml: forecast replicas" not in series

@@ -56,7 +56,7 @@ async def test_forecasts_from_the_history_before_each_sync(history_prometheus: P
     for k in range(hd.SYNCS):
         now = hd.T0 + k * hd.STEP
         forecasts = feed.at(now)
-        feed.score(forecasts, raised=False, scaled_down=False)
+        feed.score(forecasts, raised=False, caused_scale_down=False)
         made.append(forecasts["queue_rate"])
     assert all(f.usable and f.error_percent == pytest.approx(0.0, abs=1e-9) for f in made)
     # Each is the largest value forecast from now + 60 s to the next refresh's (a step later) + 60 s; refreshed at
@@ -97,5 +97,5 @@ async def test_a_short_history_is_not_used(history_prometheus: PrometheusSandbox
     async with PrometheusClient(settings) as client:
         await feed.load(client, {"queue_rate": pd.QUERY}, hd.T0, WINDOW_END, max_points=11_000, stats=FetchStats())
     for k in range(hd.SYNCS):
-        feed.score(feed.at(hd.T0 + k * hd.STEP), raised=False, scaled_down=False)
+        feed.score(feed.at(hd.T0 + k * hd.STEP), raised=False, caused_scale_down=False)
     assert feed.tally.usable_syncs == 0 and feed.tally.ignored == {"ShortHistory": hd.SYNCS}

@@ -80,3 +80,45 @@ async def test_compare_shows_both_figures(history_prometheus: PrometheusSandbox,
     assert row.split()[-2:] == ["240", "120"]
     assert f"{capped} against {steady}: under-provisioned pod-seconds -50.0 %, replica-hours -25.0 %." in text
     assert "forecast error" not in text  # neither spec predicts
+
+
+async def test_the_predictive_spec_is_ready_before_the_step(
+    history_prometheus: PrometheusSandbox, tmp_path: Path
+) -> None:
+    """The same spec with spec.prediction (seasonal naive over the 600 s season, 45 s start-up: a horizon of 60 s,
+    a refresh every 60 s): its forecasts (known: tests/backtest/test_forecasting.py) raise it to 3 at sync 11 and 6
+    at sync 15, so its pods serve by sync 19, before the step at sync 20: no under-provisioning, for 9 syncs where
+    the forecast decided, and none of its scale-downs caused by the forecast."""
+    steady = write_target(tmp_path, "steady.yaml", pd.STEADY_SPEC, namespace=pd.NAMESPACE, name="steady")
+    predictive = write_target(
+        tmp_path,
+        "predictive.yaml",
+        {**pd.STEADY_SPEC, "prediction": pd.PREDICTION},
+        namespace=pd.NAMESPACE,
+        name="steady",
+    )
+    result, steps, _ = await replay(history_prometheus, [steady, predictive], web_options(pod_startup=45.0))
+    reactive_report, predictive_report = (run.report for run in result.runs)
+    decided = [s.outcome.decision for s in steps[str(predictive)]]
+    assert [d.replicas for d in decided] == [2] * 11 + [3] * 4 + [6] * 25
+    assert [d.forecast is not None and d.forecast.raised for d in decided] == [False] * 11 + [True] * 9 + [False] * 20
+    assert reactive_report.provisioning.under_pod_seconds == 240
+    assert predictive_report.provisioning.under_pod_seconds == 0
+    assert predictive_report.replica_hours == pytest.approx((2 * 11 + 3 * 4 + 6 * 25) * 15 / 3600)
+    tally = predictive_report.forecast
+    assert tally is not None and reactive_report.forecast is None
+    assert (tally.syncs, tally.usable_syncs, tally.decided_syncs, tally.caused_scale_downs) == (40, 40, 9, 0)
+    assert tally.mape == 0.0 and tally.model == "seasonalNaive"
+
+    document = comparison_json([reactive_report, predictive_report], result.divergence)
+    forecast = document["runs"][1]["forecast"]
+    assert forecast["mapePercent"] == 0.0 and forecast["decidedSyncs"] == 9
+    assert forecast["scaleDownsCausedByForecast"] == 0 and forecast["ignored"] == []
+    assert forecast["lines"]["queue_rate"][0]["actual"] == pd.LOW
+    assert document["difference"]["underProvisionedChange"] == -1.0
+    text = render_comparison([reactive_report, predictive_report], result.divergence)
+    row = next(line for line in text.splitlines() if line.startswith("forecast error (MAPE)"))
+    assert row.split()[-4:] == ["-", "0.0", "%", "(seasonalNaive)"]
+    assert "predictive.yaml against" in text and "under-provisioned pod-seconds -100.0 %" in text
+    single = render_text(predictive_report)
+    assert "forecast (seasonalNaive)  MAPE 0.0 %" in single and "scale-downs it caused: 0" in single
