@@ -101,6 +101,12 @@ def render_comparison(reports: Sequence[Report], divergence: Divergence) -> str:
     if any(r.forecast is not None for r in reports):
         rows.append(("forecast error (MAPE)", [_forecast_error(r) for r in reports]))
         rows.append(("forecast decided", [_time(r, r.forecast.decided_syncs) if r.forecast else "-" for r in reports]))
+        rows.append(
+            (
+                "scale-downs the forecast caused",
+                [str(r.forecast.caused_scale_downs) if r.forecast else "-" for r in reports],
+            )
+        )
     keys = sorted(
         {k for r in reports for k in r.limits}, key=lambda k: -sum(r.limits[k].syncs for r in reports if k in r.limits)
     )
