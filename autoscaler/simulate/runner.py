@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from autoscaler.core.decision import TargetState
 from autoscaler.core.hvpa.decision import VpaObservation
 from autoscaler.core.pause_spec import pause_annotation_items
+from autoscaler.core.prediction.forecast import Forecast
 from autoscaler.core.sync import SyncInputs, SyncState, sync
 from autoscaler.core.sync_step import StepResult
 from autoscaler.simulate.hvpa_steps import carried_requests, closed_loop_pods, demand_vpa
@@ -36,13 +38,16 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
     results: list[StepResult] = []
     created = scenario.steps[0].at if scenario.steps else 0.0  # the target exists from the first step on
     annotations: tuple[tuple[str, str], ...] = ()  # the pause annotations in effect (a step's replace them)
+    forecasts: Mapping[str, Forecast] | None = None  # spec.prediction: the forecasts in effect (a step's replace them)
     for step in scenario.steps:
         if step.replicas is not None:
             replicas = step.replicas
         if step.annotations is not None:
             annotations = pause_annotation_items(step.annotations)
+        if step.forecasts is not None:
+            forecasts = step.forecasts
         observation = observation_for(scenario, step, replicas)
-        inputs = SyncInputs(observation=observation, created=created, annotations=annotations)
+        inputs = SyncInputs(observation=observation, created=created, annotations=annotations, forecasts=forecasts)
         hvpa = step.hvpa
         if hvpa is not None:
             if hvpa.last_scale_time is not None:
@@ -60,6 +65,7 @@ def run_scenario(scenario: Scenario) -> list[StepResult]:
                 clock=hvpa.clock,
                 created=created,
                 annotations=annotations,
+                forecasts=forecasts,
             )
         outcome = sync(scenario.spec, inputs, state, scenario.settings, step.at)
         state = outcome.state

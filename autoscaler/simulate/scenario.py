@@ -33,11 +33,13 @@ from autoscaler.core.observation import (
     ScaleInfo,
 )
 from autoscaler.core.pause_state import PauseState
+from autoscaler.core.prediction.forecast import Forecast
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.settings_parse import SCENARIO_SUFFIX, read_controller_settings
 from autoscaler.core.spec import MetricSourceType, MetricSpec, TargetSpec
 from autoscaler.core.spec_parse import read_target_spec
 from autoscaler.simulate.annotation_steps import ANNOTATIONS_STEP_KEY, read_status_pause, read_step_annotations
+from autoscaler.simulate.forecast_steps import FORECASTS_STEP_KEY, read_step_forecasts
 from autoscaler.simulate.health_status import read_metric_health
 from autoscaler.simulate.history_status import MAX_TIME, read_history
 from autoscaler.simulate.history_status import scenario_time as _time
@@ -79,6 +81,8 @@ class ScenarioStep:
     observed: ObservedInputs | None = None  # what a recorded sync observed exactly (simulate/observed.py)
     # The target's annotations from this step on (a pause set with kubectl annotate); None: as before.
     annotations: Mapping[str, str] | None = None
+    # spec.prediction: the forecasts from this step on, by metric name (simulate/forecast_steps.py); None: as before.
+    forecasts: Mapping[str, Forecast] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +136,8 @@ def _scenario(data: object, errors: ErrorList) -> Scenario | None:
             hvpa = read_hvpa_step(step.extra, path, step.at, spec, index == 0, clock, errors)
             observed = read_observed(element, path, step.at, spec, errors)
             annotations = read_step_annotations(element, path, errors)
-            steps.append(replace(step, hvpa=hvpa, observed=observed, annotations=annotations))
+            forecasts = read_step_forecasts(element, path, errors)
+            steps.append(replace(step, hvpa=hvpa, observed=observed, annotations=annotations, forecasts=forecasts))
     if isinstance(raw_steps, list) and not raw_steps:
         root.error("steps", "must list at least one step")
     root.finish()
@@ -198,7 +203,7 @@ def _step(obj: Obj | None, *, first: bool, index: int) -> ScenarioStep | None:
         else:
             obj.errors.add(path, "must be a metric name")
     extra = {key: obj.raw(key) for key in EXTENSION_STEP_KEYS if obj.has(key)}
-    obj.mark_known(*EXTENSION_STEP_KEYS, *OBSERVED_STEP_KEYS, ANNOTATIONS_STEP_KEY)
+    obj.mark_known(*EXTENSION_STEP_KEYS, *OBSERVED_STEP_KEYS, ANNOTATIONS_STEP_KEY, FORECASTS_STEP_KEY)
     obj.finish()
     if at is None:
         return None
