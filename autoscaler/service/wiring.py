@@ -38,6 +38,8 @@ from autoscaler.service.cluster.caches import ClusterCaches
 from autoscaler.service.cluster.sharding import ShardingSettings
 from autoscaler.service.cluster.targets import Target
 from autoscaler.service.manager import Manager
+from autoscaler.service.prediction.cache import ForecastCache
+from autoscaler.service.prediction.gauges import ForecastCollector
 from autoscaler.service.settings import ServiceSettings
 from autoscaler.service.sync.batcher import MetricsBatcher, ReadMany
 from autoscaler.service.sync.reconciler import SyncContext, SyncReports
@@ -87,6 +89,7 @@ class SyncHooks:
     recorder: SyncRecorder | None = None  # autoscaler run --record FILE
     clock: Callable[[], float] | None = None  # decisions' "now"; a ProcessClock's unless given
     backend_health: BackendHealths | None = None  # each backend's health, which every sync reports to
+    forecasts: ForecastCache | None = None  # spec.prediction's forecasts, refreshed in the background
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ def build_sync_parts(
         relist_policy=kubernetes.relists,
     )
     scales = ClusterScales(cluster.deployment, ScaleAccess(kube))
-    view = CachedView(cluster, pods, scales, batcher)
+    view = CachedView(cluster, pods, scales, batcher, hooks.forecasts)
     events = EventRecorder(
         kube, instance=event_instance(hooks.identity, sharding), on_dropped=hooks.metrics.count_event_dropped
     )
@@ -194,7 +197,13 @@ async def build_service(
         return not stopping() and may_finish()
 
     recorder = SyncRecorder(record, settings.controller) if record else None
-    hooks = SyncHooks(metrics, may_write, may_finish, identity, recorder, reporting.clock.now, reporting.backends)
+    # spec.prediction: each forecast metric's history read from its backend in the background (service/prediction).
+    forecasts = ForecastCache(lambda name: backends[name].client if name in backends else None, reporting.clock.now)
+    clients.push_async_callback(forecasts.close)
+    metrics.registry.register(ForecastCollector(forecasts.states))
+    hooks = SyncHooks(
+        metrics, may_write, may_finish, identity, recorder, reporting.clock.now, reporting.backends, forecasts
+    )
     sync = build_sync_parts(settings, kube, router.read, hooks, static=static_targets is not None)
     sync.writer.redaction = reporting.secrets
     manager = Manager(sync, static_targets=static_targets, on_targets=metrics.set_targets)

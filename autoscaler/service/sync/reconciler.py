@@ -254,11 +254,18 @@ class TargetReconciler:
             observation = await self._observer.observe(
                 self._target, spec, scale, read_metrics=reads_metrics(spec), slot=slot
             )
+            # spec.prediction: the forecasts last made, read from the view's cache (made in the background).
+            forecasts = (
+                self._view.forecasts(self._target, spec, scale.selector or "", self.period, now)
+                if spec.prediction is not None
+                else None
+            )
             if spec.hvpa is None:
                 inputs = SyncInputs(
                     observation=observation,
                     created=self._target.metadata.created,
                     annotations=self._target.metadata.pause_annotations,
+                    forecasts=forecasts,
                 )
             else:
                 inputs = SyncInputs(
@@ -268,6 +275,7 @@ class TargetReconciler:
                     clock=now,
                     created=self._target.metadata.created,
                     annotations=self._target.metadata.pause_annotations,
+                    forecasts=forecasts,
                 )
             plan = plan_sync(spec, inputs, state, self._context.settings, now)
             held = hold(

@@ -18,6 +18,7 @@ from autoscaler.core.hvpa.decision import VpaObservation
 from autoscaler.core.hvpa.vpa import read_vpa_status
 from autoscaler.core.observation import ContainerInfo, MetricReading
 from autoscaler.core.other_autoscalers import api_group, scaled_by
+from autoscaler.core.prediction.forecast import Forecast
 from autoscaler.core.spec import TargetSpec
 from autoscaler.kube.labels import LabelSelector
 from autoscaler.kube.pods import PodIndex
@@ -27,6 +28,7 @@ from autoscaler.kube.watch import Key
 from autoscaler.prometheus.queries import TargetQuery
 from autoscaler.service.cluster.caches import ClusterCaches
 from autoscaler.service.cluster.targets import Target
+from autoscaler.service.prediction.cache import ForecastCache
 from autoscaler.service.sync.batcher import MetricsBatcher
 from autoscaler.service.sync.scales import ClusterScales
 from autoscaler.values.fields import ErrorList
@@ -70,12 +72,26 @@ class ClusterView(Protocol):
     def read_metrics(self, query: TargetQuery) -> Awaitable[list[MetricReading]]:
         """The target's metric readings now, one per metric of its spec."""
 
+    def forecasts(
+        self, target: Target, spec: TargetSpec, selector: str, period: float, now: float
+    ) -> Mapping[str, Forecast] | None:
+        """With ``spec.prediction``, its metrics' forecasts as last made (made in the background, never in a
+        sync's path: service/prediction/cache.py); None: the service makes none."""
+
 
 class CachedView:
     """:class:`ClusterView` from the service's caches, its scale access and its metrics batcher."""
 
-    def __init__(self, caches: ClusterCaches, pods: PodIndex, scales: ClusterScales, batcher: MetricsBatcher) -> None:
+    def __init__(
+        self,
+        caches: ClusterCaches,
+        pods: PodIndex,
+        scales: ClusterScales,
+        batcher: MetricsBatcher,
+        forecasts: ForecastCache | None = None,
+    ) -> None:
         self._caches = caches
+        self._forecasts = forecasts
         self._pods = pods
         self._scales = scales
         self._batcher = batcher
@@ -202,6 +218,14 @@ class CachedView:
         # each coroutine it waits in is one more object the cyclic collector walks
         # (docs/benchmarks-history.md, "Start-up, `/metrics`, shorter pauses").
         return self._batcher.read(query)
+
+    def forecasts(
+        self, target: Target, spec: TargetSpec, selector: str, period: float, now: float
+    ) -> Mapping[str, Forecast] | None:
+        cache = self._forecasts
+        if cache is None:
+            return None
+        return cache.current(target.namespace, target.name, spec, selector, period, now)
 
 
 def vpa_for(vpas: Iterable[Mapping[str, Any]], namespace: str, spec: TargetSpec) -> Mapping[str, Any] | None:
