@@ -58,6 +58,7 @@ NOT_ON_THE_PATH: dict[str, str] = {
     "autoscaler.prometheus.sample_times": RECORDS,  # how old a sample may be
     "autoscaler.prometheus.sample_values": RECORDS,  # a sample's text into milli-units
     "autoscaler.core.activation": UNUSED_STEP,
+    "autoscaler.core.prediction.condition": UNUSED_STEP,  # the Predicting condition: none without spec.prediction
     "autoscaler.core.composite": UNUSED_STEP,
     "autoscaler.core.pause": UNUSED_STEP,
     "autoscaler.core.other_autoscalers": UNUSED_STEP,  # hold(): None while nothing else scales the workload
