@@ -7,7 +7,7 @@ everything it holds until then. Pure Python's closures make no cycle, but compil
 functions close over an environment object that holds them in turn when one calls another, so the modules
 ``autoscaler/native.py`` lists define none: with the
 coroutine modules compiled, the service's memory grew by the weight of each period's readings
-(BENCHMARKS.md, "Cyclic garbage of the compiled build"). CI runs these on the compiled modules.
+(docs/benchmarks-history.md, "Cyclic garbage of the compiled build"). CI runs these on the compiled modules.
 """
 
 from __future__ import annotations
