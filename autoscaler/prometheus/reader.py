@@ -64,7 +64,8 @@ log = logging.getLogger(__name__)
 
 _WARNINGS_REMEMBERED = 1000  # distinct warning texts already logged (forgotten all at once past this)
 # Targets planned per turn of the event loop: a 10,000-target service's batch holds ~700 (a 1 s window),
-# planned in one go in 50-110 ms (BENCHMARKS.md, "Where the loop stalls"); 200 is a few milliseconds.
+# planned in one go in 50-110 ms (docs/benchmarks-history.md, "Where the loop stalls"); 200 is a few
+# milliseconds.
 _PLANNED_PER_TURN = 200
 
 # Told each target's readings (its index in the read's list) as soon as all its metrics have one.
