@@ -138,7 +138,6 @@ def build_sync_parts(
     )
     context = SyncContext(
         settings.controller,
-        sync.period_seconds,
         settings.serving.dry_run,
         Schedule(sync.period_seconds, sync.jitter),
         asyncio.Semaphore(sync.concurrency),

@@ -4,9 +4,8 @@ new reconciler's first sync comes. The running service's targets on their period
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
-
-import pytest
 
 from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
@@ -16,12 +15,11 @@ from autoscaler.service.sync.schedule import Schedule, TickTimers
 from autoscaler.service.telemetry.metrics_sink import NullMetrics
 
 
-def context(period: float, grid: float | None = None) -> SyncContext:
+def context(period: float) -> SyncContext:
     return SyncContext(
         ControllerSettings(),
-        period,
         False,
-        Schedule(period if grid is None else grid, 0.1),
+        Schedule(period, 0.1),
         asyncio.Semaphore(1),
         lambda: 0.0,
         TickTimers(),
@@ -50,9 +48,11 @@ def test_a_target_syncs_on_its_own_period_else_the_services() -> None:
     assert sync.period_of(spec(syncPeriodSeconds=5)) == 5.0
 
 
-def test_the_schedules_grid_is_the_sync_period() -> None:
-    with pytest.raises(ValueError, match="grid"):
-        context(15.0, grid=30.0)
+def test_the_schedules_grid_is_the_sync_period_stated_once() -> None:
+    sync = context(30.0)
+    assert sync.period == sync.schedule.period == 30.0
+    # No second spelling of it that could disagree with the grid.
+    assert "period" not in {field.name for field in dataclasses.fields(sync)}
 
 
 def test_a_new_reconcilers_first_sync() -> None:

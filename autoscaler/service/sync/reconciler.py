@@ -82,12 +82,11 @@ class SyncContext:
     """What every reconciler shares besides the cluster: the settings it decides with, when it syncs,
     how many syncs work at once, where it reports, and its clock.
 
-    The one owner of the sync period: ``period`` is the service's (``sync.periodSeconds``, the grid of
-    ``schedule``, which must be the same), :meth:`period_of` a target's, :meth:`first_delay` when a new
+    The one owner of the sync period: ``period`` is the service's (``sync.periodSeconds``: the grid of
+    ``schedule``, stated once there), :meth:`period_of` a target's, :meth:`first_delay` when a new
     reconciler's first sync comes."""
 
     settings: ControllerSettings
-    period: float  # the service's; a target's own is period_of's answer
     dry_run: bool
     schedule: Schedule
     semaphore: asyncio.Semaphore
@@ -95,9 +94,10 @@ class SyncContext:
     timers: TickTimers  # one loop timer per tick, its waits done through the pacer (service/sync/schedule.py)
     reports: SyncReports
 
-    def __post_init__(self) -> None:
-        if self.schedule.period != self.period:
-            raise ValueError(f"the schedule's grid ({self.schedule.period}s) is not the sync period ({self.period}s)")
+    @property
+    def period(self) -> float:
+        """The service's sync period (a target's own is :meth:`period_of`'s answer)."""
+        return self.schedule.period
 
     def period_of(self, spec: TargetSpec) -> float:
         """How often a target syncs: its spec's ``syncPeriodSeconds`` (KEDA's pollingInterval), else the
