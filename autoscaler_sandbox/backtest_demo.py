@@ -1,4 +1,4 @@
-"""``autoscaler backtest --demo``: a backtest with nothing to set up.
+"""``autoscaler backtest --demo-day``: a backtest with nothing to set up.
 
 A day of synthetic history for Deployment ``shop/web``, as kube-state-metrics and cAdvisor would have
 recorded it while an HPA with :data:`CURRENT`'s spec scaled it (the history is made by the decision
@@ -148,7 +148,7 @@ def history(current_spec_path: str) -> str:
 
 
 def write_specs(directory: Path) -> tuple[Path, Path]:
-    """:data:`CURRENT` and :data:`PROPOSED` as files (what ``--demo`` replays when given no TARGET.yaml)."""
+    """:data:`CURRENT` and :data:`PROPOSED` as files (what ``--demo-day`` replays when given no TARGET.yaml)."""
     current, proposed = directory / "current.yaml", directory / "proposed.yaml"
     current.write_text(yaml.safe_dump(CURRENT, sort_keys=False), encoding="utf-8")
     proposed.write_text(yaml.safe_dump(PROPOSED, sort_keys=False), encoding="utf-8")
@@ -160,7 +160,7 @@ def demo_prometheus() -> Iterator[str]:
     """A private Prometheus holding the synthetic day; yields its URL, and stops it on exit."""
     missing = [name for name in ("prometheus", "promtool") if find_binary(name) is None]
     if missing:
-        raise DemoUnavailable(f"--demo needs {' and '.join(missing)} (Debian package 'prometheus')")
+        raise DemoUnavailable(f"--demo-day needs {' and '.join(missing)} (Debian package 'prometheus')")
     with tempfile.TemporaryDirectory(prefix="autoscaler-backtest-demo-") as directory:
         current, _ = write_specs(Path(directory))
         # Backfilled data has no staleness markers: a short lookback makes a removed pod vanish at once,

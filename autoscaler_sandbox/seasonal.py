@@ -1,6 +1,6 @@
 """A week of request-rate history with a daily morning ramp (and a random walk that never repeats), as
 Prometheus would hold it while a reactive autoscaler scaled the workload: the predictive scale-up demo
-(``autoscaler backtest --demo-week``) and its benchmark (``bench/prediction.py``) replay it.
+(``autoscaler backtest --demo``) and its benchmark (``bench/prediction.py``) replay it.
 
 The workload is Deployment ``shop/web``, scaled on an External metric, ``shop_http_requests_per_second``
 (AverageValue 10 per pod: the ideal count is the rate ÷ 10). The history holds the rate, the Deployment's
@@ -180,13 +180,13 @@ def specs_text() -> Sequence[tuple[str, dict[str, Any]]]:
     return (("reactive.yaml", REACTIVE), ("predictive.yaml", PREDICTIVE))
 
 
-# What ``--demo-week`` replays: the last four days (the first three are the forecast's history).
+# What ``--demo`` replays: the last four days (the first three are the forecast's history).
 REPLAY_FROM = START + 3 * DAY
 REPLAY_TO = START + DAYS * DAY - STEP
 
 
 def write_specs(directory: Path) -> tuple[Path, Path]:
-    """:data:`REACTIVE` and :data:`PREDICTIVE` as files (what ``--demo-week`` compares without TARGET.yaml)."""
+    """:data:`REACTIVE` and :data:`PREDICTIVE` as files (what ``--demo`` compares without TARGET.yaml)."""
     paths = []
     for name, spec in specs_text():
         path = directory / name
@@ -200,7 +200,7 @@ def week_prometheus(rate: Callable[[float], float] = seasonal_rate) -> Iterator[
     """A private Prometheus holding the week of ``rate``; yields its URL, and stops it on exit."""
     missing = [name for name in ("prometheus", "promtool") if find_binary(name) is None]
     if missing:
-        raise DemoUnavailable(f"--demo-week needs {' and '.join(missing)} (Debian package 'prometheus')")
+        raise DemoUnavailable(f"--demo needs {' and '.join(missing)} (Debian package 'prometheus')")
     # Samples every 30 s, read at the syncs' own times: a short lookback makes a removed pod vanish at once.
     prometheus = PrometheusSandbox(extra_args=["--query.lookback-delta=25s"])
     try:

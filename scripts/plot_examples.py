@@ -3,7 +3,7 @@
     python scripts/plot_examples.py            # writes docs/images/*.png and prints the reports
 
 1. ``autoscaler simulate config/scenarios/quickstart.yaml --plot docs/images/simulate-quickstart.png``.
-2. The day of synthetic history of ``autoscaler backtest --demo`` (``autoscaler_sandbox/backtest_demo.py``),
+2. The day of synthetic history of ``autoscaler backtest --demo-day`` (``autoscaler_sandbox/backtest_demo.py``),
    loaded with promtool into a private Prometheus; then ``autoscaler backtest current.yaml --compare
    proposed.yaml --plot docs/images/backtest-example.png``.
 """

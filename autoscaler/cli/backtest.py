@@ -49,22 +49,23 @@ def add_parser(sub: Subcommands) -> None:
         "target",
         metavar="TARGET.yaml",
         nargs="?",
-        help="a target spec, or a ScalingTarget object (with --demo: optional, and it must scale Deployment shop/web)",
+        help="a target spec, or a ScalingTarget object (with --demo or --demo-day: optional, and it must scale "
+        "Deployment shop/web)",
     )
     parser.add_argument(
         "--demo",
         action="store_true",
-        help="nothing to set up: a synthetic day of history for Deployment shop/web in a private "
-        "Prometheus (needs the prometheus and promtool binaries); without TARGET.yaml, the spec "
-        "that scaled it is compared with a proposed one",
+        help="nothing to set up: a week of request-rate history for Deployment shop/web with a morning ramp each "
+        "day, in a private Prometheus (needs the prometheus and promtool binaries): the last four days replayed "
+        "(the first three are the forecast's history), pods starting in 90s (unless --pod-startup says "
+        "otherwise); without TARGET.yaml, a reactive spec is compared with the same spec predicting "
+        "(spec.prediction, docs/prediction.md)",
     )
     parser.add_argument(
-        "--demo-week",
+        "--demo-day",
         action="store_true",
-        help="like --demo, with a week of request-rate history with a morning ramp each day: the last four days "
-        "replayed (the first three are the forecast's history), pods starting in 90s (unless --pod-startup "
-        "says otherwise); without TARGET.yaml, a reactive spec is compared with the same spec predicting "
-        "(spec.prediction, docs/prediction.md)",
+        help="like --demo, with a day of history (CPU, pods, replicas as kube-state-metrics reports them); "
+        "without TARGET.yaml, the spec that scaled it is compared with a proposed one",
     )
     parser.add_argument("--prometheus", metavar="URL", help="where Prometheus answers (or prometheus.url in --config)")
     parser.add_argument(
@@ -226,16 +227,16 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         check_outputs(args.plot)
     except PlotError as exc:
         return _fail(str(exc))
-    if args.demo and args.demo_week:
-        return _fail("--demo and --demo-week: choose one (a day, or a week with a morning ramp)")
+    if args.demo and args.demo_day:
+        return _fail("--demo and --demo-day: choose one (a week with a morning ramp, or a day)")
     if args.demo:
         return _demo(args)
-    if args.demo_week:
-        return _demo_week(args)
+    if args.demo_day:
+        return _demo_day(args)
     if args.target is None:
-        return _fail("TARGET.yaml is required (or --demo, which needs nothing)")
+        return _fail("TARGET.yaml is required (or --demo / --demo-day, which need nothing)")
     if args.start is None:
-        return _fail("--from is required (or --demo / --demo-week, which replay their own history)")
+        return _fail("--from is required (or --demo / --demo-day, which replay their own history)")
     try:
         settings = read_settings(args)
     except SpecError as exc:
@@ -295,12 +296,12 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _demo(args: argparse.Namespace) -> int:
-    """``--demo``: the same backtest, against a private Prometheus holding a synthetic day."""
+def _demo_day(args: argparse.Namespace) -> int:
+    """``--demo-day``: the same backtest, against a private Prometheus holding a synthetic day."""
     from autoscaler.cli.demo import SANDBOX_MISSING, sandbox_installed
 
     if not sandbox_installed():
-        return fail("backtest", f"--demo: {SANDBOX_MISSING}", EXIT_FAILED)
+        return fail("backtest", f"--demo-day: {SANDBOX_MISSING}", EXIT_FAILED)
     from autoscaler_sandbox.backtest_demo import END, START, STEP, DemoUnavailable, demo_prometheus, write_specs
     from autoscaler_sandbox.prometheus import SandboxError
 
@@ -310,7 +311,7 @@ def _demo(args: argparse.Namespace) -> int:
         if value is not None
     ]
     if given or args.end != "now":
-        return _fail(f"--demo brings its own Prometheus and day: leave out {', '.join(given) or '--to'}")
+        return _fail(f"--demo-day brings its own Prometheus and day: leave out {', '.join(given) or '--to'}")
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="autoscaler-backtest-demo-") as directory:
@@ -320,7 +321,7 @@ def _demo(args: argparse.Namespace) -> int:
         try:
             with demo_prometheus() as url:
                 print(
-                    f"autoscaler backtest --demo: a synthetic day ({rfc3339_millis(START)} to "
+                    f"autoscaler backtest --demo-day: a synthetic day ({rfc3339_millis(START)} to "
                     f"{rfc3339_millis(END)}) of Deployment shop/web, scaled by {Path(current).name}'s spec, in a "
                     f"private Prometheus at {url}",
                     file=sys.stderr,
@@ -328,7 +329,7 @@ def _demo(args: argparse.Namespace) -> int:
                 demo_args = argparse.Namespace(
                     **{
                         **vars(args),
-                        "demo": False,
+                        "demo_day": False,
                         "prometheus": url,
                         "start": str(int(START)),
                         "end": str(int(END)),
@@ -342,13 +343,13 @@ def _demo(args: argparse.Namespace) -> int:
             return fail("backtest", f"the demo's Prometheus did not start: {exc}", EXIT_FAILED)
 
 
-def _demo_week(args: argparse.Namespace) -> int:
-    """``--demo-week``: a week of seasonal request-rate history in a private Prometheus; the last four days
+def _demo(args: argparse.Namespace) -> int:
+    """``--demo``: a week of seasonal request-rate history in a private Prometheus; the last four days
     replayed, the reactive spec against the same spec predicting (docs/prediction.md)."""
     from autoscaler.cli.demo import SANDBOX_MISSING, sandbox_installed
 
     if not sandbox_installed():
-        return fail("backtest", f"--demo-week: {SANDBOX_MISSING}", EXIT_FAILED)
+        return fail("backtest", f"--demo: {SANDBOX_MISSING}", EXIT_FAILED)
     from autoscaler_sandbox.backtest_demo import DemoUnavailable
     from autoscaler_sandbox.prometheus import SandboxError
     from autoscaler_sandbox.seasonal import POD_STARTUP, REPLAY_FROM, REPLAY_TO, STEP, week_prometheus, write_specs
@@ -359,7 +360,7 @@ def _demo_week(args: argparse.Namespace) -> int:
         if value is not None
     ]
     if given or args.end != "now":
-        return _fail(f"--demo-week brings its own Prometheus and week: leave out {', '.join(given) or '--to'}")
+        return _fail(f"--demo brings its own Prometheus and week: leave out {', '.join(given) or '--to'}")
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="autoscaler-backtest-demo-week-") as directory:
@@ -369,7 +370,7 @@ def _demo_week(args: argparse.Namespace) -> int:
         try:
             with week_prometheus() as url:
                 print(
-                    f"autoscaler backtest --demo-week: a synthetic week of Deployment shop/web's request rate, with "
+                    f"autoscaler backtest --demo: a synthetic week of Deployment shop/web's request rate, with "
                     f"a morning ramp each day, scaled by {reactive.name}'s spec, in a private Prometheus at {url}; "
                     f"replaying {rfc3339_millis(REPLAY_FROM)} to {rfc3339_millis(REPLAY_TO)}",
                     file=sys.stderr,
@@ -377,7 +378,7 @@ def _demo_week(args: argparse.Namespace) -> int:
                 week_args = argparse.Namespace(
                     **{
                         **vars(args),
-                        "demo_week": False,
+                        "demo": False,
                         "prometheus": url,
                         "start": str(int(REPLAY_FROM)),
                         "end": str(int(REPLAY_TO)),

@@ -285,8 +285,26 @@ def test_settings_file_gives_prometheus_step_and_controller(
 
 
 @pytest.mark.prometheus
-def test_demo_needs_nothing_but_the_binaries(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_demo_replays_a_week_and_the_forecast_meets_the_morning_ramp(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--demo`` (issue 40): a week of history with a morning ramp, the reactive spec beside the same spec
+    predicting; the difference is the one docs/prediction.md shows."""
     assert backtest("--demo", "--no-progress", "--output", "json") == 0
+    captured = capsys.readouterr()
+    runs = {run["label"]: run for run in json.loads(captured.out)["runs"]}
+    assert list(runs) == ["reactive.yaml", "predictive.yaml"]
+    reactive, predictive = runs["reactive.yaml"], runs["predictive.yaml"]
+    assert reactive["forecast"] is None
+    assert predictive["forecast"]["decidedSyncs"] > 0 and predictive["forecast"]["scaleDownsCausedByForecast"] == 0
+    under = {label: run["provisioning"]["underProvisionedPodSeconds"] for label, run in runs.items()}
+    assert 0 < under["predictive.yaml"] <= under["reactive.yaml"] / 2, under
+    hours = {label: run["provisioning"]["replicaHours"] for label, run in runs.items()}
+    assert hours["predictive.yaml"] <= hours["reactive.yaml"] * 1.10, hours
+    assert "a synthetic week of Deployment shop/web's request rate" in captured.err
+
+
+@pytest.mark.prometheus
+def test_the_day_demo_needs_nothing_but_the_binaries(capsys: pytest.CaptureFixture[str]) -> None:
+    assert backtest("--demo-day", "--no-progress", "--output", "json") == 0
     captured = capsys.readouterr()
     document = json.loads(captured.out)
     labels = [run["label"] for run in document["runs"]] if "runs" in document else None
@@ -297,9 +315,9 @@ def test_demo_needs_nothing_but_the_binaries(capsys: pytest.CaptureFixture[str])
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--demo", "--from", "-1h"], "--demo brings its own Prometheus and day: leave out --from"),
-        (["--demo-week", "--to", "-1h"], "--demo-week brings its own Prometheus and week: leave out --to"),
-        (["--demo", "--demo-week"], "--demo and --demo-week: choose one"),
+        (["--demo-day", "--from", "-1h"], "--demo-day brings its own Prometheus and day: leave out --from"),
+        (["--demo", "--to", "-1h"], "--demo brings its own Prometheus and week: leave out --to"),
+        (["--demo", "--demo-day"], "--demo and --demo-day: choose one"),
         (["--prometheus", "http://127.0.0.1:1", "--from", "-1h"], "TARGET.yaml is required (or --demo"),
         (["web.yaml", "--prometheus", "http://127.0.0.1:1"], "--from is required (or --demo"),
     ],

@@ -38,7 +38,10 @@ def autoscaler(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize(("args", "command"), [(("demo",), "demo"), (("backtest", "--demo"), "backtest")])
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [(("demo",), "demo"), (("backtest", "--demo"), "backtest"), (("backtest", "--demo-day"), "backtest")],
+)
 def test_a_demo_without_the_sandbox_says_where_it_comes_from(args: tuple[str, ...], command: str) -> None:
     result = autoscaler(*args)
     assert result.returncode == 1, result.stderr
