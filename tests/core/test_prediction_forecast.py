@@ -1,4 +1,4 @@
-"""The forecast against series with known answers: a pure sine, a step, a linear trend, gaps, too short or
+"""The forecast against series with known answers: a pure sine, a step, a linear trend, gaps, a reset, too short or
 stale a history, a high error; and the forecast line each of whose points uses only earlier data."""
 
 from __future__ import annotations
@@ -105,6 +105,24 @@ def test_gaps_and_non_finite_values_are_crossed() -> None:
     assert naive.usable and naive.value == pytest.approx(sine(at), rel=0.01)
     holt = forecast(history, at, spec(PredictionModel.HOLT_WINTERS))
     assert holt.usable and holt.value == pytest.approx(sine(at), rel=0.03)
+
+
+def test_a_reset_a_season_back_is_repeated_by_seasonal_naive_smoothed_by_holt_winters() -> None:
+    """A restart a season ago read 0 for three steps (a counter's reset as a rate that does not absorb it).
+    Seasonal naive repeats it at that instant (a forecast of 0: a floor that asks for nothing, never a
+    lower count); Holt-Winters smooths it to near the curve; the error rises but stays under the bound; and
+    over the span the syncs look ahead to (``until``) the curve's larger values stand."""
+    history = series(3, sine)
+    at = at_after(history)
+    reset = at - DAY
+    history = [(t, 0.0 if abs(t - reset) <= STEP else v) for t, v in history]
+    naive = forecast(history, at, spec(PredictionModel.SEASONAL_NAIVE))
+    assert naive.usable and naive.value == 0.0
+    assert naive.error_percent is not None and 0.5 < naive.error_percent < 25
+    holt = forecast(history, at, spec(PredictionModel.HOLT_WINTERS))
+    assert holt.usable and holt.value == pytest.approx(sine(at), rel=0.06)
+    over = forecast(history, at, spec(PredictionModel.SEASONAL_NAIVE), until=at + 2 * STEP)
+    assert over.value == pytest.approx(sine(at + 2 * STEP))
 
 
 def test_seasonal_naive_looks_a_season_further_back_across_a_gap() -> None:
