@@ -71,6 +71,9 @@ class Manager:
             self.cluster.listen_to_targets(self._target_event)
         self.running: dict[Key, Running] = {}
         self.invalid: dict[Key, Target] = {}
+        # Invalid targets whose condition and Event this term has written (a term that could not write them,
+        # its leadership lost or the write failed, leaves them for the next event or term to report).
+        self._reported_invalid: set[Key] = set()
         # The last status of targets without a running reconciler, for /api/targets only: a new term
         # restores from the server, never from here (an older term's memory, see activate).
         self.statuses: dict[Key, Mapping[str, Any]] = {}
@@ -141,6 +144,7 @@ class Manager:
         """Stop every reconciler now (leadership lost or shutting down), all in one go; caches keep running."""
         self._active = False
         self._left.clear()
+        self._reported_invalid.clear()  # a new term reports them again: the last term's writes may not have landed
         changes, self._tasks = self._tasks, []  # this term's: the next starts its own (two would race on a target)
         # Their last statuses are kept for /api/targets, but not at shutdown: 10,000 parsed for no one.
         ours = [*self.running, *self.invalid]
@@ -181,6 +185,7 @@ class Manager:
                 await self._stop(key)
                 self._forget(key)
                 self.invalid.pop(key, None)
+                self._reported_invalid.discard(key)
                 self.statuses.pop(key, None)
                 log.info(
                     "target gone: reconciler stopped",
@@ -224,6 +229,7 @@ class Manager:
             await self._report_invalid(target)
             return
         self.invalid.pop(key, None)
+        self._reported_invalid.discard(key)
         if last_status is None:
             last_status = server_status if server_status is not None else target.status
         reconciler = TargetReconciler(
@@ -260,7 +266,8 @@ class Manager:
         self._forget(target.key)  # no reconciler (any was stopped): the series of its last decision would age
         previous = self.invalid.get(target.key)
         self.invalid[target.key] = target
-        if previous is not None and previous.errors == target.errors and previous.generation == target.generation:
+        same = previous is not None and (previous.errors, previous.generation) == (target.errors, target.generation)
+        if same and target.key in self._reported_invalid:
             return  # reported already (our own status write comes back as a change)
         log.warning(
             "invalid target: skipped",
@@ -280,6 +287,8 @@ class Manager:
             await self.writer.write_status(target, document, target.status)
         except KubeError as exc:
             log.warning("could not write status", namespace=target.namespace, name=target.name, error=str(exc))
+        else:
+            self._reported_invalid.add(target.key)
 
     # -- introspection ------------------------------------------------------------------------------
 

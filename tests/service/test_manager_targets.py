@@ -62,6 +62,33 @@ async def test_invalid_target_is_reported_and_others_go_on(emu: KubeEmulator) ->
             await manager.stop()
 
 
+async def test_an_invalid_target_whose_report_failed_is_reported_by_the_next_term(emu: KubeEmulator) -> None:
+    """Its status write refused (500) in one term: the next term reports it, though its spec did not change
+    (the last term's memory is no proof that the condition landed)."""
+    emu.create(deployment("api", 2))
+    bad = target("broken", "api")
+    bad["spec"]["maxReplicas"] = 0
+    emu.seed(bad)
+    refused = emu.faults.error(500, verb="patch", resource="scalingtargets/status", name="broken")
+    async with emu.api_client() as api:
+        manager = make_manager(emu, api, FakeMetrics())
+        await manager.start_caches()
+        await manager.activate()
+        try:
+            await eventually(lambda: refused.fired >= 1, what="the status write refused")
+            assert "broken" in {name for _, name in manager.invalid}
+            assert condition(status_of(emu, "broken"), "ScalingActive") is None
+            emu.faults.remove(refused)
+            await manager.deactivate()  # leadership lost, and won again
+            await manager.activate()
+            await eventually(
+                lambda: (condition(status_of(emu, "broken"), "ScalingActive") or {}).get("reason") == "InvalidSpec",
+                what="the invalid target's condition, written by the next term",
+            )
+        finally:
+            await manager.stop()
+
+
 async def test_deactivating_stops_every_reconciler_in_one_go(emu: KubeEmulator) -> None:
     for index in range(40):
         emu.create(deployment(f"web-{index}", 2))
