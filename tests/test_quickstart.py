@@ -143,7 +143,7 @@ def newcomer_environment(home: Path) -> dict[str, str]:
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:
     """On the checkout as the README installs it (the interpreted build), as a line of its own at the top level
-    of the script; the compiled build's run beside it is the same command in a copy (.ci/run)."""
+    of the script; the compiled build's run after it is in a copy (.ci/run)."""
     script = CI_RUN.read_text()
     readme_command = quick_start(README.read_text()).tests
     assert readme_command in script.splitlines(), f"{readme_command!r} is not a line of its own in .ci/run"
