@@ -25,6 +25,9 @@ from autoscaler.values.fields import SpecError
 from autoscaler.values.timestamps import rfc3339_millis
 
 if TYPE_CHECKING:  # the replay (aiohttp and all) is imported only when the command runs
+    from collections.abc import Callable, Mapping
+    from contextlib import AbstractContextManager
+
     from autoscaler.backtest.progress import Progress
     from autoscaler.backtest.replay import BacktestOptions, BacktestResult
     from autoscaler.backtest.target import BacktestTarget
@@ -298,95 +301,85 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
 def _demo_day(args: argparse.Namespace) -> int:
     """``--demo-day``: the same backtest, against a private Prometheus holding a synthetic day."""
-    from autoscaler.cli.demo import SANDBOX_MISSING, sandbox_installed
+    refused = _demo_refused(args, "--demo-day", "day")
+    if refused is not None:
+        return refused
+    from autoscaler_sandbox.backtest_demo import END, START, STEP, demo_prometheus, write_specs
 
-    if not sandbox_installed():
-        return fail("backtest", f"--demo-day: {SANDBOX_MISSING}", EXIT_FAILED)
-    from autoscaler_sandbox.backtest_demo import END, START, STEP, DemoUnavailable, demo_prometheus, write_specs
-    from autoscaler_sandbox.prometheus import SandboxError
+    def describe(url: str, spec: Path) -> str:
+        return (
+            f"autoscaler backtest --demo-day: a synthetic day ({rfc3339_millis(START)} to {rfc3339_millis(END)}) of "
+            f"Deployment shop/web, scaled by {spec.name}'s spec, in a private Prometheus at {url}"
+        )
 
-    given = [
-        option
-        for option, value in (("--prometheus", args.prometheus), ("--config", args.config), ("--from", args.start))
-        if value is not None
-    ]
-    if given or args.end != "now":
-        return _fail(f"--demo-day brings its own Prometheus and day: leave out {', '.join(given) or '--to'}")
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="autoscaler-backtest-demo-") as directory:
-        current, proposed = write_specs(Path(directory))
-        if args.target is None:
-            args.target, args.compare = str(current), args.compare or str(proposed)
-        try:
-            with demo_prometheus() as url:
-                print(
-                    f"autoscaler backtest --demo-day: a synthetic day ({rfc3339_millis(START)} to "
-                    f"{rfc3339_millis(END)}) of Deployment shop/web, scaled by {Path(current).name}'s spec, in a "
-                    f"private Prometheus at {url}",
-                    file=sys.stderr,
-                )
-                demo_args = argparse.Namespace(
-                    **{
-                        **vars(args),
-                        "demo_day": False,
-                        "prometheus": url,
-                        "start": str(int(START)),
-                        "end": str(int(END)),
-                        "step": args.step or f"{STEP}s",
-                    }
-                )
-                return cmd_backtest(demo_args)
-        except DemoUnavailable as exc:
-            return _fail(str(exc))
-        except SandboxError as exc:
-            return fail("backtest", f"the demo's Prometheus did not start: {exc}", EXIT_FAILED)
+    replay = {"start": str(int(START)), "end": str(int(END)), "step": args.step or f"{STEP}s"}
+    return _replay_demo(args, write_specs, demo_prometheus, describe, replay)
 
 
 def _demo(args: argparse.Namespace) -> int:
     """``--demo``: a week of seasonal request-rate history in a private Prometheus; the last four days
     replayed, the reactive spec against the same spec predicting (docs/prediction.md)."""
+    refused = _demo_refused(args, "--demo", "week")
+    if refused is not None:
+        return refused
+    from autoscaler_sandbox.seasonal import POD_STARTUP, REPLAY_FROM, REPLAY_TO, STEP, week_prometheus, write_specs
+
+    def describe(url: str, spec: Path) -> str:
+        return (
+            f"autoscaler backtest --demo: a synthetic week of Deployment shop/web's request rate, with a morning "
+            f"ramp each day, scaled by {spec.name}'s spec, in a private Prometheus at {url}; replaying "
+            f"{rfc3339_millis(REPLAY_FROM)} to {rfc3339_millis(REPLAY_TO)}"
+        )
+
+    replay = {
+        "start": str(int(REPLAY_FROM)),
+        "end": str(int(REPLAY_TO)),
+        "step": args.step or f"{STEP}s",
+        "pod_startup": args.pod_startup if args.pod_startup not in ("0", "0s") else f"{POD_STARTUP}s",
+    }
+    return _replay_demo(args, write_specs, week_prometheus, describe, replay)
+
+
+def _demo_refused(args: argparse.Namespace, flag: str, history: str) -> int | None:
+    """A demo's exit code when it cannot run: the sandbox not installed, or an option naming a Prometheus or a
+    time range it brings itself."""
     from autoscaler.cli.demo import SANDBOX_MISSING, sandbox_installed
 
     if not sandbox_installed():
-        return fail("backtest", f"--demo: {SANDBOX_MISSING}", EXIT_FAILED)
-    from autoscaler_sandbox.backtest_demo import DemoUnavailable
-    from autoscaler_sandbox.prometheus import SandboxError
-    from autoscaler_sandbox.seasonal import POD_STARTUP, REPLAY_FROM, REPLAY_TO, STEP, week_prometheus, write_specs
-
+        return fail("backtest", f"{flag}: {SANDBOX_MISSING}", EXIT_FAILED)
     given = [
         option
         for option, value in (("--prometheus", args.prometheus), ("--config", args.config), ("--from", args.start))
         if value is not None
     ]
     if given or args.end != "now":
-        return _fail(f"--demo brings its own Prometheus and week: leave out {', '.join(given) or '--to'}")
+        return _fail(f"{flag} brings its own Prometheus and {history}: leave out {', '.join(given) or '--to'}")
+    return None
+
+
+def _replay_demo(
+    args: argparse.Namespace,
+    write_specs: Callable[[Path], tuple[Path, Path]],
+    prometheus: Callable[[], AbstractContextManager[str]],
+    describe: Callable[[str, Path], str],
+    replay: Mapping[str, str],
+) -> int:
+    """A demo's backtest: its two specs written (the first replayed, the second compared, unless TARGET.yaml is
+    given), its private Prometheus started, and the backtest run against it over ``replay``'s window."""
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="autoscaler-backtest-demo-week-") as directory:
-        reactive, predictive = write_specs(Path(directory))
+    from autoscaler_sandbox.backtest_demo import DemoUnavailable
+    from autoscaler_sandbox.prometheus import SandboxError
+
+    with tempfile.TemporaryDirectory(prefix="autoscaler-backtest-demo-") as directory:
+        first, second = write_specs(Path(directory))
         if args.target is None:
-            args.target, args.compare = str(reactive), args.compare or str(predictive)
+            args.target, args.compare = str(first), args.compare or str(second)
         try:
-            with week_prometheus() as url:
-                print(
-                    f"autoscaler backtest --demo: a synthetic week of Deployment shop/web's request rate, with "
-                    f"a morning ramp each day, scaled by {reactive.name}'s spec, in a private Prometheus at {url}; "
-                    f"replaying {rfc3339_millis(REPLAY_FROM)} to {rfc3339_millis(REPLAY_TO)}",
-                    file=sys.stderr,
-                )
-                week_args = argparse.Namespace(
-                    **{
-                        **vars(args),
-                        "demo": False,
-                        "prometheus": url,
-                        "start": str(int(REPLAY_FROM)),
-                        "end": str(int(REPLAY_TO)),
-                        "step": args.step or f"{STEP}s",
-                        "pod_startup": args.pod_startup if args.pod_startup not in ("0", "0s") else f"{POD_STARTUP}s",
-                    }
-                )
-                return cmd_backtest(week_args)
+            with prometheus() as url:
+                print(describe(url, first), file=sys.stderr)
+                options = {**vars(args), "demo": False, "demo_day": False, "prometheus": url, **replay}
+                return cmd_backtest(argparse.Namespace(**options))
         except DemoUnavailable as exc:
             return _fail(str(exc))
         except SandboxError as exc:
