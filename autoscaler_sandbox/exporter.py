@@ -8,7 +8,9 @@ whatever the caller's event loop is doing (pytest gives each test its own loop).
 * counters growing at a fixed rate: ``exporter.set_rate("container_cpu_usage_seconds_total",
   labels, 0.25)``. They carry explicit sample timestamps, so Prometheus' ``rate()`` sees exact
   slopes (series with explicit timestamps get no staleness markers, so use gauges to test staleness);
-* ``remove``/``clear`` make series disappear (Prometheus then marks them stale).
+* ``remove``/``clear`` make series disappear (Prometheus then marks them stale);
+* ``change_rates`` steps counters to a new rate at one instant, each kept continuous there (a benchmark's
+  step of load); ``renders`` holds the wall-clock times of the latest scrapes (their samples' timestamps).
 """
 
 from __future__ import annotations
@@ -18,11 +20,20 @@ import math
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Iterable, Mapping
 
 from aiohttp import web
 
 LabelKey = tuple[tuple[str, str], ...]
+RENDERS_KEPT = 10_000  # a 1 s scrape's last ~3 hours
+
+
+def continuous_origin(per_second: float, origin: float, new_per_second: float, at: float) -> float:
+    """The origin that makes ``new_per_second × (t - origin')`` equal ``per_second × (t - origin)`` at
+    ``t = at``: the counter changes its slope there without a jump (keeping the old origin would multiply its
+    whole value since then, a burst ``rate()`` reads as hours of extra load)."""
+    return at - per_second * (at - origin) / new_per_second
 
 
 def _escape_label_value(value: str) -> str:
@@ -44,6 +55,9 @@ class MetricsExporter:
         self.host = host
         self.port: int | None = None
         self.scrapes = 0
+        # When each of the latest renders happened (wall clock, as their samples' timestamps): which scrape first
+        # carried a change made at a known instant.
+        self.renders: deque[float] = deque(maxlen=RENDERS_KEPT)
         # Each series with its text before the value (name and labels), made once: rendering 200,000
         # series' labels at every scrape held the interpreter (this thread's) for a second and more.
         self._gauges: dict[str, dict[LabelKey, tuple[str, str]]] = {}  # value, series text
@@ -75,6 +89,19 @@ class MetricsExporter:
             key = tuple(sorted(labels.items()))
             self._rates.setdefault(name, {})[key] = (per_second, start, name + _labels_text(key))
 
+    def change_rates(self, name: str, series: Iterable[Mapping[str, str]], per_second: float) -> float:
+        """Counters ``series`` of ``name`` (each already set by :meth:`set_rate`) grow at ``per_second`` from
+        now on, each continuous now (:func:`continuous_origin`); all at once, so that every scrape carries
+        either none or all of the change. Returns the instant (wall clock) of the change."""
+        keys = [tuple(sorted(labels.items())) for labels in series]
+        with self._lock:
+            now = int(self._clock() * 1000) / 1000  # on the samples' millisecond timestamps (render's)
+            counters = self._rates[name]
+            for key in keys:
+                old, origin, text = counters[key]
+                counters[key] = (per_second, continuous_origin(old, origin, per_second, now), text)
+        return now
+
     def remove(self, name: str, labels: Mapping[str, str]) -> None:
         key = tuple(sorted(labels.items()))
         with self._lock:
@@ -87,10 +114,11 @@ class MetricsExporter:
             self._rates.clear()
 
     def render(self) -> str:
-        now = self._clock()
-        millis = int(now * 1000)
         lines: list[str] = []
         with self._lock:
+            # The clock read under the lock: a render either precedes a change_rates or carries it, in time order.
+            millis = int(self._clock() * 1000)
+            self.renders.append(millis / 1000)
             for _, series in sorted(self._gauges.items()):
                 for value, text in series.values():
                     lines.append(f"{text} {value}")
