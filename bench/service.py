@@ -31,10 +31,11 @@ Phases:
    (how late, failed, lost), service CPU and RSS, Prometheus queries (the service's counter and the
    server's own), Kubernetes API calls by verb, writes, LISTs, the cost of one /metrics scrape (after the
    window: scrapes back to back for a period, the steady rate's CPU taken off, per scrape);
-3b. with ``--brownout SHARE``: that share of Prometheus' queries answered 503 (a proxy between the services
-   and Prometheus, a different few each sync) for ``--brownout-periods``; the API writes of each period, the
-   backend's state as the service reports it, and the time until every target is ScalingActive again
-   (servicebench/brownout.py);
+3b. with ``--outage-periods N``: every Prometheus query answered 503 for N periods (a proxy between the
+   services and Prometheus); with ``--brownout SHARE``: that share of the queries (a different few each sync)
+   answered only past the service's deadline (``--brownout-kind slow``, the default) or 503 (``error``) for
+   ``--brownout-periods``; for each, the API writes of each period, the backend's state as the service reports
+   it, and the time until every target is ScalingActive again (servicebench/brownout.py);
 4. checks: no Deployment was scaled, every target is ScalingActive with both metrics read, no warning in
    a service's log, every goal of issue 13 met (servicebench/goals.py), and each service, sent SIGTERM,
    stopped within its own shutdown budget (5 s) — else the exit code is 1.
@@ -51,6 +52,7 @@ exporter, Prometheus) on the other CPUs: "one core" for the service, measured, n
     python bench/service.py --targets 50 --pods 10 --periods 2 --period 5      # a quick run
     python bench/service.py --targets 1000 --pods 10 --periods 8 --bystanders 1000  # shared namespaces
     python bench/service.py --targets 1000 --pods 4 --periods 2 --brownout 0.7       # a metrics brownout
+    python bench/service.py --targets 1000 --pods 4 --periods 2 --outage-periods 6   # a metrics outage
 
 Every process it starts (the service, Prometheus) is stopped on exit, Ctrl-C included.
 """
@@ -124,10 +126,25 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
         type=float,
         default=0.0,
         metavar="SHARE",
-        help="after the steady window, answer this share of Prometheus' queries 503 (1: an outage) for "
-        "--brownout-periods periods, and report the API writes of each period and the recovery",
+        help="after the steady window (and the outage, if any), fail this share of Prometheus' queries (see "
+        "--brownout-kind) for --brownout-periods periods, and report the API writes of each period and the recovery",
+    )
+    parser.add_argument(
+        "--brownout-kind",
+        choices=("slow", "error"),
+        default="slow",
+        help="how a brownout fails a query: answered only after the service's deadline (slow, the default) or "
+        "503 at once (error)",
     )
     parser.add_argument("--brownout-periods", type=int, default=6, help="periods the brownout lasts (default 6)")
+    parser.add_argument(
+        "--outage-periods",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after the steady window, answer every Prometheus query 503 for N periods (an outage), and report the "
+        "API writes of each period and the recovery",
+    )
     parser.add_argument("--log-level", default="info", help="the service's logging.level")
     parser.add_argument(
         "--set",

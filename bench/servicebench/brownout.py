@@ -1,18 +1,28 @@
-"""A metrics backend that fails (``--brownout SHARE``): what the service writes to the API server meanwhile.
+"""A metrics backend that fails (``--outage-periods``, ``--brownout SHARE``): what the service writes to the API
+server meanwhile.
 
 The services reach Prometheus through :class:`FaultyPrometheus`, a proxy that forwards every request and,
-while its ``share`` is above 0, answers that share of the queries (chosen at random, so a different few
-each sync) ``503 unavailable`` instead: a brownout (1.0: an outage). After the steady window the harness
-turns it on for ``--brownout-periods`` periods and counts the API writes of each period (status patches,
-Events created and counted up; the Lease aside), then turns it off and times how long until every target is
-ScalingActive True again (issue 37, item 5: the writes a period stay flat in the number of targets).
+while its ``share`` is above 0, fails that share of the queries (chosen at random, so a different few each
+sync) in one of two ways:
+
+* ``error``: answered ``503 unavailable`` at once (share 1: an outage, Prometheus down behind its proxy);
+* ``slow``: answered only after ``delay`` seconds, past the service's query deadline (the service gives up
+  first: a Prometheus too loaded to answer in time, the brownout issue 41 names). Held here, never forwarded,
+  so the real Prometheus is not loaded by queries nobody waits for.
+
+After the steady window the harness runs each episode in turn (an outage, then a brownout): the fault for its
+periods, the API writes of each period counted (status patches, Events created and counted up; the Lease
+aside), then the fault off and the time until every target is ScalingActive True again (issues 37 and 41: the
+writes a period stay flat in the number of targets).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import random
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -26,16 +36,28 @@ from servicebench.window import WRITE_VERBS, Harness
 
 # The log lines a failing backend causes by design (service/backends/health.py, prometheus/sending.py): not
 # the warnings the run's checks look for.
-BROWNOUT_WARNINGS = frozenset({"Prometheus degraded", "Prometheus query failed", "Prometheus query timed out"})
+# A slow answer is no answer (service/backends/outage.py): in a brownout the backend is "not reached" again after
+# each query of it that answered in time.
+BROWNOUT_WARNINGS = frozenset(
+    {
+        "Prometheus degraded",
+        "Prometheus query failed",
+        "Prometheus query timed out",
+        "Prometheus cannot be reached: its metrics fail until it answers (said once until then)",
+    }
+)
 _UNAVAILABLE = orjson.dumps({"status": "error", "errorType": "unavailable", "error": "too many queries in flight"})
 
 
 class FaultyPrometheus:
-    """Prometheus behind a proxy that fails ``share`` of the queries with 503 (0: none, it only forwards)."""
+    """Prometheus behind a proxy that fails ``share`` of the queries (0: none, it only forwards): answered 503
+    (``mode`` "error") or only after ``delay`` seconds ("slow")."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/")
         self.share = 0.0
+        self.mode = "error"
+        self.delay = 0.0
         self.failed = 0
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -62,6 +84,9 @@ class FaultyPrometheus:
         body = await request.read()
         if self.share and request.path.endswith("/query") and random.random() < self.share:
             self.failed += 1
+            if self.mode == "slow":
+                # The client has given up by then (its deadline is shorter): what it is sent does not matter.
+                await asyncio.sleep(self.delay)
             return web.Response(body=_UNAVAILABLE, status=503, content_type="application/json")
         assert self._session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() in ("content-type", "authorization")}
@@ -88,42 +113,80 @@ def _writes(counts: dict[str, int]) -> dict[str, int]:
     return out
 
 
-async def brownout(
-    h: Harness, proxy: FaultyPrometheus, services: list[ServiceProcess], plan: list[Workload]
+@dataclass(frozen=True)
+class Episode:
+    """One fault the harness puts the backend through: ``share`` of the queries failed in ``mode`` for
+    ``periods`` sync periods."""
+
+    name: str  # "outage", "brownout"
+    mode: str  # FaultyPrometheus.mode
+    share: float
+    periods: int
+
+    def describe(self, delay: float) -> str:
+        how = "answered 503" if self.mode == "error" else f"answered only after {delay:g} s (past the deadline)"
+        return f"{self.share * 100:.0f} % of the queries {how} for {self.periods} periods"
+
+
+def episodes(args: argparse.Namespace) -> list[Episode]:
+    """The fault episodes the arguments ask for, in the order they run."""
+    planned = []
+    if args.outage_periods:
+        planned.append(Episode("outage", "error", 1.0, args.outage_periods))
+    if args.brownout:
+        planned.append(Episode("brownout", args.brownout_kind, args.brownout, args.brownout_periods))
+    return planned
+
+
+async def episode(
+    h: Harness, proxy: FaultyPrometheus, services: list[ServiceProcess], plan: list[Workload], fault: Episode
 ) -> dict[str, Any]:
-    """The brownout phase: its writes per period, the backend's state as the service reports it, and the
-    recovery."""
-    args = h.args
-    proxy.share = args.brownout
+    """One fault episode: its writes per period, the backend's state as the service reports it at its end,
+    and the recovery after it."""
+    period = h.args.period
+    failed_before = proxy.failed
+    held_before = await _held(h, services)
+    proxy.mode, proxy.share = fault.mode, fault.share
+    proxy.delay = max(s.query_deadline for s in services) + 1.0
     began = time.monotonic()
     before = _writes(h.emu.requests.counts())
     per_period: list[dict[str, int]] = []
-    for index in range(args.brownout_periods):
-        await asyncio.sleep(max(0.0, began + (index + 1) * args.period - time.monotonic()))
+    for index in range(fault.periods):
+        await asyncio.sleep(max(0.0, began + (index + 1) * period - time.monotonic()))
         now = _writes(h.emu.requests.counts())
         per_period.append({k: now[k] - before[k] for k in now})
         before = now
     reported = [parse_metrics(await h.text(s.url + "/metrics")) for s in services]
     degraded = [total(m, "autoscaler_prometheus_backend_degraded") for m in reported]
-    held = {
-        kind: sum(total(m, "autoscaler_prometheus_backend_held_writes_total", kind=kind) for m in reported)
-        for kind in ("status", "event")
-    }
+    held_after = await _held(h, services)
     proxy.share = 0.0
     ended = time.monotonic()
     recovered: float | None = None
-    while time.monotonic() - ended < 20 * args.period:
+    while time.monotonic() - ended < 20 * period:
         if all(_active(h, w) for w in plan):
             recovered = time.monotonic() - ended
             break
         await asyncio.sleep(1.0)
+    after = _writes(h.emu.requests.counts())
     return {
-        "share": args.brownout,
+        "name": fault.name,
+        "mode": fault.mode,
+        "share": fault.share,
+        "delay_s": proxy.delay if fault.mode == "slow" else None,
         "periods": per_period,
-        "queries_failed": proxy.failed,
+        "queries_failed": proxy.failed - failed_before,
         "degraded": degraded,
-        "held": held,
+        "held": {kind: held_after[kind] - held_before[kind] for kind in held_after},
         "recovered_s": recovered,
+        "recovery_writes": sum(after[k] - before[k] for k in after),
+    }
+
+
+async def _held(h: Harness, services: list[ServiceProcess]) -> dict[str, float]:
+    reported = [parse_metrics(await h.text(s.url + "/metrics")) for s in services]
+    return {
+        kind: sum(total(m, "autoscaler_prometheus_backend_held_writes_total", kind=kind) for m in reported)
+        for kind in ("status", "event")
     }
 
 
@@ -132,12 +195,13 @@ def _active(h: Harness, w: Workload) -> bool:
     return any(c.get("type") == "ScalingActive" and c.get("status") == "True" for c in status.get("conditions") or [])
 
 
-def brownout_report(result: dict[str, Any], period: float) -> list[str]:
-    """The brownout's section of the report."""
+def episode_report(result: dict[str, Any], period: float, targets: int) -> list[str]:
+    """One fault episode's section of the report."""
     periods: list[dict[str, int]] = result["periods"]
+    how = "answered 503" if result["mode"] == "error" else f"answered only after {result['delay_s']:g} s"
     lines = [
-        f"**backend brownout** ({result['share'] * 100:.0f} % of the queries answered 503 for {len(periods)} periods "
-        f"of {period:g} s; {result['queries_failed']:,} queries failed)",
+        f"**backend {result['name']}** ({targets:,} targets; {result['share'] * 100:.0f} % of the queries {how} "
+        f"for {len(periods)} periods of {period:g} s; {result['queries_failed']:,} queries failed)",
         "",
         "| period | status writes | Events created | Events counted up | other writes | all |",
         "|---|---|---|---|---|---|",
@@ -154,9 +218,9 @@ def brownout_report(result: dict[str, Any], period: float) -> list[str]:
         + ", ".join(f"{d:g}" for d in result["degraded"])
         + f"; writes held: status {result['held']['status']:.0f}, Events {result['held']['event']:.0f}; every target "
         + (
-            f"ScalingActive True {recovered:.1f} s after the brownout ended"
+            f"ScalingActive True {recovered:.1f} s after it ended ({result['recovery_writes']:,} writes meanwhile)"
             if recovered is not None
-            else f"not ScalingActive True {20 * period:g} s after the brownout ended"
+            else f"not ScalingActive True {20 * period:g} s after it ended"
         ),
     ]
     return lines

@@ -8,7 +8,7 @@ from typing import Any
 
 from autoscaler.core.settings import DEFAULT_SETTINGS
 from autoscaler.prometheus.settings import DEFAULT_TIMEOUT_SECONDS
-from servicebench.brownout import brownout_report
+from servicebench.brownout import episode_report
 from servicebench.window import Window
 
 
@@ -36,8 +36,8 @@ def report(result: dict[str, Any]) -> str:
         )
     for service in services:
         lines += ["", *service_table(service, result)]
-    if "brownout" in result:
-        lines += ["", *brownout_report(result["brownout"], result["period"])]
+    for fault in result.get("faults", []):
+        lines += ["", *episode_report(fault, result["period"], n)]
     lines += ["", *environment_notes(result, w0)]
     exits = ", ".join(f"{s['name']} {s['exit_code']}" for s in services)
     lines.append(f"service exit codes: {exits}")

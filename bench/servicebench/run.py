@@ -16,7 +16,7 @@ import aiohttp
 
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
 from kube_emulator import KubeEmulator
-from servicebench.brownout import BROWNOUT_WARNINGS, FaultyPrometheus, brownout
+from servicebench.brownout import BROWNOUT_WARNINGS, FaultyPrometheus, episode, episodes
 from servicebench.cluster import (
     CPU_USAGE,
     CRD,
@@ -72,7 +72,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 emu.install_crd(CRD)
                 kubeconfig = emu.write_kubeconfig(workdir / "kubeconfig")
                 harness = Harness(args, emu, prom, session, workdir)
-                proxy = await FaultyPrometheus(prom.url).start() if args.brownout else None
+                proxy = await FaultyPrometheus(prom.url).start() if episodes(args) else None
                 harness.prometheus_url = proxy.url if proxy is not None else None
                 try:
                     await measure(harness, kubeconfig, plan, others, pods_total, result, proxy)
@@ -176,11 +176,11 @@ async def measure(
         cost, size, series, scrapes = await scrape_cost(h, service, steady.service_cpu / steady.seconds, args.period)
         entry["scrape"] = {"cpu_s": cost, "bytes": size, "series": series, "scrapes": scrapes}
     result["services"] = results
-    if proxy is not None:  # 3b. the backend fails a share of the queries for a few periods, then recovers
-        progress(
-            f"brownout: {args.brownout * 100:.0f} % of the queries answered 503 for {args.brownout_periods} periods"
-        )
-        result["brownout"] = await brownout(h, proxy, services, plan)
+    if proxy is not None:  # 3b. the backend fails (an outage, a brownout) for a few periods each, then recovers
+        result["faults"] = []
+        for fault in episodes(args):
+            progress(f"{fault.name}: {fault.describe(max(s.query_deadline for s in services) + 1.0)}")
+            result["faults"].append(await episode(h, proxy, services, plan, fault))
 
     # 4. checks: every target synced every period, nothing scaled, every target active with both metrics
     # read, no warning in a log, and every goal met.
@@ -209,7 +209,7 @@ async def measure(
             str(line.get("event"))
             for line in service.log_lines()
             if line.get("level") in ("warning", "error", "critical")
-            and not (args.brownout and line.get("event") in BROWNOUT_WARNINGS)
+            and not (proxy is not None and line.get("event") in BROWNOUT_WARNINGS)
         )
         if warnings:
             problems.append(f"{service.name}: log warnings/errors: {dict(warnings.most_common(5))}")
