@@ -238,7 +238,7 @@ def reaction_report(result: dict[str, Any]) -> list[str]:
         f"max {_seconds(result['max'])}; goal p99 ≤ {goal:g} s (the {period:g} s period + {GOAL_MARGIN_S:g} s): "
         + ("met" if result["met"] else "**missed**"),
         "- replicas asked at the first write: "
-        + (", ".join(f"{r} ({n} targets)" for r, n in result["replicas"].items()) or "none"),
+        + (", ".join(f"{r} ({n} target{'s' * (n != 1)})" for r, n in result["replicas"].items()) or "none"),
     ]
     if result["missed"]:
         lines.append(
