@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
 from tests.bench_modules import servicebench
@@ -235,3 +236,31 @@ async def instant(session: aiohttp.ClientSession, prom: PrometheusSandbox, query
     assert document["status"] == "success", document
     result: list[dict[str, object]] = document["data"]["result"]
     return result
+
+
+async def test_a_querier_that_falls_behind_says_so_and_never_reports_a_smaller_load(peers: ModuleType) -> None:
+    """A Prometheus slower than the pattern's load (here a server answering in 0.2 s, one query in flight, 6 a
+    0.3 s period): the queries sent after their period are counted, and once the querier is 2 windows behind
+    it stops, the rest counted unsent; nothing is dropped from the planned count."""
+
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.2)
+        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/query", slow)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        async with aiohttp.ClientSession() as session:
+            tally = await peers.issue_queries(session, base, "keda", ["up"] * 6, 0.3, 2, 1, 5.0, 2.0)
+    finally:
+        await runner.cleanup()
+    figures = tally.figures()
+    assert figures["planned"] == 12 and figures["failed"] == 0
+    assert figures["unsent"] > 0 and figures["sent_after_period"] > 0 and not figures["kept_up"]
+    assert figures["answered"] + figures["unsent"] == 12
+    assert figures["late"] > 0  # answered more than a period after they were due
