@@ -166,7 +166,8 @@ async def reaction(
                 written[key] = (wall, int((deployment.get("spec") or {}).get("replicas", -1)))
     restored_at = await asyncio.to_thread(exporter.change_rates, REQUESTS, series, REQUESTS_PER_POD)
 
-    first_scrape = next((at for at in exporter.renders if at >= step_at), None)
+    # A copy first: the exporter's thread appends to the deque, and iterating one that grows raises.
+    first_scrape = next((at for at in list(exporter.renders) if at >= step_at), None)
     reactions = sorted(wall - first_scrape for wall, _ in written.values()) if first_scrape is not None else []
     after_step = sorted(wall - step_at for wall, _ in written.values())
     carried = (first_scrape - step_at) if first_scrape is not None else 0.0
