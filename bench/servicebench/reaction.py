@@ -16,8 +16,9 @@ target's next sync proposes ``ceil(10 × 1.125) = 12`` replicas of 10 (more if i
 a 1 s scrape one interval lifts it by only ``(factor - 1) / 120``: the step must be ×13 or more
 (:func:`least_factor`) for the first scrape to matter.
 
-Afterwards the sample's rate goes back to ``REQUESTS_PER_POD`` (continuous again); their Deployments keep the
-replicas written, and the result names the sample (``sampled``) so the run's checks leave it out.
+Each sampled target's rate goes back to ``REQUESTS_PER_POD`` (continuous again) once its write is seen, the
+missed ones' at the end of the wait; their Deployments keep the replicas written, and the result names the sample
+(``sampled``) so the run's checks leave it out (``writes_again`` counts the sample's writes after its first).
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ async def reaction(
     scrape_interval = float(h.args.scrape_interval)
     chosen = choose(plan, sample)
     keys = {f"{w.namespace}/{w.name}": w for w in chosen}
-    series = [{"namespace": w.namespace, "pod": pod} for w in chosen for pod in w.pods]
+    series = {key: [{"namespace": w.namespace, "pod": pod} for pod in w.pods] for key, w in keys.items()}
     wall_minus_monotonic = time.time() - time.monotonic()  # one offset: the request log's times are monotonic
 
     # Right after a scrape, so that the next one carries a whole interval of the new rate.
@@ -149,22 +150,36 @@ async def reaction(
             raise SystemExit(f"nothing scraped the exporter for {3 * scrape_interval + 10:g} s")
         await asyncio.sleep(0.005)
     writes = ScaleWrites(h.emu)
-    step_at = await asyncio.to_thread(exporter.change_rates, REQUESTS, series, factor * REQUESTS_PER_POD)
+    stepped = [labels for pods in series.values() for labels in pods]
+    step_at = await asyncio.to_thread(exporter.change_rates, REQUESTS, stepped, factor * REQUESTS_PER_POD)
 
     written: dict[str, tuple[float, int]] = {}  # key → (wall time of the write, replicas then)
     others: Counter[str] = Counter()  # scale writes of targets outside the sample (steady ones: none expected)
+    again = 0  # sampled targets' writes after their first (the step not yet taken back)
     deadline = step_at + 2 * scrape_interval + timeout_periods * period
     while len(written) < len(keys) and time.time() < deadline:
         await asyncio.sleep(0.1)
+        reacted = []
         for key, began in writes.update():
             wall = began + wall_minus_monotonic
             if key not in keys:
                 others[key] += 1
-            elif key not in written and wall >= step_at:
+            elif key in written:
+                again += 1
+            elif wall >= step_at:
                 w = keys[key]
                 deployment = h.emu.get("deployments", w.name, w.namespace) or {}
                 written[key] = (wall, int((deployment.get("spec") or {}).get("replicas", -1)))
-    restored_at = await asyncio.to_thread(exporter.change_rates, REQUESTS, series, REQUESTS_PER_POD)
+                reacted.append(key)
+        if reacted:
+            # Each target's load back as soon as it reacted: by then its rate() window holds about a period of the
+            # step (a 15 s period at ×2: within the replicas it asked for), so it asks for nothing more after;
+            # stepped until the last target reacted, the first ones' windows would grow and ask again.
+            back = [labels for key in reacted for labels in series[key]]
+            await asyncio.to_thread(exporter.change_rates, REQUESTS, back, REQUESTS_PER_POD)
+    missed = sorted(set(keys) - set(written))
+    back = [labels for key in missed for labels in series[key]]
+    restored_at = await asyncio.to_thread(exporter.change_rates, REQUESTS, back, REQUESTS_PER_POD)
 
     # A copy first: the exporter's thread appends to the deque, and iterating one that grows raises.
     first_scrape = next((at for at in list(exporter.renders) if at >= step_at), None)
@@ -173,7 +188,6 @@ async def reaction(
     carried = (first_scrape - step_at) if first_scrape is not None else 0.0
     pods = len(chosen[0].pods) if chosen else 0
     ratio = step_ratio(factor, carried, window)
-    missed = sorted(set(keys) - set(written))
     goal = period + GOAL_MARGIN_S
     p99 = percentile(reactions, 0.99)
     slowest = sorted(written, key=lambda k: written[k][0], reverse=True)[:5]
@@ -209,6 +223,7 @@ async def reaction(
         ],
         "missed": missed,
         "other_writes": dict(others),
+        "writes_again": again,
         "goal_s": goal,
         "met": bool(reactions) and not missed and p99 is not None and p99 <= goal,
         "histogram": histogram(reactions, 1.0, 2 * period),
@@ -241,6 +256,8 @@ def reaction_report(result: dict[str, Any]) -> list[str]:
         "- replicas asked at the first write: "
         + (", ".join(f"{r} ({n} target{'s' * (n != 1)})" for r, n in result["replicas"].items()) or "none"),
     ]
+    if result["writes_again"]:
+        lines.append(f"- the sample's scale writes after its first (step not yet undone): {result['writes_again']}")
     if result["missed"]:
         lines.append(
             f"- **{len(result['missed'])} targets never written** within the wait "
