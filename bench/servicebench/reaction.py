@@ -18,7 +18,7 @@ a 1 s scrape one interval lifts it by only ``(factor - 1) / 120``: the step must
 
 Each sampled target's rate goes back to ``REQUESTS_PER_POD`` (continuous again) once its write is seen, the
 missed ones' at the end of the wait; their Deployments keep the replicas written, and the result names the sample
-(``sampled``) so the run's checks leave it out (``writes_again`` counts the sample's writes after its first).
+(``sampled``) so the run's checks leave it out (``writes_again``: the sample's writes after its first, in the wait).
 """
 
 from __future__ import annotations
