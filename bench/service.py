@@ -36,9 +36,16 @@ Phases:
    answered only past the service's deadline (``--brownout-kind slow``, the default) or 503 (``error``) for
    ``--brownout-periods``; for each, the API writes of each period, the backend's state as the service reports
    it, and the time until every target is ScalingActive again (servicebench/brownout.py);
+3c. with ``--reaction SAMPLE``: SAMPLE targets' request rate stepped ×3 (``--reaction-factor``) at one instant,
+   every counter continuous; per target, the time from the first scrape carrying the step to its scale write,
+   and their distribution (servicebench/reaction.py; the sample is left out of the checks below);
 4. checks: no Deployment was scaled, every target is ScalingActive with both metrics read, no warning in
    a service's log, every goal of issue 13 met (servicebench/goals.py), and each service, sent SIGTERM,
-   stopped within its own shutdown budget (5 s) — else the exit code is 1.
+   stopped within its own shutdown budget (5 s) — else the exit code is 1;
+5. with ``--peers PERIODS``: the services stopped, the same Prometheus and data over the same period, first idle
+   (its scrapes alone), then asked as prometheus-adapter behind the HPA and as KEDA would ask it (one query per
+   target per metric per period, spread over the period), PERIODS periods each; its CPU and engine time beside
+   what the services' reads cost it in the steady window (servicebench/peers.py).
 
 The services run on CPU 0 (``--service-cpus``), everything else (this harness with the emulator and the
 exporter, Prometheus) on the other CPUs: "one core" for the service, measured, not shared with its load.
@@ -53,6 +60,9 @@ exporter, Prometheus) on the other CPUs: "one core" for the service, measured, n
     python bench/service.py --targets 1000 --pods 10 --periods 8 --bystanders 1000  # shared namespaces
     python bench/service.py --targets 1000 --pods 4 --periods 2 --brownout 0.7       # a metrics brownout
     python bench/service.py --targets 1000 --pods 4 --periods 2 --outage-periods 6   # a metrics outage
+    python bench/service.py --targets 10000 --pods 10 --periods 12 --settle 30 --set prometheus.timeoutSeconds=12 \
+        --outage-periods 4 --brownout 0.8 --brownout-periods 4 --reaction 200 --peers 3 --json costs.json
+        # issue 41's costs outside the service, in one run (BENCHMARKS.md, "What a user pays outside the service")
 
 Every process it starts (the service, Prometheus) is stopped on exit, Ctrl-C included.
 """
@@ -144,6 +154,30 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="N",
         help="after the steady window, answer every Prometheus query 503 for N periods (an outage), and report the "
         "API writes of each period and the recovery",
+    )
+    parser.add_argument(
+        "--reaction",
+        type=int,
+        default=0,
+        metavar="SAMPLE",
+        help="after the faults, step the load of SAMPLE targets (spread over the namespaces) and report, per "
+        "target, the time from the first scrape carrying it to the scale write (servicebench/reaction.py)",
+    )
+    parser.add_argument(
+        "--reaction-factor",
+        type=float,
+        default=0.0,
+        help="the step of --reaction (default: 3, or more where one scrape interval of it would stay inside the "
+        "tolerance of a 2 m rate(): reaction.least_factor + 1)",
+    )
+    parser.add_argument(
+        "--peers",
+        type=int,
+        default=0,
+        metavar="PERIODS",
+        help="after the services stop, measure Prometheus idle and then asked as prometheus-adapter and KEDA would "
+        "ask it (one query per target per metric per period), PERIODS periods each, beside the services' reads "
+        "(servicebench/peers.py)",
     )
     parser.add_argument("--log-level", default="info", help="the service's logging.level")
     parser.add_argument(

@@ -229,7 +229,8 @@ async def test_a_small_run_writes_every_sampled_target_within_a_period_of_the_fi
             sampled = result["sampled"]
             assert result["sample"] == 2 and len({key.split("/")[0] for key in sampled}) == 2
             assert result["missed"] == [] and result["other_writes"] == {}
-            assert result["past_tolerance"] and result["expected_proposal"] >= 13
+            # What the first scrape carried (and with it the least proposal) depends on how soon after a scrape the
+            # step landed, later on a loaded machine: the arithmetic is the pure tests'; here, what was written.
             assert 0 < result["first_scrape_carried_s"] <= SCRAPE + 0.5
             assert len(result["reactions_s"]) == 2
             assert result["reactions_s"][0] >= 0 and result["max"] < PERIOD + SCRAPE + 2.0, result

@@ -9,6 +9,8 @@ from typing import Any
 from autoscaler.core.settings import DEFAULT_SETTINGS
 from autoscaler.prometheus.settings import DEFAULT_TIMEOUT_SECONDS
 from servicebench.brownout import episode_report
+from servicebench.peers import peers_report
+from servicebench.reaction import reaction_report
 from servicebench.window import Window
 
 
@@ -38,6 +40,10 @@ def report(result: dict[str, Any]) -> str:
         lines += ["", *service_table(service, result)]
     for fault in result.get("faults", []):
         lines += ["", *episode_report(fault, result["period"], n)]
+    if "reaction" in result:
+        lines += ["", *reaction_report(result["reaction"])]
+    if "peers" in result:
+        lines += ["", *peers_report(result["peers"], result.get("service_reads"))]
     lines += ["", *environment_notes(result, w0)]
     exits = ", ".join(f"{s['name']} {s['exit_code']}" for s in services)
     lines.append(f"service exit codes: {exits}")

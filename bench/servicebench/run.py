@@ -29,8 +29,10 @@ from servicebench.cluster import (
     serve_load,
 )
 from servicebench.goals import checks, fewest_syncs
+from servicebench.peers import peer_cost, service_reads
 from servicebench.process import ServiceProcess, stop_all
 from servicebench.procfs import cpu_seconds, memory_kib
+from servicebench.reaction import least_factor, reaction
 from servicebench.speed import reference_ms
 from servicebench.window import Harness, StatusWrites, Window, observe, scrape_cost
 
@@ -75,7 +77,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 proxy = await FaultyPrometheus(prom.url).start() if episodes(args) else None
                 harness.prometheus_url = proxy.url if proxy is not None else None
                 try:
-                    await measure(harness, kubeconfig, plan, others, pods_total, result, proxy)
+                    await measure(harness, kubeconfig, plan, others, pods_total, result, proxy, exporter)
                 finally:
                     await stop_all(harness.services)
                     if proxy is not None:
@@ -93,6 +95,7 @@ async def measure(
     pods_total: int,
     result: dict[str, Any],
     proxy: FaultyPrometheus | None = None,
+    exporter: MetricsExporter | None = None,
 ) -> None:
     args = h.args
     # 1. idle: the same process set-up, no objects.
@@ -176,14 +179,27 @@ async def measure(
         cost, size, series, scrapes = await scrape_cost(h, service, steady.service_cpu / steady.seconds, args.period)
         entry["scrape"] = {"cpu_s": cost, "bytes": size, "series": series, "scrapes": scrapes}
     result["services"] = results
+    # What the services' reads cost Prometheus over the window (one service's snapshots: Prometheus' figures
+    # cover every service's reads), beside the peers' pattern measured at the end (4b).
+    first, last = observed[0][0], observed[0][1]
+    result["service_reads"] = service_reads(first, last, args.period)
     if proxy is not None:  # 3b. the backend fails (an outage, a brownout) for a few periods each, then recovers
         result["faults"] = []
         for fault in episodes(args):
             progress(f"{fault.name}: {fault.describe(max(s.query_deadline for s in services) + 1.0)}")
             result["faults"].append(await episode(h, proxy, services, plan, fault))
 
-    # 4. checks: every target synced every period, nothing scaled, every target active with both metrics
-    # read, no warning in a log, and every goal met.
+    sampled: set[str] = set()
+    if args.reaction:  # 3c. a step of load on a sample of targets: the time from its first scrape to the scale write
+        assert exporter is not None
+        # A step the first scrape carrying it makes a change the service must act on, with room to spare.
+        factor = args.reaction_factor or max(3.0, least_factor(args.scrape_interval) + 1.0)
+        progress(f"reaction: a sample of {args.reaction} targets' load stepped ×{factor:g}")
+        result["reaction"] = await reaction(h, exporter, plan, args.reaction, factor)
+        sampled = set(result["reaction"]["sampled"])
+
+    # 4. checks: every target synced every period, nothing scaled (the reaction's sample aside), every target
+    # active with both metrics read, no warning in a log, and every goal met.
     problems: list[str] = []
     for service, entry, counts in zip(services, results, spread, strict=True):
         # A sync pushed past its tick is skipped: the CPU figure would flatter.
@@ -195,7 +211,7 @@ async def measure(
                 f"{service.name}: only {syncs:.0f} syncs in the window, {entry['targets'] * periods:.0f} expected "
                 f"(at least {fewest:.0f}): targets missed ticks"
             )
-    problems.extend(steady_problems(h, plan))
+    problems.extend(steady_problems(h, [w for w in plan if f"{w.namespace}/{w.name}" not in sampled]))
     result["others_cpus"] = len(os.sched_getaffinity(0))
     result["query_deadline_s"] = services[0].query_deadline
     # SIGTERM, and each service's graceful shutdown timed (from its log, and to its exit). Stopped off this
@@ -217,6 +233,15 @@ async def measure(
         problems.extend(f"{service.name}: {c.figure} {c.value}, goal {c.goal}" for c in entry["checks"] if not c.met)
     result["problems"] = problems
     result["speed_ms"].append(await asyncio.to_thread(reference_ms, args.service_cpus))
+    if args.peers:  # 4b. the services stopped: the same Prometheus, data and period, asked as the peers ask it
+        # Every CPU for Prometheus and the querier now: the services' core is free, and at 1,000 targets the
+        # adapter's pattern alone wants most of one.
+        everything = os.sched_getaffinity(0) | (args.service_cpus or set())
+        os.sched_setaffinity(0, everything)
+        assert h.prom.pid is not None
+        os.sched_setaffinity(h.prom.pid, everything)
+        progress(f"peers: Prometheus idle, then asked as prometheus-adapter and KEDA would, {args.peers} periods each")
+        result["peers"] = await peer_cost(h.prom, h.session, plan, args.period, args.peers)
 
 
 def shard_of(w: Workload, shards: int, by: str = "target", namespaces: int = 50) -> str | None:
