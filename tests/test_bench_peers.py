@@ -122,6 +122,14 @@ def test_the_ratio_takes_the_baseline_off_both_sides(peers: ModuleType) -> None:
     partial = {**pattern, "answered": 390, "kept_up": False}
     r = peers.ratio(quiet, partial, baseline)
     assert r["cpu"] == 0.0 and r["met"] and not r["complete"] and not r["kept_up"]
+    # A pattern the querier could not deliver costs, a period, its answered queries' each times the whole load:
+    # 390 answered for 4.0 CPU s above the baseline over 4 periods' window, 100 a period planned.
+    assert peers.whole_load(partial, baseline)[0] == pytest.approx(4.0 / 390 * 100)
+    assert peers.ratio(dearer, partial, baseline)["cpu"] == pytest.approx(0.2 / (4.0 / 390 * 100))
+    # The engine's time is shown, never judged: it is wall time.
+    slow_engine = peers.reads_figures(20.0, 5.0, 4, 2.4, 4.0, 8)
+    r = peers.ratio(slow_engine, pattern, baseline)
+    assert r["engine"] == pytest.approx(5.0) and r["met"]
 
     cpu, engine = peers.above_baseline(partial, baseline)
     reported = {
@@ -145,7 +153,9 @@ def test_the_ratio_takes_the_baseline_off_both_sides(peers: ModuleType) -> None:
     text = "\n".join(peers.peers_report(result, dearer))
     assert "| HPA + prometheus-adapter | 100 |" in text and "390/400" in text and "no (3 sent" in text
     assert "| the service's reads (steady window) | 2 | 700.0 | 200.0 | 10.0 |" in text
-    assert "0.200 (1/5)" in text and "MISSED" in text and "not all answered" in text and "fell behind" in text
+    # The pattern's whole load: 390 queries answered for 4.0 CPU s above the baseline, 100 a period.
+    assert "| 1,025.6 |" in text
+    assert "0.195 (1/5)" in text and "MISSED" in text and "delivered 390 of the pattern's 400 queries" in text
     assert "no ratio" in "\n".join(peers.peers_report(result, None))
 
 

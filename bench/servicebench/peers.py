@@ -169,13 +169,29 @@ def above_baseline(window: dict[str, Any], baseline: dict[str, Any]) -> tuple[fl
     )
 
 
+def whole_load(pattern: dict[str, Any], baseline: dict[str, Any]) -> tuple[float, float]:
+    """Prometheus' CPU and engine time above the baseline that one period of ``pattern``'s whole load costs: per
+    query answered, times the queries a period plans. The same as the measured figure per period when every
+    query was answered in its period; where the querier could not deliver the load (at 10,000 targets the
+    adapter's is 2,000 queries a second) it is what the answered queries cost each, times the load: the window's
+    own per-period figure would state the smaller load delivered as the pattern's cost."""
+    answered = pattern.get("answered") or 0
+    if not answered:
+        return above_baseline(pattern, baseline)
+    cpu, engine = above_baseline(pattern, baseline)
+    per_period = pattern["planned"] / pattern["periods"]
+    return cpu * pattern["periods"] / answered * per_period, engine * pattern["periods"] / answered * per_period
+
+
 def ratio(service: dict[str, Any], pattern: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
-    """The service's read cost as a fraction of ``pattern``'s, from Prometheus' CPU above the baseline and from
-    the engine's time, per period. A service figure under the baseline (noise) counts as 0. A pattern whose
-    queries were not all answered cost less than its whole load would: the fraction is then an upper bound
-    (conclusive when it meets the goal, not when it misses it), and ``complete`` says so."""
+    """The service's read cost as a fraction of ``pattern``'s whole load (:func:`whole_load`), from Prometheus'
+    CPU above the baseline (the goal's measure: what the operator pays) and from the engine's time (wall time:
+    under a saturated CPU it counts the waiting too, so it is shown, not judged). A service figure under the
+    baseline (noise) counts as 0. ``complete`` says whether every query of the pattern was answered (else its
+    cost is the answered queries' each, times the load) and ``kept_up`` whether the querier delivered the load
+    within its periods."""
     service_cpu, service_engine = above_baseline(service, baseline)
-    pattern_cpu, pattern_engine = above_baseline(pattern, baseline)
+    pattern_cpu, pattern_engine = whole_load(pattern, baseline)
     cpu = max(service_cpu, 0.0) / pattern_cpu if pattern_cpu > 0 else None
     engine = max(service_engine, 0.0) / pattern_engine if pattern_engine > 0 else None
     return {
@@ -186,7 +202,7 @@ def ratio(service: dict[str, Any], pattern: dict[str, Any], baseline: dict[str, 
         "service_engine_per_period_s": service_engine,
         "pattern_engine_per_period_s": pattern_engine,
         "goal": GOAL,
-        "met": cpu is not None and engine is not None and cpu <= GOAL and engine <= GOAL,
+        "met": cpu is not None and cpu <= GOAL,
         "complete": pattern.get("answered") == pattern.get("planned"),
         "kept_up": bool(pattern.get("kept_up", True)),
     }
@@ -384,11 +400,12 @@ async def peer_cost(
         entry["cpu_above_baseline_per_period_s"], entry["engine_above_baseline_per_period_s"] = above_baseline(
             entry, baseline
         )
-        # Per query answered: what the whole pattern would cost, queries_per_period × this, when it was not
-        # all answered (then the per-period figures are a floor).
+        # Per query answered, and a period's whole load at that cost (what the window's own per-period figure
+        # understates when the querier could not deliver the load).
         entry["cpu_above_baseline_per_query_s"] = (
             entry["cpu_above_baseline_per_period_s"] * periods / tally.answered if tally.answered else None
         )
+        entry["whole_cpu_per_period_s"], entry["whole_engine_per_period_s"] = whole_load(entry, baseline)
         results[pattern] = entry
     return {
         "baseline": baseline,
@@ -425,8 +442,8 @@ def peers_report(result: dict[str, Any], service_reads: dict[str, Any] | None) -
         f"{period:g} s; the peers' queries straight to Prometheus, spread over each period, at most "
         f"{result['concurrency']} in flight, {result['timeout_s']:g} s timeout; CPU and times in ms)",
         "",
-        "| window | queries/period | Prometheus CPU/period | above baseline | engine time/period | answered/planned "
-        "| failed | late | latency p50 / p99 | kept up |",
+        "| window | queries/period | Prometheus CPU/period | above baseline, a period's whole load "
+        "| engine time, a period's whole load | answered/planned | failed | late | latency p50 / p99 | kept up |",
         "|---|---|---|---|---|---|---|---|---|---|",
         f"| baseline (scrapes only) | {baseline['queries_per_period']:,.0f} | {_ms(baseline['cpu_per_period_s'])} | — "
         f"| {_ms(baseline['engine_per_period_s'])} | — | — | — | — | — |",
@@ -438,11 +455,12 @@ def peers_report(result: dict[str, Any], service_reads: dict[str, Any] | None) -
             f"| {_ms(service_reads['cpu_per_period_s'])} | {_ms(cpu)} | {_ms(engine)} | — | — | — | — | — |"
         )
     for pattern, entry in result["patterns"].items():
+        whole = whole_load(entry, baseline)
+        each = _per_query(entry.get("cpu_above_baseline_per_query_s"))
         lines.append(
             f"| {TITLES.get(pattern, pattern)} | {result['queries_per_period'][pattern]:,} "
-            f"| {_ms(entry['cpu_per_period_s'])} | {_ms(entry['cpu_above_baseline_per_period_s'])}"
-            f"{_per_query(entry.get('cpu_above_baseline_per_query_s'))} "
-            f"| {_ms(entry['engine_above_baseline_per_period_s'])} | {entry['answered']:,}/{entry['planned']:,} "
+            f"| {_ms(entry['cpu_per_period_s'])} | {_ms(whole[0])}{each} "
+            f"| {_ms(whole[1])} | {entry['answered']:,}/{entry['planned']:,} "
             f"| {entry['failed']:,} | {entry['late']:,} | {_ms(entry['latency_p50_s'])} / "
             f"{_ms(entry['latency_p99_s'])} | {_kept_up(entry)} |"
         )
@@ -459,13 +477,19 @@ def peers_report(result: dict[str, Any], service_reads: dict[str, Any] | None) -
         r = ratio(service_reads, entry, baseline)
         shown = " and ".join(
             f"{name} {'—' if value is None else f'{value:.3f} (1/{1 / value:,.0f})' if value else '0'}"
-            for name, value in (("Prometheus CPU above baseline", r["cpu"]), ("engine time", r["engine"]))
+            for name, value in (
+                ("Prometheus CPU above baseline", r["cpu"]),
+                ("engine time (shown, not judged)", r["engine"]),
+            )
         )
         verdict = "met" if r["met"] else "MISSED"
         if not r["complete"]:
-            verdict += " (the pattern's queries were not all answered: its cost is a floor, the fraction a bound)"
-        if not r["kept_up"]:
-            verdict += " (the querier fell behind: the pattern's load was not delivered within its periods)"
+            verdict += (
+                f" (the querier delivered {entry['answered']:,} of the pattern's {entry['planned']:,} queries: its "
+                "whole load's cost is theirs each, times the load)"
+            )
+        elif not r["kept_up"]:
+            verdict += " (the querier fell behind: some queries were answered after their period)"
         lines.append(
             f"the service's reads / {TITLES.get(pattern, pattern)}'s: {shown}; goal ≤ 1/{1 / GOAL:g}: {verdict}"
         )

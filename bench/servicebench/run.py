@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import os
 import sys
@@ -237,11 +238,19 @@ async def measure(
         # Every CPU for Prometheus and the querier now: the services' core is free, and at 1,000 targets the
         # adapter's pattern alone wants most of one.
         everything = os.sched_getaffinity(0) | (args.service_cpus or set())
-        os.sched_setaffinity(0, everything)
         assert h.prom.pid is not None
-        os.sched_setaffinity(h.prom.pid, everything)
+        for pid in (os.getpid(), h.prom.pid):
+            allow_every_thread(pid, everything)
         progress(f"peers: Prometheus idle, then asked as prometheus-adapter and KEDA would, {args.peers} periods each")
         result["peers"] = await peer_cost(h.prom, h.session, plan, args.period, args.peers)
+
+
+def allow_every_thread(pid: int, cpus: set[int]) -> None:
+    """Let every thread of ``pid`` run on ``cpus``: an affinity is a thread's, and setting the process's id sets
+    its first thread's only (Prometheus' Go threads, the exporter's, kept their one CPU so)."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+            os.sched_setaffinity(int(task), cpus)
 
 
 def shard_of(w: Workload, shards: int, by: str = "target", namespaces: int = 50) -> str | None:
