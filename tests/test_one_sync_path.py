@@ -63,7 +63,7 @@ NOT_ON_THE_PATH: dict[str, str] = {
     "autoscaler.core.pause": UNUSED_STEP,
     "autoscaler.core.other_autoscalers": UNUSED_STEP,  # hold(): None while nothing else scales the workload
     "autoscaler.core.rescale": UNUSED_STEP,  # apply_scale_result: what a scale write records (none here)
-    "autoscaler.service.sync.status_sections": UNUSED_STEP,  # lastActiveTime, metricHealth, pause: none here
+    "autoscaler.service.sync.status.sections": UNUSED_STEP,  # lastActiveTime, metricHealth, pause: none here
     "autoscaler.prometheus.sending": PLUMBING,  # QuerySender.send: one target's slots, a rejected query's backoff
     "autoscaler.prometheus.answers": PLUMBING,  # the HTTP body read and decoded
     "autoscaler.prometheus.auth": PLUMBING,  # the request's credentials

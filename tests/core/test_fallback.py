@@ -25,7 +25,7 @@ from autoscaler.core.settings import ControllerSettings
 from autoscaler.core.spec import TargetSpec
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.core.sync import SyncInputs, SyncOutcome, SyncState, sync
-from autoscaler.service.sync.status_sections import fallback_status
+from autoscaler.service.sync.status.sections import fallback_status
 from tests.core.builders import pod, samples
 
 SETTINGS = ControllerSettings()

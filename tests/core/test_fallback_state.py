@@ -13,8 +13,8 @@ from autoscaler.core.rescale import resolve_scale_intent, scale_intent, state_be
 from autoscaler.core.spec_parse import parse_target_spec
 from autoscaler.core.sync import SyncState
 from autoscaler.service.sync.status import status_document
-from autoscaler.service.sync.status_restore import restore
-from autoscaler.service.sync.status_sections import fallback_status, restore_metric_health
+from autoscaler.service.sync.status.restore import restore
+from autoscaler.service.sync.status.sections import fallback_status, restore_metric_health
 from autoscaler.values.fields import SpecError
 from tests.core.test_fallback import FAILED, QUEUE, queue, run, target
 

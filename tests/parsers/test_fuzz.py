@@ -33,7 +33,7 @@ from autoscaler.cli.run import read_run_inputs
 from autoscaler.kube.records import trim_deployment, trim_object, trim_pod
 from autoscaler.service.cluster.targets import target_from_object
 from autoscaler.service.sync.status import StatusDigest, needs_write
-from autoscaler.service.sync.status_restore import restore
+from autoscaler.service.sync.status.restore import restore
 from autoscaler.service.sync.view import vpa_for, vpa_observation
 from autoscaler.values.fields import SpecError
 from autoscaler.values.yaml_files import load_yaml_documents

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autoscaler.core.settings import ControllerSettings
-from autoscaler.service.sync.status_restore import restore
+from autoscaler.service.sync.status.restore import restore
 from autoscaler.values.timestamps import parse_rfc3339
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.manifests import load_documents

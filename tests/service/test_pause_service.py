@@ -14,7 +14,7 @@ import pytest
 
 from autoscaler.core.pause_state import PauseMode
 from autoscaler.core.settings import ControllerSettings
-from autoscaler.service.sync.status_restore import restore
+from autoscaler.service.sync.status.restore import restore
 from autoscaler.service.telemetry.metrics import ServiceMetrics
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController
 from tests.emulator.kubectl import Kubectl, table

@@ -32,8 +32,8 @@ from autoscaler.core.spec import (
 from autoscaler.core.sync import ALL_WRITTEN, SyncInputs, SyncState, plan_sync, settle
 from autoscaler.kube.api import KubeApi
 from autoscaler.service.sync.status import status_document
-from autoscaler.service.sync.status_restore import restore
-from autoscaler.service.sync.status_sections import PENDING_SCALE, restore_scale_intent, scale_intent_document
+from autoscaler.service.sync.status.restore import restore
+from autoscaler.service.sync.status.sections import PENDING_SCALE, restore_scale_intent, scale_intent_document
 from autoscaler.values.quantity import Quantity
 from autoscaler.values.timestamps import parse_rfc3339
 from kube_emulator import KubeEmulator, PodLifecycle, WorkloadController

@@ -34,7 +34,7 @@ from autoscaler.core.spec import (
 from autoscaler.core.sync import SyncState
 from autoscaler.service.sync.report import SyncReporter
 from autoscaler.service.sync.status import StatusDigest, compact_history, needs_write, status_document
-from autoscaler.service.sync.status_restore import restore, restore_history
+from autoscaler.service.sync.status.restore import restore, restore_history
 from autoscaler.values.quantity import Quantity
 
 T0 = 1_800_000_000.0

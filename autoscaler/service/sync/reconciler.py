@@ -56,8 +56,8 @@ from autoscaler.service.sync.observe import TargetObserver
 from autoscaler.service.sync.report import SyncReporter, reconcile_result
 from autoscaler.service.sync.scale_grace import finish_scale_write
 from autoscaler.service.sync.schedule import ConcurrencySlot, Schedule, TickTimers
-from autoscaler.service.sync.status_restore import restore
-from autoscaler.service.sync.status_sections import HVPA, decision_sections, hvpa_status
+from autoscaler.service.sync.status.restore import restore
+from autoscaler.service.sync.status.sections import HVPA, decision_sections, hvpa_status
 from autoscaler.service.sync.view import ClusterView, vpa_observation
 from autoscaler.service.sync.writes import ClusterWriter, LeadershipLost, TargetLeft, TargetWrites
 from autoscaler.service.telemetry.metrics_sink import MetricsSink

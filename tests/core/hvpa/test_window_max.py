@@ -15,8 +15,8 @@ from autoscaler.core.hvpa.explain import explain_hvpa
 from autoscaler.core.hvpa.gates import BlockReason
 from autoscaler.core.hvpa.spec import StabilizationMode
 from autoscaler.core.spec_parse import parse_target_spec
-from autoscaler.service.sync.status_restore import restore
-from autoscaler.service.sync.status_sections import hvpa_status
+from autoscaler.service.sync.status.restore import restore
+from autoscaler.service.sync.status.sections import hvpa_status
 from autoscaler.values.fields import SpecError
 from tests.core.hvpa.builders import CPU_ONLY, DESIGN, VPA_ONLY, decide, pods, target_spec, texts, vpa_status
 

@@ -1,9 +1,9 @@
 """A target's status in the service: the document written from a decision, and whether it is worth a write
-(:class:`StatusDigest`). The status's home is three modules, by concept: this one; the sections besides the
-HPA engine's (``pendingScale``, ``lastActiveTime``, ``metricHealth``, ``hvpa``), each written and read back
-side by side (:mod:`autoscaler.service.sync.status_sections`); and the status read back into the
-:class:`~autoscaler.core.sync.SyncState` the next sync starts from
-(:func:`autoscaler.service.sync.status_restore.restore`). Core has the shapes ``simulate`` shares
+(:class:`StatusDigest`). The status's one home in the service is this package, by concept: this module; the
+sections besides the HPA engine's (``pendingScale``, ``lastActiveTime``, ``metricHealth``, ``hvpa``), each
+written and read back side by side (:mod:`autoscaler.service.sync.status.sections`); and the status read back
+into the :class:`~autoscaler.core.sync.SyncState` the next sync starts from
+(:func:`autoscaler.service.sync.status.restore.restore`). Core has the shapes ``simulate`` shares
 (:mod:`autoscaler.core.status`).
 
 The status carries everything a restarted (or newly elected) service needs to decide exactly as the
@@ -47,8 +47,8 @@ from autoscaler.core.explain import explain_lines
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent, ScaleIntent
 from autoscaler.core.status import condition_json, metric_status
 from autoscaler.service.cluster.targets import Target, error_text
-from autoscaler.service.sync.status_restore import restore_conditions
-from autoscaler.service.sync.status_sections import HVPA, PENDING_SCALE, decision_sections, scale_intent_document
+from autoscaler.service.sync.status.restore import restore_conditions
+from autoscaler.service.sync.status.sections import HVPA, PENDING_SCALE, decision_sections, scale_intent_document
 from autoscaler.values.loose_json import as_mapping, mappings_in
 from autoscaler.values.timestamps import rfc3339
 

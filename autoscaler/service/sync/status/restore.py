@@ -1,7 +1,7 @@
 """A target's status read back: :func:`restore` gives the :class:`~autoscaler.core.sync.SyncState` a
 reconciler's first sync (or the one after a sync cut short) starts from. What a status holds and why:
 :mod:`autoscaler.service.sync.status`; the sections besides the HPA engine's, each read back beside the code
-that writes it: :mod:`autoscaler.service.sync.status_sections`.
+that writes it: :mod:`autoscaler.service.sync.status.sections`.
 
 A status read back may hold anything (edited by hand, written by an older version): a part that does not
 read is left out, never an error (:mod:`autoscaler.values.loose_json`). The ongoing recommendation (the
@@ -18,7 +18,7 @@ from autoscaler.core.decision import TargetState
 from autoscaler.core.history import DecisionHistory, Recommendation, ScaleEvent
 from autoscaler.core.pause_state import restore_pause
 from autoscaler.core.sync import SyncState
-from autoscaler.service.sync.status_sections import (
+from autoscaler.service.sync.status.sections import (
     HVPA,
     METRIC_HEALTH,
     PENDING_SCALE,
