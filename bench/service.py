@@ -41,7 +41,8 @@ Phases:
    and their distribution (servicebench/reaction.py; the sample is left out of the checks below);
 4. checks: no Deployment was scaled, every target is ScalingActive with both metrics read, no warning in
    a service's log, every goal of issue 13 met (servicebench/goals.py), and each service, sent SIGTERM,
-   stopped within its own shutdown budget (5 s) — else the exit code is 1;
+   stopped within its own shutdown budget (5 s), the reaction's p99 within a period and 2 s (3c), and the
+   services' reads at most 1/10 of each peer's (5) — else the exit code is 1;
 5. with ``--peers PERIODS``: the services stopped, the same Prometheus and data over the same period, first idle
    (its scrapes alone), then asked as prometheus-adapter behind the HPA and as KEDA would ask it (one query per
    target per metric per period, spread over the period), PERIODS periods each; its CPU and engine time beside

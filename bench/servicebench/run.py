@@ -30,7 +30,7 @@ from servicebench.cluster import (
     serve_load,
 )
 from servicebench.goals import checks, fewest_syncs
-from servicebench.peers import peer_cost, service_reads
+from servicebench.peers import GOAL, peer_cost, ratio, service_reads
 from servicebench.process import ServiceProcess, stop_all
 from servicebench.procfs import cpu_seconds, memory_kib
 from servicebench.reaction import least_factor, reaction
@@ -212,6 +212,12 @@ async def measure(
                 f"{service.name}: only {syncs:.0f} syncs in the window, {entry['targets'] * periods:.0f} expected "
                 f"(at least {fewest:.0f}): targets missed ticks"
             )
+    if "reaction" in result and not result["reaction"]["met"]:
+        reacted = result["reaction"]
+        problems.append(
+            f"reaction p99 {reacted['p99']} s, goal ≤ {reacted['goal_s']:g} s"
+            + (f"; {len(reacted['missed'])} sampled targets never written" if reacted["missed"] else "")
+        )
     problems.extend(steady_problems(h, [w for w in plan if f"{w.namespace}/{w.name}" not in sampled]))
     result["others_cpus"] = len(os.sched_getaffinity(0))
     result["query_deadline_s"] = services[0].query_deadline
@@ -243,6 +249,12 @@ async def measure(
             allow_every_thread(pid, everything)
         progress(f"peers: Prometheus idle, then asked as prometheus-adapter and KEDA would, {args.peers} periods each")
         result["peers"] = await peer_cost(h.prom, h.session, plan, args.period, args.peers)
+        for pattern, entry in result["peers"]["patterns"].items():
+            share = ratio(result["service_reads"], entry, result["peers"]["baseline"])
+            if not share["met"]:
+                problems.append(
+                    f"the service's reads cost Prometheus {share['cpu']} of the {pattern} pattern's, goal ≤ {GOAL:g}"
+                )
 
 
 def allow_every_thread(pid: int, cpus: set[int]) -> None:
