@@ -31,7 +31,7 @@ from aiohttp import web
 
 from servicebench.cluster import TARGETS, Workload
 from servicebench.process import ServiceProcess
-from servicebench.samples import parse_metrics, total
+from servicebench.samples import Samples, parse_metrics, total
 from servicebench.window import WRITE_VERBS, Harness
 
 # The log lines a failing backend causes by design (service/backends/health.py, prometheus/sending.py): not
@@ -145,9 +145,9 @@ async def episode(
     and the recovery after it."""
     period = h.args.period
     failed_before = proxy.failed
-    held_before = await _held(h, services)
+    held_before = _held(await _reported(h, services))
     proxy.mode, proxy.share = fault.mode, fault.share
-    proxy.delay = max(s.query_deadline for s in services) + 1.0
+    proxy.delay = slow_delay(services)
     began = time.monotonic()
     before = _writes(h.emu.requests.counts())
     per_period: list[dict[str, int]] = []
@@ -156,9 +156,9 @@ async def episode(
         now = _writes(h.emu.requests.counts())
         per_period.append({k: now[k] - before[k] for k in now})
         before = now
-    reported = [parse_metrics(await h.text(s.url + "/metrics")) for s in services]
+    reported = await _reported(h, services)
     degraded = [total(m, "autoscaler_prometheus_backend_degraded") for m in reported]
-    held_after = await _held(h, services)
+    held_after = _held(reported)
     proxy.share = 0.0
     ended = time.monotonic()
     recovered: float | None = None
@@ -182,8 +182,17 @@ async def episode(
     }
 
 
-async def _held(h: Harness, services: list[ServiceProcess]) -> dict[str, float]:
-    reported = [parse_metrics(await h.text(s.url + "/metrics")) for s in services]
+def slow_delay(services: list[ServiceProcess]) -> float:
+    """How long a slow answer takes: past every service's query deadline."""
+    return max(s.query_deadline for s in services) + 1.0
+
+
+async def _reported(h: Harness, services: list[ServiceProcess]) -> list[Samples]:
+    return [parse_metrics(await h.text(s.url + "/metrics")) for s in services]
+
+
+def _held(reported: list[Samples]) -> dict[str, float]:
+    """The services' writes held back by the backend's budget so far, by kind."""
     return {
         kind: sum(total(m, "autoscaler_prometheus_backend_held_writes_total", kind=kind) for m in reported)
         for kind in ("status", "event")

@@ -17,7 +17,7 @@ import aiohttp
 
 from autoscaler_sandbox import MetricsExporter, PrometheusSandbox, ScrapeTarget
 from kube_emulator import KubeEmulator
-from servicebench.brownout import BROWNOUT_WARNINGS, FaultyPrometheus, episode, episodes
+from servicebench.brownout import BROWNOUT_WARNINGS, FaultyPrometheus, episode, episodes, slow_delay
 from servicebench.cluster import (
     CPU_USAGE,
     CRD,
@@ -187,7 +187,7 @@ async def measure(
     if proxy is not None:  # 3b. the backend fails (an outage, a brownout) for a few periods each, then recovers
         result["faults"] = []
         for fault in episodes(args):
-            progress(f"{fault.name}: {fault.describe(max(s.query_deadline for s in services) + 1.0)}")
+            progress(f"{fault.name}: {fault.describe(slow_delay(services))}")
             result["faults"].append(await episode(h, proxy, services, plan, fault))
 
     sampled: set[str] = set()
